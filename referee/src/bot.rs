@@ -1,0 +1,95 @@
+//! The seam between the runner and a fighter: one trait, implemented by built-in,
+//! WASM and endpoint bots alike.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use duel_replays::FighterInfo;
+use duel_rules::{Action, Observation, Source};
+
+/// Why a bot's answer could not be used for this exchange (the fallback plays).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureCause {
+    /// Answered after the wall clock, or not at all.
+    Timeout,
+    /// Crashed, trapped, hit a limit, answered something illegal, lost the line.
+    Fault,
+}
+
+impl FailureCause {
+    pub fn source(self) -> Source {
+        match self {
+            FailureCause::Timeout => Source::Timeout,
+            FailureCause::Fault => Source::Fault,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotFailure {
+    pub cause: FailureCause,
+    /// A few words for the replay ("trap: out of fuel", "connection refused").
+    pub reason: String,
+}
+
+impl BotFailure {
+    pub fn fault(reason: impl Into<String>) -> BotFailure {
+        BotFailure {
+            cause: FailureCause::Fault,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn timeout(reason: impl Into<String>) -> BotFailure {
+        BotFailure {
+            cause: FailureCause::Timeout,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A bot's answer to one observation, with what it spent getting there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub answer: Result<Action, BotFailure>,
+    /// Model tokens (prompt + completion) metered during this decision.
+    pub tokens: u64,
+    /// The meter refused a call or the budget reached zero during this decision:
+    /// this answer still counts, the fallback plays the rest of the match.
+    pub gassed_out: bool,
+}
+
+impl Decision {
+    /// An answer that cost no tokens.
+    pub fn action(action: Action) -> Decision {
+        Decision {
+            answer: Ok(action),
+            tokens: 0,
+            gassed_out: false,
+        }
+    }
+
+    pub fn failed(failure: BotFailure) -> Decision {
+        Decision {
+            answer: Err(failure),
+            tokens: 0,
+            gassed_out: false,
+        }
+    }
+}
+
+/// The boxed future a [`Bot`] returns; boxed so bots of different kinds can sit
+/// behind one `dyn Bot`.
+pub type DecisionFuture<'a> = Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
+
+/// One fighter, asked once per exchange. The runner owns the wall clock: a bot
+/// need not enforce it, but it must not block the async runtime (WASM bots run
+/// on blocking threads, endpoint bots await the network).
+pub trait Bot: Send {
+    /// Who this fighter is, for the replay header.
+    fn info(&self) -> FighterInfo;
+
+    /// Decides the next exchange. Never panics on any bot behaviour: failures are
+    /// returned as [`BotFailure`]s.
+    fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a>;
+}

@@ -1,0 +1,116 @@
+//! The command line, as clap definitions. Parsing only validates; `commands`
+//! builds the real objects.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The duel referee: runs matches between programmed fighters under Ruleset 1.0.0
+/// and writes them as verifiable replays.
+#[derive(Debug, Parser)]
+#[command(name = "referee", version, about, long_about = None)]
+#[command(after_help = "\
+Bot specs:
+  builtin:block                 always BLOCK (the fallback policy)
+  builtin:random                seeded, uniform over the actions it can pay for
+  builtin:script:JAB,HEAVY,…    plays the list, cycling over the match's decisions
+  builtin:counter               reads the tape and counters the opponent's habits
+  path/to/bot.wasm              a WASM component of the duel:bot world
+  grpc://host:port              a remote endpoint implementing duel.v1.Bot
+
+Examples:
+  referee local builtin:random builtin:script:JAB,HEAVY,FEINT --seed 7
+  referee local builtin:counter builtin:random --json > match.json
+  referee replay verify match.json")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one match locally between two bot specs and print its tape.
+    Local(LocalArgs),
+    /// Show or verify replay files.
+    #[command(subcommand)]
+    Replay(ReplayCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct LocalArgs {
+    /// Fighter A (see "Bot specs" in `referee --help`).
+    #[arg(value_name = "A")]
+    pub bot_a: String,
+    /// Fighter B.
+    #[arg(value_name = "B")]
+    pub bot_b: String,
+    /// Seed for bots that ask for randomness; recorded in the replay. Random when
+    /// not given (the tape's header shows it, so any match can be played again).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Weight class: the token budget each fighter has for the whole match.
+    #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
+    pub class: ClassArg,
+    /// Also write the replay (duel-replay/1 JSON) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub replay: Option<PathBuf>,
+    /// Print the replay JSON on stdout instead of the tape.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub color: ColorArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReplayCommand {
+    /// Print a replay's tape and a per-fighter summary.
+    Show {
+        /// The replay file.
+        path: PathBuf,
+        #[command(flatten)]
+        color: ColorArgs,
+    },
+    /// Re-run a replay through the rules (and re-run its built-in bots); exits 1
+    /// naming the first exchange that disagrees.
+    Verify {
+        /// The replay file.
+        path: PathBuf,
+        /// Print the verdict as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClassArg {
+    /// 8,000 tokens per match.
+    Light,
+    /// 64,000 tokens per match.
+    Middle,
+    /// 512,000 tokens per match.
+    Heavy,
+}
+
+impl From<ClassArg> for duel_rules::WeightClass {
+    fn from(class: ClassArg) -> duel_rules::WeightClass {
+        match class {
+            ClassArg::Light => duel_rules::WeightClass::Light,
+            ClassArg::Middle => duel_rules::WeightClass::Middle,
+            ClassArg::Heavy => duel_rules::WeightClass::Heavy,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ColorArgs {
+    /// When to colour the tape: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}

@@ -1,0 +1,11 @@
+//! The one error type of the referee library.
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefereeError {
+    #[error("{0}")]
+    Spec(String),
+    #[error(transparent)]
+    Replay(#[from] duel_replays::ReplayError),
+    #[error("{0}")]
+    Unsupported(String),
+}

@@ -1,0 +1,22 @@
+//! The referee: runs matches between bots under a ruleset and records them as
+//! `duel-replay/1` replays.
+//!
+//! Start reading at [`runner`]: [`runner::run_match`] asks both fighters
+//! concurrently through the [`Bot`] seam, [`record::MatchRecorder`] turns their
+//! answers (or substitutions) into exchanges of the rules and lines of the replay.
+//! Built-in bots live in [`builtin`]; bot specs are parsed in [`spec`].
+
+pub mod bot;
+pub mod builtin;
+pub mod error;
+pub mod limits;
+pub mod record;
+pub mod runner;
+pub mod spec;
+pub mod verify;
+
+pub use bot::{Bot, BotFailure, Decision, FailureCause};
+pub use error::RefereeError;
+pub use record::{MatchConfig, MatchRecorder};
+pub use runner::{run_bare_match, run_match};
+pub use spec::{BotSpec, BuiltinSpec};

@@ -1,0 +1,286 @@
+//! The bookkeeping of one match, shared by every runner: builds observations,
+//! applies substitutions and the token budget, plays exchanges through the rules,
+//! and writes the replay as it goes.
+
+use std::time::Duration;
+
+use duel_replays::{
+    ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundRecord, RoundResultRecord,
+    SideRecord, FORMAT,
+};
+use duel_rules::{
+    Action, ExchangeStep, MatchState, Observation, Ruleset, Side, Source, TapeEntry, WeightClass,
+};
+
+use crate::bot::Decision;
+use crate::limits::{DECISION_WALL_CLOCK, MAX_REASON_BYTES};
+
+/// Everything fixed when a match is accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatchConfig {
+    pub ruleset: Ruleset,
+    pub match_id: String,
+    /// RFC 3339.
+    pub accepted_at: String,
+    pub class: WeightClass,
+    pub seed: u64,
+    /// Per decision; the rules fix 10 s, tests may shorten it.
+    pub decision_wall_clock: Duration,
+}
+
+impl MatchConfig {
+    /// A match under the current ruleset and the rules' wall clock.
+    pub fn new(match_id: String, accepted_at: String, class: WeightClass, seed: u64) -> MatchConfig {
+        MatchConfig {
+            ruleset: Ruleset::CURRENT,
+            match_id,
+            accepted_at,
+            class,
+            seed,
+            decision_wall_clock: DECISION_WALL_CLOCK,
+        }
+    }
+
+    pub fn budget_tokens(&self) -> u64 {
+        self.ruleset.budget_tokens(self.class)
+    }
+}
+
+/// What one fighter did in one exchange, before the rules resolve it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub decision: Option<Decision>,
+    pub latency_ms: u64,
+}
+
+impl Answer {
+    /// The runner did not ask: the fighter is gassed out.
+    pub fn not_asked() -> Answer {
+        Answer {
+            decision: None,
+            latency_ms: 0,
+        }
+    }
+
+    pub fn asked(decision: Decision, latency_ms: u64) -> Answer {
+        Answer {
+            decision: Some(decision),
+            latency_ms,
+        }
+    }
+}
+
+/// One fighter's answer after substitution, before the rules resolve it.
+#[derive(Clone, Debug)]
+struct Resolved {
+    action: Action,
+    source: Source,
+    tokens: u64,
+    latency_ms: u64,
+    reason: Option<String>,
+}
+
+/// The state of a match being played and its replay so far.
+#[derive(Debug)]
+pub struct MatchRecorder {
+    config: MatchConfig,
+    state: MatchState,
+    tape: Vec<TapeEntry>,
+    rounds: Vec<RoundRecord>,
+    current_round: Vec<ExchangeRecord>,
+    fighters: [FighterInfo; 2],
+    tokens_used: [u64; 2],
+    gassed_out: [bool; 2],
+}
+
+impl MatchRecorder {
+    pub fn new(config: MatchConfig, fighters: [FighterInfo; 2]) -> MatchRecorder {
+        let max_exchanges = config.ruleset.max_exchanges_per_match() as usize;
+        MatchRecorder {
+            state: MatchState::new(config.ruleset),
+            tape: Vec::with_capacity(max_exchanges),
+            rounds: Vec::with_capacity(usize::from(config.ruleset.rounds_per_match())),
+            current_round: Vec::with_capacity(usize::from(config.ruleset.exchanges_per_round())),
+            config,
+            fighters,
+            tokens_used: [0; 2],
+            gassed_out: [false; 2],
+        }
+    }
+
+    pub fn config(&self) -> &MatchConfig {
+        &self.config
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.state.is_over()
+    }
+
+    /// Whether the runner should ask this fighter (a gassed-out one is not asked).
+    pub fn must_ask(&self, side: Side) -> bool {
+        !self.gassed_out[side.index()]
+    }
+
+    pub fn budget_left_tokens(&self, side: Side) -> u64 {
+        self.config
+            .budget_tokens()
+            .saturating_sub(self.tokens_used[side.index()])
+    }
+
+    /// What `side` sees before the next exchange.
+    pub fn observation(&self, side: Side) -> Observation<'_> {
+        Observation::new(
+            &self.state,
+            side,
+            &self.config.match_id,
+            self.config.class,
+            self.budget_left_tokens(side),
+            &self.tape,
+        )
+    }
+
+    /// Resolves the next exchange from both fighters' answers (`a` first) and
+    /// records it. Must not be called once the match is over.
+    pub fn commit(&mut self, answers: [Answer; 2]) -> ExchangeStep {
+        let [answer_a, answer_b] = answers;
+        let resolved = [
+            self.resolve(Side::A, answer_a),
+            self.resolve(Side::B, answer_b),
+        ];
+        let chosen = [resolved[0].action, resolved[1].action];
+        let step = match self.state.play_exchange(chosen) {
+            Ok(step) => step,
+            // Runners check `is_over` before asking; reaching here is a runner bug.
+            Err(over) => panic!("runner committed an exchange after the end: {over}"),
+        };
+        let [a, b] = [0, 1].map(|index| {
+            let outcome = step.outcome.sides[index];
+            let Resolved {
+                source,
+                tokens,
+                latency_ms,
+                reason,
+                ..
+            } = resolved[index].clone();
+            SideRecord {
+                action: outcome.action.into(),
+                source: source.into(),
+                exhausted: outcome.exhausted,
+                damage_taken: outcome.damage_taken,
+                hp: outcome.after.hp,
+                stamina: outcome.after.stamina,
+                staggered: outcome.after.staggered,
+                tokens,
+                latency_ms,
+                reason,
+            }
+        });
+        self.tape.push(TapeEntry {
+            round: step.round,
+            exchange: step.exchange,
+            sides: [a.tape_side(), b.tape_side()],
+        });
+        self.current_round.push(ExchangeRecord {
+            number: step.exchange,
+            a,
+            b,
+        });
+        if let Some(result) = step.round_result {
+            self.rounds.push(RoundRecord {
+                number: step.round,
+                exchanges: std::mem::take(&mut self.current_round),
+                result: RoundResultRecord {
+                    winner: result.winner.into(),
+                    by: result.by.into(),
+                },
+            });
+        }
+        step
+    }
+
+    /// Applies the substitution rules and the token budget to one answer.
+    fn resolve(&mut self, side: Side, answer: Answer) -> Resolved {
+        let fallback = self.config.ruleset.fallback_action();
+        let index = side.index();
+        let Some(decision) = answer.decision else {
+            return Resolved {
+                action: fallback,
+                source: Source::Budget,
+                tokens: 0,
+                latency_ms: answer.latency_ms,
+                reason: None,
+            };
+        };
+        self.tokens_used[index] = self.tokens_used[index].saturating_add(decision.tokens);
+        if decision.gassed_out || self.tokens_used[index] >= self.config.budget_tokens() {
+            self.gassed_out[index] = true;
+        }
+        let (action, source, reason) = match decision.answer {
+            Ok(action) => (action, Source::Bot, None),
+            Err(failure) => (
+                fallback,
+                failure.cause.source(),
+                Some(truncate_reason(failure.reason)),
+            ),
+        };
+        Resolved {
+            action,
+            source,
+            tokens: decision.tokens,
+            latency_ms: answer.latency_ms,
+            reason,
+        }
+    }
+
+    /// The last exchange recorded, with its round number.
+    pub fn last_exchange(&self) -> Option<(u8, &ExchangeRecord)> {
+        if let Some(exchange) = self.current_round.last() {
+            return Some((self.state.round(), exchange));
+        }
+        let round = self.rounds.last()?;
+        Some((round.number, round.exchanges.last()?))
+    }
+
+    /// The finished replay. Call once the match is over.
+    pub fn finish(self) -> Replay {
+        let result = self.state.result();
+        let (winner, round_wins, damage) = match result {
+            Some(result) => (result.winner.into(), result.round_wins, result.damage),
+            None => (
+                duel_rules::Winner::Draw.into(),
+                self.state.round_wins(),
+                self.state.match_damage(),
+            ),
+        };
+        Replay {
+            format: FORMAT.to_owned(),
+            ruleset: self.config.ruleset.version().to_owned(),
+            budget: self.config.budget_tokens(),
+            match_id: self.config.match_id,
+            accepted_at: self.config.accepted_at,
+            class: self.config.class.into(),
+            seed: self.config.seed,
+            fighters: self.fighters,
+            rounds: self.rounds,
+            result: MatchResultRecord {
+                winner,
+                round_wins,
+                damage,
+                tokens_used: self.tokens_used,
+            },
+        }
+    }
+}
+
+/// Cuts a reason to [`MAX_REASON_BYTES`] on a character boundary, on one line.
+fn truncate_reason(reason: String) -> String {
+    let one_line = reason.replace(['\n', '\r'], " ");
+    if one_line.len() <= MAX_REASON_BYTES {
+        return one_line;
+    }
+    let mut end = MAX_REASON_BYTES;
+    while !one_line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &one_line[..end])
+}

@@ -1,0 +1,343 @@
+//! The tape a person reads: a header, one line per exchange, a line per round
+//! result, the match result and a per-fighter summary. Colour only when asked.
+
+use std::fmt::Write as _;
+
+use anstyle::{AnsiColor, Style};
+use duel_replays::{
+    ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundEndName, RoundResultRecord,
+    SideRecord, SourceName, WinnerName,
+};
+use duel_rules::{Ruleset, Side};
+
+/// Styles for the tape; all plain when colour is off.
+#[derive(Clone, Copy, Debug)]
+pub struct Palette {
+    enabled: bool,
+}
+
+const SIDE_A: Style = AnsiColor::Cyan.on_default();
+const SIDE_B: Style = AnsiColor::Magenta.on_default();
+const DAMAGE: Style = AnsiColor::Red.on_default();
+const WARNING: Style = AnsiColor::Yellow.on_default();
+const DIM: Style = Style::new().dimmed();
+const STRONG: Style = Style::new().bold();
+const WIN: Style = AnsiColor::Green.on_default().bold();
+
+impl Palette {
+    pub fn new(enabled: bool) -> Palette {
+        Palette { enabled }
+    }
+
+    fn paint(&self, style: Style, text: &str) -> String {
+        if self.enabled {
+            format!("{}{text}{}", style.render(), style.render_reset())
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn side(&self, side: Side, text: &str) -> String {
+        self.paint(if side == Side::A { SIDE_A } else { SIDE_B }, text)
+    }
+}
+
+/// HP bar width in cells; each cell is 16 HP at the start of a round.
+const BAR_CELLS: i32 = 10;
+const BAR_EIGHTHS: [&str; 8] = ["", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
+/// Width of an action cell: "HEAVY exhausted → 18".
+const ACTION_CELL: usize = 22;
+
+fn hp_bar(hp: i32, start_hp: i32) -> String {
+    let eighths = (hp.clamp(0, start_hp) * BAR_CELLS * 8 + start_hp - 1) / start_hp;
+    let full = (eighths / 8) as usize;
+    let mut bar = "█".repeat(full);
+    bar.push_str(BAR_EIGHTHS[(eighths % 8) as usize]);
+    let drawn = full + usize::from(eighths % 8 != 0);
+    bar.push_str(&" ".repeat(BAR_CELLS as usize - drawn));
+    bar
+}
+
+fn group_thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut grouped = String::new();
+    for (position, digit) in digits.chars().enumerate() {
+        if position > 0 && (digits.len() - position) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+/// The tape's opening lines.
+pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} · ruleset {} · {} class ({} tokens each) · seed {}",
+        palette.paint(STRONG, "duel"),
+        replay_head.ruleset,
+        duel_rules::WeightClass::from(replay_head.class).name(),
+        group_thousands(replay_head.budget),
+        replay_head.seed,
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        palette.paint(
+            DIM,
+            &format!("match {} · accepted {}", replay_head.match_id, replay_head.accepted_at)
+        )
+    );
+    for side in Side::BOTH {
+        let fighter = &replay_head.fighters[side.index()];
+        let label = if side == Side::A { "A" } else { "B" };
+        let _ = writeln!(
+            out,
+            "  {}  {}  {}",
+            palette.side(side, label),
+            palette.paint(STRONG, &fighter.name),
+            palette.paint(DIM, &format!("{} · {}", kind_name(fighter.kind), short_digest(&fighter.digest))),
+        );
+    }
+    out
+}
+
+fn kind_name(kind: duel_replays::FighterKind) -> &'static str {
+    match kind {
+        duel_replays::FighterKind::Wasm => "wasm",
+        duel_replays::FighterKind::Endpoint => "endpoint",
+        duel_replays::FighterKind::Builtin => "builtin",
+    }
+}
+
+/// `sha256:` and the first 12 hex digits: enough to tell bots apart at a glance.
+fn short_digest(digest: &str) -> String {
+    match digest.char_indices().nth(19) {
+        Some((end, _)) => format!("{}…", &digest[..end]),
+        None => digest.to_owned(),
+    }
+}
+
+/// The header fields, borrowed from a replay or from a match being played.
+#[derive(Debug)]
+pub struct ReplayHead<'a> {
+    pub ruleset: &'a str,
+    pub match_id: &'a str,
+    pub accepted_at: &'a str,
+    pub class: duel_replays::ClassName,
+    pub budget: u64,
+    pub seed: u64,
+    pub fighters: &'a [FighterInfo; 2],
+}
+
+impl<'a> ReplayHead<'a> {
+    pub fn of(replay: &'a Replay) -> ReplayHead<'a> {
+        ReplayHead {
+            ruleset: &replay.ruleset,
+            match_id: &replay.match_id,
+            accepted_at: &replay.accepted_at,
+            class: replay.class,
+            budget: replay.budget,
+            seed: replay.seed,
+            fighters: &replay.fighters,
+        }
+    }
+}
+
+pub fn round_heading(palette: Palette, round: u8) -> String {
+    format!(
+        "\n{}\n{}\n",
+        palette.paint(STRONG, &format!("Round {round}")),
+        palette.paint(
+            DIM,
+            &format!("  #  {:<w$}{:<w$}  A{:>34}  B", "A", "B", "", w = ACTION_CELL)
+        )
+    )
+}
+
+fn action_cell(palette: Palette, side: Side, mine: &SideRecord, dealt: i32) -> String {
+    let action = duel_rules::Action::from(mine.action).name();
+    let mut plain_len = action.len();
+    let mut cell = palette.side(side, action);
+    if mine.exhausted {
+        cell.push_str(&palette.paint(WARNING, " exhausted"));
+        plain_len += " exhausted".len();
+    }
+    if mine.source != SourceName::Bot {
+        let cause = format!(" ({})", duel_rules::Source::from(mine.source).name());
+        plain_len += cause.len();
+        cell.push_str(&palette.paint(WARNING, &cause));
+    }
+    if dealt > 0 {
+        let hit = format!(" → {dealt}");
+        plain_len += hit.chars().count();
+        cell.push_str(&palette.paint(DAMAGE, &hit));
+    }
+    cell.push_str(&" ".repeat(ACTION_CELL.saturating_sub(plain_len)));
+    cell
+}
+
+fn status_cell(palette: Palette, start_hp: i32, side_record: &SideRecord) -> String {
+    let staggered = if side_record.staggered {
+        palette.paint(WARNING, " staggered")
+    } else {
+        " ".repeat(10)
+    };
+    format!(
+        "{} {:>4} hp {:>3} st{staggered}",
+        hp_bar(side_record.hp, start_hp),
+        side_record.hp,
+        side_record.stamina,
+    )
+}
+
+/// One line per exchange: both actions (with exhaustion, substitution and damage
+/// dealt), then each fighter's HP bar, HP and stamina after it.
+pub fn exchange_line(palette: Palette, ruleset: Ruleset, exchange: &ExchangeRecord) -> String {
+    let start_hp = ruleset.start_hp();
+    let line = format!(
+        "{:>3}  {}{}  {}  {}",
+        exchange.number,
+        action_cell(palette, Side::A, &exchange.a, exchange.b.damage_taken),
+        action_cell(palette, Side::B, &exchange.b, exchange.a.damage_taken),
+        status_cell(palette, start_hp, &exchange.a),
+        status_cell(palette, start_hp, &exchange.b),
+    );
+    format!("{}\n", line.trim_end())
+}
+
+fn side_of(winner: WinnerName) -> Option<Side> {
+    duel_rules::Winner::from(winner).side()
+}
+
+fn fighter_label(palette: Palette, side: Side) -> String {
+    palette.side(side, if side == Side::A { "A" } else { "B" })
+}
+
+/// "Round 1 to A by knockout (exchange 6)", judged and drawn variants.
+pub fn round_result_line(
+    palette: Palette,
+    round: u8,
+    result: &RoundResultRecord,
+    last: Option<&ExchangeRecord>,
+) -> String {
+    let after = last.map(|exchange| exchange.number).unwrap_or(0);
+    let score = |pick: fn(&SideRecord) -> i32| {
+        last.map(|exchange| format!(" {}–{}", pick(&exchange.a), pick(&exchange.b)))
+            .unwrap_or_default()
+    };
+    let how = match (side_of(result.winner), result.by) {
+        (None, RoundEndName::Ko) => format!("drawn: both knocked out on exchange {after}"),
+        (None, _) => "drawn on the judges' cards (HP, stamina and damage level)".to_owned(),
+        (Some(side), by) => {
+            let reason = match by {
+                RoundEndName::Ko => format!("by knockout on exchange {after}"),
+                RoundEndName::Hp => format!("on HP{}", score(|side| side.hp)),
+                RoundEndName::Stamina => format!("on stamina{}", score(|side| side.stamina)),
+                RoundEndName::Damage => "on damage dealt".to_owned(),
+                RoundEndName::Draw => "on the cards".to_owned(),
+            };
+            format!("{} {reason}", fighter_label(palette, side))
+        }
+    };
+    format!("  {} {how}\n", palette.paint(STRONG, &format!("Round {round} →")))
+}
+
+pub fn match_result_line(palette: Palette, fighters: &[FighterInfo; 2], result: &MatchResultRecord) -> String {
+    let [wins_a, wins_b] = result.round_wins;
+    let [damage_a, damage_b] = result.damage;
+    let detail = format!(
+        "rounds {wins_a}–{wins_b} · damage {damage_a}–{damage_b} · tokens {}–{}",
+        group_thousands(result.tokens_used[0]),
+        group_thousands(result.tokens_used[1])
+    );
+    let verdict = match side_of(result.winner) {
+        Some(side) => {
+            let on = if wins_a == wins_b { "on total damage" } else { "on rounds" };
+            palette.paint(
+                WIN,
+                &format!(
+                    "{} wins {on}",
+                    fighters[side.index()].name
+                ),
+            ) + &format!(" ({})", fighter_label(palette, side))
+        }
+        None => palette.paint(WIN, "Drawn match: stakes returned in full"),
+    };
+    format!("\n{verdict}\n  {detail}\n")
+}
+
+/// Per fighter: substitutions by cause, tokens, and decision latency p50/p99.
+pub fn summary(palette: Palette, replay: &Replay) -> String {
+    let mut out = String::new();
+    for side in Side::BOTH {
+        let records: Vec<&SideRecord> = replay
+            .exchanges()
+            .map(|(_, exchange)| exchange.sides()[side.index()])
+            .collect();
+        let count = |source: SourceName| records.iter().filter(|record| record.source == source).count();
+        let mut latencies: Vec<u64> = records
+            .iter()
+            .filter(|record| matches!(record.source, SourceName::Bot | SourceName::Timeout | SourceName::Fault))
+            .map(|record| record.latency_ms)
+            .collect();
+        latencies.sort_unstable();
+        let _ = writeln!(
+            out,
+            "  {}  {} decisions · substituted: {} timeout, {} budget, {} fault · tokens {} · latency p50 {} ms, p99 {} ms",
+            fighter_label(palette, side),
+            records.len(),
+            count(SourceName::Timeout),
+            count(SourceName::Budget),
+            count(SourceName::Fault),
+            group_thousands(replay.result.tokens_used[side.index()]),
+            percentile(&latencies, 50),
+            percentile(&latencies, 99),
+        );
+    }
+    out
+}
+
+/// Nearest-rank percentile of sorted values (0 when empty).
+fn percentile(sorted: &[u64], percent: usize) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (percent * sorted.len()).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
+
+/// A whole replay as the tape.
+pub fn replay(palette: Palette, replay: &Replay) -> String {
+    let ruleset = replay.ruleset().unwrap_or(Ruleset::CURRENT);
+    let mut out = header(palette, &ReplayHead::of(replay));
+    for round in &replay.rounds {
+        out.push_str(&round_heading(palette, round.number));
+        for exchange in &round.exchanges {
+            out.push_str(&exchange_line(palette, ruleset, exchange));
+        }
+        out.push_str(&round_result_line(palette, round.number, &round.result, round.exchanges.last()));
+    }
+    out.push_str(&match_result_line(palette, &replay.fighters, &replay.result));
+    out.push_str(&summary(palette, replay));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_and_numbers() {
+        assert_eq!(hp_bar(160, 160), "██████████");
+        assert_eq!(hp_bar(0, 160), "          ");
+        assert_eq!(hp_bar(-7, 160), "          ");
+        assert_eq!(hp_bar(8, 160), "▌         ");
+        assert_eq!(group_thousands(512000), "512,000");
+        assert_eq!(group_thousands(7), "7");
+        assert_eq!(percentile(&[1, 2, 3, 4], 50), 2);
+        assert_eq!(percentile(&[1, 2, 3, 4], 99), 4);
+    }
+}

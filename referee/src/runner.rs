@@ -1,0 +1,75 @@
+//! The match runners: the async one every transport uses (CLI, server, ladder
+//! workers), and a bare synchronous loop for built-in bots in tournaments.
+
+use std::time::Instant;
+
+use duel_replays::Replay;
+use duel_rules::{ExchangeStep, Side};
+
+use crate::bot::{Bot, BotFailure, Decision};
+use crate::builtin::{self, Strategy};
+use crate::record::{Answer, MatchConfig, MatchRecorder};
+use crate::spec::BuiltinSpec;
+
+/// Plays a whole match, asking both fighters concurrently for each exchange under
+/// the wall clock, and returns its replay. Bot failures never end the match:
+/// they become substitutions.
+pub async fn run_match(config: MatchConfig, bots: [&mut dyn Bot; 2]) -> Replay {
+    run_match_observed(config, bots, |_, _| {}).await
+}
+
+/// [`run_match`], calling `on_exchange` after every exchange (live spectators).
+pub async fn run_match_observed(
+    config: MatchConfig,
+    bots: [&mut dyn Bot; 2],
+    mut on_exchange: impl FnMut(&MatchRecorder, &ExchangeStep),
+) -> Replay {
+    let [bot_a, bot_b] = bots;
+    let fighters = [bot_a.info(), bot_b.info()];
+    let mut recorder = MatchRecorder::new(config, fighters);
+    while !recorder.is_over() {
+        let (answer_a, answer_b) = tokio::join!(
+            ask(&recorder, Side::A, &mut *bot_a),
+            ask(&recorder, Side::B, &mut *bot_b)
+        );
+        let step = recorder.commit([answer_a, answer_b]);
+        on_exchange(&recorder, &step);
+    }
+    recorder.finish()
+}
+
+async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer {
+    if !recorder.must_ask(side) {
+        return Answer::not_asked();
+    }
+    let wall_clock = recorder.config().decision_wall_clock;
+    let started = Instant::now();
+    let decision = match tokio::time::timeout(wall_clock, bot.decide(recorder.observation(side))).await {
+        Ok(decision) => decision,
+        Err(_elapsed) => Decision::failed(BotFailure::timeout(format!(
+            "no answer within {} ms",
+            wall_clock.as_millis()
+        ))),
+    };
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Answer::asked(decision, latency_ms)
+}
+
+/// Plays a match between two built-in bots without async, boxing or clocks: the
+/// path tournaments take. Produces the same replay as [`run_match`] would.
+pub fn run_bare_match(config: MatchConfig, specs: [&BuiltinSpec; 2]) -> Replay {
+    let mut strategies: [Box<dyn Strategy>; 2] = [
+        builtin::strategy(specs[0], config.seed, Side::A),
+        builtin::strategy(specs[1], config.seed, Side::B),
+    ];
+    let fighters = [builtin::fighter_info(specs[0]), builtin::fighter_info(specs[1])];
+    let mut recorder = MatchRecorder::new(config, fighters);
+    while !recorder.is_over() {
+        let answers = [Side::A, Side::B].map(|side| {
+            let action = strategies[side.index()].decide(&recorder.observation(side));
+            Answer::asked(Decision::action(action), 0)
+        });
+        recorder.commit(answers);
+    }
+    recorder.finish()
+}

@@ -1,0 +1,201 @@
+//! Bot specs: `builtin:NAME[:ARGS]`, `path/to/bot.wasm`, `grpc://host:port`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use duel_rules::Action;
+use sha2::{Digest, Sha256};
+
+use crate::error::RefereeError;
+use crate::limits::{MAX_SCRIPT_ACTIONS, MAX_SPEC_BYTES};
+
+/// A parsed bot spec (DESIGN.md "Bot specs").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BotSpec {
+    Builtin(BuiltinSpec),
+    /// A WASM component implementing the `duel:bot` world.
+    Wasm(PathBuf),
+    /// A remote endpoint implementing `duel.v1.Bot` (`grpc://`, `http://`, `https://`).
+    Endpoint(String),
+}
+
+/// The built-in bots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuiltinSpec {
+    /// The fallback policy: always BLOCK.
+    Block,
+    /// Seeded, uniform over the actions it can pay for.
+    Random,
+    /// Plays the list, cycling over the match's decisions.
+    Script(Vec<Action>),
+    /// Reads the tape and counters the opponent's habits.
+    Counter,
+}
+
+const BUILTIN_HELP: &str = "block, random, script:JAB,HEAVY,…, counter";
+
+impl fmt::Display for BuiltinSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuiltinSpec::Block => f.write_str("builtin:block"),
+            BuiltinSpec::Random => f.write_str("builtin:random"),
+            BuiltinSpec::Counter => f.write_str("builtin:counter"),
+            BuiltinSpec::Script(actions) => {
+                f.write_str("builtin:script:")?;
+                for (position, action) in actions.iter().enumerate() {
+                    if position > 0 {
+                        f.write_str(",")?;
+                    }
+                    f.write_str(action.name())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl fmt::Display for BotSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BotSpec::Builtin(spec) => spec.fmt(f),
+            BotSpec::Wasm(path) => write!(f, "{}", path.display()),
+            BotSpec::Endpoint(url) => f.write_str(url),
+        }
+    }
+}
+
+fn spec_error(text: &str, why: impl fmt::Display) -> RefereeError {
+    RefereeError::Spec(format!("bot spec {text:?}: {why}"))
+}
+
+impl BotSpec {
+    pub fn parse(text: &str) -> Result<BotSpec, RefereeError> {
+        if text.len() > MAX_SPEC_BYTES {
+            return Err(RefereeError::Spec(format!(
+                "bot spec is {} bytes, more than the {MAX_SPEC_BYTES}-byte limit",
+                text.len()
+            )));
+        }
+        if let Some(rest) = text.strip_prefix("builtin:") {
+            return BuiltinSpec::parse(text, rest).map(BotSpec::Builtin);
+        }
+        for scheme in ["grpc://", "http://", "https://"] {
+            if let Some(rest) = text.strip_prefix(scheme) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return Err(spec_error(text, "missing host:port after the scheme"));
+                }
+                return Ok(BotSpec::Endpoint(text.to_owned()));
+            }
+        }
+        if text.ends_with(".wasm") {
+            return Ok(BotSpec::Wasm(PathBuf::from(text)));
+        }
+        Err(spec_error(
+            text,
+            format!(
+                "not a bot spec: expected builtin:NAME ({BUILTIN_HELP}), a .wasm file, or grpc://host:port"
+            ),
+        ))
+    }
+}
+
+impl BuiltinSpec {
+    fn parse(text: &str, rest: &str) -> Result<BuiltinSpec, RefereeError> {
+        let (name, args) = match rest.split_once(':') {
+            Some((name, args)) => (name, Some(args)),
+            None => (rest, None),
+        };
+        let no_args = |spec: BuiltinSpec| match args {
+            None => Ok(spec),
+            Some(_) => Err(spec_error(text, format!("builtin:{name} takes no arguments"))),
+        };
+        match name {
+            "block" => no_args(BuiltinSpec::Block),
+            "random" => no_args(BuiltinSpec::Random),
+            "counter" => no_args(BuiltinSpec::Counter),
+            "script" => {
+                let args = args.unwrap_or("");
+                if args.trim().is_empty() {
+                    return Err(spec_error(
+                        text,
+                        "empty script: list actions, e.g. builtin:script:JAB,HEAVY,FEINT",
+                    ));
+                }
+                let actions = args
+                    .split(',')
+                    .map(|item| item.parse::<Action>().map_err(|error| spec_error(text, error)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if actions.len() > MAX_SCRIPT_ACTIONS {
+                    return Err(spec_error(
+                        text,
+                        format!("script has {} actions, more than {MAX_SCRIPT_ACTIONS}", actions.len()),
+                    ));
+                }
+                Ok(BuiltinSpec::Script(actions))
+            }
+            other => Err(spec_error(
+                text,
+                format!("unknown built-in bot {other:?} (available: {BUILTIN_HELP})"),
+            )),
+        }
+    }
+}
+
+/// `sha256:` and the lowercase hex digest of `bytes`.
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in digest {
+        text.push_str(&format!("{byte:02x}"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind() {
+        let cases = [
+            ("builtin:block", BotSpec::Builtin(BuiltinSpec::Block)),
+            ("builtin:random", BotSpec::Builtin(BuiltinSpec::Random)),
+            ("builtin:counter", BotSpec::Builtin(BuiltinSpec::Counter)),
+            (
+                "builtin:script:jab, Heavy ,FEINT",
+                BotSpec::Builtin(BuiltinSpec::Script(vec![Action::Jab, Action::Heavy, Action::Feint])),
+            ),
+            ("bots/mine.wasm", BotSpec::Wasm(PathBuf::from("bots/mine.wasm"))),
+            ("grpc://127.0.0.1:50051", BotSpec::Endpoint("grpc://127.0.0.1:50051".into())),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(BotSpec::parse(text).expect(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_specs_with_one_line() {
+        let cases = [
+            ("builtin:nope", "unknown built-in bot \"nope\""),
+            ("builtin:script:", "empty script"),
+            ("builtin:script:JAB,PUNCH", "unknown action \"PUNCH\""),
+            ("builtin:script:JAB,,HEAVY", "unknown action \"\""),
+            ("builtin:block:3", "takes no arguments"),
+            ("grpc://", "missing host:port"),
+            ("bot.exe", "not a bot spec"),
+        ];
+        for (text, expected) in cases {
+            let message = BotSpec::parse(text).expect_err(text).to_string();
+            assert!(message.contains(expected), "{text}: {message}");
+            assert!(!message.contains('\n'), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn canonical_builtin_names_round_trip() {
+        for text in ["builtin:block", "builtin:random", "builtin:counter", "builtin:script:JAB,HEAVY"] {
+            assert_eq!(BotSpec::parse(text).expect(text).to_string(), text);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The one error type of this crate.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("cannot read replay {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write replay {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("replay is {size_bytes} bytes, more than the {limit_bytes}-byte limit")]
+    TooLarge { size_bytes: u64, limit_bytes: u64 },
+    #[error("malformed replay: {0}")]
+    Malformed(String),
+    #[error("unknown replay format {found:?} (this tool reads {expected:?})")]
+    UnknownFormat { found: String, expected: &'static str },
+    #[error("replay uses {0}")]
+    UnknownRuleset(#[from] duel_rules::UnknownRuleset),
+}

@@ -1,0 +1,289 @@
+//! The `duel-replay/1` JSON shape (DESIGN.md "Replay format") and its reading and
+//! writing. Field names are a contract; fields may be added, never renamed.
+
+use std::io::Read;
+use std::path::Path;
+
+use duel_rules::{Action, Ruleset, Source, WeightClass, Winner};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ReplayError;
+use crate::limits::MAX_REPLAY_BYTES;
+
+/// The format tag of every replay this crate writes.
+pub const FORMAT: &str = "duel-replay/1";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replay {
+    pub format: String,
+    pub ruleset: String,
+    pub match_id: String,
+    /// RFC 3339 time the match was accepted (pins the ruleset in force).
+    pub accepted_at: String,
+    pub class: ClassName,
+    /// Token budget per fighter for the whole match.
+    pub budget: u64,
+    pub seed: u64,
+    /// Fighter `a` (the first bot spec given), then `b`.
+    pub fighters: [FighterInfo; 2],
+    pub rounds: Vec<RoundRecord>,
+    pub result: MatchResultRecord,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FighterInfo {
+    pub name: String,
+    pub kind: FighterKind,
+    /// `sha256:` of the WASM component, or of the spec for built-in and endpoint bots.
+    pub digest: String,
+    /// The bot spec the fighter was started from (`builtin:random`, a path, a URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FighterKind {
+    Wasm,
+    Endpoint,
+    Builtin,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundRecord {
+    pub number: u8,
+    pub exchanges: Vec<ExchangeRecord>,
+    pub result: RoundResultRecord,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExchangeRecord {
+    pub number: u8,
+    pub a: SideRecord,
+    pub b: SideRecord,
+}
+
+impl ExchangeRecord {
+    pub fn sides(&self) -> [&SideRecord; 2] {
+        [&self.a, &self.b]
+    }
+}
+
+/// One fighter's half of an exchange. `hp`, `stamina` and `staggered` are the
+/// state after the exchange (`staggered` = vulnerable in the next one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideRecord {
+    /// The action attempted after any substitution.
+    pub action: ActionName,
+    pub source: SourceName,
+    pub exhausted: bool,
+    pub damage_taken: i32,
+    pub hp: i32,
+    pub stamina: i32,
+    pub staggered: bool,
+    /// Model tokens (prompt + completion) the bot spent on this decision.
+    pub tokens: u64,
+    /// Time from sending the observation to the answer (0 when not asked).
+    pub latency_ms: u64,
+    /// Why a substitution happened, in a few words (faults and timeouts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl SideRecord {
+    /// This half of the exchange as the public tape shows it to bots.
+    pub fn tape_side(&self) -> duel_rules::TapeSide {
+        duel_rules::TapeSide {
+            action: self.action.into(),
+            exhausted: self.exhausted,
+            source: self.source.into(),
+            damage_taken: self.damage_taken,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundResultRecord {
+    pub winner: WinnerName,
+    pub by: RoundEndName,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchResultRecord {
+    pub winner: WinnerName,
+    pub round_wins: [u8; 2],
+    pub damage: [u32; 2],
+    pub tokens_used: [u64; 2],
+}
+
+/// Generates a wire enum mirroring a rules enum, with both conversions.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $name:ident <=> $rules:ty { $($variant:ident = $text:literal <=> $rules_variant:path),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl From<$name> for $rules {
+            fn from(value: $name) -> $rules {
+                match value {
+                    $($name::$variant => $rules_variant),+
+                }
+            }
+        }
+
+        impl From<$rules> for $name {
+            fn from(value: $rules) -> $name {
+                match value {
+                    $($rules_variant => $name::$variant),+
+                }
+            }
+        }
+    };
+}
+
+wire_enum!(
+    /// An action as replays spell it.
+    ActionName <=> Action {
+        Jab = "JAB" <=> Action::Jab,
+        Heavy = "HEAVY" <=> Action::Heavy,
+        Block = "BLOCK" <=> Action::Block,
+        Dodge = "DODGE" <=> Action::Dodge,
+        Feint = "FEINT" <=> Action::Feint,
+        Recover = "RECOVER" <=> Action::Recover,
+    }
+);
+
+wire_enum!(
+    /// Who chose an action, as replays spell it.
+    SourceName <=> Source {
+        Bot = "bot" <=> Source::Bot,
+        Timeout = "timeout" <=> Source::Timeout,
+        Budget = "budget" <=> Source::Budget,
+        Fault = "fault" <=> Source::Fault,
+    }
+);
+
+wire_enum!(
+    /// A weight class as replays spell it.
+    ClassName <=> WeightClass {
+        Light = "light" <=> WeightClass::Light,
+        Middle = "middle" <=> WeightClass::Middle,
+        Heavy = "heavy" <=> WeightClass::Heavy,
+    }
+);
+
+wire_enum!(
+    /// A round or match winner as replays spell it.
+    WinnerName <=> Winner {
+        A = "a" <=> Winner::A,
+        B = "b" <=> Winner::B,
+        Draw = "draw" <=> Winner::Draw,
+    }
+);
+
+wire_enum!(
+    /// How a round ended, as replays spell it.
+    RoundEndName <=> duel_rules::RoundEnd {
+        Ko = "ko" <=> duel_rules::RoundEnd::Ko,
+        Hp = "hp" <=> duel_rules::RoundEnd::Hp,
+        Stamina = "stamina" <=> duel_rules::RoundEnd::Stamina,
+        Damage = "damage" <=> duel_rules::RoundEnd::Damage,
+        Draw = "draw" <=> duel_rules::RoundEnd::Draw,
+    }
+);
+
+
+impl Replay {
+    /// Parses a replay, checking the format tag and ruleset version before the
+    /// body so that a replay from a newer tool says so instead of failing on a
+    /// field it does not know.
+    pub fn from_slice(bytes: &[u8]) -> Result<Replay, ReplayError> {
+        if bytes.len() as u64 > MAX_REPLAY_BYTES {
+            return Err(ReplayError::TooLarge {
+                size_bytes: bytes.len() as u64,
+                limit_bytes: MAX_REPLAY_BYTES,
+            });
+        }
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|error| ReplayError::Malformed(error.to_string()))?;
+        let Some(object) = value.as_object() else {
+            return Err(ReplayError::Malformed("expected a JSON object".to_owned()));
+        };
+        match object.get("format").and_then(serde_json::Value::as_str) {
+            Some(FORMAT) => {}
+            Some(other) => {
+                return Err(ReplayError::UnknownFormat {
+                    found: other.to_owned(),
+                    expected: FORMAT,
+                });
+            }
+            None => return Err(ReplayError::Malformed("missing string field `format`".to_owned())),
+        }
+        match object.get("ruleset").and_then(serde_json::Value::as_str) {
+            Some(version) => {
+                Ruleset::from_version(version)?;
+            }
+            None => return Err(ReplayError::Malformed("missing string field `ruleset`".to_owned())),
+        }
+        serde_path_to_error::deserialize(value).map_err(|error| {
+            let path = error.path().to_string();
+            ReplayError::Malformed(format!("at {path}: {}", error.into_inner()))
+        })
+    }
+
+    /// Reads and parses a replay file, refusing files over the size limit before
+    /// reading them.
+    pub fn read(path: &Path) -> Result<Replay, ReplayError> {
+        let read_error = |source| ReplayError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_REPLAY_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        Replay::from_slice(&bytes)
+    }
+
+    /// The replay as pretty JSON, fields in contract order, with a final newline.
+    pub fn to_json_pretty(&self) -> String {
+        // Serializing plain structs with string keys cannot fail.
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Writes the replay atomically: to a temporary file beside `path`, then renamed,
+    /// so a crash never leaves a half-written replay.
+    pub fn write(&self, path: &Path) -> Result<(), ReplayError> {
+        let write_error = |source| ReplayError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        let file_name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "replay".to_owned());
+        let temporary = path.with_file_name(format!(".{file_name}.partial"));
+        std::fs::write(&temporary, self.to_json_pretty()).map_err(write_error)?;
+        std::fs::rename(&temporary, path).map_err(|source| {
+            let _ = std::fs::remove_file(&temporary);
+            write_error(source)
+        })
+    }
+
+    /// The ruleset this replay was adjudicated under.
+    pub fn ruleset(&self) -> Result<Ruleset, ReplayError> {
+        Ok(Ruleset::from_version(&self.ruleset)?)
+    }
+
+    /// Every exchange in order with its round number.
+    pub fn exchanges(&self) -> impl Iterator<Item = (u8, &ExchangeRecord)> {
+        self.rounds
+            .iter()
+            .flat_map(|round| round.exchanges.iter().map(move |exchange| (round.number, exchange)))
+    }
+}

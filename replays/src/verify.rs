@@ -1,0 +1,264 @@
+//! Re-verification: re-runs a replay's recorded actions through `duel-rules` and
+//! names the first place where the record and the rules disagree.
+
+use std::fmt;
+
+use duel_rules::{Action, MatchResult, MatchState, Ruleset, Side, Source, WeightClass};
+
+use crate::error::ReplayError;
+use crate::format::{Replay, SideRecord};
+
+/// Where in a replay a disagreement sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// The header (class, budget, fighters).
+    Header,
+    /// A round as a whole (numbering, its result, where it ends).
+    Round { round: u8 },
+    /// One exchange; `side` when it concerns one fighter.
+    Exchange {
+        round: u8,
+        exchange: u8,
+        side: Option<Side>,
+    },
+    /// The match result.
+    Match,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Header => f.write_str("header"),
+            Location::Round { round } => write!(f, "round {round}"),
+            Location::Exchange {
+                round,
+                exchange,
+                side: None,
+            } => write!(f, "round {round}, exchange {exchange}"),
+            Location::Exchange {
+                round,
+                exchange,
+                side: Some(side),
+            } => write!(f, "round {round}, exchange {exchange}, fighter {}", side.name()),
+            Location::Match => f.write_str("match result"),
+        }
+    }
+}
+
+/// The first place a replay and the rules disagree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disagreement {
+    pub location: Location,
+    /// What disagrees, e.g. "hp is 12 in the replay, the rules give 9".
+    pub detail: String,
+}
+
+impl fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.detail)
+    }
+}
+
+impl std::error::Error for Disagreement {}
+
+/// What a successful verification established.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifiedMatch {
+    pub ruleset: Ruleset,
+    pub result: MatchResult,
+    pub exchanges: u32,
+    pub substitutions: [u32; 2],
+}
+
+fn mismatch<T: fmt::Display>(location: Location, field: &str, recorded: T, rules: T) -> Disagreement {
+    Disagreement {
+        location,
+        detail: format!("{field} is {recorded} in the replay, the rules give {rules}"),
+    }
+}
+
+fn check<T: PartialEq + fmt::Display>(
+    location: Location,
+    field: &str,
+    recorded: T,
+    rules: T,
+) -> Result<(), Disagreement> {
+    if recorded == rules {
+        Ok(())
+    } else {
+        Err(mismatch(location, field, recorded, rules))
+    }
+}
+
+fn broken(location: Location, detail: impl Into<String>) -> Disagreement {
+    Disagreement {
+        location,
+        detail: detail.into(),
+    }
+}
+
+/// Re-runs the replay through its ruleset. The replay must already have parsed
+/// (format and ruleset known); a [`ReplayError`] is returned only for those.
+pub fn verify(replay: &Replay) -> Result<Result<VerifiedMatch, Disagreement>, ReplayError> {
+    let ruleset = replay.ruleset()?;
+    Ok(verify_with(ruleset, replay))
+}
+
+fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disagreement> {
+    let class = WeightClass::from(replay.class);
+    check(
+        Location::Header,
+        "budget",
+        replay.budget,
+        ruleset.budget_tokens(class),
+    )?;
+    let mut state = MatchState::new(ruleset);
+    let mut gassed_out = [false; 2];
+    let mut tokens_used = [0u64; 2];
+    let mut substitutions = [0u32; 2];
+    let mut exchanges = 0u32;
+    for round in &replay.rounds {
+        let round_location = Location::Round {
+            round: round.number,
+        };
+        if state.is_over() {
+            return Err(broken(round_location, "is recorded after the match ended"));
+        }
+        check(round_location, "round number", round.number, state.round())?;
+        if round.exchanges.is_empty() {
+            return Err(broken(round_location, "has no exchanges"));
+        }
+        let mut round_result = None;
+        for exchange in &round.exchanges {
+            let here = |side: Option<Side>| Location::Exchange {
+                round: round.number,
+                exchange: exchange.number,
+                side,
+            };
+            if round_result.is_some() {
+                return Err(broken(here(None), "is recorded after its round ended"));
+            }
+            check(here(None), "exchange number", exchange.number, state.next_exchange())?;
+            let sides = exchange.sides();
+            for side in Side::BOTH {
+                let record = sides[side.index()];
+                check_source(ruleset, record, &mut gassed_out[side.index()], here(Some(side)))?;
+                tokens_used[side.index()] += record.tokens;
+                if Source::from(record.source).is_substitution() {
+                    substitutions[side.index()] += 1;
+                }
+            }
+            let chosen: [Action; 2] = [sides[0].action.into(), sides[1].action.into()];
+            let step = state
+                .play_exchange(chosen)
+                .map_err(|over| broken(here(None), over.to_string()))?;
+            exchanges += 1;
+            for side in Side::BOTH {
+                let record = sides[side.index()];
+                let rules = step.outcome.sides[side.index()];
+                let at = here(Some(side));
+                check(at, "exhausted", record.exhausted, rules.exhausted)?;
+                check(at, "damage_taken", record.damage_taken, rules.damage_taken)?;
+                check(at, "hp", record.hp, rules.after.hp)?;
+                check(at, "stamina", record.stamina, rules.after.stamina)?;
+                check(at, "staggered", record.staggered, rules.after.staggered)?;
+            }
+            round_result = step.round_result;
+        }
+        let Some(rules_result) = round_result else {
+            return Err(broken(
+                round_location,
+                format!(
+                    "ends after exchange {} but the rules play on",
+                    state.next_exchange() - 1
+                ),
+            ));
+        };
+        check(
+            round_location,
+            "winner",
+            round.result.winner.into(),
+            rules_result.winner,
+        )?;
+        check(round_location, "by", round.result.by.into(), rules_result.by)?;
+    }
+    let Some(result) = state.result() else {
+        return Err(broken(
+            Location::Match,
+            format!(
+                "the replay stops in round {} but the rules play on",
+                state.round()
+            ),
+        ));
+    };
+    let recorded = &replay.result;
+    check(Location::Match, "winner", recorded.winner.into(), result.winner)?;
+    for side in Side::BOTH {
+        let index = side.index();
+        let name = side.name();
+        check(
+            Location::Match,
+            &format!("round_wins of {name}"),
+            recorded.round_wins[index],
+            result.round_wins[index],
+        )?;
+        check(
+            Location::Match,
+            &format!("damage of {name}"),
+            recorded.damage[index],
+            result.damage[index],
+        )?;
+        check(
+            Location::Match,
+            &format!("tokens_used of {name}"),
+            recorded.tokens_used[index],
+            tokens_used[index],
+        )?;
+        if tokens_used[index] > replay.budget {
+            return Err(broken(
+                Location::Match,
+                format!(
+                    "fighter {name} used {} tokens, over its budget of {}",
+                    tokens_used[index], replay.budget
+                ),
+            ));
+        }
+    }
+    Ok(VerifiedMatch {
+        ruleset,
+        result,
+        exchanges,
+        substitutions,
+    })
+}
+
+/// A substituted action is always the fallback, and a gassed-out fighter stays on
+/// the fallback (recorded as `budget`) for the rest of the match.
+fn check_source(
+    ruleset: Ruleset,
+    record: &SideRecord,
+    gassed_out: &mut bool,
+    at: Location,
+) -> Result<(), Disagreement> {
+    let source = Source::from(record.source);
+    let action = Action::from(record.action);
+    if *gassed_out && source != Source::Budget {
+        return Err(broken(
+            at,
+            format!("source is {source} but the fighter had gassed out, so it must be budget"),
+        ));
+    }
+    if source.is_substitution() && action != ruleset.fallback_action() {
+        return Err(broken(
+            at,
+            format!(
+                "a {source} substitution plays {}, but the replay records {action}",
+                ruleset.fallback_action()
+            ),
+        ));
+    }
+    if source == Source::Budget {
+        *gassed_out = true;
+    }
+    Ok(())
+}

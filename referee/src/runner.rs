@@ -7,9 +7,8 @@ use duel_replays::Replay;
 use duel_rules::{ExchangeStep, Side};
 
 use crate::bot::{Bot, BotFailure, Decision};
-use crate::builtin::{self, Strategy};
+use crate::builtin::{self, BuiltinFighter, Strategy};
 use crate::record::{Answer, MatchConfig, MatchRecorder};
-use crate::spec::BuiltinSpec;
 
 /// Plays a whole match, asking both fighters concurrently for each exchange under
 /// the wall clock, and returns its replay. Bot failures never end the match:
@@ -57,12 +56,12 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
 
 /// Plays a match between two built-in bots without async, boxing or clocks: the
 /// path tournaments take. Produces the same replay as [`run_match`] would.
-pub fn run_bare_match(config: MatchConfig, specs: [&BuiltinSpec; 2]) -> Replay {
-    let mut strategies: [Box<dyn Strategy>; 2] = [
-        builtin::strategy(specs[0], config.seed, Side::A),
-        builtin::strategy(specs[1], config.seed, Side::B),
+pub fn run_bare_match(config: MatchConfig, fighters: [&BuiltinFighter; 2]) -> Replay {
+    let mut strategies = [
+        builtin::strategy(&fighters[0].spec, config.seed, Side::A),
+        builtin::strategy(&fighters[1].spec, config.seed, Side::B),
     ];
-    let fighters = [builtin::fighter_info(specs[0]), builtin::fighter_info(specs[1])];
+    let fighters = [fighters[0].info.clone(), fighters[1].info.clone()];
     let mut recorder = MatchRecorder::new(config, fighters);
     while !recorder.is_over() {
         let answers = [Side::A, Side::B].map(|side| {

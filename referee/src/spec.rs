@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use duel_rules::Action;
 use sha2::{Digest, Sha256};
@@ -26,8 +27,8 @@ pub enum BuiltinSpec {
     Block,
     /// Seeded, uniform over the actions it can pay for.
     Random,
-    /// Plays the list, cycling over the match's decisions.
-    Script(Vec<Action>),
+    /// Plays the list, cycling over the match's decisions (shared, never empty).
+    Script(Arc<[Action]>),
     /// Reads the tape and counters the opponent's habits.
     Counter,
 }
@@ -131,7 +132,7 @@ impl BuiltinSpec {
                         format!("script has {} actions, more than {MAX_SCRIPT_ACTIONS}", actions.len()),
                     ));
                 }
-                Ok(BuiltinSpec::Script(actions))
+                Ok(BuiltinSpec::Script(actions.into()))
             }
             other => Err(spec_error(
                 text,
@@ -143,11 +144,13 @@ impl BuiltinSpec {
 
 /// `sha256:` and the lowercase hex digest of `bytes`.
 pub fn sha256_digest(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut text = String::with_capacity(7 + 64);
     text.push_str("sha256:");
     for byte in digest {
-        text.push_str(&format!("{byte:02x}"));
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     text
 }
@@ -164,7 +167,9 @@ mod tests {
             ("builtin:counter", BotSpec::Builtin(BuiltinSpec::Counter)),
             (
                 "builtin:script:jab, Heavy ,FEINT",
-                BotSpec::Builtin(BuiltinSpec::Script(vec![Action::Jab, Action::Heavy, Action::Feint])),
+                BotSpec::Builtin(BuiltinSpec::Script(
+                    vec![Action::Jab, Action::Heavy, Action::Feint].into(),
+                )),
             ),
             ("bots/mine.wasm", BotSpec::Wasm(PathBuf::from("bots/mine.wasm"))),
             ("grpc://127.0.0.1:50051", BotSpec::Endpoint("grpc://127.0.0.1:50051".into())),

@@ -4,7 +4,7 @@
 use duel_replays::{Disagreement, FighterKind, Location, Replay, VerifiedMatch};
 use duel_rules::{Action, MatchState, Observation, Side, Source, TapeEntry, WeightClass};
 
-use crate::builtin::{self, Strategy};
+use crate::builtin::{self, BuiltinStrategy, Strategy};
 use crate::error::RefereeError;
 use crate::spec::BotSpec;
 
@@ -22,7 +22,7 @@ pub fn verify_replay(replay: &Replay) -> Result<Result<VerifiedMatch, Disagreeme
 /// Re-runs each built-in fighter on the observations it was shown. Assumes the
 /// rules part already verified, so the recorded states are the rules' states.
 fn verify_builtin_choices(replay: &Replay) -> Result<(), Disagreement> {
-    let mut strategies: [Option<Box<dyn Strategy>>; 2] = [None, None];
+    let mut strategies: [Option<BuiltinStrategy>; 2] = [None, None];
     for side in Side::BOTH {
         let fighter = &replay.fighters[side.index()];
         if fighter.kind != FighterKind::Builtin {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use duel_referee::builtin::BuiltinFighter;
 use duel_referee::{BuiltinSpec, MatchConfig, run_bare_match};
 use duel_rules::{Action, WeightClass};
 
@@ -32,8 +33,11 @@ fn golden_match() -> duel_replays::Replay {
         WeightClass::Middle,
         7,
     );
-    let script = BuiltinSpec::Script(vec![Action::Jab, Action::Heavy, Action::Feint]);
-    run_bare_match(config, [&BuiltinSpec::Random, &script])
+    let script = BuiltinSpec::Script(vec![Action::Jab, Action::Heavy, Action::Feint].into());
+    run_bare_match(
+        config,
+        [&BuiltinFighter::new(BuiltinSpec::Random), &BuiltinFighter::new(script)],
+    )
 }
 
 #[test]

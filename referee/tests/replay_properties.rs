@@ -2,7 +2,7 @@
 //! give identical replays, both runners agree, and changing any one recorded fact
 //! makes verification fail.
 
-use duel_referee::builtin::BuiltinBot;
+use duel_referee::builtin::{BuiltinBot, BuiltinFighter};
 use duel_referee::verify::verify_replay;
 use duel_referee::{BuiltinSpec, MatchConfig, run_bare_match, run_match};
 use duel_replays::{Replay, SideRecord};
@@ -24,7 +24,7 @@ fn builtin_spec() -> impl Strategy<Value = BuiltinSpec> {
         Just(BuiltinSpec::Random),
         Just(BuiltinSpec::Counter),
         prop::collection::vec(prop::sample::select(Action::ALL.to_vec()), 1..8)
-            .prop_map(BuiltinSpec::Script),
+            .prop_map(|actions| BuiltinSpec::Script(actions.into())),
     ]
 }
 
@@ -132,10 +132,11 @@ proptest! {
     fn runner_replays_always_verify_and_repeat(
         a in builtin_spec(), b in builtin_spec(), seed in any::<u64>()
     ) {
-        let replay = run_bare_match(config(seed), [&a, &b]);
+        let fighters = [BuiltinFighter::new(a.clone()), BuiltinFighter::new(b.clone())];
+        let replay = run_bare_match(config(seed), [&fighters[0], &fighters[1]]);
         let verified = verify_replay(&replay).expect("checkable");
         prop_assert!(verified.is_ok(), "{:?}", verified);
-        prop_assert_eq!(&replay, &run_bare_match(config(seed), [&a, &b]));
+        prop_assert_eq!(&replay, &run_bare_match(config(seed), [&fighters[0], &fighters[1]]));
         // Latency is measured, not derived: the async runner may see a few ms.
         prop_assert_eq!(&replay, &without_latency(play_async(config(seed), [&a, &b])));
         let reread = Replay::from_slice(replay.to_json_pretty().as_bytes()).expect("parses");
@@ -148,7 +149,8 @@ proptest! {
         mutation in prop::sample::select(MUTATIONS.to_vec()),
         pick in any::<usize>(), side in 0..2usize,
     ) {
-        let mut replay = run_bare_match(config(seed), [&a, &b]);
+        let fighters = [BuiltinFighter::new(a), BuiltinFighter::new(b)];
+        let mut replay = run_bare_match(config(seed), [&fighters[0], &fighters[1]]);
         mutate(&mut replay, mutation, pick, side);
         let verdict = verify_replay(&replay).expect("checkable");
         prop_assert!(verdict.is_err(), "{mutation:?} at {pick} side {side} still verifies");

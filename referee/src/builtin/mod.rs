@@ -5,6 +5,8 @@
 mod counter;
 mod rng;
 
+use std::sync::Arc;
+
 use duel_replays::{FighterInfo, FighterKind};
 use duel_rules::{Action, Observation, Side};
 
@@ -63,12 +65,12 @@ impl Strategy for Random {
 /// plays item i mod len.
 #[derive(Clone, Debug)]
 pub struct Script {
-    actions: Vec<Action>,
+    actions: Arc<[Action]>,
 }
 
 impl Script {
     /// `actions` must not be empty (the spec parser guarantees it).
-    pub fn new(actions: Vec<Action>) -> Script {
+    pub fn new(actions: Arc<[Action]>) -> Script {
         assert!(!actions.is_empty(), "a script needs at least one action");
         Script { actions }
     }
@@ -80,33 +82,66 @@ impl Strategy for Script {
     }
 }
 
+/// Any built-in strategy, dispatched without boxing (the tournament hot path).
+#[derive(Clone, Debug)]
+pub enum BuiltinStrategy {
+    Block(AlwaysBlock),
+    Random(Random),
+    Script(Script),
+    Counter(Counter),
+}
+
+impl Strategy for BuiltinStrategy {
+    fn decide(&mut self, observation: &Observation<'_>) -> Action {
+        match self {
+            BuiltinStrategy::Block(strategy) => strategy.decide(observation),
+            BuiltinStrategy::Random(strategy) => strategy.decide(observation),
+            BuiltinStrategy::Script(strategy) => strategy.decide(observation),
+            BuiltinStrategy::Counter(strategy) => strategy.decide(observation),
+        }
+    }
+}
+
 /// Builds the strategy a built-in spec names, for fighter `side` of a match
 /// played with `seed`.
-pub fn strategy(spec: &BuiltinSpec, seed: u64, side: Side) -> Box<dyn Strategy> {
+pub fn strategy(spec: &BuiltinSpec, seed: u64, side: Side) -> BuiltinStrategy {
     match spec {
-        BuiltinSpec::Block => Box::new(AlwaysBlock),
-        BuiltinSpec::Random => Box::new(Random::new(seed, side)),
-        BuiltinSpec::Script(actions) => Box::new(Script::new(actions.clone())),
-        BuiltinSpec::Counter => Box::new(Counter::default()),
+        BuiltinSpec::Block => BuiltinStrategy::Block(AlwaysBlock),
+        BuiltinSpec::Random => BuiltinStrategy::Random(Random::new(seed, side)),
+        BuiltinSpec::Script(actions) => BuiltinStrategy::Script(Script::new(Arc::clone(actions))),
+        BuiltinSpec::Counter => BuiltinStrategy::Counter(Counter),
+    }
+}
+
+/// A built-in spec with its replay header computed once, for runners that play
+/// it many times.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltinFighter {
+    pub spec: BuiltinSpec,
+    pub info: FighterInfo,
+}
+
+impl BuiltinFighter {
+    pub fn new(spec: BuiltinSpec) -> BuiltinFighter {
+        let info = fighter_info(&spec);
+        BuiltinFighter { spec, info }
     }
 }
 
 /// A built-in strategy behind the [`Bot`] seam: answers at once, spends nothing.
+#[derive(Debug)]
 pub struct BuiltinBot {
-    spec: BuiltinSpec,
-    strategy: Box<dyn Strategy>,
-}
-
-impl std::fmt::Debug for BuiltinBot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuiltinBot").field("spec", &self.spec).finish()
-    }
+    info: FighterInfo,
+    strategy: BuiltinStrategy,
 }
 
 impl BuiltinBot {
     pub fn new(spec: BuiltinSpec, seed: u64, side: Side) -> BuiltinBot {
         let strategy = strategy(&spec, seed, side);
-        BuiltinBot { spec, strategy }
+        BuiltinBot {
+            info: fighter_info(&spec),
+            strategy,
+        }
     }
 }
 
@@ -124,7 +159,7 @@ pub fn fighter_info(spec: &BuiltinSpec) -> FighterInfo {
 
 impl Bot for BuiltinBot {
     fn info(&self) -> FighterInfo {
-        fighter_info(&self.spec)
+        self.info.clone()
     }
 
     fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a> {

@@ -20,10 +20,16 @@ fn config(seed: u64) -> MatchConfig {
 
 fn matches(c: &mut Criterion) {
     let script_a = BuiltinSpec::Script(vec![Action::Jab, Action::Heavy, Action::Feint].into());
-    let script_b = BuiltinSpec::Script(vec![Action::Block, Action::Jab, Action::Dodge, Action::Recover].into());
-    let [script_a_fighter, script_b_fighter, random, counter] =
-        [script_a.clone(), script_b.clone(), BuiltinSpec::Random, BuiltinSpec::Counter]
-            .map(BuiltinFighter::new);
+    let script_b = BuiltinSpec::Script(
+        vec![Action::Block, Action::Jab, Action::Dodge, Action::Recover].into(),
+    );
+    let [script_a_fighter, script_b_fighter, random, counter] = [
+        script_a.clone(),
+        script_b.clone(),
+        BuiltinSpec::Random,
+        BuiltinSpec::Counter,
+    ]
+    .map(BuiltinFighter::new);
     let mut group = c.benchmark_group("match");
     group.bench_function("bare runner, script vs script", |bench| {
         bench.iter(|| run_bare_match(black_box(config(7)), [&script_a_fighter, &script_b_fighter]))

@@ -34,6 +34,100 @@ pub enum Command {
     /// Show or verify replay files.
     #[command(subcommand)]
     Replay(ReplayCommand),
+    /// Play every pairing of several bots (both sides, seeded) and print the
+    /// standings: W/D/L, score, Elo with its 95% interval, substitutions, tokens
+    /// and latency.
+    Tournament(TournamentArgs),
+    /// Is NEW stronger than BASE? Plays match pairs (sides swapped on one seed)
+    /// until a sequential probability ratio test decides. Exit 0: H1 accepted
+    /// (NEW is at least ELO1 stronger); 1: H0 accepted (at most ELO0); 3: no
+    /// verdict within --max-pairs or interrupted.
+    Sprt(SprtArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TournamentArgs {
+    /// Two or more bot specs.
+    #[arg(value_name = "BOT", num_args = 2.., required = true)]
+    pub bots: Vec<String>,
+    /// How many times each pairing is played (from both sides each time).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Matches played at a time (default: the machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: Option<u32>,
+    #[arg(long, value_enum, default_value_t = FormatArg::RoundRobin)]
+    pub format: FormatArg,
+    /// Folder for the plan, results and every match's replay (needed for --resume).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Continue the tournament in --out, playing only the matches not yet played.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
+    /// Play at most N more matches in this run (continue later with --resume).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Seed of the schedule: each pairing game gets its own seed derived from it.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
+    pub class: ClassArg,
+    /// Per-decision wall clock in seconds (fractions allowed; the rules say 10).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub wall_clock: f64,
+    /// Print the standings as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SprtArgs {
+    /// The bot under test.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// The bot it is compared with.
+    #[arg(value_name = "BASE")]
+    pub base: String,
+    /// H0: NEW is at most this many Elo stronger.
+    #[arg(long, allow_negative_numbers = true)]
+    pub elo0: f64,
+    /// H1: NEW is at least this many Elo stronger.
+    #[arg(long, allow_negative_numbers = true)]
+    pub elo1: f64,
+    /// Probability of accepting H1 when H0 holds.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Probability of accepting H0 when H1 holds.
+    #[arg(long, default_value_t = 0.05)]
+    pub beta: f64,
+    /// Give up without a verdict after this many match pairs.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_pairs: u64,
+    /// Matches played at a time (default: the machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: Option<u32>,
+    /// Seed of the pair schedule.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
+    pub class: ClassArg,
+    /// Per-decision wall clock in seconds (fractions allowed; the rules say 10).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub wall_clock: f64,
+    /// Write every match's replay to this folder.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Every bot against every other.
+    RoundRobin,
+    /// The first bot against each of the others.
+    Gauntlet,
 }
 
 #[derive(Debug, Args)]

@@ -7,10 +7,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use duel_referee::builtin::BuiltinBot;
+use duel_referee::bots::{BotContext, make_bot};
 use duel_referee::runner::run_match_observed;
 use duel_referee::verify::verify_replay;
-use duel_referee::{Bot, BotSpec, MatchConfig};
+use duel_referee::{BotSpec, MatchConfig};
 use duel_replays::Replay;
 use duel_rules::Side;
 
@@ -22,10 +22,20 @@ pub const EXIT_DISAGREES: u8 = 1;
 /// Exit code for bad input of any kind (clap uses it for bad flags too).
 pub const EXIT_BAD_INPUT: u8 = 2;
 
+/// Exit code of `sprt` when H0 was accepted.
+pub const EXIT_H0: u8 = 1;
+/// Exit code of `sprt` without a verdict.
+pub const EXIT_NO_VERDICT: u8 = 3;
+/// Exit code after ctrl-c (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
 #[derive(Debug)]
 pub enum Outcome {
     Done,
     Disagrees,
+    AcceptedH0,
+    NoVerdict,
+    Interrupted,
 }
 
 impl Outcome {
@@ -33,6 +43,9 @@ impl Outcome {
         match self {
             Outcome::Done => ExitCode::SUCCESS,
             Outcome::Disagrees => ExitCode::from(EXIT_DISAGREES),
+            Outcome::AcceptedH0 => ExitCode::from(EXIT_H0),
+            Outcome::NoVerdict => ExitCode::from(EXIT_NO_VERDICT),
+            Outcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         }
     }
 }
@@ -42,25 +55,30 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Local(args) => local(args),
         Command::Replay(ReplayCommand::Show { path, color }) => show(&path, &color),
         Command::Replay(ReplayCommand::Verify { path, json }) => verify(&path, json),
+        Command::Tournament(args) => crate::report::tournament(args),
+        Command::Sprt(args) => crate::report::sprt(args),
     }
 }
 
 /// Standard output that stops quietly when the reader goes away (`| head`).
-struct Stdout {
+pub struct Stdout {
     closed: bool,
 }
 
 impl Stdout {
-    fn new() -> Stdout {
+    pub fn new() -> Stdout {
         Stdout { closed: false }
     }
 
-    fn print(&mut self, text: &str) -> Result<()> {
+    pub fn print(&mut self, text: &str) -> Result<()> {
         if self.closed {
             return Ok(());
         }
         let mut stdout = std::io::stdout().lock();
-        match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        match stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
                 self.closed = true;
@@ -92,22 +110,6 @@ fn random_seed() -> u64 {
     hasher.finish() % 1_000_000_000
 }
 
-fn make_bot(spec: &BotSpec, seed: u64, side: Side) -> Result<Box<dyn Bot>> {
-    match spec {
-        BotSpec::Builtin(builtin) => Ok(Box::new(BuiltinBot::new(builtin.clone(), seed, side))),
-        BotSpec::Wasm(path) => {
-            std::fs::metadata(path).with_context(|| format!("cannot read bot {}", path.display()))?;
-            bail!(
-                "bot {}: WASM bots are not supported by this build yet (use builtin: bots)",
-                path.display()
-            )
-        }
-        BotSpec::Endpoint(url) => {
-            bail!("bot {url}: endpoint bots are not supported by this build yet (use builtin: bots)")
-        }
-    }
-}
-
 fn check_writable_parent(path: &Path) -> Result<()> {
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -129,8 +131,20 @@ fn local(args: LocalArgs) -> Result<Outcome> {
         check_writable_parent(path)?;
     }
     let seed = args.seed.unwrap_or_else(random_seed);
-    let mut bot_a = make_bot(&specs[0], seed, Side::A)?;
-    let mut bot_b = make_bot(&specs[1], seed, Side::B)?;
+    let mut bot_a = make_bot(
+        &specs[0],
+        &BotContext {
+            seed,
+            side: Side::A,
+        },
+    )?;
+    let mut bot_b = make_bot(
+        &specs[1],
+        &BotContext {
+            seed,
+            side: Side::B,
+        },
+    )?;
     let accepted_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .context("cannot format the current time")?;
@@ -200,7 +214,11 @@ fn local(args: LocalArgs) -> Result<Outcome> {
     if args.json {
         stdout.print(&replay.to_json_pretty())?;
     } else {
-        stdout.print(&render::match_result_line(palette, &replay.fighters, &replay.result))?;
+        stdout.print(&render::match_result_line(
+            palette,
+            &replay.fighters,
+            &replay.result,
+        ))?;
         stdout.print(&render::summary(palette, &replay))?;
     }
     if let Some(path) = &args.replay {
@@ -264,7 +282,10 @@ fn verify(path: &Path, json: bool) -> Result<Outcome> {
                     })
                 ))?;
             } else {
-                eprintln!("referee: {} does not verify: {disagreement}", path.display());
+                eprintln!(
+                    "referee: {} does not verify: {disagreement}",
+                    path.display()
+                );
             }
             Ok(Outcome::Disagrees)
         }

@@ -6,7 +6,9 @@
 //! answers (or substitutions) into exchanges of the rules and lines of the replay.
 //! Built-in bots live in [`builtin`]; bot specs are parsed in [`spec`].
 
+pub mod arena;
 pub mod bot;
+pub mod bots;
 pub mod builtin;
 pub mod error;
 pub mod limits;

@@ -24,26 +24,46 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn local_match_prints_a_readable_tape_without_colour_when_piped() {
-    let output = referee(&["local", "builtin:random", "builtin:script:JAB,HEAVY,FEINT", "--seed", "7"]);
+    let output = referee(&[
+        "local",
+        "builtin:random",
+        "builtin:script:JAB,HEAVY,FEINT",
+        "--seed",
+        "7",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("seed 7"), "{text}");
     assert!(text.contains("Round 1"), "{text}");
     assert!(text.contains("Round 1 →"), "{text}");
     assert!(text.contains("builtin:script:JAB,HEAVY,FEINT"), "{text}");
-    assert!(text.contains("wins") || text.contains("Drawn match"), "{text}");
+    assert!(
+        text.contains("wins") || text.contains("Drawn match"),
+        "{text}"
+    );
     assert!(!text.contains('\u{1b}'), "no colour when piped: {text}");
     // One line per exchange: count lines that start with a right-aligned number.
     let exchange_lines = text
         .lines()
         .filter(|line| line.len() > 4 && line[..3].trim().parse::<u8>().is_ok())
         .count();
-    assert!((12..=36).contains(&exchange_lines), "{exchange_lines} exchange lines: {text}");
+    assert!(
+        (12..=36).contains(&exchange_lines),
+        "{exchange_lines} exchange lines: {text}"
+    );
 }
 
 #[test]
 fn colour_is_forced_or_refused_on_request() {
-    let coloured = referee(&["local", "builtin:block", "builtin:counter", "--seed", "1", "--color", "always"]);
+    let coloured = referee(&[
+        "local",
+        "builtin:block",
+        "builtin:counter",
+        "--seed",
+        "1",
+        "--color",
+        "always",
+    ]);
     assert!(stdout(&coloured).contains('\u{1b}'));
     let plain = Command::new(env!("CARGO_BIN_EXE_referee"))
         .args(["local", "builtin:block", "builtin:counter", "--seed", "1"])
@@ -55,7 +75,14 @@ fn colour_is_forced_or_refused_on_request() {
 
 #[test]
 fn json_output_is_a_replay_that_verifies() {
-    let output = referee(&["local", "builtin:random", "builtin:script:JAB,HEAVY,FEINT", "--seed", "7", "--json"]);
+    let output = referee(&[
+        "local",
+        "builtin:random",
+        "builtin:script:JAB,HEAVY,FEINT",
+        "--seed",
+        "7",
+        "--json",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let replay = Replay::from_slice(&output.stdout).expect("stdout is a replay");
     assert_eq!(replay.format, "duel-replay/1");
@@ -67,7 +94,11 @@ fn json_output_is_a_replay_that_verifies() {
     std::fs::write(&path, &output.stdout).expect("write");
     let verified = referee(&["replay", "verify", path.to_str().expect("utf-8")]);
     assert!(verified.status.success(), "{}", stderr(&verified));
-    assert!(stdout(&verified).starts_with("ok: "), "{}", stdout(&verified));
+    assert!(
+        stdout(&verified).starts_with("ok: "),
+        "{}",
+        stdout(&verified)
+    );
 }
 
 #[test]
@@ -75,7 +106,17 @@ fn replay_flag_writes_a_file_that_show_and_verify_read() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("m.json");
     let path_text = path.to_str().expect("utf-8");
-    let output = referee(&["local", "builtin:counter", "builtin:random", "--seed", "3", "--class", "light", "--replay", path_text]);
+    let output = referee(&[
+        "local",
+        "builtin:counter",
+        "builtin:random",
+        "--seed",
+        "3",
+        "--class",
+        "light",
+        "--replay",
+        path_text,
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let replay = Replay::read(&path).expect("replay file");
     assert_eq!(replay.budget, 8_000);
@@ -91,7 +132,14 @@ fn replay_flag_writes_a_file_that_show_and_verify_read() {
 #[test]
 fn same_seed_gives_the_same_match() {
     let run = || {
-        let output = referee(&["local", "builtin:random", "builtin:random", "--seed", "99", "--json"]);
+        let output = referee(&[
+            "local",
+            "builtin:random",
+            "builtin:random",
+            "--seed",
+            "99",
+            "--json",
+        ]);
         let mut replay = Replay::from_slice(&output.stdout).expect("replay");
         replay.match_id.clear();
         replay.accepted_at.clear();
@@ -118,7 +166,15 @@ fn verify_names_the_first_exchange_that_disagrees() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("m.json");
     let path_text = path.to_str().expect("utf-8");
-    let output = referee(&["local", "builtin:block", "builtin:script:JAB", "--seed", "1", "--replay", path_text]);
+    let output = referee(&[
+        "local",
+        "builtin:block",
+        "builtin:script:JAB",
+        "--seed",
+        "1",
+        "--replay",
+        path_text,
+    ]);
     assert!(output.status.success());
     // After exchange 1, A (blocking a jab) has 154 HP.
     tamper(&path, "\"hp\": 154", "\"hp\": 155");
@@ -126,7 +182,9 @@ fn verify_names_the_first_exchange_that_disagrees() {
     assert_eq!(verdict.status.code(), Some(1));
     let message = stderr(&verdict);
     assert!(
-        message.contains("round 1, exchange 1, fighter a: hp is 155 in the replay, the rules give 154"),
+        message.contains(
+            "round 1, exchange 1, fighter a: hp is 155 in the replay, the rules give 154"
+        ),
         "{message}"
     );
 }
@@ -136,7 +194,15 @@ fn verify_rejects_a_built_in_bot_that_did_not_play_its_script() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("m.json");
     let path_text = path.to_str().expect("utf-8");
-    referee(&["local", "builtin:script:BLOCK", "builtin:script:RECOVER", "--seed", "1", "--replay", path_text]);
+    referee(&[
+        "local",
+        "builtin:script:BLOCK",
+        "builtin:script:RECOVER",
+        "--seed",
+        "1",
+        "--replay",
+        path_text,
+    ]);
     // A BLOCK that became a DODGE still follows the rules (no damage either way),
     // but it is not what builtin:script:BLOCK plays.
     let text = std::fs::read_to_string(&path).expect("read");
@@ -147,8 +213,14 @@ fn verify_rejects_a_built_in_bot_that_did_not_play_its_script() {
     let verdict = referee(&["replay", "verify", path_text]);
     let message = stderr(&verdict);
     assert_eq!(verdict.status.code(), Some(1), "{message}");
-    assert!(message.contains("round 1, exchange 1, fighter a"), "{message}");
-    assert!(message.contains("builtin:script:BLOCK plays BLOCK here, but the replay records DODGE"), "{message}");
+    assert!(
+        message.contains("round 1, exchange 1, fighter a"),
+        "{message}"
+    );
+    assert!(
+        message.contains("builtin:script:BLOCK plays BLOCK here, but the replay records DODGE"),
+        "{message}"
+    );
 }
 
 /// Bad input: exit 2, exactly one line on stderr, naming the problem, no panic.
@@ -157,21 +229,45 @@ fn assert_bad_input(args: &[&str], expected: &str) {
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
     assert_eq!(message.lines().count(), 1, "{args:?}: {message}");
-    assert!(message.starts_with("referee: error: "), "{args:?}: {message}");
-    assert!(message.contains(expected), "{args:?}: expected {expected:?} in {message}");
+    assert!(
+        message.starts_with("referee: error: "),
+        "{args:?}: {message}"
+    );
+    assert!(
+        message.contains(expected),
+        "{args:?}: expected {expected:?} in {message}"
+    );
     assert!(!message.contains("panicked"), "{message}");
     assert!(output.stdout.is_empty(), "{args:?}: nothing on stdout");
 }
 
 #[test]
 fn bad_bot_specs_are_one_line_errors() {
-    assert_bad_input(&["local", "builtin:nope", "builtin:block"], "unknown built-in bot \"nope\"");
-    assert_bad_input(&["local", "builtin:block", "builtin:script:JAB,PUNCH"], "unknown action \"PUNCH\"");
-    assert_bad_input(&["local", "builtin:script:", "builtin:block"], "empty script");
-    assert_bad_input(&["local", "bot.exe", "builtin:block"], "not a bot spec");
-    assert_bad_input(&["local", "missing/bot.wasm", "builtin:block"], "cannot read bot missing/bot.wasm");
     assert_bad_input(
-        &["local", "builtin:block", "builtin:block", "--replay", "no/such/folder/m.json"],
+        &["local", "builtin:nope", "builtin:block"],
+        "unknown built-in bot \"nope\"",
+    );
+    assert_bad_input(
+        &["local", "builtin:block", "builtin:script:JAB,PUNCH"],
+        "unknown action \"PUNCH\"",
+    );
+    assert_bad_input(
+        &["local", "builtin:script:", "builtin:block"],
+        "empty script",
+    );
+    assert_bad_input(&["local", "bot.exe", "builtin:block"], "not a bot spec");
+    assert_bad_input(
+        &["local", "missing/bot.wasm", "builtin:block"],
+        "cannot read bot missing/bot.wasm",
+    );
+    assert_bad_input(
+        &[
+            "local",
+            "builtin:block",
+            "builtin:block",
+            "--replay",
+            "no/such/folder/m.json",
+        ],
         "folder no/such/folder does not exist",
     );
 }
@@ -184,35 +280,82 @@ fn bad_replay_files_are_one_line_errors() {
         std::fs::write(&path, contents).expect("write");
         path.to_str().expect("utf-8").to_owned()
     };
-    let output = referee(&["local", "builtin:random", "builtin:counter", "--seed", "5", "--json"]);
+    let output = referee(&[
+        "local",
+        "builtin:random",
+        "builtin:counter",
+        "--seed",
+        "5",
+        "--json",
+    ]);
     let good = String::from_utf8(output.stdout).expect("utf-8");
 
-    assert_bad_input(&["replay", "show", "no-such-replay.json"], "cannot read replay no-such-replay.json");
+    assert_bad_input(
+        &["replay", "show", "no-such-replay.json"],
+        "cannot read replay no-such-replay.json",
+    );
     let folder = dir.path().to_str().expect("utf-8").to_owned();
     assert_bad_input(&["replay", "verify", &folder], "cannot read replay");
-    assert_bad_input(&["replay", "verify", &file("garbage.json", "not json at all")], "malformed replay");
     assert_bad_input(
-        &["replay", "verify", &file("truncated.json", &good[..good.len() / 2])],
+        &["replay", "verify", &file("garbage.json", "not json at all")],
+        "malformed replay",
+    );
+    assert_bad_input(
+        &[
+            "replay",
+            "verify",
+            &file("truncated.json", &good[..good.len() / 2]),
+        ],
         "malformed replay: EOF while parsing",
     );
     assert_bad_input(
-        &["replay", "show", &file("format.json", &good.replace("duel-replay/1", "duel-replay/9"))],
+        &[
+            "replay",
+            "show",
+            &file(
+                "format.json",
+                &good.replace("duel-replay/1", "duel-replay/9"),
+            ),
+        ],
         "unknown replay format \"duel-replay/9\"",
     );
     assert_bad_input(
-        &["replay", "verify", &file("ruleset.json", &good.replace("\"ruleset\": \"1.0.0\"", "\"ruleset\": \"2.0.0\""))],
+        &[
+            "replay",
+            "verify",
+            &file(
+                "ruleset.json",
+                &good.replace("\"ruleset\": \"1.0.0\"", "\"ruleset\": \"2.0.0\""),
+            ),
+        ],
         "unknown ruleset version \"2.0.0\"",
     );
     assert_bad_input(
-        &["replay", "verify", &file("action.json", &good.replacen("\"action\": \"", "\"action\": \"X", 1))],
+        &[
+            "replay",
+            "verify",
+            &file(
+                "action.json",
+                &good.replacen("\"action\": \"", "\"action\": \"X", 1),
+            ),
+        ],
         "at rounds[0].exchanges[0].a.action: unknown variant",
     );
-    assert_bad_input(&["replay", "verify", &file("array.json", "[1, 2]")], "expected a JSON object");
+    assert_bad_input(
+        &["replay", "verify", &file("array.json", "[1, 2]")],
+        "expected a JSON object",
+    );
 }
 
 #[test]
 fn bad_flags_exit_2_via_clap() {
-    let output = referee(&["local", "builtin:block", "builtin:block", "--class", "feather"]);
+    let output = referee(&[
+        "local",
+        "builtin:block",
+        "builtin:block",
+        "--class",
+        "feather",
+    ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("invalid value 'feather'"));
     let output = referee(&["local", "builtin:block", "builtin:block", "--seed", "-1"]);

@@ -9,7 +9,9 @@ use duel_referee::{BuiltinSpec, MatchConfig, run_bare_match};
 use duel_rules::{Action, WeightClass};
 
 fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
 }
 
 fn check(name: &str, actual: &str) {
@@ -36,22 +38,37 @@ fn golden_match() -> duel_replays::Replay {
     let script = BuiltinSpec::Script(vec![Action::Jab, Action::Heavy, Action::Feint].into());
     run_bare_match(
         config,
-        [&BuiltinFighter::new(BuiltinSpec::Random), &BuiltinFighter::new(script)],
+        [
+            &BuiltinFighter::new(BuiltinSpec::Random),
+            &BuiltinFighter::new(script),
+        ],
     )
 }
 
 #[test]
 fn replay_json_is_stable() {
-    check("random-vs-script-seed7.json", &golden_match().to_json_pretty());
+    check(
+        "random-vs-script-seed7.json",
+        &golden_match().to_json_pretty(),
+    );
 }
 
 #[test]
 fn tape_is_stable() {
     let path = golden_path("random-vs-script-seed7.json");
     let output = Command::new(env!("CARGO_BIN_EXE_referee"))
-        .args(["replay", "show", path.to_str().expect("utf-8"), "--color", "never"])
+        .args([
+            "replay",
+            "show",
+            path.to_str().expect("utf-8"),
+            "--color",
+            "never",
+        ])
         .output()
         .expect("runs");
     assert!(output.status.success());
-    check("random-vs-script-seed7.tape", &String::from_utf8_lossy(&output.stdout));
+    check(
+        "random-vs-script-seed7.tape",
+        &String::from_utf8_lossy(&output.stdout),
+    );
 }

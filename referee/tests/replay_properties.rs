@@ -89,7 +89,11 @@ fn next_action(action: duel_replays::ActionName) -> duel_replays::ActionName {
 }
 
 fn mutate(replay: &mut Replay, mutation: Mutation, pick: usize, side: usize) {
-    let total: usize = replay.rounds.iter().map(|round| round.exchanges.len()).sum();
+    let total: usize = replay
+        .rounds
+        .iter()
+        .map(|round| round.exchanges.len())
+        .sum();
     let mut index = pick % total;
     let mut target = None;
     for (round_index, round) in replay.rounds.iter().enumerate() {
@@ -102,7 +106,11 @@ fn mutate(replay: &mut Replay, mutation: Mutation, pick: usize, side: usize) {
     let (round_index, exchange_index) = target.expect("index within the match");
     let round = &mut replay.rounds[round_index];
     let exchange = &mut round.exchanges[exchange_index];
-    let record: &mut SideRecord = if side == 0 { &mut exchange.a } else { &mut exchange.b };
+    let record: &mut SideRecord = if side == 0 {
+        &mut exchange.a
+    } else {
+        &mut exchange.b
+    };
     match mutation {
         Mutation::Action => record.action = next_action(record.action),
         Mutation::Exhausted => record.exhausted = !record.exhausted,

@@ -8,9 +8,21 @@ use duel_rules::{Action, FighterState, MatchState, Ruleset};
 
 fn exchanges(c: &mut Criterion) {
     let states = [
-        FighterState { hp: 160, stamina: 100, staggered: false },
-        FighterState { hp: 90, stamina: 3, staggered: true },
-        FighterState { hp: 40, stamina: 50, staggered: false },
+        FighterState {
+            hp: 160,
+            stamina: 100,
+            staggered: false,
+        },
+        FighterState {
+            hp: 90,
+            stamina: 3,
+            staggered: true,
+        },
+        FighterState {
+            hp: 40,
+            stamina: 50,
+            staggered: false,
+        },
     ];
     let mut group = c.benchmark_group("rules");
     group.throughput(Throughput::Elements(36));
@@ -20,7 +32,8 @@ fn exchanges(c: &mut Criterion) {
             for (index, a) in Action::ALL.into_iter().enumerate() {
                 for b in Action::ALL {
                     let pre = [states[index % 3], states[(index + 1) % 3]];
-                    let outcome = Ruleset::V1_0_0.resolve_exchange(black_box(pre), black_box([a, b]));
+                    let outcome =
+                        Ruleset::V1_0_0.resolve_exchange(black_box(pre), black_box([a, b]));
                     total += outcome.sides[0].damage_taken;
                 }
             }

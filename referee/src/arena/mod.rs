@@ -1,0 +1,7 @@
+//! Playing many matches to compare bots: the parallel match pool, round-robin and
+//! gauntlet tournaments, and the SPRT A/B test, with the statistics they report.
+
+pub mod pool;
+pub mod sprt;
+pub mod stats;
+pub mod tournament;

@@ -1,0 +1,275 @@
+//! The match pool: plays scheduled matches on J worker threads — built-in pairings
+//! on the bare runner, anything else on the async runner — and hands each result,
+//! summarised, to the caller's thread as it finishes.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use duel_replays::{Replay, SourceName, WinnerName};
+use duel_rules::{Side, WeightClass};
+use serde::{Deserialize, Serialize};
+
+use crate::bots::{BotContext, make_bot};
+use crate::builtin::BuiltinFighter;
+use crate::error::RefereeError;
+use crate::record::MatchConfig;
+use crate::runner::{run_bare_match, run_match};
+use crate::spec::BotSpec;
+
+/// A bot taking part in a tournament or an SPRT run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entrant {
+    /// Played on the bare runner when both fighters are built-in.
+    Builtin(BuiltinFighter),
+    Bot(BotSpec),
+}
+
+impl Entrant {
+    pub fn parse(text: &str) -> Result<Entrant, RefereeError> {
+        Ok(match BotSpec::parse(text)? {
+            BotSpec::Builtin(spec) => Entrant::Builtin(BuiltinFighter::new(spec)),
+            other => Entrant::Bot(other),
+        })
+    }
+
+    /// The spec as given (canonical for built-in bots).
+    pub fn name(&self) -> String {
+        match self {
+            Entrant::Builtin(fighter) => fighter.spec.to_string(),
+            Entrant::Bot(spec) => spec.to_string(),
+        }
+    }
+
+    /// Builds the bot once, so a bad spec fails before any match is played.
+    pub fn check(&self) -> Result<(), RefereeError> {
+        if let Entrant::Bot(spec) = self {
+            make_bot(
+                spec,
+                &BotContext {
+                    seed: 0,
+                    side: Side::A,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn spec(&self) -> BotSpec {
+        match self {
+            Entrant::Builtin(fighter) => BotSpec::Builtin(fighter.spec.clone()),
+            Entrant::Bot(spec) => spec.clone(),
+        }
+    }
+}
+
+/// One match to play: entrant indices for fighters `a` and `b`, and the seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduledMatch {
+    pub index: u64,
+    pub entrants: [usize; 2],
+    pub seed: u64,
+}
+
+/// Substitution causes counted per fighter: timeout, budget, fault.
+pub const CAUSES: [&str; 3] = ["timeout", "budget", "fault"];
+
+/// What the statistics need from one played match (kept in `results.jsonl`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchSummary {
+    pub index: u64,
+    pub entrants: [usize; 2],
+    pub seed: u64,
+    pub winner: WinnerName,
+    pub round_wins: [u8; 2],
+    pub damage: [u32; 2],
+    pub tokens: [u64; 2],
+    pub decisions: [u32; 2],
+    /// Per fighter: decisions substituted for a timeout, the budget, a fault.
+    pub substitutions: [[u32; 3]; 2],
+    /// Per fighter: latency of every decision the bot was asked for.
+    pub latencies_ms: [Vec<u64>; 2],
+}
+
+impl MatchSummary {
+    pub fn of(scheduled: &ScheduledMatch, replay: &Replay) -> MatchSummary {
+        let mut decisions = [0u32; 2];
+        let mut substitutions = [[0u32; 3]; 2];
+        let mut latencies_ms: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+        for (_, exchange) in replay.exchanges() {
+            for (index, record) in exchange.sides().into_iter().enumerate() {
+                decisions[index] += 1;
+                match record.source {
+                    SourceName::Bot => latencies_ms[index].push(record.latency_ms),
+                    SourceName::Timeout => {
+                        substitutions[index][0] += 1;
+                        latencies_ms[index].push(record.latency_ms);
+                    }
+                    SourceName::Budget => substitutions[index][1] += 1,
+                    SourceName::Fault => {
+                        substitutions[index][2] += 1;
+                        latencies_ms[index].push(record.latency_ms);
+                    }
+                }
+            }
+        }
+        MatchSummary {
+            index: scheduled.index,
+            entrants: scheduled.entrants,
+            seed: scheduled.seed,
+            winner: replay.result.winner,
+            round_wins: replay.result.round_wins,
+            damage: replay.result.damage,
+            tokens: replay.result.tokens_used,
+            decisions,
+            substitutions,
+            latencies_ms,
+        }
+    }
+
+    /// Points × 2 (0, 1 or 2) that entrant `entrant` scored in this match, if it
+    /// played in it.
+    pub fn points_doubled(&self, entrant: usize) -> Option<usize> {
+        let side = self.entrants.iter().position(|e| *e == entrant)?;
+        Some(match (self.winner, side) {
+            (WinnerName::Draw, _) => 1,
+            (WinnerName::A, 0) | (WinnerName::B, 1) => 2,
+            _ => 0,
+        })
+    }
+}
+
+/// How the pool plays its matches.
+#[derive(Clone, Debug)]
+pub struct PoolSettings {
+    pub jobs: usize,
+    pub class: WeightClass,
+    pub wall_clock: Duration,
+    /// Where each match's replay is written (`match-NNNNNN.json`), if anywhere.
+    pub replay_dir: Option<PathBuf>,
+}
+
+/// What the caller wants after seeing a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    Stop,
+}
+
+/// Plays matches taken from `next` (called from the worker threads; `None` ends
+/// the work) until it runs out or `stop` is set, calling `on_played` on the
+/// caller's thread for each finished match in completion order. A match already
+/// started when `stop` is set still finishes and is reported.
+pub fn play_matches(
+    entrants: &[Entrant],
+    settings: &PoolSettings,
+    stop: &AtomicBool,
+    next: &(dyn Fn() -> Option<ScheduledMatch> + Sync),
+    mut on_played: impl FnMut(MatchSummary) -> Control,
+) -> Result<(), RefereeError> {
+    let (sender, receiver) = mpsc::channel::<Result<MatchSummary, RefereeError>>();
+    std::thread::scope(|scope| {
+        for _ in 0..settings.jobs.max(1) {
+            let sender = sender.clone();
+            scope.spawn(move || worker(entrants, settings, stop, next, &sender));
+        }
+        drop(sender);
+        let mut first_error = None;
+        for result in receiver {
+            match result {
+                Ok(summary) => {
+                    if on_played(summary) == Control::Stop {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
+                Err(error) => {
+                    stop.store(true, Ordering::SeqCst);
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    })
+}
+
+fn worker(
+    entrants: &[Entrant],
+    settings: &PoolSettings,
+    stop: &AtomicBool,
+    next: &(dyn Fn() -> Option<ScheduledMatch> + Sync),
+    sender: &mpsc::Sender<Result<MatchSummary, RefereeError>>,
+) {
+    let mut runtime = None;
+    while !stop.load(Ordering::SeqCst) {
+        let Some(scheduled) = next() else {
+            return;
+        };
+        let result = play_one(entrants, settings, &scheduled, &mut runtime).and_then(|replay| {
+            if let Some(dir) = &settings.replay_dir {
+                replay.write(&replay_path(dir, scheduled.index))?;
+            }
+            Ok(MatchSummary::of(&scheduled, &replay))
+        });
+        if sender.send(result).is_err() {
+            return;
+        }
+    }
+}
+
+/// Where the pool writes the replay of match `index`.
+pub fn replay_path(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("match-{index:06}.json"))
+}
+
+fn play_one(
+    entrants: &[Entrant],
+    settings: &PoolSettings,
+    scheduled: &ScheduledMatch,
+    runtime: &mut Option<tokio::runtime::Runtime>,
+) -> Result<Replay, RefereeError> {
+    let [a, b] = scheduled.entrants.map(|index| &entrants[index]);
+    let mut config = MatchConfig::new(
+        uuid::Uuid::new_v4().to_string(),
+        now_rfc3339(),
+        settings.class,
+        scheduled.seed,
+    );
+    config.decision_wall_clock = settings.wall_clock;
+    if let (Entrant::Builtin(a), Entrant::Builtin(b)) = (a, b) {
+        return Ok(run_bare_match(config, [a, b]));
+    }
+    let runtime = match runtime {
+        Some(runtime) => runtime,
+        None => runtime.insert(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|error| {
+                    RefereeError::Unsupported(format!("cannot start a runtime: {error}"))
+                })?,
+        ),
+    };
+    let mut bot_a = make_bot(
+        &a.spec(),
+        &BotContext {
+            seed: scheduled.seed,
+            side: Side::A,
+        },
+    )?;
+    let mut bot_b = make_bot(
+        &b.spec(),
+        &BotContext {
+            seed: scheduled.seed,
+            side: Side::B,
+        },
+    )?;
+    Ok(runtime.block_on(run_match(config, [bot_a.as_mut(), bot_b.as_mut()])))
+}
+
+/// The current time in RFC 3339 (UTC), for `accepted_at`.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
+}

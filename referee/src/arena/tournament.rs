@@ -1,0 +1,379 @@
+//! Tournaments: the schedule of a round robin or a gauntlet (every pairing played
+//! from both sides on one seed), its results file for `--resume`, and the
+//! standings table.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::pool::{CAUSES, MatchSummary, ScheduledMatch};
+use super::stats::{EloEstimate, Wdl};
+use crate::builtin::SplitMix64;
+use crate::error::RefereeError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Every bot against every other.
+    RoundRobin,
+    /// The first bot against each of the others.
+    Gauntlet,
+}
+
+/// Everything that fixes a tournament's schedule (`tournament.json` in `--out`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TournamentPlan {
+    pub bots: Vec<String>,
+    pub format: Format,
+    pub rounds: u32,
+    pub seed: u64,
+    pub class: String,
+}
+
+/// Seed of pairing game `game` of a tournament seeded `seed`: both sides of a
+/// pairing share it, so colour (side) bias cancels out.
+pub fn game_seed(seed: u64, game: u64) -> u64 {
+    SplitMix64::new(seed ^ game.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64()
+}
+
+impl TournamentPlan {
+    /// Every match in order: for each round, for each pairing, A-side then B-side.
+    pub fn schedule(&self) -> Vec<ScheduledMatch> {
+        let count = self.bots.len();
+        let pairings: Vec<(usize, usize)> = match self.format {
+            Format::RoundRobin => (0..count)
+                .flat_map(|i| (i + 1..count).map(move |j| (i, j)))
+                .collect(),
+            Format::Gauntlet => (1..count).map(|j| (0, j)).collect(),
+        };
+        let mut schedule = Vec::with_capacity(pairings.len() * 2 * self.rounds as usize);
+        let mut game = 0u64;
+        for _ in 0..self.rounds {
+            for &(i, j) in &pairings {
+                let seed = game_seed(self.seed, game);
+                game += 1;
+                for entrants in [[i, j], [j, i]] {
+                    schedule.push(ScheduledMatch {
+                        index: schedule.len() as u64,
+                        entrants,
+                        seed,
+                    });
+                }
+            }
+        }
+        schedule
+    }
+}
+
+/// The files of a tournament folder.
+#[derive(Clone, Debug)]
+pub struct TournamentDir {
+    pub root: PathBuf,
+}
+
+impl TournamentDir {
+    pub fn plan_path(&self) -> PathBuf {
+        self.root.join("tournament.json")
+    }
+
+    pub fn results_path(&self) -> PathBuf {
+        self.root.join("results.jsonl")
+    }
+
+    pub fn replays(&self) -> PathBuf {
+        self.root.join("replays")
+    }
+
+    /// Creates the folder for a new tournament; refuses to overwrite one.
+    pub fn create(&self, plan: &TournamentPlan) -> Result<(), RefereeError> {
+        if self.plan_path().exists() {
+            return Err(RefereeError::Spec(format!(
+                "{} already holds a tournament: pass --resume to continue it, or choose another --out",
+                self.root.display()
+            )));
+        }
+        std::fs::create_dir_all(self.replays())
+            .map_err(|error| io_error(&self.replays(), error))?;
+        let text = serde_json::to_string_pretty(plan).unwrap_or_default();
+        std::fs::write(self.plan_path(), text).map_err(|error| io_error(&self.plan_path(), error))
+    }
+
+    /// Reads back the plan and every complete result line. A torn last line (the
+    /// process died while writing it) is ignored: that match is played again.
+    pub fn resume(&self, plan: &TournamentPlan) -> Result<Vec<MatchSummary>, RefereeError> {
+        let text = std::fs::read_to_string(self.plan_path()).map_err(|error| {
+            RefereeError::Spec(format!(
+                "cannot resume from {}: {error}",
+                self.plan_path().display()
+            ))
+        })?;
+        let saved: TournamentPlan = serde_json::from_str(&text).map_err(|error| {
+            RefereeError::Spec(format!(
+                "{} is not a tournament plan: {error}",
+                self.plan_path().display()
+            ))
+        })?;
+        if &saved != plan {
+            return Err(RefereeError::Spec(format!(
+                "{} was started with other settings (bots {:?}, {:?}, {} rounds, seed {}, class {}); resume with the same ones",
+                self.root.display(),
+                saved.bots,
+                saved.format,
+                saved.rounds,
+                saved.seed,
+                saved.class
+            )));
+        }
+        std::fs::create_dir_all(self.replays())
+            .map_err(|error| io_error(&self.replays(), error))?;
+        let file = match std::fs::File::open(self.results_path()) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(io_error(&self.results_path(), error)),
+        };
+        let mut seen = BTreeMap::new();
+        for line in std::io::BufReader::new(file).lines() {
+            let line = line.map_err(|error| io_error(&self.results_path(), error))?;
+            if let Ok(summary) = serde_json::from_str::<MatchSummary>(&line) {
+                seen.insert(summary.index, summary);
+            }
+        }
+        Ok(seen.into_values().collect())
+    }
+
+    /// Appends one result as a single line (one write, flushed).
+    pub fn append(
+        &self,
+        file: &mut std::fs::File,
+        summary: &MatchSummary,
+    ) -> Result<(), RefereeError> {
+        let mut line = serde_json::to_string(summary).unwrap_or_default();
+        line.push('\n');
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|error| io_error(&self.results_path(), error))
+    }
+
+    pub fn open_results(&self) -> Result<std::fs::File, RefereeError> {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.results_path())
+            .map_err(|error| io_error(&self.results_path(), error))
+    }
+}
+
+fn io_error(path: &Path, error: std::io::Error) -> RefereeError {
+    RefereeError::Spec(format!("{}: {error}", path.display()))
+}
+
+/// One bot's line of the standings.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BotStanding {
+    pub bot: String,
+    pub games: u64,
+    pub wins: u64,
+    pub draws: u64,
+    pub losses: u64,
+    /// Points per game, 0–1.
+    pub score: f64,
+    /// Elo against the field with its 95% interval.
+    pub elo: Option<EloInterval>,
+    /// Share of its decisions substituted, by cause: timeout, budget, fault.
+    pub substituted: [f64; 3],
+    pub tokens_per_match: f64,
+    pub latency_p50_ms: u64,
+    pub latency_p99_ms: u64,
+}
+
+/// One pairing's line, from `a`'s point of view.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairStanding {
+    pub a: String,
+    pub b: String,
+    pub games: u64,
+    pub wins: u64,
+    pub draws: u64,
+    pub losses: u64,
+    pub score: f64,
+    pub elo: Option<EloInterval>,
+}
+
+/// An Elo estimate as printed and serialised (infinite ends become `null`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct EloInterval {
+    pub elo: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+impl From<EloEstimate> for EloInterval {
+    fn from(estimate: EloEstimate) -> EloInterval {
+        let finite = |value: f64| value.is_finite().then_some(value);
+        EloInterval {
+            elo: finite(estimate.elo),
+            low: finite(estimate.low),
+            high: finite(estimate.high),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Standings {
+    pub matches_played: u64,
+    pub matches_scheduled: u64,
+    pub bots: Vec<BotStanding>,
+    pub pairs: Vec<PairStanding>,
+}
+
+/// Nearest-rank percentile of sorted values (0 when empty).
+pub fn percentile(sorted: &[u64], percent: usize) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (percent * sorted.len()).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
+
+fn wdl_of(summary: &MatchSummary, entrant: usize) -> Wdl {
+    match summary.points_doubled(entrant) {
+        Some(2) => Wdl {
+            wins: 1,
+            draws: 0,
+            losses: 0,
+        },
+        Some(1) => Wdl {
+            wins: 0,
+            draws: 1,
+            losses: 0,
+        },
+        Some(_) => Wdl {
+            wins: 0,
+            draws: 0,
+            losses: 1,
+        },
+        None => Wdl::default(),
+    }
+}
+
+/// The standings over `summaries` (any order: the table depends only on the set).
+pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled: u64) -> Standings {
+    let count = bots.len();
+    let mut records = vec![Wdl::default(); count];
+    let mut decisions = vec![0u64; count];
+    let mut substitutions = vec![[0u64; 3]; count];
+    let mut tokens = vec![0u64; count];
+    let mut matches = vec![0u64; count];
+    let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); count];
+    let mut pairs: BTreeMap<(usize, usize), Wdl> = BTreeMap::new();
+    for summary in summaries {
+        for (side, &entrant) in summary.entrants.iter().enumerate() {
+            if entrant >= count {
+                continue;
+            }
+            records[entrant].add(wdl_of(summary, entrant));
+            decisions[entrant] += u64::from(summary.decisions[side]);
+            for cause in 0..CAUSES.len() {
+                substitutions[entrant][cause] += u64::from(summary.substitutions[side][cause]);
+            }
+            tokens[entrant] += summary.tokens[side];
+            matches[entrant] += 1;
+            latencies[entrant].extend_from_slice(&summary.latencies_ms[side]);
+        }
+        let [x, y] = summary.entrants;
+        let (low, high) = (x.min(y), x.max(y));
+        pairs
+            .entry((low, high))
+            .or_default()
+            .add(wdl_of(summary, low));
+    }
+    let mut rows: Vec<BotStanding> = (0..count)
+        .map(|entrant| {
+            let record = records[entrant];
+            latencies[entrant].sort_unstable();
+            let share = |cause: usize| {
+                if decisions[entrant] == 0 {
+                    0.0
+                } else {
+                    substitutions[entrant][cause] as f64 / decisions[entrant] as f64
+                }
+            };
+            BotStanding {
+                bot: bots[entrant].clone(),
+                games: record.games(),
+                wins: record.wins,
+                draws: record.draws,
+                losses: record.losses,
+                score: record.score().unwrap_or(0.0),
+                elo: record.elo().map(EloInterval::from),
+                substituted: [share(0), share(1), share(2)],
+                tokens_per_match: if matches[entrant] == 0 {
+                    0.0
+                } else {
+                    tokens[entrant] as f64 / matches[entrant] as f64
+                },
+                latency_p50_ms: percentile(&latencies[entrant], 50),
+                latency_p99_ms: percentile(&latencies[entrant], 99),
+            }
+        })
+        .collect();
+    rows.sort_by(|x, y| y.score.total_cmp(&x.score).then_with(|| x.bot.cmp(&y.bot)));
+    let pairs = pairs
+        .into_iter()
+        .map(|((a, b), record)| PairStanding {
+            a: bots[a].clone(),
+            b: bots[b].clone(),
+            games: record.games(),
+            wins: record.wins,
+            draws: record.draws,
+            losses: record.losses,
+            score: record.score().unwrap_or(0.0),
+            elo: record.elo().map(EloInterval::from),
+        })
+        .collect();
+    Standings {
+        matches_played: summaries.len() as u64,
+        matches_scheduled,
+        bots: rows,
+        pairs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(format: Format, bots: usize, rounds: u32) -> TournamentPlan {
+        TournamentPlan {
+            bots: (0..bots).map(|i| format!("bot{i}")).collect(),
+            format,
+            rounds,
+            seed: 1,
+            class: "middle".into(),
+        }
+    }
+
+    #[test]
+    fn round_robin_plays_every_pairing_from_both_sides() {
+        let schedule = plan(Format::RoundRobin, 4, 2).schedule();
+        assert_eq!(schedule.len(), 6 * 2 * 2);
+        for (position, scheduled) in schedule.iter().enumerate() {
+            assert_eq!(scheduled.index, position as u64);
+        }
+        for pair in schedule.chunks(2) {
+            assert_eq!(pair[0].entrants, [pair[1].entrants[1], pair[1].entrants[0]]);
+            assert_eq!(pair[0].seed, pair[1].seed, "both sides share the seed");
+        }
+        let seeds: std::collections::BTreeSet<u64> = schedule.iter().map(|s| s.seed).collect();
+        assert_eq!(seeds.len(), 12, "every game pair has its own seed");
+    }
+
+    #[test]
+    fn gauntlet_plays_the_first_bot_against_the_rest() {
+        let schedule = plan(Format::Gauntlet, 4, 1).schedule();
+        assert_eq!(schedule.len(), 6);
+        assert!(schedule.iter().all(|s| s.entrants.contains(&0)));
+    }
+}

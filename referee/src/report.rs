@@ -1,0 +1,418 @@
+//! The `tournament` and `sprt` commands: set up the match pool, show progress,
+//! and print the standings or the verdict for people (a table) or machines (JSON).
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use duel_referee::arena::pool::{Control, Entrant, PoolSettings, play_matches};
+use duel_referee::arena::sprt::{SprtRun, pair_matches};
+use duel_referee::arena::stats::{Sprt, Verdict};
+use duel_referee::arena::tournament::{
+    EloInterval, Format, Standings, TournamentDir, TournamentPlan, percentile, standings,
+};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::{FormatArg, SprtArgs, TournamentArgs};
+use crate::commands::{Outcome, Stdout};
+
+/// The longest per-decision clock these commands accept, in seconds: the rules'.
+const MAX_WALL_CLOCK_SECONDS: f64 = 10.0;
+
+fn wall_clock(seconds: f64) -> Result<Duration> {
+    if !(seconds > 0.0 && seconds <= MAX_WALL_CLOCK_SECONDS) {
+        bail!(
+            "--wall-clock must be more than 0 and at most {MAX_WALL_CLOCK_SECONDS} seconds, not {seconds}"
+        );
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+fn jobs(requested: Option<u32>) -> usize {
+    requested.map(|jobs| jobs as usize).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(1)
+    })
+}
+
+/// Sets a flag on ctrl-c so the pool stops taking new matches.
+fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&interrupted);
+    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
+        .context("cannot install the ctrl-c handler")?;
+    Ok(interrupted)
+}
+
+fn progress_bar(length: u64, position: u64, template: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(length), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("█▉▊▋▌▍▎▏ "));
+    }
+    bar.set_position(position);
+    bar
+}
+
+fn parse_entrants(specs: &[String]) -> Result<Vec<Entrant>> {
+    let entrants = specs
+        .iter()
+        .map(|spec| Entrant::parse(spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    for entrant in &entrants {
+        entrant.check()?;
+    }
+    Ok(entrants)
+}
+
+pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
+    let entrants = parse_entrants(&args.bots)?;
+    let plan = TournamentPlan {
+        bots: entrants.iter().map(Entrant::name).collect(),
+        format: match args.format {
+            FormatArg::RoundRobin => Format::RoundRobin,
+            FormatArg::Gauntlet => Format::Gauntlet,
+        },
+        rounds: args.rounds,
+        seed: args.seed,
+        class: duel_rules::WeightClass::from(args.class).name().to_owned(),
+    };
+    let settings_clock = wall_clock(args.wall_clock)?;
+    let schedule = plan.schedule();
+    let dir = args.out.clone().map(|root| TournamentDir { root });
+    let mut summaries = Vec::new();
+    if let Some(dir) = &dir {
+        if args.resume {
+            summaries = dir.resume(&plan)?;
+        } else {
+            dir.create(&plan)?;
+        }
+    }
+    let done: std::collections::BTreeSet<u64> = summaries.iter().map(|s| s.index).collect();
+    let mut remaining: Vec<_> = schedule
+        .iter()
+        .filter(|s| !done.contains(&s.index))
+        .copied()
+        .collect();
+    if let Some(limit) = args.limit {
+        remaining.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    let settings = PoolSettings {
+        jobs: jobs(args.jobs),
+        class: args.class.into(),
+        wall_clock: settings_clock,
+        replay_dir: dir.as_ref().map(TournamentDir::replays),
+    };
+    let interrupted = interrupt_flag()?;
+    let bar = progress_bar(
+        schedule.len() as u64,
+        summaries.len() as u64,
+        "{bar:32} {pos}/{len} matches · {per_sec} · ETA {eta}",
+    );
+    let mut results_file = dir.as_ref().map(TournamentDir::open_results).transpose()?;
+    let cursor = AtomicU64::new(0);
+    let next = || {
+        let position = cursor.fetch_add(1, Ordering::SeqCst) as usize;
+        remaining.get(position).copied()
+    };
+    let mut write_error = None;
+    play_matches(&entrants, &settings, &interrupted, &next, |summary| {
+        if let (Some(dir), Some(file)) = (&dir, results_file.as_mut()) {
+            if let Err(error) = dir.append(file, &summary) {
+                write_error.get_or_insert(error);
+                return Control::Stop;
+            }
+        }
+        summaries.push(summary);
+        bar.inc(1);
+        Control::Continue
+    })?;
+    bar.finish_and_clear();
+    if let Some(error) = write_error {
+        return Err(error.into());
+    }
+    summaries.sort_by_key(|summary| summary.index);
+    let table = standings(&plan.bots, &summaries, schedule.len() as u64);
+    let mut stdout = Stdout::new();
+    if args.json {
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "plan": plan,
+            "standings": table,
+            "complete": table.matches_played == table.matches_scheduled,
+        }))
+        .context("cannot encode the standings")?;
+        stdout.print(&format!("{text}\n"))?;
+    } else {
+        stdout.print(&tournament_table(&plan, &table))?;
+    }
+    if table.matches_played < table.matches_scheduled {
+        let how = match &dir {
+            Some(dir) => format!("continue with --resume --out {}", dir.root.display()),
+            None => "pass --out DIR to be able to resume".to_owned(),
+        };
+        eprintln!(
+            "referee: {} of {} matches played; {how}",
+            table.matches_played, table.matches_scheduled
+        );
+        if interrupted.load(Ordering::SeqCst) {
+            return Ok(Outcome::Interrupted);
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+fn signed(value: f64) -> String {
+    // `+ 0.0` turns −0.0 into 0.0.
+    let value = value + 0.0;
+    if value >= 0.0 {
+        format!("+{value:.1}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// "+107.5 ± 66.2"; an all-won or all-lost record has an infinite estimate, whose
+/// sign follows the score.
+fn elo_text(elo: Option<EloInterval>, score: f64) -> String {
+    match elo {
+        Some(EloInterval {
+            elo: Some(elo),
+            low: Some(low),
+            high: Some(high),
+        }) => {
+            format!("{} ± {:.1}", signed(elo), (high - low) / 2.0)
+        }
+        Some(EloInterval { elo: Some(elo), .. }) => format!("{} ± ∞", signed(elo)),
+        Some(EloInterval { elo: None, .. }) if score >= 0.5 => "+∞".to_owned(),
+        Some(EloInterval { elo: None, .. }) => "−∞".to_owned(),
+        None => "—".to_owned(),
+    }
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
+    let name_width = plan
+        .bots
+        .iter()
+        .map(|bot| bot.chars().count())
+        .max()
+        .unwrap_or(3)
+        .clamp(3, 40);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Tournament · {} bots · {} · {} round{} · seed {} · {} class · {}/{} matches",
+        plan.bots.len(),
+        match plan.format {
+            Format::RoundRobin => "round robin",
+            Format::Gauntlet => "gauntlet",
+        },
+        plan.rounds,
+        if plan.rounds == 1 { "" } else { "s" },
+        plan.seed,
+        plan.class,
+        table.matches_played,
+        table.matches_scheduled,
+    );
+    let _ = writeln!(
+        out,
+        "\n {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9}  {:>6} {:>6}",
+        "#",
+        "bot",
+        "games",
+        "wins",
+        "draws",
+        "losses",
+        "score",
+        "Elo (95%)",
+        "timeout",
+        "budget",
+        "fault",
+        "tok/match",
+        "p50",
+        "p99"
+    );
+    for (rank, row) in table.bots.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            " {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9.0}  {:>4}ms {:>4}ms",
+            rank + 1,
+            row.bot,
+            row.games,
+            row.wins,
+            row.draws,
+            row.losses,
+            percent(row.score),
+            elo_text(row.elo, row.score),
+            percent(row.substituted[0]),
+            percent(row.substituted[1]),
+            percent(row.substituted[2]),
+            row.tokens_per_match,
+            row.latency_p50_ms,
+            row.latency_p99_ms,
+        );
+    }
+    let _ = writeln!(out, "\n Pairings (first bot's view)");
+    for pair in &table.pairs {
+        let _ = writeln!(
+            out,
+            "  {:<name_width$}  vs  {:<name_width$}  {:>5} games  {:>4}-{}-{}  {:>6}  {:>16}",
+            pair.a,
+            pair.b,
+            pair.games,
+            pair.wins,
+            pair.draws,
+            pair.losses,
+            percent(pair.score),
+            elo_text(pair.elo, pair.score),
+        );
+    }
+    out
+}
+
+pub fn sprt(args: SprtArgs) -> Result<Outcome> {
+    let test =
+        Sprt::new(args.elo0, args.elo1, args.alpha, args.beta).map_err(anyhow::Error::msg)?;
+    let entrants = parse_entrants(&[args.new.clone(), args.base.clone()])?;
+    let names: Vec<String> = entrants.iter().map(Entrant::name).collect();
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    }
+    let settings = PoolSettings {
+        jobs: jobs(args.jobs),
+        class: args.class.into(),
+        wall_clock: wall_clock(args.wall_clock)?,
+        replay_dir: args.out.clone(),
+    };
+    let interrupted = interrupt_flag()?;
+    let (lower, upper) = test.bounds();
+    let bar = progress_bar(
+        args.max_pairs,
+        0,
+        "{bar:24} {pos} pairs · {per_sec} · {msg}",
+    );
+    let show_lines = !args.json && !std::io::stderr().is_terminal();
+    let max_matches = args.max_pairs.saturating_mul(2);
+    let cursor = AtomicU64::new(0);
+    let next = || {
+        let position = cursor.fetch_add(1, Ordering::SeqCst);
+        (position < max_matches)
+            .then(|| pair_matches(args.seed, position / 2)[(position % 2) as usize])
+    };
+    let mut run = SprtRun::new(test);
+    play_matches(&entrants, &settings, &interrupted, &next, |summary| {
+        let before = run.pairs_done;
+        let verdict = run.record(summary);
+        if run.pairs_done > before {
+            bar.set_position(run.pairs_done);
+            let message = format!(
+                "LLR {:.2} ({lower:.2}, {upper:.2}) · Elo {}",
+                run.llr,
+                elo_text(
+                    run.pentanomial.elo().map(EloInterval::from),
+                    run.wdl.score().unwrap_or(0.5)
+                )
+            );
+            if show_lines && run.pairs_done % 100 == 0 {
+                eprintln!("pairs {} · {message}", run.pairs_done);
+            }
+            bar.set_message(message);
+        }
+        if verdict == Verdict::Continue {
+            Control::Continue
+        } else {
+            Control::Stop
+        }
+    })?;
+    bar.finish_and_clear();
+    let elo = run.pentanomial.elo().map(EloInterval::from);
+    let verdict_text = match run.verdict {
+        Verdict::AcceptH1 => format!(
+            "H1 accepted: {} is stronger than {} (at least {:+} Elo)",
+            names[0], names[1], args.elo1
+        ),
+        Verdict::AcceptH0 => format!(
+            "H0 accepted: {} is not {:+} Elo stronger than {}",
+            names[0], args.elo1, names[1]
+        ),
+        Verdict::Continue if interrupted.load(Ordering::SeqCst) => {
+            "no verdict: interrupted".to_owned()
+        }
+        Verdict::Continue => format!("no verdict within {} pairs", args.max_pairs),
+    };
+    let mut stdout = Stdout::new();
+    if args.json {
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "new": names[0],
+            "base": names[1],
+            "elo0": args.elo0,
+            "elo1": args.elo1,
+            "alpha": args.alpha,
+            "beta": args.beta,
+            "pairs": run.pairs_done,
+            "wins": run.wdl.wins,
+            "draws": run.wdl.draws,
+            "losses": run.wdl.losses,
+            "pentanomial": run.pentanomial.counts,
+            "elo": elo,
+            "llr": run.llr,
+            "bounds": [lower, upper],
+            "verdict": match run.verdict {
+                Verdict::AcceptH1 => "H1",
+                Verdict::AcceptH0 => "H0",
+                Verdict::Continue => "none",
+            },
+        }))
+        .context("cannot encode the verdict")?;
+        stdout.print(&format!("{text}\n"))?;
+    } else {
+        let mut latencies: Vec<u64> = run
+            .summaries
+            .iter()
+            .flat_map(|summary| {
+                let side = summary.entrants.iter().position(|e| *e == 0).unwrap_or(0);
+                summary.latencies_ms[side].clone()
+            })
+            .collect();
+        latencies.sort_unstable();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "SPRT {} vs {} · elo0 {} · elo1 {} · alpha {} · beta {}",
+            names[0], names[1], args.elo0, args.elo1, args.alpha, args.beta
+        );
+        let _ = writeln!(
+            out,
+            "  pairs {} · games {} · W-D-L {}-{}-{} · ptnml(0-2) {:?}",
+            run.pairs_done,
+            run.wdl.games(),
+            run.wdl.wins,
+            run.wdl.draws,
+            run.wdl.losses,
+            run.pentanomial.counts
+        );
+        let _ = writeln!(
+            out,
+            "  Elo {} (95%) · {} latency p50 {} ms, p99 {} ms",
+            elo_text(elo, run.wdl.score().unwrap_or(0.5)),
+            names[0],
+            percentile(&latencies, 50),
+            percentile(&latencies, 99)
+        );
+        let _ = writeln!(out, "  LLR {:.2} ({lower:.2}, {upper:.2})", run.llr);
+        let _ = writeln!(out, "{verdict_text}");
+        stdout.print(&out)?;
+    }
+    Ok(match run.verdict {
+        Verdict::AcceptH1 => Outcome::Done,
+        Verdict::AcceptH0 => Outcome::AcceptedH0,
+        Verdict::Continue if interrupted.load(Ordering::SeqCst) => Outcome::Interrupted,
+        Verdict::Continue => Outcome::NoVerdict,
+    })
+}

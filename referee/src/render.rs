@@ -8,6 +8,7 @@ use duel_replays::{
     ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundEndName, RoundResultRecord,
     SideRecord, SourceName, WinnerName,
 };
+use duel_referee::arena::tournament::percentile;
 use duel_rules::{Ruleset, Side};
 
 /// Styles for the tape; all plain when colour is off.
@@ -332,15 +333,6 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
     out
 }
 
-/// Nearest-rank percentile of sorted values (0 when empty).
-fn percentile(sorted: &[u64], percent: usize) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = (percent * sorted.len()).div_ceil(100).max(1);
-    sorted[rank - 1]
-}
-
 /// A whole replay as the tape.
 pub fn replay(palette: Palette, replay: &Replay) -> String {
     let ruleset = replay.ruleset().unwrap_or(Ruleset::CURRENT);
@@ -378,7 +370,5 @@ mod tests {
         assert_eq!(hp_bar(8, 160), "▌         ");
         assert_eq!(group_thousands(512000), "512,000");
         assert_eq!(group_thousands(7), "7");
-        assert_eq!(percentile(&[1, 2, 3, 4], 50), 2);
-        assert_eq!(percentile(&[1, 2, 3, 4], 99), 4);
     }
 }

@@ -371,6 +371,14 @@ mod tests {
     }
 
     #[test]
+    fn percentiles_are_nearest_rank() {
+        assert_eq!(percentile(&[], 50), 0);
+        assert_eq!(percentile(&[1, 2, 3, 4], 50), 2);
+        assert_eq!(percentile(&[1, 2, 3, 4], 99), 4);
+        assert_eq!(percentile(&[7], 1), 7);
+    }
+
+    #[test]
     fn gauntlet_plays_the_first_bot_against_the_rest() {
         let schedule = plan(Format::Gauntlet, 4, 1).schedule();
         assert_eq!(schedule.len(), 6);

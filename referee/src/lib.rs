@@ -10,6 +10,7 @@ pub mod bot;
 pub mod builtin;
 pub mod error;
 pub mod limits;
+pub mod publish;
 pub mod record;
 pub mod runner;
 pub mod spec;

@@ -268,6 +268,7 @@ impl MatchRecorder {
                 damage,
                 tokens_used: self.tokens_used,
             },
+            signature: None,
         }
     }
 }

@@ -9,6 +9,9 @@
 mod error;
 mod format;
 mod limits;
+mod sign;
+#[cfg(feature = "store")]
+pub mod store;
 mod verify;
 
 pub use error::ReplayError;
@@ -18,4 +21,11 @@ pub use format::{
     FORMAT,
 };
 pub use limits::MAX_REPLAY_BYTES;
+pub use sign::{
+    ReplaySignature, SIGNATURE_ALG, SignatureFailure, SignatureStatus, canonical_bytes,
+    check_signature, default_signing_key_path, generate_signing_key, load_or_create_signing_key,
+    parse_public_key, public_key_text, sign,
+};
+/// The key types of replay signatures.
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use verify::{Disagreement, Location, VerifiedMatch, verify};

@@ -105,10 +105,7 @@
     $("name-b").textContent = fighterName(replay, "b");
     const rounds = $("rounds");
     rounds.replaceChildren();
-    (replay.rounds || []).forEach((round) => {
-      rounds.appendChild(el("li", "", "Round " + round.number + ": " +
-        winnerText(replay, round.result.winner) + " by " + round.result.by));
-    });
+    (replay.rounds || []).forEach(() => rounds.appendChild(el("li", "")));
     const scrub = $("scrub");
     scrub.max = String(last);
 
@@ -127,7 +124,14 @@
       $("round-result").textContent = frame.roundResult
         ? "Round " + frame.round + ": " + winnerText(replay, frame.roundResult.winner) + " by " + frame.roundResult.by
         : "";
-      Array.from(rounds.children).forEach((item, i) => item.classList.toggle("reached", i <= frame.roundIndex));
+      // Results of rounds not reached yet stay hidden, so scrubbing never spoils.
+      Array.from(rounds.children).forEach((item, i) => {
+        const round = replay.rounds[i];
+        const reached = i <= frame.roundIndex;
+        item.classList.toggle("reached", reached);
+        item.textContent = "Round " + round.number + ": " +
+          (reached ? winnerText(replay, round.result.winner) + " by " + round.result.by : "…");
+      });
       const result = $("match-result");
       result.hidden = index !== last;
       if (index === last && replay.result) {
@@ -145,13 +149,13 @@
     function pause() {
       if (timer !== null) clearInterval(timer);
       timer = null;
-      $("btn-play").textContent = "▶";
+      $("btn-play").textContent = "Play";
     }
 
     function play() {
       if (index === last) show(0);
       pause();
-      $("btn-play").textContent = "⏸";
+      $("btn-play").textContent = "Pause";
       timer = setInterval(() => show(index + 1), Number($("speed").value) || 800);
     }
 

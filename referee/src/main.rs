@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod render;
+mod replay_commands;
 
 use std::process::ExitCode;
 

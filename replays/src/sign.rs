@@ -344,3 +344,123 @@ pub fn default_signing_key_path() -> Option<PathBuf> {
         })?;
     Some(data_home.join("duel").join("signing.key"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!("../tests/fixtures/random-vs-counter.json");
+
+    fn key(byte: u8) -> SigningKey {
+        SigningKey::from_bytes(&[byte; 32])
+    }
+
+    fn signed_fixture(signer: &SigningKey) -> Vec<u8> {
+        let mut replay = Replay::from_slice(FIXTURE.as_bytes()).expect("fixture parses");
+        sign(&mut replay, signer);
+        replay.to_json_pretty().into_bytes()
+    }
+
+    #[test]
+    fn canonical_bytes_ignore_layout_and_key_order_but_not_values() {
+        let a = canonical_bytes(br#"{"b": [1, {"y": "\u00e9", "x": 2}], "a": true, "signature": {"alg": "x"}}"#)
+            .expect("object");
+        let b = canonical_bytes(br#"{"a":true,"b":[1,{"x":2,"y":"\u00e9"}]}"#).expect("object");
+        assert_eq!(a, b);
+        assert_eq!(String::from_utf8(a).expect("utf-8"), r#"{"a":true,"b":[1,{"x":2,"y":"é"}]}"#);
+        let c = canonical_bytes(br#"{"a":true,"b":[1,{"x":3,"y":"\u00e9"}]}"#).expect("object");
+        assert_ne!(b, c);
+        assert!(canonical_bytes(b"[1]").is_err());
+    }
+
+    #[test]
+    fn a_signed_replay_checks_with_and_without_the_expected_key() {
+        let signer = key(7);
+        let bytes = signed_fixture(&signer);
+        let status = check_signature(&bytes, None).expect("parses").expect("valid");
+        assert_eq!(
+            status,
+            SignatureStatus::Valid {
+                key: public_key_text(&signer.verifying_key())
+            }
+        );
+        let status = check_signature(&bytes, Some(&signer.verifying_key())).expect("parses");
+        assert!(status.is_ok(), "{status:?}");
+        // Re-indenting the file does not break the signature.
+        let value: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        let compact = serde_json::to_vec(&value).expect("json");
+        assert!(check_signature(&compact, None).expect("parses").is_ok());
+    }
+
+    #[test]
+    fn unknown_fields_are_covered_by_the_signature() {
+        let signer = key(7);
+        let bytes = signed_fixture(&signer);
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        value["season"] = serde_json::json!("2026-winter");
+        let added = serde_json::to_vec(&value).expect("json");
+        let verdict = check_signature(&added, None).expect("parses");
+        assert!(matches!(verdict, Err(SignatureFailure::Mismatch { .. })), "{verdict:?}");
+    }
+
+    #[test]
+    fn another_key_is_refused_when_a_key_is_expected() {
+        let bytes = signed_fixture(&key(7));
+        let expected = key(8).verifying_key();
+        let verdict = check_signature(&bytes, Some(&expected)).expect("parses");
+        assert!(matches!(verdict, Err(SignatureFailure::WrongKey { .. })), "{verdict:?}");
+        let unsigned = check_signature(FIXTURE.as_bytes(), Some(&expected)).expect("parses");
+        assert_eq!(unsigned, Err(SignatureFailure::Unsigned));
+        assert_eq!(
+            check_signature(FIXTURE.as_bytes(), None).expect("parses"),
+            Ok(SignatureStatus::Unsigned)
+        );
+    }
+
+    #[test]
+    fn a_key_swapped_into_the_signature_does_not_verify() {
+        let bytes = signed_fixture(&key(7));
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        value["signature"]["key"] = serde_json::json!(public_key_text(&key(8).verifying_key()));
+        let swapped = serde_json::to_vec(&value).expect("json");
+        let verdict = check_signature(&swapped, None).expect("parses");
+        assert!(matches!(verdict, Err(SignatureFailure::Mismatch { .. })), "{verdict:?}");
+        value["signature"]["sig"] = serde_json::json!("not base64!");
+        let broken = serde_json::to_vec(&value).expect("json");
+        let verdict = check_signature(&broken, None).expect("parses");
+        assert!(matches!(verdict, Err(SignatureFailure::Malformed(_))), "{verdict:?}");
+    }
+
+    #[test]
+    fn public_keys_parse_from_base64_or_the_published_json() {
+        let public = key(9).verifying_key();
+        let text = public_key_text(&public);
+        assert_eq!(parse_public_key(&text).expect("base64"), public);
+        let published = format!(r#"{{"alg": "ed25519", "key": "{text}"}}"#);
+        assert_eq!(parse_public_key(&published).expect("json"), public);
+        assert!(parse_public_key("AAAA").is_err());
+        assert!(parse_public_key(r#"{"alg": "rsa", "key": "AAAA"}"#).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn key_files_are_created_private_and_loaded_again() {
+        use std::os::unix::fs::PermissionsExt;
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys/signing.key");
+        let (created, was_created) = load_or_create_signing_key(&path).expect("created");
+        assert!(was_created);
+        let mode = std::fs::metadata(&path).expect("exists").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let (loaded, was_created) = load_or_create_signing_key(&path).expect("loaded");
+        assert!(!was_created);
+        assert_eq!(loaded.to_bytes(), created.to_bytes());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let error = load_or_create_signing_key(&path).expect_err("refused");
+        assert!(error.to_string().contains("readable by others"), "{error}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        std::fs::write(&path, "not a key\n").expect("write");
+        let error = load_or_create_signing_key(&path).expect_err("refused");
+        assert!(error.to_string().contains("32-byte seed"), "{error}");
+    }
+}

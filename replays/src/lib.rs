@@ -20,7 +20,10 @@ pub use format::{
     RoundEndName, RoundRecord, RoundResultRecord, SideRecord, SourceName, WinnerName,
     FORMAT,
 };
-pub use limits::MAX_REPLAY_BYTES;
+pub use limits::{
+    MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_KEY_FILE_BYTES, MAX_LISTING_SCAN, MAX_PAGE_REPLAYS,
+    MAX_REPLAY_BYTES, MAX_REPLAY_ID_BYTES, ZSTD_LEVEL,
+};
 pub use sign::{
     ReplaySignature, SIGNATURE_ALG, SignatureFailure, SignatureStatus, canonical_bytes,
     check_signature, default_signing_key_path, generate_signing_key, load_or_create_signing_key,

@@ -34,7 +34,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 fn read_bounded(path: &Path) -> Result<Vec<u8>> {
-    let file = std::fs::File::open(path).with_context(|| format!("cannot read replay {}", path.display()))?;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read replay {}", path.display()))?;
     let mut bytes = Vec::new();
     file.take(MAX_REPLAY_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -58,9 +59,11 @@ fn public_key_arg(arg: &str) -> Result<VerifyingKey> {
     if path.is_file() {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read public key {}", path.display()))?;
-        return parse_public_key(&text).with_context(|| format!("public key file {}", path.display()));
+        return parse_public_key(&text)
+            .with_context(|| format!("public key file {}", path.display()));
     }
-    parse_public_key(arg).context("--public-key is neither a readable file nor a base64 ed25519 key")
+    parse_public_key(arg)
+        .context("--public-key is neither a readable file nor a base64 ed25519 key")
 }
 
 pub fn show(source: &str, palette: Palette) -> Result<Outcome> {
@@ -88,7 +91,10 @@ fn check(bytes: &[u8], replay: &Replay, expected: Option<&VerifyingKey>) -> Resu
         Err(failure) => return Ok(Verdict::SignatureFails(failure)),
     };
     Ok(match verify_replay(replay)? {
-        Ok(verified) => Verdict::Verified { signature, verified },
+        Ok(verified) => Verdict::Verified {
+            signature,
+            verified,
+        },
         Err(disagreement) => Verdict::RulesFail {
             signature,
             disagreement,
@@ -121,7 +127,10 @@ fn winner_text(replay: &Replay, verified: &duel_replays::VerifiedMatch) -> Strin
 fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Result<Outcome> {
     let mut stdout = Stdout::new();
     match verdict {
-        Verdict::Verified { signature, verified } => {
+        Verdict::Verified {
+            signature,
+            verified,
+        } => {
             if json {
                 stdout.print(&format!(
                     "{}\n",
@@ -178,7 +187,9 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
                     })
                 ))?;
             } else {
-                eprintln!("referee: {source} does not verify: rules check failed at {disagreement}");
+                eprintln!(
+                    "referee: {source} does not verify: rules check failed at {disagreement}"
+                );
             }
             Ok(Outcome::Disagrees)
         }
@@ -195,15 +206,27 @@ pub fn verify(source: &str, public_key: Option<&str>, json: bool) -> Result<Outc
 
 pub fn fetch(args: FetchArgs) -> Result<Outcome> {
     let (url, server) = if is_url(&args.source) {
-        let server = args.server.clone().or_else(|| client::server_of(&args.source));
+        let server = args
+            .server
+            .clone()
+            .or_else(|| client::server_of(&args.source));
         (args.source.clone(), server)
     } else {
         duel_replays::store::validate_id(&args.source)?;
         let server = args
             .server
             .clone()
-            .or_else(|| std::env::var(SERVER_ENV).ok().filter(|value| !value.is_empty()))
-            .with_context(|| format!("{} is an id: give --server URL or set {SERVER_ENV}", args.source))?;
+            .or_else(|| {
+                std::env::var(SERVER_ENV)
+                    .ok()
+                    .filter(|value| !value.is_empty())
+            })
+            .with_context(|| {
+                format!(
+                    "{} is an id: give --server URL or set {SERVER_ENV}",
+                    args.source
+                )
+            })?;
         (client::replay_url(&server, &args.source), Some(server))
     };
     let http = client::http_client()?;
@@ -238,8 +261,9 @@ fn signing_key_path(args: &SigningKeyArgs) -> Result<PathBuf> {
     if let Some(path) = std::env::var_os(SIGNING_KEY_ENV).filter(|value| !value.is_empty()) {
         return Ok(PathBuf::from(path));
     }
-    duel_replays::default_signing_key_path()
-        .with_context(|| format!("no home folder: give --signing-key PATH or set {SIGNING_KEY_ENV}"))
+    duel_replays::default_signing_key_path().with_context(|| {
+        format!("no home folder: give --signing-key PATH or set {SIGNING_KEY_ENV}")
+    })
 }
 
 fn signing_key(args: &SigningKeyArgs) -> Result<SigningKey> {
@@ -263,13 +287,20 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let address = listener.local_addr().context("cannot read the listening address")?;
+        let address = listener
+            .local_addr()
+            .context("cannot read the listening address")?;
         eprintln!(
             "referee: serving replays from {} on http://{address} (public key {})",
             store.description(),
             public_key_text(&key.verifying_key())
         );
-        let state = PublishState::new(store, key.verifying_key(), LiveFeeds::new(), RateConfig::default());
+        let state = PublishState::new(
+            store,
+            key.verifying_key(),
+            LiveFeeds::new(),
+            RateConfig::default(),
+        );
         publish::serve(listener, state, async {
             let _ = tokio::signal::ctrl_c().await;
         })

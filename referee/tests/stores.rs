@@ -14,10 +14,32 @@ use duel_rules::WeightClass;
 /// Three real replays, oldest first; the newest carries a season.
 fn replays() -> Vec<Vec<u8>> {
     let key = support::referee_key();
-    let first = support::play("r-1", "2026-01-01T10:00:00Z", WeightClass::Middle, 1, "builtin:random", "builtin:block");
-    let second = support::play("r-2", "2026-01-02T10:00:00Z", WeightClass::Heavy, 2, "builtin:counter", "builtin:random");
-    let third = support::play("r-3", "2026-01-03T10:00:00.5+02:00", WeightClass::Middle, 3, "builtin:counter", "builtin:block");
-    let mut third: serde_json::Value = serde_json::from_str(&support::signed(third, &key).to_json_pretty()).expect("json");
+    let first = support::play(
+        "r-1",
+        "2026-01-01T10:00:00Z",
+        WeightClass::Middle,
+        1,
+        "builtin:random",
+        "builtin:block",
+    );
+    let second = support::play(
+        "r-2",
+        "2026-01-02T10:00:00Z",
+        WeightClass::Heavy,
+        2,
+        "builtin:counter",
+        "builtin:random",
+    );
+    let third = support::play(
+        "r-3",
+        "2026-01-03T10:00:00.5+02:00",
+        WeightClass::Middle,
+        3,
+        "builtin:counter",
+        "builtin:block",
+    );
+    let mut third: serde_json::Value =
+        serde_json::from_str(&support::signed(third, &key).to_json_pretty()).expect("json");
     // The ladder's optional top-level season field.
     third["season"] = serde_json::json!("2026-winter");
     vec![
@@ -46,8 +68,15 @@ async fn round_trip(store: &ReplayStore) {
     for (id, bytes) in ["r-1", "r-2", "r-3"].iter().zip(&replays) {
         let json = store.get_json(id).await.expect("get").expect("present");
         assert_eq!(&json, bytes, "replay {id} comes back byte for byte");
-        let compressed = store.get_compressed(id).await.expect("get").expect("present");
-        assert!(compressed.len() < bytes.len() / 3, "{id} is stored compressed");
+        let compressed = store
+            .get_compressed(id)
+            .await
+            .expect("get")
+            .expect("present");
+        assert!(
+            compressed.len() < bytes.len() / 3,
+            "{id} is stored compressed"
+        );
     }
     assert_eq!(store.get_json("r-404").await.expect("get"), None);
     assert!(store.get_json("../etc/passwd").await.is_err());
@@ -74,11 +103,28 @@ async fn round_trip(store: &ReplayStore) {
         bot: Some(bot.to_owned()),
         ..query(10)
     };
-    assert_eq!(ids(&store.list(&by_bot("builtin:counter")).await.expect("list")), ["r-3", "r-2"]);
-    assert_eq!(ids(&store.list(&by_bot("builtin:block")).await.expect("list")), ["r-3", "r-1"]);
+    assert_eq!(
+        ids(&store.list(&by_bot("builtin:counter")).await.expect("list")),
+        ["r-3", "r-2"]
+    );
+    assert_eq!(
+        ids(&store.list(&by_bot("builtin:block")).await.expect("list")),
+        ["r-3", "r-1"]
+    );
     let digest = all.replays[2].fighters[1].digest.clone();
-    assert_eq!(ids(&store.list(&by_bot(&digest)).await.expect("list")), ["r-3", "r-1"], "by digest");
-    assert!(store.list(&by_bot("nobody")).await.expect("list").replays.is_empty());
+    assert_eq!(
+        ids(&store.list(&by_bot(&digest)).await.expect("list")),
+        ["r-3", "r-1"],
+        "by digest"
+    );
+    assert!(
+        store
+            .list(&by_bot("nobody"))
+            .await
+            .expect("list")
+            .replays
+            .is_empty()
+    );
 
     let heavy = ListQuery {
         class: Some(ClassName::Heavy),
@@ -104,7 +150,12 @@ async fn round_trip(store: &ReplayStore) {
     };
     assert!(store.list(&bad_cursor).await.is_err());
     assert!(store.list(&query(0)).await.is_err());
-    assert!(store.put_json(b"{\"format\": \"duel-replay/1\"}").await.is_err());
+    assert!(
+        store
+            .put_json(b"{\"format\": \"duel-replay/1\"}")
+            .await
+            .is_err()
+    );
 }
 
 #[test]
@@ -156,9 +207,14 @@ fn start_moto() -> Moto {
             return moto;
         }
         if let Ok(Some(status)) = moto.child.try_wait() {
-            panic!("moto_server exited at start ({status}): install it with scripts/ensure-moto.sh");
+            panic!(
+                "moto_server exited at start ({status}): install it with scripts/ensure-moto.sh"
+            );
         }
-        assert!(Instant::now() < deadline, "moto_server did not listen on port {port} within 20 s");
+        assert!(
+            Instant::now() < deadline,
+            "moto_server did not listen on port {port} within 20 s"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -175,7 +231,11 @@ fn s3_bucket_round_trip() {
             .send()
             .await
             .expect("create bucket");
-        assert!(created.status().is_success(), "create bucket: {}", created.status());
+        assert!(
+            created.status().is_success(),
+            "create bucket: {}",
+            created.status()
+        );
     });
     let options = [
         ("aws_endpoint", endpoint.as_str()),
@@ -189,13 +249,18 @@ fn s3_bucket_round_trip() {
     runtime.block_on(async {
         // The objects sit under the prefix in the bucket.
         let listing = reqwest::Client::new()
-            .get(format!("{endpoint}/duel-replays?list-type=2&prefix=ranked/v1/replays/"))
+            .get(format!(
+                "{endpoint}/duel-replays?list-type=2&prefix=ranked/v1/replays/"
+            ))
             .send()
             .await
             .expect("list bucket")
             .text()
             .await
             .expect("text");
-        assert!(listing.contains("ranked/v1/replays/r-1.json.zst"), "{listing}");
+        assert!(
+            listing.contains("ranked/v1/replays/r-1.json.zst"),
+            "{listing}"
+        );
     });
 }

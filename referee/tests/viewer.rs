@@ -68,7 +68,9 @@ impl Chromium {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|error| panic!("cannot start Chromium ({error}): run scripts/ensure-chromium.sh"));
+            .unwrap_or_else(|error| {
+                panic!("cannot start Chromium ({error}): run scripts/ensure-chromium.sh")
+            });
         let stderr = child.stderr.take().expect("stderr");
         let (sender, receiver) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -88,8 +90,11 @@ impl Chromium {
             .expect("host:port")
             .to_owned();
         let stream = TcpStream::connect(&host).expect("connect to DevTools");
-        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-        let (socket, _) = tungstenite::client(browser_url.as_str(), stream).expect("DevTools handshake");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let (socket, _) =
+            tungstenite::client(browser_url.as_str(), stream).expect("DevTools handshake");
         let mut chromium = Chromium {
             child,
             _profile: profile,
@@ -99,8 +104,14 @@ impl Chromium {
         };
         let target = chromium.call("Target.createTarget", json!({"url": "about:blank"}));
         let target_id = target["targetId"].as_str().expect("target id").to_owned();
-        let attached = chromium.call("Target.attachToTarget", json!({"targetId": target_id, "flatten": true}));
-        chromium.session = attached["sessionId"].as_str().expect("session id").to_owned();
+        let attached = chromium.call(
+            "Target.attachToTarget",
+            json!({"targetId": target_id, "flatten": true}),
+        );
+        chromium.session = attached["sessionId"]
+            .as_str()
+            .expect("session id")
+            .to_owned();
         chromium
     }
 
@@ -122,7 +133,11 @@ impl Chromium {
             };
             let value: Value = serde_json::from_str(text.as_str()).expect("DevTools JSON");
             if value["id"] == json!(id) {
-                assert!(value.get("error").is_none(), "{method} failed: {}", value["error"]);
+                assert!(
+                    value.get("error").is_none(),
+                    "{method} failed: {}",
+                    value["error"]
+                );
                 return value["result"].clone();
             }
         }
@@ -133,7 +148,11 @@ impl Chromium {
             "Runtime.evaluate",
             json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
         );
-        assert!(result.get("exceptionDetails").is_none(), "{expression}: {}", result["exceptionDetails"]);
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {}",
+            result["exceptionDetails"]
+        );
         result["result"]["value"].clone()
     }
 
@@ -144,7 +163,10 @@ impl Chromium {
             if &value == expected {
                 return;
             }
-            assert!(Instant::now() < deadline, "{expression} stayed {value}, expected {expected}");
+            assert!(
+                Instant::now() < deadline,
+                "{expression} stayed {value}, expected {expected}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -167,7 +189,10 @@ impl Chromium {
     fn screenshot(&mut self, path: &PathBuf) {
         // Let the bars finish their 0.25 s transition.
         std::thread::sleep(Duration::from_millis(400));
-        let shot = self.call("Page.captureScreenshot", json!({"format": "png", "captureBeyondViewport": true}));
+        let shot = self.call(
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        );
         let png = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().expect("png data"))
             .expect("base64");
@@ -191,19 +216,40 @@ fn the_viewer_plays_a_replay_to_its_final_hp() {
     let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
     let key = support::referee_key();
     let replay = support::signed(
-        support::play("view-1", "2026-05-01T20:00:00Z", WeightClass::Middle, 21, "builtin:counter", "builtin:random"),
+        support::play(
+            "view-1",
+            "2026-05-01T20:00:00Z",
+            WeightClass::Middle,
+            21,
+            "builtin:counter",
+            "builtin:random",
+        ),
         &key,
     );
-    support::runtime().block_on(store.put(&replay)).expect("put");
+    support::runtime()
+        .block_on(store.put(&replay))
+        .expect("put");
     let server = support::Server::start(store, &key, RateConfig::default());
     let exchanges: Vec<_> = replay.exchanges().collect();
     let (_, last) = *exchanges.last().expect("a match has exchanges");
 
     let mut chromium = Chromium::launch();
-    chromium.call("Page.navigate", json!({"url": server.url("/replays/view-1/view")}));
-    chromium.wait_for("document.body && document.body.dataset.state", &json!("ready"));
-    assert_eq!(chromium.eval("document.body.dataset.frames"), json!(exchanges.len().to_string()));
-    assert_eq!(chromium.eval("document.getElementById('hp-a-value').textContent"), json!("160"));
+    chromium.call(
+        "Page.navigate",
+        json!({"url": server.url("/replays/view-1/view")}),
+    );
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    assert_eq!(
+        chromium.eval("document.body.dataset.frames"),
+        json!(exchanges.len().to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-a-value').textContent"),
+        json!("160")
+    );
     assert_eq!(
         chromium.eval("document.getElementById('raw-link').getAttribute('href')"),
         json!("/replays/view-1")
@@ -213,21 +259,36 @@ fn the_viewer_plays_a_replay_to_its_final_hp() {
         chromium.click("#btn-forward");
         chromium.wait_for("document.body.dataset.frame", &json!(step.to_string()));
     }
-    assert_eq!(chromium.eval("document.getElementById('hp-a-value').textContent"), json!(last.a.hp.to_string()));
-    assert_eq!(chromium.eval("document.getElementById('hp-b-value').textContent"), json!(last.b.hp.to_string()));
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-a-value').textContent"),
+        json!(last.a.hp.to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-b-value').textContent"),
+        json!(last.b.hp.to_string())
+    );
     assert_eq!(
         chromium.eval("document.getElementById('stamina-b-value').textContent"),
         json!(last.b.stamina.to_string())
     );
-    assert_eq!(chromium.eval("document.getElementById('match-result').hidden"), json!(false));
+    assert_eq!(
+        chromium.eval("document.getElementById('match-result').hidden"),
+        json!(false)
+    );
     let result_text = chromium.eval("document.getElementById('match-result').textContent");
     let winner = match replay.result.winner {
         duel_replays::WinnerName::A => format!("{} wins", replay.fighters[0].name),
         duel_replays::WinnerName::B => format!("{} wins", replay.fighters[1].name),
         duel_replays::WinnerName::Draw => "draw".to_owned(),
     };
-    assert!(result_text.as_str().expect("text").contains(&winner), "{result_text}");
-    assert_eq!(chromium.eval("document.getElementById('btn-forward').disabled"), json!(true));
+    assert!(
+        result_text.as_str().expect("text").contains(&winner),
+        "{result_text}"
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('btn-forward').disabled"),
+        json!(true)
+    );
     let folder = screenshot_folder();
     chromium.screenshot(&folder.join("viewer-desktop.png"));
 
@@ -236,13 +297,19 @@ fn the_viewer_plays_a_replay_to_its_final_hp() {
         "(() => { const s = document.getElementById('scrub'); s.value = '0'; \
          s.dispatchEvent(new Event('input')); })()",
     );
-    assert_eq!(chromium.eval("document.getElementById('hp-b-value').textContent"), json!("160"));
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-b-value').textContent"),
+        json!("160")
+    );
     chromium.call(
         "Emulation.setDeviceMetricsOverride",
         json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
     );
     chromium.click("#btn-end");
-    chromium.wait_for("document.body.dataset.frame", &json!(exchanges.len().to_string()));
+    chromium.wait_for(
+        "document.body.dataset.frame",
+        &json!(exchanges.len().to_string()),
+    );
     assert_eq!(
         chromium.eval("document.documentElement.scrollWidth <= 390"),
         json!(true),

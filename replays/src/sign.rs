@@ -97,7 +97,8 @@ fn decode_public_key(text: &str) -> Result<VerifyingKey, String> {
     let bytes: [u8; 32] = bytes
         .try_into()
         .map_err(|bytes: Vec<u8>| format!("public key is {} bytes, not 32", bytes.len()))?;
-    VerifyingKey::from_bytes(&bytes).map_err(|_| "public key is not a valid ed25519 point".to_owned())
+    VerifyingKey::from_bytes(&bytes)
+        .map_err(|_| "public key is not a valid ed25519 point".to_owned())
 }
 
 /// The bytes a signature covers (see the module docs), from replay JSON bytes.
@@ -296,11 +297,18 @@ fn load_signing_key(path: &Path) -> Result<SigningKey, KeyLoad> {
 #[cfg(unix)]
 fn check_private_mode(path: &Path, file: &std::fs::File) -> Result<(), ReplayError> {
     use std::os::unix::fs::PermissionsExt;
-    let mode = file.metadata().map_err(|error| key_error(path, error))?.permissions().mode();
+    let mode = file
+        .metadata()
+        .map_err(|error| key_error(path, error))?
+        .permissions()
+        .mode();
     if mode & 0o077 != 0 {
         return Err(key_error(
             path,
-            format!("is readable by others (mode {:o}); run chmod 600 on it", mode & 0o777),
+            format!(
+                "is readable by others (mode {:o}); run chmod 600 on it",
+                mode & 0o777
+            ),
         ));
     }
     Ok(())
@@ -312,7 +320,10 @@ fn check_private_mode(_path: &Path, _file: &std::fs::File) -> Result<(), ReplayE
 }
 
 fn create_signing_key(path: &Path) -> Result<SigningKey, ReplayError> {
-    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(parent).map_err(|error| key_error(path, error))?;
     }
     let key = generate_signing_key()?;
@@ -363,11 +374,16 @@ mod tests {
 
     #[test]
     fn canonical_bytes_ignore_layout_and_key_order_but_not_values() {
-        let a = canonical_bytes(br#"{"b": [1, {"y": "\u00e9", "x": 2}], "a": true, "signature": {"alg": "x"}}"#)
-            .expect("object");
+        let a = canonical_bytes(
+            br#"{"b": [1, {"y": "\u00e9", "x": 2}], "a": true, "signature": {"alg": "x"}}"#,
+        )
+        .expect("object");
         let b = canonical_bytes(br#"{"a":true,"b":[1,{"x":2,"y":"\u00e9"}]}"#).expect("object");
         assert_eq!(a, b);
-        assert_eq!(String::from_utf8(a).expect("utf-8"), r#"{"a":true,"b":[1,{"x":2,"y":"é"}]}"#);
+        assert_eq!(
+            String::from_utf8(a).expect("utf-8"),
+            r#"{"a":true,"b":[1,{"x":2,"y":"é"}]}"#
+        );
         let c = canonical_bytes(br#"{"a":true,"b":[1,{"x":3,"y":"\u00e9"}]}"#).expect("object");
         assert_ne!(b, c);
         assert!(canonical_bytes(b"[1]").is_err());
@@ -377,7 +393,9 @@ mod tests {
     fn a_signed_replay_checks_with_and_without_the_expected_key() {
         let signer = key(7);
         let bytes = signed_fixture(&signer);
-        let status = check_signature(&bytes, None).expect("parses").expect("valid");
+        let status = check_signature(&bytes, None)
+            .expect("parses")
+            .expect("valid");
         assert_eq!(
             status,
             SignatureStatus::Valid {
@@ -400,7 +418,10 @@ mod tests {
         value["season"] = serde_json::json!("2026-winter");
         let added = serde_json::to_vec(&value).expect("json");
         let verdict = check_signature(&added, None).expect("parses");
-        assert!(matches!(verdict, Err(SignatureFailure::Mismatch { .. })), "{verdict:?}");
+        assert!(
+            matches!(verdict, Err(SignatureFailure::Mismatch { .. })),
+            "{verdict:?}"
+        );
     }
 
     #[test]
@@ -408,7 +429,10 @@ mod tests {
         let bytes = signed_fixture(&key(7));
         let expected = key(8).verifying_key();
         let verdict = check_signature(&bytes, Some(&expected)).expect("parses");
-        assert!(matches!(verdict, Err(SignatureFailure::WrongKey { .. })), "{verdict:?}");
+        assert!(
+            matches!(verdict, Err(SignatureFailure::WrongKey { .. })),
+            "{verdict:?}"
+        );
         let unsigned = check_signature(FIXTURE.as_bytes(), Some(&expected)).expect("parses");
         assert_eq!(unsigned, Err(SignatureFailure::Unsigned));
         assert_eq!(
@@ -424,11 +448,17 @@ mod tests {
         value["signature"]["key"] = serde_json::json!(public_key_text(&key(8).verifying_key()));
         let swapped = serde_json::to_vec(&value).expect("json");
         let verdict = check_signature(&swapped, None).expect("parses");
-        assert!(matches!(verdict, Err(SignatureFailure::Mismatch { .. })), "{verdict:?}");
+        assert!(
+            matches!(verdict, Err(SignatureFailure::Mismatch { .. })),
+            "{verdict:?}"
+        );
         value["signature"]["sig"] = serde_json::json!("not base64!");
         let broken = serde_json::to_vec(&value).expect("json");
         let verdict = check_signature(&broken, None).expect("parses");
-        assert!(matches!(verdict, Err(SignatureFailure::Malformed(_))), "{verdict:?}");
+        assert!(
+            matches!(verdict, Err(SignatureFailure::Malformed(_))),
+            "{verdict:?}"
+        );
     }
 
     #[test]
@@ -450,7 +480,10 @@ mod tests {
         let path = folder.path().join("keys/signing.key");
         let (created, was_created) = load_or_create_signing_key(&path).expect("created");
         assert!(was_created);
-        let mode = std::fs::metadata(&path).expect("exists").permissions().mode();
+        let mode = std::fs::metadata(&path)
+            .expect("exists")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         let (loaded, was_created) = load_or_create_signing_key(&path).expect("loaded");
         assert!(!was_created);

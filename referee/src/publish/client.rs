@@ -29,29 +29,47 @@ pub fn server_of(replay_url: &str) -> Option<String> {
     (!base.is_empty() && !id.is_empty() && !id.contains('/')).then(|| base.to_owned())
 }
 
-async fn get_bounded(client: &reqwest::Client, url: &str, accept_zstd: bool) -> Result<Vec<u8>, RefereeError> {
+async fn get_bounded(
+    client: &reqwest::Client,
+    url: &str,
+    accept_zstd: bool,
+) -> Result<Vec<u8>, RefereeError> {
     let fetch_error = |detail: String| RefereeError::Fetch(format!("cannot fetch {url}: {detail}"));
     let mut request = client.get(url);
     if accept_zstd {
         request = request.header(reqwest::header::ACCEPT_ENCODING, "zstd");
     }
-    let mut response = request.send().await.map_err(|error| fetch_error(error.to_string()))?;
+    let mut response = request
+        .send()
+        .await
+        .map_err(|error| fetch_error(error.to_string()))?;
     let status = response.status();
     let zstd = response
         .headers()
         .get(reqwest::header::CONTENT_ENCODING)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"zstd"));
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|error| fetch_error(error.to_string()))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|error| fetch_error(error.to_string()))?
+    {
         if (body.len() + chunk.len()) as u64 > MAX_REPLAY_BYTES {
-            return Err(fetch_error(format!("the answer is over {MAX_REPLAY_BYTES} bytes")));
+            return Err(fetch_error(format!(
+                "the answer is over {MAX_REPLAY_BYTES} bytes"
+            )));
         }
         body.extend_from_slice(&chunk);
     }
     if !status.is_success() {
         let detail = serde_json::from_slice::<serde_json::Value>(&body)
             .ok()
-            .and_then(|value| value.get("error").and_then(|error| error.as_str()).map(str::to_owned))
+            .and_then(|value| {
+                value
+                    .get("error")
+                    .and_then(|error| error.as_str())
+                    .map(str::to_owned)
+            })
             .unwrap_or_else(|| status.to_string());
         return Err(fetch_error(format!("{} ({detail})", status.as_u16())));
     }
@@ -67,7 +85,10 @@ pub async fn fetch_replay(client: &reqwest::Client, url: &str) -> Result<Vec<u8>
 }
 
 /// The public key the service at `server` publishes.
-pub async fn fetch_public_key(client: &reqwest::Client, server: &str) -> Result<VerifyingKey, RefereeError> {
+pub async fn fetch_public_key(
+    client: &reqwest::Client,
+    server: &str,
+) -> Result<VerifyingKey, RefereeError> {
     let url = format!("{}/public-key", server.trim_end_matches('/'));
     let body = get_bounded(client, &url, false).await?;
     let text = String::from_utf8(body)

@@ -21,7 +21,9 @@ pub enum ApiError {
 impl From<ReplayError> for ApiError {
     fn from(error: ReplayError) -> ApiError {
         match error {
-            ReplayError::BadId(_) | ReplayError::BadQuery(_) => ApiError::BadRequest(error.to_string()),
+            ReplayError::BadId(_) | ReplayError::BadQuery(_) => {
+                ApiError::BadRequest(error.to_string())
+            }
             ReplayError::Read { .. }
             | ReplayError::Write { .. }
             | ReplayError::TooLarge { .. }

@@ -87,7 +87,9 @@ pub struct Subscription {
 /// Lock a mutex whose holder may have panicked: the data here (event lists)
 /// stays consistent across any panic, so the poison is ignored.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl LiveFeeds {
@@ -101,7 +103,9 @@ impl LiveFeeds {
         duel_replays::store::validate_id(match_id)?;
         let mut matches = lock(&self.matches);
         if matches.contains_key(match_id) {
-            return Err(RefereeError::Live(format!("match {match_id} is already live")));
+            return Err(RefereeError::Live(format!(
+                "match {match_id} is already live"
+            )));
         }
         if matches.len() >= MAX_LIVE_MATCHES {
             return Err(RefereeError::Live(format!(
@@ -165,7 +169,12 @@ impl LivePublisher {
     }
 
     /// Publishes one exchange.
-    pub fn exchange(&self, round: u8, exchange: &ExchangeRecord, round_result: Option<RoundResultRecord>) {
+    pub fn exchange(
+        &self,
+        round: u8,
+        exchange: &ExchangeRecord,
+        round_result: Option<RoundResultRecord>,
+    ) {
         self.publish(LiveEvent::Exchange {
             round,
             exchange: Box::new(exchange.clone()),

@@ -82,7 +82,12 @@ struct Inner {
 }
 
 impl PublishState {
-    pub fn new(store: ReplayStore, public_key: VerifyingKey, live: LiveFeeds, rate: RateConfig) -> PublishState {
+    pub fn new(
+        store: ReplayStore,
+        public_key: VerifyingKey,
+        live: LiveFeeds,
+        rate: RateConfig,
+    ) -> PublishState {
         let quota = Quota::per_minute(rate.listings_per_minute).allow_burst(rate.burst);
         PublishState {
             inner: Arc::new(Inner {
@@ -180,8 +185,16 @@ async fn get_replay(
     };
     let zstd = accepts_zstd(&headers);
     let digest = Sha256::digest(&compressed);
-    let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
-    let etag = if zstd { format!("\"{hex}.zst\"") } else { format!("\"{hex}\"") };
+    let hex: String = digest
+        .iter()
+        .take(16)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let etag = if zstd {
+        format!("\"{hex}.zst\"")
+    } else {
+        format!("\"{hex}\"")
+    };
     let mut response = if etag_matches(&headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else if zstd {
@@ -194,7 +207,10 @@ async fn get_replay(
         decompress(&compressed)?.into_response()
     };
     let response_headers = response.headers_mut();
-    response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response_headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response_headers.insert(header::ETAG, header_value(&etag));
     response_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
     response_headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
@@ -217,9 +233,13 @@ fn parse_list_query(raw: Option<&str>) -> Result<ListQuery, ApiError> {
         .map_err(|error| ApiError::BadRequest(format!("malformed query: {error}")))?;
     let class = match params.class.as_deref() {
         None => None,
-        Some(name) => Some(ClassName::from(duel_rules::WeightClass::from_name(name).ok_or_else(
-            || ApiError::BadRequest(format!("class must be light, middle or heavy, not {name:?}")),
-        )?)),
+        Some(name) => Some(ClassName::from(
+            duel_rules::WeightClass::from_name(name).ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "class must be light, middle or heavy, not {name:?}"
+                ))
+            })?,
+        )),
     };
     let limit = match params.limit.as_deref() {
         None => DEFAULT_PAGE_REPLAYS,
@@ -266,13 +286,17 @@ async fn list_replays(
     let query = parse_list_query(raw.as_deref())?;
     let page = state.inner.store.list(&query).await?;
     let mut response = axum::Json(page).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=5"));
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=5"),
+    );
     Ok(response)
 }
 
-async fn view_replay(State(state): State<PublishState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn view_replay(
+    State(state): State<PublishState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     validate_id(&id)?;
     if state.inner.store.get_compressed(&id).await?.is_none() {
         return Err(ApiError::NotFound(format!("no replay with id {id}")));
@@ -288,8 +312,8 @@ async fn view_replay(State(state): State<PublishState>, Path(id): Path<String>) 
 }
 
 async fn viewer_asset(Path(file): Path<String>) -> Result<Response, ApiError> {
-    let (body, content_type) =
-        viewer::asset(&file).ok_or_else(|| ApiError::NotFound(format!("no viewer file {file:?}")))?;
+    let (body, content_type) = viewer::asset(&file)
+        .ok_or_else(|| ApiError::NotFound(format!("no viewer file {file:?}")))?;
     Ok((
         [
             (header::CONTENT_TYPE, content_type),
@@ -317,14 +341,18 @@ fn sse_event(event: &LiveEvent) -> Event {
     Event::default().event(event.kind()).data(data)
 }
 
-async fn live_feed(State(state): State<PublishState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn live_feed(
+    State(state): State<PublishState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     validate_id(&id)?;
     let Some(subscription) = state.inner.live.subscribe(&id) else {
         return Err(ApiError::NotFound(format!("no live match with id {id}")));
     };
     let history = futures::stream::iter(subscription.history);
     // A lagging spectator skips what it missed rather than stalling the match.
-    let live = BroadcastStream::new(subscription.receiver).filter_map(|event| async move { event.ok() });
+    let live =
+        BroadcastStream::new(subscription.receiver).filter_map(|event| async move { event.ok() });
     let mut ended = false;
     let stream = history
         .chain(live)

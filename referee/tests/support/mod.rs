@@ -12,7 +12,14 @@ use duel_replays::{Replay, SigningKey};
 use duel_rules::WeightClass;
 
 /// A real match between two built-in bots, accepted at `accepted_at`.
-pub fn play(id: &str, accepted_at: &str, class: WeightClass, seed: u64, a: &str, b: &str) -> Replay {
+pub fn play(
+    id: &str,
+    accepted_at: &str,
+    class: WeightClass,
+    seed: u64,
+    a: &str,
+    b: &str,
+) -> Replay {
     let spec = |text: &str| match BotSpec::parse(text) {
         Ok(BotSpec::Builtin(spec)) => spec,
         other => panic!("{text} is not a built-in spec: {other:?}"),
@@ -54,8 +61,12 @@ impl Server {
                 .build()
                 .expect("runtime");
             runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                address_tx.send(listener.local_addr().expect("address")).expect("send");
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                address_tx
+                    .send(listener.local_addr().expect("address"))
+                    .expect("send");
                 publish::serve(listener, state, async {
                     let _ = stop_rx.await;
                 })

@@ -16,7 +16,10 @@ impl LocalBackend {
     /// Opens (creating if needed) the folder at `root`.
     pub fn open(root: &Path) -> Result<LocalBackend, ReplayError> {
         std::fs::create_dir_all(root).map_err(|error| {
-            ReplayError::Store(format!("cannot create store folder {}: {error}", root.display()))
+            ReplayError::Store(format!(
+                "cannot create store folder {}: {error}",
+                root.display()
+            ))
         })?;
         Ok(LocalBackend {
             root: root.to_owned(),
@@ -44,7 +47,9 @@ impl StoreBackend for LocalBackend {
             // each rename a whole file, and the last one wins.
             let temporary = folder.join(format!(
                 ".{}.{}.partial",
-                path.file_name().map(|name| name.to_string_lossy()).unwrap_or_default(),
+                path.file_name()
+                    .map(|name| name.to_string_lossy())
+                    .unwrap_or_default(),
                 unique_suffix()
             ));
             tokio::fs::write(&temporary, bytes)
@@ -106,5 +111,9 @@ impl StoreBackend for LocalBackend {
 fn unique_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    format!("{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }

@@ -128,12 +128,20 @@ fn shorten(text: &str) -> String {
         end -= 1;
     }
     let cut = &text[..end];
-    if end < text.len() { format!("{cut:?}…") } else { format!("{cut:?}") }
+    if end < text.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
 }
 
 fn value_hash(value: &str) -> String {
     let digest = Sha256::digest(value.as_bytes());
-    digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect()
+    digest
+        .iter()
+        .take(16)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn replay_key(id: &str) -> String {
@@ -142,11 +150,13 @@ fn replay_key(id: &str) -> String {
 
 /// The sortable name of a replay in every index folder.
 fn order_name(accepted_at: &str, id: &str) -> Result<String, ReplayError> {
-    let accepted = time::OffsetDateTime::parse(
-        accepted_at,
-        &time::format_description::well_known::Rfc3339,
-    )
-    .map_err(|error| ReplayError::Store(format!("accepted_at {accepted_at:?} is not RFC 3339: {error}")))?;
+    let accepted =
+        time::OffsetDateTime::parse(accepted_at, &time::format_description::well_known::Rfc3339)
+            .map_err(|error| {
+                ReplayError::Store(format!(
+                    "accepted_at {accepted_at:?} is not RFC 3339: {error}"
+                ))
+            })?;
     let millis = u64::try_from(accepted.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
     Ok(format!("{:020}-{id}", u64::MAX - millis))
 }
@@ -209,7 +219,9 @@ impl ReplayStore {
             None => url,
         };
         if path.is_empty() {
-            return Err(ReplayError::Store("the store folder path is empty".to_owned()));
+            return Err(ReplayError::Store(
+                "the store folder path is empty".to_owned(),
+            ));
         }
         let backend = LocalBackend::open(std::path::Path::new(path))?;
         Ok(ReplayStore::new(Arc::new(backend), path.to_owned()))
@@ -283,7 +295,9 @@ impl ReplayStore {
         let mut cursor = query.cursor.clone();
         let mut scanned = 0usize;
         loop {
-            let batch_size = (query.limit * 2).clamp(16, 256).min(MAX_LISTING_SCAN - scanned);
+            let batch_size = (query.limit * 2)
+                .clamp(16, 256)
+                .min(MAX_LISTING_SCAN - scanned);
             let names = self
                 .backend
                 .list_after(&folder, cursor.as_deref(), batch_size)
@@ -302,7 +316,8 @@ impl ReplayStore {
                 scanned += 1;
                 cursor = Some(name);
                 // A damaged entry is skipped: the listing must not fail for all.
-                let Some(meta) = body.and_then(|body| serde_json::from_slice::<ReplayMeta>(&body).ok())
+                let Some(meta) =
+                    body.and_then(|body| serde_json::from_slice::<ReplayMeta>(&body).ok())
                 else {
                     continue;
                 };
@@ -395,7 +410,10 @@ fn check_query(query: &ListQuery) -> Result<(), ReplayError> {
     if let Some(cursor) = &query.cursor
         && !is_safe_name(cursor, MAX_CURSOR_BYTES)
     {
-        return Err(ReplayError::BadQuery(format!("cursor {} is not one this service gave", shorten(cursor))));
+        return Err(ReplayError::BadQuery(format!(
+            "cursor {} is not one this service gave",
+            shorten(cursor)
+        )));
     }
     Ok(())
 }
@@ -411,9 +429,9 @@ fn season_of(json: &[u8]) -> Result<Option<String>, ReplayError> {
     let parsed: SeasonOnly = serde_json::from_slice(json)
         .map_err(|error| ReplayError::Malformed(format!("at season: {error}")))?;
     match parsed.season {
-        Some(season) if season.is_empty() || season.len() > MAX_FILTER_BYTES => Err(ReplayError::Malformed(
-            format!("season must be 1 to {MAX_FILTER_BYTES} bytes"),
-        )),
+        Some(season) if season.is_empty() || season.len() > MAX_FILTER_BYTES => Err(
+            ReplayError::Malformed(format!("season must be 1 to {MAX_FILTER_BYTES} bytes")),
+        ),
         other => Ok(other),
     }
 }

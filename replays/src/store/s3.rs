@@ -27,18 +27,24 @@ impl S3Backend {
     /// `bucket_and_prefix` is what follows `s3://`. Settings come from the
     /// standard `AWS_*` environment variables, then `options` (config keys such
     /// as `aws_endpoint` or `aws_allow_http`).
-    pub fn open(bucket_and_prefix: &str, options: &[(&str, &str)]) -> Result<S3Backend, ReplayError> {
+    pub fn open(
+        bucket_and_prefix: &str,
+        options: &[(&str, &str)],
+    ) -> Result<S3Backend, ReplayError> {
         let (bucket, prefix) = match bucket_and_prefix.split_once('/') {
             Some((bucket, prefix)) => (bucket, prefix.trim_matches('/')),
             None => (bucket_and_prefix, ""),
         };
         if bucket.is_empty() {
-            return Err(ReplayError::Store("s3:// URL has no bucket name".to_owned()));
+            return Err(ReplayError::Store(
+                "s3:// URL has no bucket name".to_owned(),
+            ));
         }
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
         for (key, value) in options {
-            let key = AmazonS3ConfigKey::from_str(key)
-                .map_err(|error| ReplayError::Store(format!("unknown S3 option {key:?}: {error}")))?;
+            let key = AmazonS3ConfigKey::from_str(key).map_err(|error| {
+                ReplayError::Store(format!("unknown S3 option {key:?}: {error}"))
+            })?;
             builder = builder.with_config(key, *value);
         }
         let store = builder.build().map_err(store_error)?;
@@ -87,12 +93,17 @@ impl StoreBackend for S3Backend {
         Box::pin(async move {
             let folder = self.object_path(prefix);
             let stream = match after {
-                Some(after) => self
-                    .store
-                    .list_with_offset(Some(&folder), &self.object_path(&format!("{prefix}/{after}"))),
+                Some(after) => self.store.list_with_offset(
+                    Some(&folder),
+                    &self.object_path(&format!("{prefix}/{after}")),
+                ),
                 None => self.store.list(Some(&folder)),
             };
-            let metas: Vec<_> = stream.take(limit).try_collect().await.map_err(store_error)?;
+            let metas: Vec<_> = stream
+                .take(limit)
+                .try_collect()
+                .await
+                .map_err(store_error)?;
             let mut names: Vec<String> = metas
                 .into_iter()
                 .filter_map(|meta| meta.location.filename().map(str::to_owned))

@@ -21,7 +21,9 @@ Bot specs:
 Examples:
   referee local builtin:random builtin:script:JAB,HEAVY,FEINT --seed 7
   referee local builtin:counter builtin:random --json > match.json
-  referee replay verify match.json")]
+  referee replay verify match.json
+  referee replay serve --store ./replays --listen 127.0.0.1:8080
+  referee replay fetch http://127.0.0.1:8080/replays/ID")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -159,20 +161,91 @@ pub struct LocalArgs {
 pub enum ReplayCommand {
     /// Print a replay's tape and a per-fighter summary.
     Show {
-        /// The replay file.
-        path: PathBuf,
+        /// The replay file, or its URL on a replay service.
+        #[arg(value_name = "PATH|URL")]
+        path: String,
         #[command(flatten)]
         color: ColorArgs,
     },
-    /// Re-run a replay through the rules (and re-run its built-in bots); exits 1
-    /// naming the first exchange that disagrees.
+    /// Check a replay's signature (when signed, or when --public-key is given),
+    /// then re-run it through the rules (and re-run its built-in bots); exits 1
+    /// naming the check and the first exchange that disagrees.
     Verify {
-        /// The replay file.
-        path: PathBuf,
+        /// The replay file, or its URL on a replay service.
+        #[arg(value_name = "PATH|URL")]
+        path: String,
+        /// Require a signature by this key: base64 of the ed25519 public key, or a
+        /// file holding it (or the JSON of GET /public-key).
+        #[arg(long, value_name = "KEY|FILE")]
+        public_key: Option<String>,
         /// Print the verdict as JSON.
         #[arg(long)]
         json: bool,
     },
+    /// Download a replay from a replay service, verify its signature (against
+    /// the server's published key unless --public-key is given) and its rules,
+    /// and save it.
+    Fetch(FetchArgs),
+    /// Serve replays over HTTP: download, listing, the viewer, the public key
+    /// and live feeds.
+    Serve(ServeArgs),
+    /// Publish replay files into a replay store.
+    Put {
+        /// The store: a folder, file:///path or s3://bucket/prefix.
+        #[arg(long, value_name = "URL")]
+        store: String,
+        /// The replay files.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+    /// Sign a replay file with the referee's key (created at first use).
+    Sign {
+        /// The replay file; rewritten in place unless --out is given.
+        path: PathBuf,
+        /// Write the signed replay here instead.
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        key: SigningKeyArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// A replay URL (…/replays/{id}) or a replay id with --server.
+    #[arg(value_name = "URL|ID")]
+    pub source: String,
+    /// The replay service's base URL, for an id (default: $DUEL_REPLAY_SERVER).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// Where to save the replay (default: <match id>.json here).
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Require a signature by this key instead of the server's published one.
+    #[arg(long, value_name = "KEY|FILE")]
+    pub public_key: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The store: a folder, file:///path or s3://bucket/prefix (S3 settings from
+    /// the AWS_* environment variables).
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    #[command(flatten)]
+    pub key: SigningKeyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SigningKeyArgs {
+    /// The referee's signing key file, created (mode 0600) if missing. Default:
+    /// $DUEL_SIGNING_KEY_FILE, else $XDG_DATA_HOME/duel/signing.key or
+    /// ~/.local/share/duel/signing.key.
+    #[arg(long, value_name = "PATH")]
+    pub signing_key: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

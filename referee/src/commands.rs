@@ -9,13 +9,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use duel_referee::bots::{BotContext, make_bot};
 use duel_referee::runner::run_match_observed;
-use duel_referee::verify::verify_replay;
 use duel_referee::{BotSpec, MatchConfig};
-use duel_replays::Replay;
 use duel_rules::Side;
 
 use crate::cli::{Cli, ColorArgs, ColorChoice, Command, LocalArgs, ReplayCommand};
 use crate::render::{self, Palette, ReplayHead};
+use crate::replay_commands;
 
 /// Exit code when a replay does not verify.
 pub const EXIT_DISAGREES: u8 = 1;
@@ -53,24 +52,38 @@ impl Outcome {
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Local(args) => local(args),
-        Command::Replay(ReplayCommand::Show { path, color }) => show(&path, &color),
-        Command::Replay(ReplayCommand::Verify { path, json }) => verify(&path, json),
+        Command::Replay(ReplayCommand::Show { path, color }) => {
+            replay_commands::show(&path, palette(&color))
+        }
+        Command::Replay(ReplayCommand::Verify {
+            path,
+            public_key,
+            json,
+        }) => replay_commands::verify(&path, public_key.as_deref(), json),
+        Command::Replay(ReplayCommand::Fetch(args)) => replay_commands::fetch(args),
+        Command::Replay(ReplayCommand::Serve(args)) => replay_commands::serve(args),
+        Command::Replay(ReplayCommand::Put { store, paths }) => {
+            replay_commands::put(&store, &paths)
+        }
+        Command::Replay(ReplayCommand::Sign { path, out, key }) => {
+            replay_commands::sign(&path, out.as_deref(), &key)
+        }
         Command::Tournament(args) => crate::report::tournament(args),
         Command::Sprt(args) => crate::report::sprt(args),
     }
 }
 
 /// Standard output that stops quietly when the reader goes away (`| head`).
-pub struct Stdout {
+pub(crate) struct Stdout {
     closed: bool,
 }
 
 impl Stdout {
-    pub fn new() -> Stdout {
+    pub(crate) fn new() -> Stdout {
         Stdout { closed: false }
     }
 
-    pub fn print(&mut self, text: &str) -> Result<()> {
+    pub(crate) fn print(&mut self, text: &str) -> Result<()> {
         if self.closed {
             return Ok(());
         }
@@ -228,66 +241,4 @@ fn local(args: LocalArgs) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Done)
-}
-
-fn show(path: &Path, color: &ColorArgs) -> Result<Outcome> {
-    let replay = Replay::read(path)?;
-    Stdout::new().print(&render::replay(palette(color), &replay))?;
-    Ok(Outcome::Done)
-}
-
-fn verify(path: &Path, json: bool) -> Result<Outcome> {
-    let replay = Replay::read(path)?;
-    let verdict = verify_replay(&replay)?;
-    let mut stdout = Stdout::new();
-    match verdict {
-        Ok(verified) => {
-            let winner = match verified.result.winner.side() {
-                Some(side) => format!("{} wins", replay.fighters[side.index()].name),
-                None => "drawn match".to_owned(),
-            };
-            if json {
-                stdout.print(&format!(
-                    "{}\n",
-                    serde_json::json!({
-                        "ok": true,
-                        "path": path.display().to_string(),
-                        "ruleset": verified.ruleset.version(),
-                        "exchanges": verified.exchanges,
-                        "winner": verified.result.winner.name(),
-                        "substitutions": verified.substitutions,
-                    })
-                ))?;
-            } else {
-                stdout.print(&format!(
-                    "ok: {} verifies under ruleset {}: {} exchanges, {winner}, rounds {}–{}\n",
-                    path.display(),
-                    verified.ruleset,
-                    verified.exchanges,
-                    verified.result.round_wins[0],
-                    verified.result.round_wins[1],
-                ))?;
-            }
-            Ok(Outcome::Done)
-        }
-        Err(disagreement) => {
-            if json {
-                stdout.print(&format!(
-                    "{}\n",
-                    serde_json::json!({
-                        "ok": false,
-                        "path": path.display().to_string(),
-                        "location": disagreement.location.to_string(),
-                        "detail": disagreement.detail,
-                    })
-                ))?;
-            } else {
-                eprintln!(
-                    "referee: {} does not verify: {disagreement}",
-                    path.display()
-                );
-            }
-            Ok(Outcome::Disagrees)
-        }
-    }
 }

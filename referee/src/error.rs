@@ -8,4 +8,8 @@ pub enum RefereeError {
     Replay(#[from] duel_replays::ReplayError),
     #[error("{0}")]
     Unsupported(String),
+    #[error("live feed: {0}")]
+    Live(String),
+    #[error("{0}")]
+    Fetch(String),
 }

@@ -12,6 +12,7 @@ pub mod bots;
 pub mod builtin;
 pub mod error;
 pub mod limits;
+pub mod publish;
 pub mod record;
 pub mod runner;
 pub mod spec;

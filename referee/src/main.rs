@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod render;
+mod replay_commands;
 mod report;
 
 use std::process::ExitCode;

@@ -273,6 +273,7 @@ impl MatchRecorder {
                 damage,
                 tokens_used: self.tokens_used,
             },
+            signature: None,
         }
     }
 }

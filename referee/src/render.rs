@@ -4,11 +4,11 @@
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
+use duel_referee::arena::tournament::percentile;
 use duel_replays::{
     ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundEndName, RoundResultRecord,
     SideRecord, SourceName, WinnerName,
 };
-use duel_referee::arena::tournament::percentile;
 use duel_rules::{Ruleset, Side};
 
 /// Styles for the tape; all plain when colour is off.

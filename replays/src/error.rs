@@ -25,4 +25,12 @@ pub enum ReplayError {
     },
     #[error("replay uses {0}")]
     UnknownRuleset(#[from] duel_rules::UnknownRuleset),
+    #[error("{0}")]
+    Key(String),
+    #[error("replay store: {0}")]
+    Store(String),
+    #[error("{0} is not a valid replay id (1 to 128 of A-Z a-z 0-9 - _)")]
+    BadId(String),
+    #[error("{0}")]
+    BadQuery(String),
 }

@@ -28,6 +28,9 @@ pub struct Replay {
     pub fighters: [FighterInfo; 2],
     pub rounds: Vec<RoundRecord>,
     pub result: MatchResultRecord,
+    /// The referee's signature over the rest (see `sign.rs` for the exact bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<crate::sign::ReplaySignature>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

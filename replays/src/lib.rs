@@ -9,12 +9,25 @@
 mod error;
 mod format;
 mod limits;
+mod sign;
+#[cfg(feature = "store")]
+pub mod store;
 mod verify;
 
+/// The key types of replay signatures.
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::ReplayError;
 pub use format::{
     ActionName, ClassName, ExchangeRecord, FORMAT, FighterInfo, FighterKind, MatchResultRecord,
     Replay, RoundEndName, RoundRecord, RoundResultRecord, SideRecord, SourceName, WinnerName,
 };
-pub use limits::MAX_REPLAY_BYTES;
+pub use limits::{
+    MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_KEY_FILE_BYTES, MAX_LISTING_SCAN, MAX_PAGE_REPLAYS,
+    MAX_REPLAY_BYTES, MAX_REPLAY_ID_BYTES, ZSTD_LEVEL,
+};
+pub use sign::{
+    ReplaySignature, SIGNATURE_ALG, SignatureFailure, SignatureStatus, canonical_bytes,
+    check_signature, default_signing_key_path, generate_signing_key, load_or_create_signing_key,
+    parse_public_key, public_key_text, sign,
+};
 pub use verify::{Disagreement, Location, VerifiedMatch, verify};

@@ -1,0 +1,67 @@
+//! The one place where errors of the replay service become HTTP responses: a
+//! status and a JSON body `{"error": "…"}`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use duel_replays::ReplayError;
+
+/// Everything a request to the replay service can fail with.
+#[derive(Debug)]
+pub enum ApiError {
+    /// No replay, live match or route of that name.
+    NotFound(String),
+    /// The request itself is wrong: a malformed id, query or cursor.
+    BadRequest(String),
+    /// The client asked for listings too fast.
+    RateLimited { retry_after_s: u64 },
+    /// The store failed; the detail is logged, not shown.
+    Internal(String),
+}
+
+impl From<ReplayError> for ApiError {
+    fn from(error: ReplayError) -> ApiError {
+        match error {
+            ReplayError::BadId(_) | ReplayError::BadQuery(_) => {
+                ApiError::BadRequest(error.to_string())
+            }
+            ReplayError::Read { .. }
+            | ReplayError::Write { .. }
+            | ReplayError::TooLarge { .. }
+            | ReplayError::Malformed(_)
+            | ReplayError::UnknownFormat { .. }
+            | ReplayError::UnknownRuleset(_)
+            | ReplayError::Key(_)
+            | ReplayError::Store(_) => ApiError::Internal(error.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, message) = match self {
+            ApiError::NotFound(message) => (StatusCode::NOT_FOUND, message),
+            ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, message),
+            ApiError::RateLimited { retry_after_s } => {
+                let mut response = (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    axum::Json(serde_json::json!({
+                        "error": format!("too many listing requests; retry in {retry_after_s} s"),
+                    })),
+                )
+                    .into_response();
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+                return response;
+            }
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "replay service failure");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the replay store failed; try again later".to_owned(),
+                )
+            }
+        };
+        (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+    }
+}

@@ -1,0 +1,345 @@
+//! The `referee replay …` subcommands that read, verify, publish and serve
+//! replays: build the objects from the flags, call the libraries, format.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig, client};
+use duel_referee::verify::verify_replay;
+use duel_replays::store::ReplayStore;
+use duel_replays::{
+    MAX_REPLAY_BYTES, Replay, SignatureFailure, SignatureStatus, SigningKey, VerifyingKey,
+    check_signature, load_or_create_signing_key, parse_public_key, public_key_text,
+};
+
+use crate::cli::{FetchArgs, ServeArgs, SigningKeyArgs};
+use crate::commands::{Outcome, Stdout};
+use crate::render::{self, Palette};
+
+/// The environment variable naming the signing key file.
+const SIGNING_KEY_ENV: &str = "DUEL_SIGNING_KEY_FILE";
+/// The environment variable naming the default replay service.
+const SERVER_ENV: &str = "DUEL_REPLAY_SERVER";
+
+fn is_url(source: &str) -> bool {
+    source.starts_with("http://") || source.starts_with("https://")
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn read_bounded(path: &Path) -> Result<Vec<u8>> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read replay {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_REPLAY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read replay {}", path.display()))?;
+    Ok(bytes)
+}
+
+/// The bytes of a replay file or URL.
+fn load(source: &str) -> Result<Vec<u8>> {
+    if is_url(source) {
+        let http = client::http_client()?;
+        Ok(runtime()?.block_on(client::fetch_replay(&http, source))?)
+    } else {
+        read_bounded(Path::new(source))
+    }
+}
+
+/// A public key given as base64 text, or a file holding it.
+fn public_key_arg(arg: &str) -> Result<VerifyingKey> {
+    let path = Path::new(arg);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read public key {}", path.display()))?;
+        return parse_public_key(&text)
+            .with_context(|| format!("public key file {}", path.display()));
+    }
+    parse_public_key(arg)
+        .context("--public-key is neither a readable file nor a base64 ed25519 key")
+}
+
+pub fn show(source: &str, palette: Palette) -> Result<Outcome> {
+    let replay = Replay::from_slice(&load(source)?).with_context(|| format!("replay {source}"))?;
+    Stdout::new().print(&render::replay(palette, &replay))?;
+    Ok(Outcome::Done)
+}
+
+/// The verdict of the two checks, in order.
+enum Verdict {
+    Verified {
+        signature: SignatureStatus,
+        verified: duel_replays::VerifiedMatch,
+    },
+    SignatureFails(SignatureFailure),
+    RulesFail {
+        signature: SignatureStatus,
+        disagreement: duel_replays::Disagreement,
+    },
+}
+
+fn check(bytes: &[u8], replay: &Replay, expected: Option<&VerifyingKey>) -> Result<Verdict> {
+    let signature = match check_signature(bytes, expected)? {
+        Ok(status) => status,
+        Err(failure) => return Ok(Verdict::SignatureFails(failure)),
+    };
+    Ok(match verify_replay(replay)? {
+        Ok(verified) => Verdict::Verified {
+            signature,
+            verified,
+        },
+        Err(disagreement) => Verdict::RulesFail {
+            signature,
+            disagreement,
+        },
+    })
+}
+
+fn signature_text(status: &SignatureStatus) -> String {
+    match status {
+        SignatureStatus::Unsigned => "unsigned".to_owned(),
+        SignatureStatus::Valid { key } => format!("signed by {key}"),
+    }
+}
+
+fn signature_json(status: &SignatureStatus) -> serde_json::Value {
+    match status {
+        SignatureStatus::Unsigned => serde_json::json!({ "status": "unsigned" }),
+        SignatureStatus::Valid { key } => serde_json::json!({ "status": "valid", "key": key }),
+    }
+}
+
+fn winner_text(replay: &Replay, verified: &duel_replays::VerifiedMatch) -> String {
+    match verified.result.winner.side() {
+        Some(side) => format!("{} wins", replay.fighters[side.index()].name),
+        None => "drawn match".to_owned(),
+    }
+}
+
+/// Prints a verdict; returns the outcome.
+fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Result<Outcome> {
+    let mut stdout = Stdout::new();
+    match verdict {
+        Verdict::Verified {
+            signature,
+            verified,
+        } => {
+            if json {
+                stdout.print(&format!(
+                    "{}\n",
+                    serde_json::json!({
+                        "ok": true,
+                        "path": source,
+                        "signature": signature_json(signature),
+                        "ruleset": verified.ruleset.version(),
+                        "exchanges": verified.exchanges,
+                        "winner": verified.result.winner.name(),
+                        "substitutions": verified.substitutions,
+                    })
+                ))?;
+            } else {
+                stdout.print(&format!(
+                    "ok: {source} verifies under ruleset {} ({}): {} exchanges, {}, rounds {}–{}\n",
+                    verified.ruleset,
+                    signature_text(signature),
+                    verified.exchanges,
+                    winner_text(replay, verified),
+                    verified.result.round_wins[0],
+                    verified.result.round_wins[1],
+                ))?;
+            }
+            Ok(Outcome::Done)
+        }
+        Verdict::SignatureFails(failure) => {
+            if json {
+                stdout.print(&format!(
+                    "{}\n",
+                    serde_json::json!({
+                        "ok": false, "path": source, "check": "signature", "detail": failure.to_string(),
+                    })
+                ))?;
+            } else {
+                eprintln!("referee: {source} does not verify: signature check failed: {failure}");
+            }
+            Ok(Outcome::Disagrees)
+        }
+        Verdict::RulesFail {
+            signature,
+            disagreement,
+        } => {
+            if json {
+                stdout.print(&format!(
+                    "{}\n",
+                    serde_json::json!({
+                        "ok": false,
+                        "path": source,
+                        "check": "rules",
+                        "signature": signature_json(signature),
+                        "location": disagreement.location.to_string(),
+                        "detail": disagreement.detail,
+                    })
+                ))?;
+            } else {
+                eprintln!(
+                    "referee: {source} does not verify: rules check failed at {disagreement}"
+                );
+            }
+            Ok(Outcome::Disagrees)
+        }
+    }
+}
+
+pub fn verify(source: &str, public_key: Option<&str>, json: bool) -> Result<Outcome> {
+    let expected = public_key.map(public_key_arg).transpose()?;
+    let bytes = load(source)?;
+    let replay = Replay::from_slice(&bytes).with_context(|| format!("replay {source}"))?;
+    let verdict = check(&bytes, &replay, expected.as_ref())?;
+    report(source, &replay, &verdict, json)
+}
+
+pub fn fetch(args: FetchArgs) -> Result<Outcome> {
+    let (url, server) = if is_url(&args.source) {
+        let server = args
+            .server
+            .clone()
+            .or_else(|| client::server_of(&args.source));
+        (args.source.clone(), server)
+    } else {
+        duel_replays::store::validate_id(&args.source)?;
+        let server = args
+            .server
+            .clone()
+            .or_else(|| {
+                std::env::var(SERVER_ENV)
+                    .ok()
+                    .filter(|value| !value.is_empty())
+            })
+            .with_context(|| {
+                format!(
+                    "{} is an id: give --server URL or set {SERVER_ENV}",
+                    args.source
+                )
+            })?;
+        (client::replay_url(&server, &args.source), Some(server))
+    };
+    let http = client::http_client()?;
+    let runtime = runtime()?;
+    let expected = match (&args.public_key, &server) {
+        (Some(key), _) => public_key_arg(key)?,
+        (None, Some(server)) => runtime
+            .block_on(client::fetch_public_key(&http, server))
+            .context("cannot get the server's public key (give --public-key)")?,
+        (None, None) => bail!("cannot tell the server of {url}: give --public-key or --server"),
+    };
+    let bytes = runtime.block_on(client::fetch_replay(&http, &url))?;
+    let replay = Replay::from_slice(&bytes).with_context(|| format!("replay {url}"))?;
+    let verdict = check(&bytes, &replay, Some(&expected))?;
+    if !matches!(verdict, Verdict::Verified { .. }) {
+        return report(&url, &replay, &verdict, false);
+    }
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("{}.json", replay.match_id)));
+    duel_replays::store::validate_id(&replay.match_id)?;
+    std::fs::write(&out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+    report(&url, &replay, &verdict, false)?;
+    Stdout::new().print(&format!("saved to {}\n", out.display()))?;
+    Ok(Outcome::Done)
+}
+
+fn signing_key_path(args: &SigningKeyArgs) -> Result<PathBuf> {
+    if let Some(path) = &args.signing_key {
+        return Ok(path.clone());
+    }
+    if let Some(path) = std::env::var_os(SIGNING_KEY_ENV).filter(|value| !value.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    duel_replays::default_signing_key_path().with_context(|| {
+        format!("no home folder: give --signing-key PATH or set {SIGNING_KEY_ENV}")
+    })
+}
+
+fn signing_key(args: &SigningKeyArgs) -> Result<SigningKey> {
+    let path = signing_key_path(args)?;
+    let (key, created) = load_or_create_signing_key(&path)?;
+    if created {
+        eprintln!(
+            "referee: created a new signing key at {} (public key {})",
+            path.display(),
+            public_key_text(&key.verifying_key())
+        );
+    }
+    Ok(key)
+}
+
+pub fn serve(args: ServeArgs) -> Result<Outcome> {
+    let key = signing_key(&args.key)?;
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let store = ReplayStore::open(&args.store)?;
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
+        let address = listener
+            .local_addr()
+            .context("cannot read the listening address")?;
+        eprintln!(
+            "referee: serving replays from {} on http://{address} (public key {})",
+            store.description(),
+            public_key_text(&key.verifying_key())
+        );
+        let state = PublishState::new(
+            store,
+            key.verifying_key(),
+            LiveFeeds::new(),
+            RateConfig::default(),
+        );
+        publish::serve(listener, state, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("the replay service stopped")
+    })?;
+    Ok(Outcome::Done)
+}
+
+pub fn put(store_url: &str, paths: &[PathBuf]) -> Result<Outcome> {
+    let runtime = runtime()?;
+    let store = ReplayStore::open(store_url)?;
+    let mut stdout = Stdout::new();
+    for path in paths {
+        let bytes = read_bounded(path)?;
+        let meta = runtime
+            .block_on(store.put_json(&bytes))
+            .with_context(|| format!("cannot publish {}", path.display()))?;
+        stdout.print(&format!(
+            "{}  {} vs {}  {}\n",
+            meta.id,
+            meta.fighters[0].name,
+            meta.fighters[1].name,
+            if meta.signed { "signed" } else { "unsigned" }
+        ))?;
+    }
+    Ok(Outcome::Done)
+}
+
+pub fn sign(path: &Path, out: Option<&Path>, key_args: &SigningKeyArgs) -> Result<Outcome> {
+    let key = signing_key(key_args)?;
+    let mut replay = Replay::read(path)?;
+    duel_replays::sign(&mut replay, &key);
+    let out = out.unwrap_or(path);
+    replay.write(out)?;
+    Stdout::new().print(&format!(
+        "signed {} with key {}\n",
+        out.display(),
+        public_key_text(&key.verifying_key())
+    ))?;
+    Ok(Outcome::Done)
+}

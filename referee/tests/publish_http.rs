@@ -1,0 +1,477 @@
+//! The replay service over real HTTP on a loopback port: every route, its
+//! headers, and its errors.
+
+mod support;
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use duel_referee::publish::{LiveEvent, RateConfig};
+use duel_replays::public_key_text;
+use duel_replays::store::{ReplayStore, decompress};
+use duel_rules::WeightClass;
+use reqwest::StatusCode;
+use reqwest::header::{
+    ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, IF_NONE_MATCH,
+    RETRY_AFTER,
+};
+use support::Server;
+
+struct Fixture {
+    _folder: tempfile::TempDir,
+    server: Server,
+    /// The published JSON of "m-1" (older) and "m-2" (newer).
+    published: Vec<Vec<u8>>,
+}
+
+fn fixture(rate: RateConfig) -> Fixture {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
+    let key = support::referee_key();
+    let replays = [
+        support::play(
+            "m-1",
+            "2026-03-01T12:00:00Z",
+            WeightClass::Light,
+            5,
+            "builtin:random",
+            "builtin:counter",
+        ),
+        support::play(
+            "m-2",
+            "2026-03-02T12:00:00Z",
+            WeightClass::Middle,
+            6,
+            "builtin:counter",
+            "builtin:block",
+        ),
+    ];
+    let mut published = Vec::new();
+    let runtime = support::runtime();
+    for replay in replays {
+        let bytes = support::signed(replay, &key).to_json_pretty().into_bytes();
+        runtime.block_on(store.put_json(&bytes)).expect("put");
+        published.push(bytes);
+    }
+    Fixture {
+        _folder: folder,
+        server: Server::start(store, &key, rate),
+        published,
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+async fn json_error(response: reqwest::Response, status: StatusCode) -> String {
+    assert_eq!(response.status(), status);
+    assert_eq!(response.headers()[CONTENT_TYPE], "application/json");
+    let body: serde_json::Value = response
+        .bytes()
+        .await
+        .map(|body| serde_json::from_slice::<serde_json::Value>(&body).expect("JSON body"))
+        .expect("JSON error body");
+    body["error"].as_str().expect("error string").to_owned()
+}
+
+#[test]
+fn replays_download_plain_or_zstd_with_etags_and_long_cache() {
+    let fixture = fixture(RateConfig::default());
+    let url = fixture.server.url("/replays/m-1");
+    support::runtime().block_on(async {
+        let http = client();
+        let plain = http.get(&url).send().await.expect("get");
+        assert_eq!(plain.status(), StatusCode::OK);
+        assert_eq!(plain.headers()[CONTENT_TYPE], "application/json");
+        assert_eq!(
+            plain.headers()[CACHE_CONTROL],
+            "public, max-age=31536000, immutable"
+        );
+        assert!(plain.headers().get(CONTENT_ENCODING).is_none());
+        let etag = plain.headers()[ETAG].to_str().expect("etag").to_owned();
+        assert_eq!(plain.bytes().await.expect("body"), fixture.published[0]);
+
+        let zstd = http
+            .get(&url)
+            .header(ACCEPT_ENCODING, "gzip, zstd")
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(zstd.status(), StatusCode::OK);
+        assert_eq!(zstd.headers()[CONTENT_ENCODING], "zstd");
+        let zstd_etag = zstd.headers()[ETAG].to_str().expect("etag").to_owned();
+        assert_ne!(zstd_etag, etag, "each encoding has its own strong ETag");
+        let compressed = zstd.bytes().await.expect("body");
+        assert!(compressed.len() < fixture.published[0].len() / 3);
+        assert_eq!(decompress(&compressed).expect("zstd"), fixture.published[0]);
+
+        let refused = http
+            .get(&url)
+            .header(ACCEPT_ENCODING, "zstd;q=0")
+            .send()
+            .await
+            .expect("get");
+        assert!(
+            refused.headers().get(CONTENT_ENCODING).is_none(),
+            "q=0 refuses zstd"
+        );
+
+        let cached = http
+            .get(&url)
+            .header(IF_NONE_MATCH, &etag)
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(cached.headers()[ETAG], etag.as_str());
+        assert!(cached.bytes().await.expect("body").is_empty());
+        let stale = http
+            .get(&url)
+            .header(IF_NONE_MATCH, "\"other\"")
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(stale.status(), StatusCode::OK);
+    });
+}
+
+#[test]
+fn unknown_and_malformed_replay_ids() {
+    let fixture = fixture(RateConfig::default());
+    support::runtime().block_on(async {
+        let http = client();
+        let missing = http
+            .get(fixture.server.url("/replays/m-404"))
+            .send()
+            .await
+            .expect("get");
+        assert!(
+            json_error(missing, StatusCode::NOT_FOUND)
+                .await
+                .contains("m-404")
+        );
+        let malformed = http
+            .get(fixture.server.url("/replays/bad.id"))
+            .send()
+            .await
+            .expect("get");
+        assert!(
+            json_error(malformed, StatusCode::BAD_REQUEST)
+                .await
+                .contains("not a valid replay id")
+        );
+        let view = http
+            .get(fixture.server.url("/replays/m-404/view"))
+            .send()
+            .await
+            .expect("get");
+        json_error(view, StatusCode::NOT_FOUND).await;
+        let route = http
+            .get(fixture.server.url("/no/such/route"))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(
+            json_error(route, StatusCode::NOT_FOUND).await,
+            "no such route"
+        );
+    });
+}
+
+#[test]
+fn listings_page_newest_first_and_filter() {
+    let fixture = fixture(RateConfig::default());
+    support::runtime().block_on(async {
+        let http = client();
+        let list = |query: &str| {
+            let url = fixture.server.url(&format!("/replays{query}"));
+            let http = http.clone();
+            async move {
+                let response = http.get(url).send().await.expect("list");
+                assert_eq!(response.status(), StatusCode::OK);
+                let page: serde_json::Value = response
+                    .bytes()
+                    .await
+                    .map(|body| {
+                        serde_json::from_slice::<serde_json::Value>(&body).expect("JSON body")
+                    })
+                    .expect("json");
+                page
+            }
+        };
+        let ids = |page: &serde_json::Value| -> Vec<String> {
+            page["replays"]
+                .as_array()
+                .expect("replays")
+                .iter()
+                .map(|meta| meta["id"].as_str().expect("id").to_owned())
+                .collect()
+        };
+        let all = list("").await;
+        assert_eq!(ids(&all), ["m-2", "m-1"]);
+        assert_eq!(all["next_cursor"], serde_json::Value::Null);
+        assert_eq!(all["replays"][0]["signed"], true);
+
+        let first = list("?limit=1").await;
+        assert_eq!(ids(&first), ["m-2"]);
+        let cursor = first["next_cursor"].as_str().expect("cursor").to_owned();
+        let second = list(&format!("?limit=1&cursor={cursor}")).await;
+        assert_eq!(ids(&second), ["m-1"]);
+
+        assert_eq!(ids(&list("?bot=builtin%3Arandom").await), ["m-1"]);
+        assert_eq!(ids(&list("?class=middle").await), ["m-2"]);
+        assert_eq!(
+            ids(&list("?bot=builtin:counter&class=light").await),
+            ["m-1"]
+        );
+        assert!(ids(&list("?season=2026-spring").await).is_empty());
+
+        for (query, expected) in [
+            ("?class=huge", "class must be"),
+            ("?limit=abc", "limit must be a number"),
+            ("?limit=0", "limit must be 1 to"),
+            ("?limit=101", "limit must be 1 to"),
+            ("?sort=asc", "malformed query"),
+            ("?cursor=..%2F..%2Fetc", "cursor"),
+            ("?bot=", "bot must be"),
+        ] {
+            let response = http
+                .get(fixture.server.url(&format!("/replays{query}")))
+                .send()
+                .await
+                .expect("get");
+            let error = json_error(response, StatusCode::BAD_REQUEST).await;
+            assert!(error.contains(expected), "{query}: {error}");
+        }
+    });
+}
+
+#[test]
+fn listings_are_rate_limited_per_client() {
+    let rate = RateConfig {
+        listings_per_minute: NonZeroU32::new(1).expect("non-zero"),
+        burst: NonZeroU32::new(3).expect("non-zero"),
+    };
+    let fixture = fixture(rate);
+    support::runtime().block_on(async {
+        let http = client();
+        for _ in 0..3 {
+            let response = http
+                .get(fixture.server.url("/replays"))
+                .send()
+                .await
+                .expect("get");
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+        let limited = http
+            .get(fixture.server.url("/replays"))
+            .send()
+            .await
+            .expect("get");
+        let retry_after: u64 = limited.headers()[RETRY_AFTER]
+            .to_str()
+            .expect("text")
+            .parse()
+            .expect("seconds");
+        assert!((1..=60).contains(&retry_after), "{retry_after}");
+        assert!(
+            json_error(limited, StatusCode::TOO_MANY_REQUESTS)
+                .await
+                .contains("too many")
+        );
+        // Downloads are not listings: still served.
+        let download = http
+            .get(fixture.server.url("/replays/m-1"))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(download.status(), StatusCode::OK);
+    });
+}
+
+#[test]
+fn the_viewer_page_its_assets_and_the_public_key() {
+    let fixture = fixture(RateConfig::default());
+    support::runtime().block_on(async {
+        let http = client();
+        let page = http
+            .get(fixture.server.url("/replays/m-1/view"))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(page.status(), StatusCode::OK);
+        assert_eq!(page.headers()[CONTENT_TYPE], "text/html; charset=utf-8");
+        let html = page.text().await.expect("html");
+        assert!(html.contains("../../viewer/viewer.js") && html.contains("id=\"hp-a-value\""));
+        for (file, content_type) in [
+            ("viewer.js", "text/javascript; charset=utf-8"),
+            ("viewer.css", "text/css; charset=utf-8"),
+        ] {
+            let asset = http
+                .get(fixture.server.url(&format!("/viewer/{file}")))
+                .send()
+                .await
+                .expect("get");
+            assert_eq!(asset.status(), StatusCode::OK);
+            assert_eq!(asset.headers()[CONTENT_TYPE], content_type);
+            assert!(!asset.bytes().await.expect("body").is_empty());
+        }
+        let missing = http
+            .get(fixture.server.url("/viewer/secret.txt"))
+            .send()
+            .await
+            .expect("get");
+        json_error(missing, StatusCode::NOT_FOUND).await;
+
+        let key: serde_json::Value = http
+            .get(fixture.server.url("/public-key"))
+            .send()
+            .await
+            .expect("get")
+            .bytes()
+            .await
+            .map(|body| serde_json::from_slice::<serde_json::Value>(&body).expect("JSON body"))
+            .expect("json");
+        assert_eq!(key["alg"], "ed25519");
+        assert_eq!(
+            key["key"],
+            public_key_text(&support::referee_key().verifying_key())
+        );
+    });
+}
+
+/// Reads server-sent events until the stream ends: (event name, JSON data).
+async fn read_events(response: reqwest::Response) -> Vec<(String, serde_json::Value)> {
+    let text = response.text().await.expect("event stream");
+    let mut events = Vec::new();
+    for block in text.split("\n\n") {
+        let mut name = None;
+        let mut data = None;
+        for line in block.lines() {
+            if let Some(value) = line.strip_prefix("event: ") {
+                name = Some(value.to_owned());
+            } else if let Some(value) = line.strip_prefix("data: ") {
+                data = Some(serde_json::from_str(value).expect("event JSON"));
+            }
+        }
+        if let (Some(name), Some(data)) = (name, data) {
+            events.push((name, data));
+        }
+    }
+    events
+}
+
+#[test]
+fn live_feeds_stream_a_match_in_progress() {
+    let fixture = fixture(RateConfig::default());
+    let replay = support::play(
+        "live-1",
+        "2026-03-03T12:00:00Z",
+        WeightClass::Middle,
+        9,
+        "builtin:random",
+        "builtin:counter",
+    );
+    let exchanges: Vec<_> = replay
+        .exchanges()
+        .map(|(round, exchange)| (round, exchange.clone()))
+        .collect();
+    let half = exchanges.len() / 2;
+    support::runtime().block_on(async {
+        let http = client();
+        let missing = http
+            .get(fixture.server.url("/live/live-1"))
+            .send()
+            .await
+            .expect("get");
+        assert!(
+            json_error(missing, StatusCode::NOT_FOUND)
+                .await
+                .contains("no live match")
+        );
+
+        let publisher = fixture
+            .server
+            .live
+            .start("live-1", LiveEvent::start_of(&replay))
+            .expect("start");
+        assert!(
+            fixture
+                .server
+                .live
+                .start("live-1", LiveEvent::start_of(&replay))
+                .is_err(),
+            "one feed per match"
+        );
+        for (round, exchange) in &exchanges[..half] {
+            publisher.exchange(*round, exchange, None);
+        }
+        let live: serde_json::Value = http
+            .get(fixture.server.url("/live"))
+            .send()
+            .await
+            .expect("get")
+            .bytes()
+            .await
+            .map(|body| serde_json::from_slice::<serde_json::Value>(&body).expect("JSON body"))
+            .expect("json");
+        assert_eq!(live["live"], serde_json::json!(["live-1"]));
+
+        // A spectator joins mid-match.
+        let response = http
+            .get(fixture.server.url("/live/live-1"))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()[CONTENT_TYPE], "text/event-stream");
+        let reader = tokio::spawn(read_events(response));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for (round, exchange) in &exchanges[half..] {
+            publisher.exchange(*round, exchange, None);
+        }
+        publisher.finish(&replay.result);
+
+        let events = tokio::time::timeout(Duration::from_secs(10), reader)
+            .await
+            .expect("the stream ends with the match")
+            .expect("reader");
+        assert_eq!(
+            events.len(),
+            exchanges.len() + 2,
+            "start, every exchange once, end"
+        );
+        assert_eq!(events[0].0, "start");
+        assert_eq!(events[0].1["match_id"], "live-1");
+        for (index, (round, exchange)) in exchanges.iter().enumerate() {
+            let (name, data) = &events[index + 1];
+            assert_eq!(name, "exchange");
+            assert_eq!(data["round"], *round);
+            assert_eq!(data["exchange"]["number"], exchange.number);
+            assert_eq!(data["exchange"]["a"]["hp"], exchange.a.hp);
+        }
+        let (name, data) = events.last().expect("end");
+        assert_eq!(name, "end");
+        assert_eq!(
+            data["result"]["damage"],
+            serde_json::json!(replay.result.damage)
+        );
+
+        let gone = http
+            .get(fixture.server.url("/live/live-1"))
+            .send()
+            .await
+            .expect("get");
+        json_error(gone, StatusCode::NOT_FOUND).await;
+        let bad = http
+            .get(fixture.server.url("/live/bad.id"))
+            .send()
+            .await
+            .expect("get");
+        json_error(bad, StatusCode::BAD_REQUEST).await;
+    });
+}

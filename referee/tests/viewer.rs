@@ -1,0 +1,319 @@
+//! The replay viewer in real headless Chromium, driven over the DevTools
+//! protocol: load a replay from the service, step to the end with real mouse
+//! clicks, check the final HP shown against the replay, save screenshots
+//! (desktop and phone width) under the target folder.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use duel_referee::publish::RateConfig;
+use duel_replays::store::ReplayStore;
+use duel_rules::WeightClass;
+use serde_json::{Value, json};
+
+/// A headless Chromium with its own profile, killed on drop.
+struct Chromium {
+    child: Child,
+    _profile: tempfile::TempDir,
+    socket: tungstenite::WebSocket<TcpStream>,
+    session: String,
+    next_id: u64,
+}
+
+impl Drop for Chromium {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn chromium_binary() -> String {
+    if let Ok(path) = std::env::var("CHROMIUM") {
+        return path;
+    }
+    for candidate in ["chromium", "chromium-browser", "google-chrome"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {candidate}")])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if found {
+            return candidate.to_owned();
+        }
+    }
+    panic!("no Chromium found: install it with scripts/ensure-chromium.sh (or set CHROMIUM)");
+}
+
+impl Chromium {
+    fn launch() -> Chromium {
+        let profile = tempfile::tempdir().expect("profile dir");
+        let mut child = Command::new(chromium_binary())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--no-first-run",
+                "--window-size=1280,900",
+                "--remote-debugging-port=0",
+                "--remote-debugging-address=127.0.0.1",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!("cannot start Chromium ({error}): run scripts/ensure-chromium.sh")
+            });
+        let stderr = child.stderr.take().expect("stderr");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.split("DevTools listening on ").nth(1) {
+                    let _ = sender.send(url.trim().to_owned());
+                }
+            }
+        });
+        let browser_url = receiver
+            .recv_timeout(Duration::from_secs(30))
+            .expect("Chromium printed its DevTools address within 30 s");
+        let host = browser_url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .expect("host:port")
+            .to_owned();
+        let stream = TcpStream::connect(&host).expect("connect to DevTools");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let (socket, _) =
+            tungstenite::client(browser_url.as_str(), stream).expect("DevTools handshake");
+        let mut chromium = Chromium {
+            child,
+            _profile: profile,
+            socket,
+            session: String::new(),
+            next_id: 0,
+        };
+        let target = chromium.call("Target.createTarget", json!({"url": "about:blank"}));
+        let target_id = target["targetId"].as_str().expect("target id").to_owned();
+        let attached = chromium.call(
+            "Target.attachToTarget",
+            json!({"targetId": target_id, "flatten": true}),
+        );
+        chromium.session = attached["sessionId"]
+            .as_str()
+            .expect("session id")
+            .to_owned();
+        chromium
+    }
+
+    /// Sends one command (to the page once attached) and waits for its answer.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            message["sessionId"] = json!(self.session);
+        }
+        self.socket
+            .send(tungstenite::Message::text(message.to_string()))
+            .expect("send to DevTools");
+        loop {
+            let reply = self.socket.read().expect("DevTools reply");
+            let tungstenite::Message::Text(text) = reply else {
+                continue;
+            };
+            let value: Value = serde_json::from_str(text.as_str()).expect("DevTools JSON");
+            if value["id"] == json!(id) {
+                assert!(
+                    value.get("error").is_none(),
+                    "{method} failed: {}",
+                    value["error"]
+                );
+                return value["result"].clone();
+            }
+        }
+    }
+
+    fn eval(&mut self, expression: &str) -> Value {
+        let result = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {}",
+            result["exceptionDetails"]
+        );
+        result["result"]["value"].clone()
+    }
+
+    fn wait_for(&mut self, expression: &str, expected: &Value) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let value = self.eval(expression);
+            if &value == expected {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{expression} stayed {value}, expected {expected}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A real mouse click in the middle of the element.
+    fn click(&mut self, selector: &str) {
+        let rect = self.eval(&format!(
+            "(() => {{ const r = document.querySelector('{selector}').getBoundingClientRect(); \
+             return [r.x + r.width / 2, r.y + r.height / 2]; }})()"
+        ));
+        let (x, y) = (rect[0].as_f64().expect("x"), rect[1].as_f64().expect("y"));
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+            );
+        }
+    }
+
+    fn screenshot(&mut self, path: &PathBuf) {
+        // Let the bars finish their 0.25 s transition.
+        std::thread::sleep(Duration::from_millis(400));
+        let shot = self.call(
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        );
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().expect("png data"))
+            .expect("base64");
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        std::fs::write(path, png).expect("write screenshot");
+    }
+}
+
+fn screenshot_folder() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")));
+    let folder = target.join("viewer-screenshots");
+    std::fs::create_dir_all(&folder).expect("screenshot folder");
+    folder
+}
+
+#[test]
+fn the_viewer_plays_a_replay_to_its_final_hp() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
+    let key = support::referee_key();
+    let replay = support::signed(
+        support::play(
+            "view-1",
+            "2026-05-01T20:00:00Z",
+            WeightClass::Middle,
+            21,
+            "builtin:counter",
+            "builtin:random",
+        ),
+        &key,
+    );
+    support::runtime()
+        .block_on(store.put(&replay))
+        .expect("put");
+    let server = support::Server::start(store, &key, RateConfig::default());
+    let exchanges: Vec<_> = replay.exchanges().collect();
+    let (_, last) = *exchanges.last().expect("a match has exchanges");
+
+    let mut chromium = Chromium::launch();
+    chromium.call(
+        "Page.navigate",
+        json!({"url": server.url("/replays/view-1/view")}),
+    );
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    assert_eq!(
+        chromium.eval("document.body.dataset.frames"),
+        json!(exchanges.len().to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-a-value').textContent"),
+        json!("160")
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('raw-link').getAttribute('href')"),
+        json!("/replays/view-1")
+    );
+
+    for step in 1..=exchanges.len() {
+        chromium.click("#btn-forward");
+        chromium.wait_for("document.body.dataset.frame", &json!(step.to_string()));
+    }
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-a-value').textContent"),
+        json!(last.a.hp.to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-b-value').textContent"),
+        json!(last.b.hp.to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('stamina-b-value').textContent"),
+        json!(last.b.stamina.to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('match-result').hidden"),
+        json!(false)
+    );
+    let result_text = chromium.eval("document.getElementById('match-result').textContent");
+    let winner = match replay.result.winner {
+        duel_replays::WinnerName::A => format!("{} wins", replay.fighters[0].name),
+        duel_replays::WinnerName::B => format!("{} wins", replay.fighters[1].name),
+        duel_replays::WinnerName::Draw => "draw".to_owned(),
+    };
+    assert!(
+        result_text.as_str().expect("text").contains(&winner),
+        "{result_text}"
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('btn-forward').disabled"),
+        json!(true)
+    );
+    let folder = screenshot_folder();
+    chromium.screenshot(&folder.join("viewer-desktop.png"));
+
+    // Scrub back to the opening bell, then at phone width nothing overflows.
+    chromium.eval(
+        "(() => { const s = document.getElementById('scrub'); s.value = '0'; \
+         s.dispatchEvent(new Event('input')); })()",
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-b-value').textContent"),
+        json!("160")
+    );
+    chromium.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+    );
+    chromium.click("#btn-end");
+    chromium.wait_for(
+        "document.body.dataset.frame",
+        &json!(exchanges.len().to_string()),
+    );
+    assert_eq!(
+        chromium.eval("document.documentElement.scrollWidth <= 390"),
+        json!(true),
+        "the viewer fits a phone-sized screen"
+    );
+    chromium.screenshot(&folder.join("viewer-phone.png"));
+}

@@ -1,0 +1,437 @@
+//! Replay stores: where published replays live, compressed, with a small index
+//! for listing by bot, season and class, newest first.
+//!
+//! One trait, [`StoreBackend`], is all a storage system must provide (put, get,
+//! list names in order); [`ReplayStore`] builds replays and their index on top of
+//! it, so the local folder and the S3-compatible object store behave alike.
+//!
+//! Layout under the store's root (a folder, or a bucket prefix):
+//! - `replays/<id>.json.zst` — the replay JSON as received, zstd-compressed.
+//! - `index/all/<order>`, `index/class/<class>/<order>`,
+//!   `index/season/<h>/<order>`, `index/bot/<h>/<order>` — one small JSON
+//!   [`ReplayMeta`] per replay in each listing it belongs to. `<order>` is
+//!   `<u64::MAX − accepted_at in ms, 20 digits>-<id>`, so names sort newest first;
+//!   `<h>` is the first 32 hex digits of the SHA-256 of the bot name, bot digest
+//!   or season (so any value makes a safe key). A listing reads one of these
+//!   folders in name order and resumes after its cursor, never every replay.
+//!
+//! The replay object is written before its index entries, so a listing never
+//! names a replay that cannot be fetched.
+
+mod local;
+mod s3;
+
+use std::fmt;
+use std::io::Read;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::ReplayError;
+use crate::format::{ClassName, Replay, WinnerName};
+use crate::limits::{
+    MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_LISTING_SCAN, MAX_PAGE_REPLAYS, MAX_REPLAY_BYTES,
+    MAX_REPLAY_ID_BYTES, ZSTD_LEVEL,
+};
+
+pub use local::LocalBackend;
+pub use s3::S3Backend;
+
+/// What a storage system provides to hold replays. Keys are `/`-separated
+/// relative names of safe characters (`A-Z a-z 0-9 - _ . /`).
+pub trait StoreBackend: Send + Sync + fmt::Debug {
+    /// Writes `bytes` at `key`, replacing what was there, atomically.
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ReplayError>>;
+    /// The bytes at `key`, or `None` when there is nothing there.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, ReplayError>>;
+    /// Names of the objects directly in folder `prefix` that sort strictly after
+    /// `after`, in ascending byte order, at most `limit` of them.
+    fn list_after<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<String>, ReplayError>>;
+}
+
+/// The index record of one replay: enough to list it without reading it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayMeta {
+    pub id: String,
+    pub accepted_at: String,
+    pub class: ClassName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub season: Option<String>,
+    pub fighters: [IndexedFighter; 2],
+    pub winner: WinnerName,
+    pub signed: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexedFighter {
+    pub name: String,
+    pub digest: String,
+}
+
+/// A listing request. Filters combine with AND; `bot` matches either fighter's
+/// name or digest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    pub bot: Option<String>,
+    pub season: Option<String>,
+    pub class: Option<ClassName>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1 to [`MAX_PAGE_REPLAYS`].
+    pub limit: usize,
+}
+
+/// One page of a listing, newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ListPage {
+    pub replays: Vec<ReplayMeta>,
+    /// Pass as `cursor` to continue; `None` when the listing is complete.
+    pub next_cursor: Option<String>,
+}
+
+/// A store of published replays over one [`StoreBackend`].
+#[derive(Clone, Debug)]
+pub struct ReplayStore {
+    backend: Arc<dyn StoreBackend>,
+    description: String,
+}
+
+/// Checks a replay id: 1 to [`MAX_REPLAY_ID_BYTES`] of `A-Z a-z 0-9 - _`.
+pub fn validate_id(id: &str) -> Result<(), ReplayError> {
+    if is_safe_name(id, MAX_REPLAY_ID_BYTES) {
+        Ok(())
+    } else {
+        Err(ReplayError::BadId(shorten(id)))
+    }
+}
+
+fn is_safe_name(text: &str, max_bytes: usize) -> bool {
+    !text.is_empty()
+        && text.len() <= max_bytes
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
+/// An untrusted value cut for an error message.
+fn shorten(text: &str) -> String {
+    let mut end = text.len().min(40);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = &text[..end];
+    if end < text.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+fn value_hash(value: &str) -> String {
+    let digest = Sha256::digest(value.as_bytes());
+    digest
+        .iter()
+        .take(16)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn replay_key(id: &str) -> String {
+    format!("replays/{id}.json.zst")
+}
+
+/// The sortable name of a replay in every index folder.
+fn order_name(accepted_at: &str, id: &str) -> Result<String, ReplayError> {
+    let accepted =
+        time::OffsetDateTime::parse(accepted_at, &time::format_description::well_known::Rfc3339)
+            .map_err(|error| {
+                ReplayError::Store(format!(
+                    "accepted_at {accepted_at:?} is not RFC 3339: {error}"
+                ))
+            })?;
+    let millis = u64::try_from(accepted.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+    Ok(format!("{:020}-{id}", u64::MAX - millis))
+}
+
+/// Compresses replay JSON for storage.
+pub fn compress(json: &[u8]) -> Result<Vec<u8>, ReplayError> {
+    zstd::bulk::compress(json, ZSTD_LEVEL)
+        .map_err(|error| ReplayError::Store(format!("cannot compress replay: {error}")))
+}
+
+/// Decompresses stored replay bytes, refusing output over [`MAX_REPLAY_BYTES`].
+pub fn decompress(compressed: &[u8]) -> Result<Vec<u8>, ReplayError> {
+    let decoder = zstd::stream::read::Decoder::new(compressed)
+        .map_err(|error| ReplayError::Store(format!("cannot decompress replay: {error}")))?;
+    let mut json = Vec::new();
+    decoder
+        .take(MAX_REPLAY_BYTES + 1)
+        .read_to_end(&mut json)
+        .map_err(|error| ReplayError::Store(format!("cannot decompress replay: {error}")))?;
+    if json.len() as u64 > MAX_REPLAY_BYTES {
+        return Err(ReplayError::TooLarge {
+            size_bytes: json.len() as u64,
+            limit_bytes: MAX_REPLAY_BYTES,
+        });
+    }
+    Ok(json)
+}
+
+impl ReplayStore {
+    /// A store over any backend.
+    pub fn new(backend: Arc<dyn StoreBackend>, description: String) -> ReplayStore {
+        ReplayStore {
+            backend,
+            description,
+        }
+    }
+
+    /// Opens the store named by `url`: a plain path or `file:///path` (a local
+    /// folder, created if missing), or `s3://bucket[/prefix]` with the endpoint,
+    /// region and credentials from the standard `AWS_*` environment variables.
+    pub fn open(url: &str) -> Result<ReplayStore, ReplayError> {
+        ReplayStore::open_with(url, &[])
+    }
+
+    /// Like [`ReplayStore::open`], with object-store options (`aws_endpoint`,
+    /// `aws_allow_http`, …) that override the environment.
+    pub fn open_with(url: &str, options: &[(&str, &str)]) -> Result<ReplayStore, ReplayError> {
+        if let Some(rest) = url.strip_prefix("s3://") {
+            let backend = S3Backend::open(rest, options)?;
+            return Ok(ReplayStore::new(Arc::new(backend), format!("s3://{rest}")));
+        }
+        let path = match url.strip_prefix("file://") {
+            Some(path) => path,
+            None if url.contains("://") => {
+                return Err(ReplayError::Store(format!(
+                    "unknown store URL {}: use a folder path, file:///path or s3://bucket/prefix",
+                    shorten(url)
+                )));
+            }
+            None => url,
+        };
+        if path.is_empty() {
+            return Err(ReplayError::Store(
+                "the store folder path is empty".to_owned(),
+            ));
+        }
+        let backend = LocalBackend::open(std::path::Path::new(path))?;
+        Ok(ReplayStore::new(Arc::new(backend), path.to_owned()))
+    }
+
+    /// Publishes replay JSON: checks that it parses, compresses it as received
+    /// (a signature covers those bytes), and indexes it. Publishing the same id
+    /// again replaces the replay.
+    pub async fn put_json(&self, json: &[u8]) -> Result<ReplayMeta, ReplayError> {
+        let replay = Replay::from_slice(json)?;
+        validate_id(&replay.match_id)?;
+        let season = season_of(json)?;
+        let order = order_name(&replay.accepted_at, &replay.match_id)?;
+        let meta = ReplayMeta {
+            id: replay.match_id.clone(),
+            accepted_at: replay.accepted_at.clone(),
+            class: replay.class,
+            season,
+            fighters: replay.fighters.clone().map(|fighter| IndexedFighter {
+                name: fighter.name,
+                digest: fighter.digest,
+            }),
+            winner: replay.result.winner,
+            signed: replay.signature.is_some(),
+        };
+        self.backend
+            .put(&replay_key(&meta.id), compress(json)?)
+            .await?;
+        let entry = serde_json::to_vec(&meta)
+            .map_err(|error| ReplayError::Store(format!("cannot encode index entry: {error}")))?;
+        for folder in index_folders(&meta) {
+            self.backend
+                .put(&format!("{folder}/{order}"), entry.clone())
+                .await?;
+        }
+        Ok(meta)
+    }
+
+    /// Publishes a replay as its pretty JSON.
+    pub async fn put(&self, replay: &Replay) -> Result<ReplayMeta, ReplayError> {
+        self.put_json(replay.to_json_pretty().as_bytes()).await
+    }
+
+    /// The stored (zstd-compressed) bytes of a replay, or `None` if unknown.
+    pub async fn get_compressed(&self, id: &str) -> Result<Option<Vec<u8>>, ReplayError> {
+        validate_id(id)?;
+        self.backend.get(&replay_key(id)).await
+    }
+
+    /// A replay's JSON as published, or `None` if unknown.
+    pub async fn get_json(&self, id: &str) -> Result<Option<Vec<u8>>, ReplayError> {
+        match self.get_compressed(id).await? {
+            Some(compressed) => decompress(&compressed).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// One page of replays matching `query`, newest first.
+    pub async fn list(&self, query: &ListQuery) -> Result<ListPage, ReplayError> {
+        check_query(query)?;
+        let folder = if let Some(bot) = &query.bot {
+            format!("index/bot/{}", value_hash(bot))
+        } else if let Some(season) = &query.season {
+            format!("index/season/{}", value_hash(season))
+        } else if let Some(class) = query.class {
+            format!("index/class/{}", class_name(class))
+        } else {
+            "index/all".to_owned()
+        };
+        let mut replays = Vec::new();
+        let mut cursor = query.cursor.clone();
+        let mut scanned = 0usize;
+        loop {
+            let batch_size = (query.limit * 2)
+                .clamp(16, 256)
+                .min(MAX_LISTING_SCAN - scanned);
+            let names = self
+                .backend
+                .list_after(&folder, cursor.as_deref(), batch_size)
+                .await?;
+            let exhausted = names.len() < batch_size;
+            // Entries are read a few at a time in parallel; order is kept.
+            let entries: Vec<(String, Option<Vec<u8>>)> = futures::stream::iter(names)
+                .map(|name| {
+                    let key = format!("{folder}/{name}");
+                    async move { self.backend.get(&key).await.map(|body| (name, body)) }
+                })
+                .buffered(8)
+                .try_collect()
+                .await?;
+            for (name, body) in entries {
+                scanned += 1;
+                cursor = Some(name);
+                // A damaged entry is skipped: the listing must not fail for all.
+                let Some(meta) =
+                    body.and_then(|body| serde_json::from_slice::<ReplayMeta>(&body).ok())
+                else {
+                    continue;
+                };
+                if matches(&meta, query) {
+                    replays.push(meta);
+                    if replays.len() == query.limit {
+                        return Ok(ListPage {
+                            replays,
+                            next_cursor: cursor,
+                        });
+                    }
+                }
+            }
+            if exhausted {
+                return Ok(ListPage {
+                    replays,
+                    next_cursor: None,
+                });
+            }
+            if scanned >= MAX_LISTING_SCAN {
+                return Ok(ListPage {
+                    replays,
+                    next_cursor: cursor,
+                });
+            }
+        }
+    }
+
+    /// Where the store is (a folder path or `s3://bucket/prefix`), for messages.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+}
+
+fn class_name(class: ClassName) -> &'static str {
+    duel_rules::WeightClass::from(class).name()
+}
+
+fn index_folders(meta: &ReplayMeta) -> Vec<String> {
+    let mut folders = vec![
+        "index/all".to_owned(),
+        format!("index/class/{}", class_name(meta.class)),
+    ];
+    if let Some(season) = &meta.season {
+        folders.push(format!("index/season/{}", value_hash(season)));
+    }
+    let mut bot_values: Vec<&str> = meta
+        .fighters
+        .iter()
+        .flat_map(|fighter| [fighter.name.as_str(), fighter.digest.as_str()])
+        .collect();
+    bot_values.sort_unstable();
+    bot_values.dedup();
+    for value in bot_values {
+        folders.push(format!("index/bot/{}", value_hash(value)));
+    }
+    folders
+}
+
+fn matches(meta: &ReplayMeta, query: &ListQuery) -> bool {
+    let bot_ok = query.bot.as_deref().is_none_or(|bot| {
+        meta.fighters
+            .iter()
+            .any(|fighter| fighter.name == bot || fighter.digest == bot)
+    });
+    let season_ok = query
+        .season
+        .as_deref()
+        .is_none_or(|season| meta.season.as_deref() == Some(season));
+    let class_ok = query.class.is_none_or(|class| meta.class == class);
+    bot_ok && season_ok && class_ok
+}
+
+fn check_query(query: &ListQuery) -> Result<(), ReplayError> {
+    if query.limit == 0 || query.limit > MAX_PAGE_REPLAYS {
+        return Err(ReplayError::BadQuery(format!(
+            "limit must be 1 to {MAX_PAGE_REPLAYS}, not {}",
+            query.limit
+        )));
+    }
+    for (name, value) in [("bot", &query.bot), ("season", &query.season)] {
+        if let Some(value) = value
+            && (value.is_empty() || value.len() > MAX_FILTER_BYTES)
+        {
+            return Err(ReplayError::BadQuery(format!(
+                "{name} must be 1 to {MAX_FILTER_BYTES} bytes"
+            )));
+        }
+    }
+    if let Some(cursor) = &query.cursor
+        && !is_safe_name(cursor, MAX_CURSOR_BYTES)
+    {
+        return Err(ReplayError::BadQuery(format!(
+            "cursor {} is not one this service gave",
+            shorten(cursor)
+        )));
+    }
+    Ok(())
+}
+
+/// The optional top-level `"season"` string of replay JSON (written by the
+/// ladder for ranked matches).
+fn season_of(json: &[u8]) -> Result<Option<String>, ReplayError> {
+    #[derive(Deserialize)]
+    struct SeasonOnly {
+        #[serde(default)]
+        season: Option<String>,
+    }
+    let parsed: SeasonOnly = serde_json::from_slice(json)
+        .map_err(|error| ReplayError::Malformed(format!("at season: {error}")))?;
+    match parsed.season {
+        Some(season) if season.is_empty() || season.len() > MAX_FILTER_BYTES => Err(
+            ReplayError::Malformed(format!("season must be 1 to {MAX_FILTER_BYTES} bytes")),
+        ),
+        other => Ok(other),
+    }
+}

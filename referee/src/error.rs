@@ -8,4 +8,10 @@ pub enum RefereeError {
     Replay(#[from] duel_replays::ReplayError),
     #[error("{0}")]
     Unsupported(String),
+    /// A setting (flag, environment variable, request field) out of range.
+    #[error("{0}")]
+    Config(String),
+    /// The server could not start or stopped on an I/O error.
+    #[error("{0}")]
+    Serve(String),
 }

@@ -7,15 +7,22 @@
 //! Built-in bots live in [`builtin`]; bot specs are parsed in [`spec`].
 
 pub mod bot;
+pub mod bots;
 pub mod builtin;
+pub mod credentials;
+pub mod endpoint;
 pub mod error;
+pub mod grpc;
 pub mod limits;
+pub mod meter;
 pub mod record;
 pub mod runner;
 pub mod spec;
 pub mod verify;
 
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
+pub use bots::{BotContext, InferenceLink, make_bot};
+pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway};
 pub use error::RefereeError;
 pub use record::{MatchConfig, MatchRecorder};
 pub use runner::{run_bare_match, run_match};

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod render;
+mod serve;
 
 use std::process::ExitCode;
 

@@ -117,13 +117,15 @@ impl EndpointBot {
     }
 }
 
-/// How a failed call counts: a missed deadline is a timeout, anything else a fault.
-fn failure_from_status(status: &tonic::Status) -> BotFailure {
+/// How a failed call counts: one that failed at or past the wall clock is a
+/// timeout (tonic reports its own deadline as CANCELLED or DEADLINE_EXCEEDED);
+/// anything earlier, including a dropped connection, is a fault.
+fn failure_from_status(status: &tonic::Status, elapsed: Duration, wall_clock: Duration) -> BotFailure {
+    if elapsed >= wall_clock {
+        return BotFailure::timeout(format!("no answer within {} ms", wall_clock.as_millis()));
+    }
     match status.code() {
-        tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
-            BotFailure::timeout(format!("no answer in time: {}", status.message()))
-        }
-        tonic::Code::Unavailable | tonic::Code::Unknown if status.message().contains("transport") => {
+        tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
             BotFailure::fault(format!("connection: {}", status.message()))
         }
         code => BotFailure::fault(format!("{code:?}: {}", status.message())),
@@ -151,10 +153,11 @@ impl Bot for EndpointBot {
             let window = self.grant.as_ref().map(|grant| grant.credential.deciding());
             let mut request = tonic::Request::new(request);
             request.set_timeout(self.wall_clock);
+            let started = std::time::Instant::now();
             let answer = match self.client.decide(request).await {
                 Ok(response) => convert::action_from_proto(response.into_inner().action).map_err(BotFailure::fault),
                 Err(status) => {
-                    let failure = failure_from_status(&status);
+                    let failure = failure_from_status(&status, started.elapsed(), self.wall_clock);
                     if status.code() == tonic::Code::Unavailable {
                         // A fresh channel for the next exchange.
                         self.client = client(&self.endpoint);

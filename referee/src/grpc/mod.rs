@@ -88,7 +88,9 @@ pub async fn serve(
             "listening on {address} (beyond loopback) needs an operator token in {OPERATOR_TOKEN_ENV}"
         )));
     }
-    crate::meter::warm_up();
+    // Load the tokenizer in the background: the first metered call waits for it,
+    // nothing else does.
+    tokio::task::spawn_blocking(crate::meter::warm_up);
     let credentials = Credentials::new();
     let public_url = config
         .public_url

@@ -116,6 +116,21 @@ async fn think(request: &pb::DecideRequest, deadline: Duration) -> Option<pb::Ac
         .and_then(|name| pb::Action::from_str_name(&format!("ACTION_{name}")))
 }
 
+/// Parses a `grpc-timeout` header value ("500m", "10S"…).
+fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    let amount: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(amount.checked_mul(3600)?),
+        "M" => Duration::from_secs(amount.checked_mul(60)?),
+        "S" => Duration::from_secs(amount),
+        "m" => Duration::from_millis(amount),
+        "u" => Duration::from_micros(amount),
+        "n" => Duration::from_nanos(amount),
+        _ => return None,
+    })
+}
+
 #[tonic::async_trait]
 impl Bot for CounterBot {
     async fn hello(&self, _request: Request<pb::HelloRequest>) -> Result<Response<pb::HelloResponse>, Status> {
@@ -127,12 +142,15 @@ impl Bot for CounterBot {
     }
 
     async fn decide(&self, request: Request<pb::DecideRequest>) -> Result<Response<pb::DecideResponse>, Status> {
-        // Leave a margin under the referee's deadline for the answer's trip back.
+        // Think for at most 80% of the referee's deadline, leaving the rest for
+        // the answer's trip back.
         let deadline = request
             .metadata()
             .get("grpc-timeout")
-            .map(|_| Duration::from_millis(500))
-            .unwrap_or(Duration::from_secs(2));
+            .and_then(|value| value.to_str().ok())
+            .and_then(parse_grpc_timeout)
+            .unwrap_or(Duration::from_secs(10))
+            .mul_f64(0.8);
         let request = request.into_inner();
         let observation = request
             .observation

@@ -34,8 +34,9 @@ async fn wait_for(port: u16) {
     panic!("the example bot did not start on port {port}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_bot_thinks_through_inference_and_is_metered() {
+/// Plays the bot started by `start(port)` through a referee whose model always
+/// advises FEINT, and checks it was metered.
+async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
     // A fake model that always advises FEINT.
     let calls = Arc::new(Mutex::new(0usize));
     let model = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -54,13 +55,7 @@ async fn the_example_bot_thinks_through_inference_and_is_metered() {
     tokio::spawn(async move { axum::serve(model, app).await });
 
     let port = free_port();
-    let _bot = Process(
-        Command::new(env!("CARGO_BIN_EXE_endpoint-bot"))
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--think", "--name", "thinker"])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _bot = Process(start(port));
     wait_for(port).await;
 
     let gateway = ModelGateway::new(ModelConfig {
@@ -99,7 +94,7 @@ async fn the_example_bot_thinks_through_inference_and_is_metered() {
         .unwrap()
         .into_inner();
     let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
-    assert_eq!(replay.fighters[0].name, "thinker");
+    assert_eq!(replay.fighters[0].name, name);
     let a: Vec<_> = replay.exchanges().map(|(_, exchange)| exchange.a.clone()).collect();
     // Every decision followed the model's advice and paid for it.
     for side in &a {
@@ -111,4 +106,40 @@ async fn the_example_bot_thinks_through_inference_and_is_metered() {
     assert_eq!(replay.result.tokens_used[0], a.iter().map(|side| side.tokens).sum::<u64>());
     let _ = stop.send(());
     server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_example_thinks_through_inference_and_is_metered() {
+    plays_and_is_metered("thinker", |port| {
+        Command::new(env!("CARGO_BIN_EXE_endpoint-bot"))
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--think", "--name", "thinker"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    })
+    .await;
+}
+
+/// The Python example (grpcio, stubs generated from our .proto files by
+/// `scripts/setup-python-bot.sh`) proves the protos from a second language.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_example_thinks_through_inference_and_is_metered() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let setup = Command::new("bash")
+        .arg(root.join("scripts/setup-python-bot.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(setup.status.success(), "scripts/setup-python-bot.sh failed");
+    let python = String::from_utf8(setup.stdout).unwrap().lines().last().unwrap().trim().to_owned();
+    let script = root.join("examples/python-endpoint-bot/bot.py");
+    plays_and_is_metered("py-thinker", |port| {
+        Command::new(&python)
+            .arg(&script)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--think", "--name", "py-thinker"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    })
+    .await;
 }

@@ -36,7 +36,12 @@ pub struct BotContext {
 }
 
 impl BotContext {
-    pub fn new(config: &MatchConfig, side: Side, meter: FighterMeter, inference: Option<InferenceLink>) -> BotContext {
+    pub fn new(
+        config: &MatchConfig,
+        side: Side,
+        meter: FighterMeter,
+        inference: Option<InferenceLink>,
+    ) -> BotContext {
         BotContext {
             seed: config.seed,
             side,
@@ -51,10 +56,15 @@ impl BotContext {
 /// Builds the bot `spec` names.
 pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bot>, RefereeError> {
     match spec {
-        BotSpec::Builtin(builtin) => Ok(Box::new(BuiltinBot::new(builtin.clone(), context.seed, context.side))),
+        BotSpec::Builtin(builtin) => Ok(Box::new(BuiltinBot::new(
+            builtin.clone(),
+            context.seed,
+            context.side,
+        ))),
         BotSpec::Wasm(path) => {
-            std::fs::metadata(path)
-                .map_err(|error| RefereeError::Spec(format!("cannot read bot {}: {error}", path.display())))?;
+            std::fs::metadata(path).map_err(|error| {
+                RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
+            })?;
             Err(RefereeError::Unsupported(format!(
                 "bot {}: WASM bots are not supported by this build yet (use builtin: or grpc:// bots)",
                 path.display()
@@ -63,11 +73,14 @@ pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bo
         BotSpec::Endpoint(url) => {
             let grant = context.inference.as_ref().map(|link| InferenceGrant {
                 url: link.url.clone(),
-                credential: link
-                    .credentials
-                    .issue(&context.match_id, context.side, context.meter.clone()),
+                credential: link.credentials.issue(
+                    &context.match_id,
+                    context.side,
+                    context.meter.clone(),
+                ),
             });
-            let bot = EndpointBot::connect(url, context.wall_clock, context.meter.clone(), grant).await?;
+            let bot =
+                EndpointBot::connect(url, context.wall_clock, context.meter.clone(), grant).await?;
             Ok(Box::new(bot))
         }
     }

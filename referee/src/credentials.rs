@@ -176,14 +176,23 @@ mod tests {
         let credential = credentials.issue("m1", Side::A, ModelGateway::disabled().meter(10));
         let token = credential.token().to_owned();
         assert_eq!(token.len(), CREDENTIAL_BYTES * 2);
-        assert_eq!(credentials.check(&token).err(), Some(CredentialError::NotDeciding));
+        assert_eq!(
+            credentials.check(&token).err(),
+            Some(CredentialError::NotDeciding)
+        );
         let guard = credential.deciding();
         let holder = credentials.check(&token).expect("deciding");
         assert_eq!((holder.match_id.as_str(), holder.side), ("m1", Side::A));
         drop(guard);
-        assert_eq!(credentials.check(&token).err(), Some(CredentialError::NotDeciding));
+        assert_eq!(
+            credentials.check(&token).err(),
+            Some(CredentialError::NotDeciding)
+        );
         drop(credential);
-        assert_eq!(credentials.check(&token).err(), Some(CredentialError::Unknown));
+        assert_eq!(
+            credentials.check(&token).err(),
+            Some(CredentialError::Unknown)
+        );
         assert!(credentials.is_empty());
     }
 

@@ -58,7 +58,9 @@ pub fn endpoint_uri(url: &str) -> Result<String, RefereeError> {
             "bot {url}: https endpoints are not supported by this build yet (use grpc:// or http://)"
         )));
     }
-    Err(RefereeError::Spec(format!("bot {url}: expected grpc://host:port")))
+    Err(RefereeError::Spec(format!(
+        "bot {url}: expected grpc://host:port"
+    )))
 }
 
 fn client(endpoint: &Endpoint) -> BotClient<Channel> {
@@ -89,8 +91,17 @@ impl EndpointBot {
         let name = match tokio::time::timeout(wall_clock, client.hello(hello)).await {
             Ok(Ok(response)) => {
                 let hello = response.into_inner();
-                let name: String = hello.name.chars().filter(|c| !c.is_control()).take(64).collect();
-                if name.trim().is_empty() { url.to_owned() } else { name }
+                let name: String = hello
+                    .name
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(64)
+                    .collect();
+                if name.trim().is_empty() {
+                    url.to_owned()
+                } else {
+                    name
+                }
             }
             Ok(Err(status)) => {
                 tracing::warn!(bot = url, code = ?status.code(), "endpoint bot did not answer Hello");
@@ -120,7 +131,11 @@ impl EndpointBot {
 /// How a failed call counts: one that failed at or past the wall clock is a
 /// timeout (tonic reports its own deadline as CANCELLED or DEADLINE_EXCEEDED);
 /// anything earlier, including a dropped connection, is a fault.
-fn failure_from_status(status: &tonic::Status, elapsed: Duration, wall_clock: Duration) -> BotFailure {
+fn failure_from_status(
+    status: &tonic::Status,
+    elapsed: Duration,
+    wall_clock: Duration,
+) -> BotFailure {
     if elapsed >= wall_clock {
         return BotFailure::timeout(format!("no answer within {} ms", wall_clock.as_millis()));
     }
@@ -145,7 +160,11 @@ impl Bot for EndpointBot {
                 .as_ref()
                 .map(|grant| grant.credential.token().to_owned())
                 .unwrap_or_default(),
-            inference_url: self.grant.as_ref().map(|grant| grant.url.clone()).unwrap_or_default(),
+            inference_url: self
+                .grant
+                .as_ref()
+                .map(|grant| grant.url.clone())
+                .unwrap_or_default(),
         };
         Box::pin(async move {
             // The decision window: the credential works until the answer arrives or
@@ -155,7 +174,8 @@ impl Bot for EndpointBot {
             request.set_timeout(self.wall_clock);
             let started = std::time::Instant::now();
             let answer = match self.client.decide(request).await {
-                Ok(response) => convert::action_from_proto(response.into_inner().action).map_err(BotFailure::fault),
+                Ok(response) => convert::action_from_proto(response.into_inner().action)
+                    .map_err(BotFailure::fault),
                 Err(status) => {
                     let failure = failure_from_status(&status, started.elapsed(), self.wall_clock);
                     if status.code() == tonic::Code::Unavailable {

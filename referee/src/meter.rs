@@ -44,7 +44,10 @@ pub fn count_tokens(text: &str) -> u64 {
 /// The prompt's tokens: the sum over the message texts forwarded (roles and
 /// message framing are not counted, D-7).
 pub fn count_prompt_tokens(messages: &[ChatMessage]) -> u64 {
-    messages.iter().map(|message| count_tokens(&message.content)).sum()
+    messages
+        .iter()
+        .map(|message| count_tokens(&message.content))
+        .sum()
 }
 
 /// One chat message, as forwarded to the model.
@@ -69,7 +72,10 @@ pub enum ModelError {
     /// The prompt alone does not fit what is left of the budget, or the budget
     /// is already spent: the fighter is gassed out.
     #[error("token budget exhausted ({left_tokens} tokens left, prompt needs {prompt_tokens})")]
-    BudgetExhausted { prompt_tokens: u64, left_tokens: u64 },
+    BudgetExhausted {
+        prompt_tokens: u64,
+        left_tokens: u64,
+    },
     /// No model is configured, or the model failed; nothing was counted.
     #[error("model unavailable: {0}")]
     Unavailable(String),
@@ -113,7 +119,11 @@ impl ModelConfig {
         let api_key = std::env::var(MODEL_API_KEY_ENV)
             .ok()
             .filter(|key| !key.trim().is_empty());
-        ModelConfig { url, model, api_key }
+        ModelConfig {
+            url,
+            model,
+            api_key,
+        }
     }
 }
 
@@ -155,9 +165,9 @@ impl ModelGateway {
         } else {
             format!("{trimmed}/chat/completions")
         };
-        let uri: http::Uri = full
-            .parse()
-            .map_err(|error| RefereeError::Config(format!("model URL {:?}: {error}", config.url)))?;
+        let uri: http::Uri = full.parse().map_err(|error| {
+            RefereeError::Config(format!("model URL {:?}: {error}", config.url))
+        })?;
         match uri.scheme_str() {
             Some("http") => {}
             Some("https") => {
@@ -174,13 +184,18 @@ impl ModelGateway {
             }
         }
         if config.model.trim().is_empty() {
-            return Err(RefereeError::Config("--model must name the model to call".to_owned()));
+            return Err(RefereeError::Config(
+                "--model must name the model to call".to_owned(),
+            ));
         }
         let authorization = match &config.api_key {
             Some(key) => {
-                let mut value = http::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    RefereeError::Config(format!("{MODEL_API_KEY_ENV} holds characters not allowed in a header"))
-                })?;
+                let mut value =
+                    http::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                        RefereeError::Config(format!(
+                            "{MODEL_API_KEY_ENV} holds characters not allowed in a header"
+                        ))
+                    })?;
                 value.set_sensitive(true);
                 Some(value)
             }
@@ -264,8 +279,8 @@ impl ModelClient {
 
 /// The text of `choices[0].message.content` of an OpenAI-style answer.
 fn parse_completion(bytes: &[u8]) -> Result<String, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|error| format!("the model's answer is not JSON: {error}"))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|error| format!("the model's answer is not JSON: {error}"))?;
     value
         .pointer("/choices/0/message/content")
         .and_then(serde_json::Value::as_str)
@@ -339,7 +354,11 @@ impl FighterMeter {
     }
 
     /// One metered model call; the completion text.
-    pub async fn complete(&self, messages: Vec<ChatMessage>, max_tokens: u32) -> Result<String, ModelError> {
+    pub async fn complete(
+        &self,
+        messages: Vec<ChatMessage>,
+        max_tokens: u32,
+    ) -> Result<String, ModelError> {
         self.complete_detailed(messages, max_tokens)
             .await
             .map(|completion| completion.text)
@@ -386,7 +405,10 @@ impl FighterMeter {
             }
         };
         let (text, completion_tokens) = cut_to_tokens(text, cap_tokens);
-        let budget_left_tokens = self.release(prompt_tokens + cap_tokens, prompt_tokens + completion_tokens);
+        let budget_left_tokens = self.release(
+            prompt_tokens + cap_tokens,
+            prompt_tokens + completion_tokens,
+        );
         Ok(Completion {
             text,
             prompt_tokens,
@@ -422,7 +444,10 @@ impl FighterMeter {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
         state.reserved_tokens = state.reserved_tokens.saturating_sub(reserved_tokens);
-        state.used_tokens = state.used_tokens.saturating_add(charged_tokens).min(budget_tokens);
+        state.used_tokens = state
+            .used_tokens
+            .saturating_add(charged_tokens)
+            .min(budget_tokens);
         if state.used_tokens >= budget_tokens {
             state.gassed_out = true;
         }
@@ -437,7 +462,9 @@ fn cut_to_tokens(text: String, cap_tokens: u64) -> (String, u64) {
     if tokens.len() as u64 <= cap_tokens {
         return (text, tokens.len() as u64);
     }
-    let keep = usize::try_from(cap_tokens).unwrap_or(usize::MAX).min(tokens.len());
+    let keep = usize::try_from(cap_tokens)
+        .unwrap_or(usize::MAX)
+        .min(tokens.len());
     let bytes = encoder().decode_bytes(&tokens[..keep]).unwrap_or_default();
     let mut cut = match std::str::from_utf8(&bytes) {
         Ok(valid) => valid.to_owned(),
@@ -462,7 +489,10 @@ mod tests {
         assert_eq!(count_tokens(""), 0);
         assert_eq!(count_tokens("hello world"), 2);
         assert_eq!(
-            count_prompt_tokens(&[ChatMessage::new("system", "hello world"), ChatMessage::new("user", "hello world")]),
+            count_prompt_tokens(&[
+                ChatMessage::new("system", "hello world"),
+                ChatMessage::new("user", "hello world")
+            ]),
             4
         );
     }
@@ -475,7 +505,10 @@ mod tests {
         assert_eq!(count, 3);
         assert!(text.starts_with(&cut));
         assert_eq!(cut_to_tokens(text.clone(), full), (text, full));
-        assert_eq!(cut_to_tokens("héllo wörld ✓✓✓".to_owned(), 0), (String::new(), 0));
+        assert_eq!(
+            cut_to_tokens("héllo wörld ✓✓✓".to_owned(), 0),
+            (String::new(), 0)
+        );
     }
 
     #[tokio::test]

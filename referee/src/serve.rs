@@ -12,7 +12,9 @@ use crate::commands::{Outcome, gateway};
 
 fn init_logging(json: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     // A second initialisation (tests) is harmless; ignore it.
     let _ = if json {
         builder.json().try_init()
@@ -56,7 +58,8 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
         anyhow::bail!("--replay-dir {}: not a folder", dir.display());
     }
     let config = ServeConfig {
-        max_concurrent_matches: usize::try_from(args.max_matches).context("--max-matches too large")?,
+        max_concurrent_matches: usize::try_from(args.max_matches)
+            .context("--max-matches too large")?,
         gateway: gateway(&args.model)?,
         operator_token,
         public_url: args.public_url,

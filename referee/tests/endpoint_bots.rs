@@ -1,6 +1,9 @@
 //! Endpoint bots over real loopback gRPC: the wall clock, faults of every kind,
 //! recovery, and the other fighter's independence.
 
+// Tests: a failed unwrap is a failed assertion.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;
@@ -23,16 +26,36 @@ async fn a_sleeper_past_the_clock_times_out_and_the_other_fighter_is_unaffected(
     assert!(a.len() >= 24, "two full rounds at least: {}", a.len());
     for side in &a {
         assert_eq!(side.source, SourceName::Timeout);
-        assert_eq!(side.action, duel_replays::ActionName::Block, "the fallback plays");
-        assert!(side.latency_ms >= u64::from(CLOCK_MS) - 5, "{}", side.latency_ms);
-        assert!(side.latency_ms < u64::from(CLOCK_MS) + 100, "{}", side.latency_ms);
+        assert_eq!(
+            side.action,
+            duel_replays::ActionName::Block,
+            "the fallback plays"
+        );
+        assert!(
+            side.latency_ms >= u64::from(CLOCK_MS) - 5,
+            "{}",
+            side.latency_ms
+        );
+        assert!(
+            side.latency_ms < u64::from(CLOCK_MS) + 100,
+            "{}",
+            side.latency_ms
+        );
     }
     for side in &b {
         assert_eq!(side.source, SourceName::Bot);
         // Asked concurrently: the sleeper never delays the other's answer.
-        assert!(side.latency_ms < u64::from(CLOCK_MS) / 2, "{}", side.latency_ms);
+        assert!(
+            side.latency_ms < u64::from(CLOCK_MS) / 2,
+            "{}",
+            side.latency_ms
+        );
     }
-    assert!(duel_referee::verify::verify_replay(&replay).unwrap().is_ok());
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
+    );
     referee.stop().await;
 }
 
@@ -47,7 +70,11 @@ async fn dropped_connections_and_junk_are_faults_for_that_exchange_only() {
             assert_eq!(side.source, SourceName::Fault, "{side:?}");
             assert!(side.reason.is_some());
         }
-        assert!(sides(&replay, 1).iter().all(|side| side.source == SourceName::Bot));
+        assert!(
+            sides(&replay, 1)
+                .iter()
+                .all(|side| side.source == SourceName::Bot)
+        );
         referee.stop().await;
         dropper.stop().await;
     }
@@ -61,9 +88,19 @@ async fn garbage_answers_are_faults() {
         let replay = run_match(&referee, request(&garbage.url(), "builtin:block", CLOCK_MS)).await;
         let a = sides(&replay, 0);
         assert!(a.iter().all(|side| side.source == SourceName::Fault));
-        assert!(a[0].reason.as_deref().unwrap_or_default().contains(expected), "{:?}", a[0].reason);
+        assert!(
+            a[0].reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains(expected),
+            "{:?}",
+            a[0].reason
+        );
         // Asked again every exchange: faults never forfeit.
-        assert_eq!(log.decisions.load(std::sync::atomic::Ordering::SeqCst), a.len());
+        assert_eq!(
+            log.decisions.load(std::sync::atomic::Ordering::SeqCst),
+            a.len()
+        );
         referee.stop().await;
     }
 }
@@ -75,7 +112,10 @@ async fn a_bot_comes_back_after_faults() {
     let replay = run_match(&referee, request(&flaky.url(), "builtin:block", CLOCK_MS)).await;
     let sources: Vec<SourceName> = sides(&replay, 0).iter().map(|side| side.source).collect();
     assert_eq!(&sources[..3], &[SourceName::Fault; 3]);
-    assert!(sources[3..].iter().all(|source| *source == SourceName::Bot), "{sources:?}");
+    assert!(
+        sources[3..].iter().all(|source| *source == SourceName::Bot),
+        "{sources:?}"
+    );
     referee.stop().await;
 }
 
@@ -94,14 +134,31 @@ async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
         log: std::sync::Arc::clone(&log),
     };
     let mut server = Some(serve_bot_on(listener, bot.clone()));
-    let mut config = MatchConfig::new(uuid::Uuid::new_v4().to_string(), "2026-01-01T00:00:00Z".into(), WeightClass::Light, 1);
+    let mut config = MatchConfig::new(
+        uuid::Uuid::new_v4().to_string(),
+        "2026-01-01T00:00:00Z".into(),
+        WeightClass::Light,
+        1,
+    );
     config.decision_wall_clock = Duration::from_millis(CLOCK_MS.into());
     let gateway = duel_referee::ModelGateway::disabled();
     let spec = BotSpec::parse(&format!("grpc://{address}")).unwrap();
-    let context = BotContext::new(&config, Side::A, gateway.meter(config.budget_tokens()), None);
+    let context = BotContext::new(
+        &config,
+        Side::A,
+        gateway.meter(config.budget_tokens()),
+        None,
+    );
     let mut endpoint = make_bot(&spec, &context).await.unwrap();
-    let context = BotContext::new(&config, Side::B, gateway.meter(config.budget_tokens()), None);
-    let mut block = make_bot(&BotSpec::parse("builtin:block").unwrap(), &context).await.unwrap();
+    let context = BotContext::new(
+        &config,
+        Side::B,
+        gateway.meter(config.budget_tokens()),
+        None,
+    );
+    let mut block = make_bot(&BotSpec::parse("builtin:block").unwrap(), &context)
+        .await
+        .unwrap();
     // Take the bot down after exchange 3 and bring it back (same port) after 8.
     let (events, mut exchanges) = tokio::sync::mpsc::unbounded_channel::<usize>();
     let controller = tokio::spawn(async move {
@@ -132,9 +189,15 @@ async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
     drop(events);
     controller.await.unwrap();
     let sources: Vec<SourceName> = sides(&replay, 0).iter().map(|side| side.source).collect();
-    assert!(sources[..3].iter().all(|s| *s == SourceName::Bot), "{sources:?}");
+    assert!(
+        sources[..3].iter().all(|s| *s == SourceName::Bot),
+        "{sources:?}"
+    );
     assert!(sources[3..8].contains(&SourceName::Fault), "{sources:?}");
-    assert!(sources[10..].iter().all(|s| *s == SourceName::Bot), "{sources:?}");
+    assert!(
+        sources[10..].iter().all(|s| *s == SourceName::Bot),
+        "{sources:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,6 +206,10 @@ async fn unreachable_bots_play_as_faults_named_by_url() {
     let replay = run_match(&referee, request("grpc://127.0.0.1:1", "builtin:block", 50)).await;
     assert_eq!(replay.fighters[0].name, "grpc://127.0.0.1:1");
     assert_eq!(replay.fighters[0].kind, duel_replays::FighterKind::Endpoint);
-    assert!(sides(&replay, 0).iter().all(|side| side.source == SourceName::Fault));
+    assert!(
+        sides(&replay, 0)
+            .iter()
+            .all(|side| side.source == SourceName::Fault)
+    );
     referee.stop().await;
 }

@@ -2,6 +2,9 @@
 //! counts, budgets running out, completion caps, and credentials that belong to
 //! someone else.
 
+// Tests: a failed unwrap is a failed assertion.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::sync::Arc;
@@ -22,7 +25,10 @@ const COMPLETION_TOKENS: u64 = 6;
 
 fn think(messages: &[(&str, &str)], max_tokens: u32) -> Behaviour {
     Behaviour::Think {
-        messages: messages.iter().map(|(role, text)| (role.to_string(), text.to_string())).collect(),
+        messages: messages
+            .iter()
+            .map(|(role, text)| (role.to_string(), text.to_string()))
+            .collect(),
         max_tokens,
     }
 }
@@ -43,33 +49,47 @@ async fn tokens_are_counted_exactly_per_decision_and_per_match() {
     let per_decision = SYSTEM_TOKENS + USER_TOKENS + COMPLETION_TOKENS;
     let a = sides(&replay, 0);
     for side in &a {
-        assert_eq!((side.source, side.tokens), (SourceName::Bot, per_decision), "{side:?}");
+        assert_eq!(
+            (side.source, side.tokens),
+            (SourceName::Bot, per_decision),
+            "{side:?}"
+        );
     }
     let decisions = a.len() as u64;
     assert_eq!(replay.result.tokens_used, [decisions * per_decision, 0]);
-    let results = bot_log.inference.lock().unwrap();
+    let results = bot_log.inference.lock().unwrap().clone();
     assert_eq!(results.len() as u64, decisions);
     for (index, result) in results.iter().enumerate() {
         let response = result.as_ref().expect("metered call");
         assert_eq!(response.prompt_tokens, SYSTEM_TOKENS + USER_TOKENS);
         assert_eq!(response.completion_tokens, COMPLETION_TOKENS);
         assert_eq!(response.text, COMPLETION);
-        assert_eq!(response.budget_left_tokens, 8_000 - (index as u64 + 1) * per_decision);
+        assert_eq!(
+            response.budget_left_tokens,
+            8_000 - (index as u64 + 1) * per_decision
+        );
     }
     // The bot sees its own budget shrink by exactly what it spent.
-    let budgets = bot_log.budgets_seen.lock().unwrap();
+    let budgets = bot_log.budgets_seen.lock().unwrap().clone();
     for (index, budget) in budgets.iter().enumerate() {
         assert_eq!(*budget, 8_000 - index as u64 * per_decision);
     }
     // What reached the model: the messages as sent, the cap, the key from config.
-    let requests = model_log.requests.lock().unwrap();
+    let requests = model_log.requests.lock().unwrap().clone();
     assert_eq!(requests.len() as u64, decisions);
     assert_eq!(requests[0]["model"], "test-model");
     assert_eq!(requests[0]["max_tokens"], 16);
     assert_eq!(requests[0]["messages"][0]["role"], "system");
     assert_eq!(requests[0]["messages"][0]["content"], SYSTEM);
     assert_eq!(requests[0]["messages"][1]["content"], USER);
-    assert!(model_log.authorization.lock().unwrap().iter().all(|value| value.as_deref() == Some("Bearer sk-test-key")));
+    assert!(
+        model_log
+            .authorization
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|value| value.as_deref() == Some("Bearer sk-test-key"))
+    );
     referee.stop().await;
 }
 
@@ -99,18 +119,25 @@ async fn a_budget_running_out_mid_round_gasses_the_fighter_out() {
     assert_eq!(a[fitting].action, duel_replays::ActionName::Jab);
     // … and from the next decision on the fallback plays, recorded as budget.
     for side in &a[fitting + 1..] {
-        assert_eq!((side.source, side.tokens, side.latency_ms), (SourceName::Budget, 0, 0));
+        assert_eq!(
+            (side.source, side.tokens, side.latency_ms),
+            (SourceName::Budget, 0, 0)
+        );
     }
     assert_eq!(
         bot_log.decisions.load(std::sync::atomic::Ordering::SeqCst),
         fitting + 1,
         "a gassed-out bot is not asked"
     );
-    let results = bot_log.inference.lock().unwrap();
+    let results = bot_log.inference.lock().unwrap().clone();
     assert_eq!(results.last(), Some(&Err(tonic::Code::ResourceExhausted)));
     assert_eq!(replay.result.tokens_used[0], fitting as u64 * per_call);
     assert!(replay.result.tokens_used[0] <= replay.budget);
-    assert!(duel_referee::verify::verify_replay(&replay).unwrap().is_ok());
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
+    );
     referee.stop().await;
 }
 
@@ -134,9 +161,15 @@ async fn completions_are_capped_and_a_budget_spent_to_zero_gasses_out() {
     assert_eq!(completion.budget_left_tokens, 0);
     assert_eq!(meter.tokens_used(), 8_000);
     assert!(meter.gassed_out());
-    let refused = meter.complete(vec![ChatMessage::new("user", "hi")], 1).await;
+    let refused = meter
+        .complete(vec![ChatMessage::new("user", "hi")], 1)
+        .await;
     assert!(matches!(refused, Err(ModelError::BudgetExhausted { .. })));
-    assert_eq!(model_log.requests.lock().unwrap().len(), 1, "a refused call is not forwarded");
+    assert_eq!(
+        model_log.requests.lock().unwrap().len(),
+        1,
+        "a refused call is not forwarded"
+    );
     assert_eq!(meter.take_spent(), 8_000);
     assert_eq!(meter.take_spent(), 0);
 }
@@ -183,10 +216,12 @@ async fn the_other_fighters_credential_is_refused() {
     );
     let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
     let replay = run_match(&referee, request(&thief.url(), &victim.url(), 1_000)).await;
-    let results = log.inference.lock().unwrap();
+    let results = log.inference.lock().unwrap().clone();
     assert!(!results.is_empty());
     assert!(
-        results.iter().all(|result| *result == Err(tonic::Code::PermissionDenied)),
+        results
+            .iter()
+            .all(|result| *result == Err(tonic::Code::PermissionDenied)),
         "{results:?}"
     );
     assert_eq!(replay.result.tokens_used, [0, 0]);
@@ -212,7 +247,9 @@ async fn another_matchs_credential_and_forged_ones_are_refused() {
     let thief = serve_bot_on(
         loopback().await,
         TestBot {
-            behaviour: Behaviour::Steal { pause: Duration::ZERO },
+            behaviour: Behaviour::Steal {
+                pause: Duration::ZERO,
+            },
             log: Arc::clone(&log),
         },
     );
@@ -220,10 +257,17 @@ async fn another_matchs_credential_and_forged_ones_are_refused() {
     {
         let results = log.inference.lock().unwrap();
         assert!(!results.is_empty());
-        assert!(results.iter().all(|result| *result == Err(tonic::Code::Unauthenticated)), "{results:?}");
+        assert!(
+            results
+                .iter()
+                .all(|result| *result == Err(tonic::Code::Unauthenticated)),
+            "{results:?}"
+        );
     }
     // Forged and missing credentials, straight at the service.
-    let mut client = duel_proto::v1::inference_client::InferenceClient::connect(url).await.unwrap();
+    let mut client = duel_proto::v1::inference_client::InferenceClient::connect(url)
+        .await
+        .unwrap();
     for token in [Some("forged"), Some(old_token.as_str()), None] {
         let mut request = tonic::Request::new(pb::CompleteRequest {
             messages: vec![pb::ChatMessage {
@@ -250,7 +294,18 @@ async fn without_a_model_inference_is_unavailable_and_free() {
     let referee = serve_referee(serve_config(4, Default::default())).await;
     let replay = run_match(&referee, request(&thinker.url(), "builtin:block", 1_000)).await;
     assert_eq!(replay.result.tokens_used, [0, 0]);
-    assert!(sides(&replay, 0).iter().all(|side| side.source == SourceName::Bot));
-    assert!(bot_log.inference.lock().unwrap().iter().all(|result| *result == Err(tonic::Code::Unavailable)));
+    assert!(
+        sides(&replay, 0)
+            .iter()
+            .all(|side| side.source == SourceName::Bot)
+    );
+    assert!(
+        bot_log
+            .inference
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|result| *result == Err(tonic::Code::Unavailable))
+    );
     referee.stop().await;
 }

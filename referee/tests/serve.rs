@@ -1,6 +1,9 @@
 //! `referee serve` over real loopback gRPC: watching, limits, shutdown, auth,
 //! health and argument checking.
 
+// Tests: a failed unwrap is a failed assertion.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;
@@ -56,13 +59,19 @@ async fn watch_match_sees_every_exchange_in_order() {
     let recorded: Vec<_> = replay.exchanges().collect();
     assert_eq!(watched.len(), recorded.len());
     for (seen, (round, exchange)) in watched.iter().zip(&recorded) {
-        assert_eq!((seen.round, seen.exchange), (u32::from(*round), u32::from(exchange.number)));
+        assert_eq!(
+            (seen.round, seen.exchange),
+            (u32::from(*round), u32::from(exchange.number))
+        );
         let a = seen.a.as_ref().unwrap();
         assert_eq!(a.hp, exchange.a.hp);
         assert_eq!(a.tokens, exchange.a.tokens);
         assert_eq!(seen.b.as_ref().unwrap().stamina, exchange.b.stamina);
     }
-    assert_eq!(result.round_wins, replay.result.round_wins.map(u32::from).to_vec());
+    assert_eq!(
+        result.round_wins,
+        replay.result.round_wins.map(u32::from).to_vec()
+    );
     // A late spectator sees the same match from its start.
     let late: Vec<_> = {
         let mut stream = client
@@ -94,7 +103,11 @@ async fn run_match_over_the_limit_gets_resource_exhausted() {
         .run_match(request("builtin:block", "builtin:block", 100))
         .await
         .unwrap_err();
-    assert_eq!(refused.code(), tonic::Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
     let still_running = client
         .get_replay(pb::GetReplayRequest {
             match_id: running.match_id,
@@ -128,10 +141,22 @@ async fn shutdown_lets_matches_in_flight_finish() {
     assert_eq!(refused.code(), tonic::Code::Unavailable);
     let finished = in_flight.await.unwrap().unwrap().into_inner();
     let replay = duel_replays::Replay::from_slice(finished.replay_json.as_bytes()).unwrap();
-    assert!(duel_referee::verify::verify_replay(&replay).unwrap().is_ok());
-    let written = duel_replays::Replay::read(&replay_dir.path().join(format!("{}.json", finished.match_id))).unwrap();
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
+    );
+    let written = duel_replays::Replay::read(
+        &replay_dir
+            .path()
+            .join(format!("{}.json", finished.match_id)),
+    )
+    .unwrap();
     assert_eq!(written, replay);
-    tokio::time::timeout(Duration::from_secs(10), referee.task).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), referee.task)
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,9 +193,19 @@ async fn shutdown_past_the_grace_aborts_matches_without_half_written_replays() {
     while let Some(event) = watcher.message().await.unwrap() {
         last = event.event;
     }
-    assert!(matches!(last, Some(pb::match_event::Event::Aborted(_))), "{last:?}");
-    tokio::time::timeout(Duration::from_secs(10), referee.task).await.unwrap().unwrap();
-    assert_eq!(std::fs::read_dir(replay_dir.path()).unwrap().count(), 0, "no replay, not even a partial one");
+    assert!(
+        matches!(last, Some(pb::match_event::Event::Aborted(_))),
+        "{last:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(10), referee.task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_dir(replay_dir.path()).unwrap().count(),
+        0,
+        "no replay, not even a partial one"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,12 +215,36 @@ async fn bad_requests_get_clear_codes() {
     let wasm = tempfile::Builder::new().suffix(".wasm").tempfile().unwrap();
     let wasm_path = wasm.path().display().to_string();
     let cases = [
-        (request("", "builtin:block", 100), tonic::Code::InvalidArgument, "bot_a is missing"),
-        (request("builtin:nope", "builtin:block", 100), tonic::Code::InvalidArgument, "unknown built-in bot"),
-        (request("builtin:block", "builtin:block", 10_001), tonic::Code::InvalidArgument, "wall_clock_ms"),
-        (request("missing.wasm", "builtin:block", 100), tonic::Code::InvalidArgument, "cannot read bot"),
-        (request(&wasm_path, "builtin:block", 100), tonic::Code::Unimplemented, "not supported"),
-        (request("https://127.0.0.1:1", "builtin:block", 100), tonic::Code::Unimplemented, "https"),
+        (
+            request("", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "bot_a is missing",
+        ),
+        (
+            request("builtin:nope", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "unknown built-in bot",
+        ),
+        (
+            request("builtin:block", "builtin:block", 10_001),
+            tonic::Code::InvalidArgument,
+            "wall_clock_ms",
+        ),
+        (
+            request("missing.wasm", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "cannot read bot",
+        ),
+        (
+            request(&wasm_path, "builtin:block", 100),
+            tonic::Code::Unimplemented,
+            "not supported",
+        ),
+        (
+            request("https://127.0.0.1:1", "builtin:block", 100),
+            tonic::Code::Unimplemented,
+            "https",
+        ),
     ];
     for (request, code, message) in cases {
         let status = client.run_match(request).await.unwrap_err();
@@ -193,10 +252,15 @@ async fn bad_requests_get_clear_codes() {
         assert!(status.message().contains(message), "{status:?}");
     }
     let unknown = uuid::Uuid::new_v4().to_string();
-    let status = client.get_replay(pb::GetReplayRequest { match_id: unknown }).await.unwrap_err();
+    let status = client
+        .get_replay(pb::GetReplayRequest { match_id: unknown })
+        .await
+        .unwrap_err();
     assert_eq!(status.code(), tonic::Code::NotFound);
     let status = client
-        .watch_match(pb::WatchMatchRequest { match_id: "x".into() })
+        .watch_match(pb::WatchMatchRequest {
+            match_id: "x".into(),
+        })
         .await
         .unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
@@ -217,13 +281,15 @@ async fn the_operator_token_guards_the_referee_but_not_health() {
     for header in [None, Some("Bearer wrong")] {
         let mut call = tonic::Request::new(request("builtin:block", "builtin:block", 100));
         if let Some(header) = header {
-            call.metadata_mut().insert("authorization", header.parse().unwrap());
+            call.metadata_mut()
+                .insert("authorization", header.parse().unwrap());
         }
         let status = client.run_match(call).await.unwrap_err();
         assert_eq!(status.code(), tonic::Code::Unauthenticated);
     }
     let mut call = tonic::Request::new(request("builtin:block", "builtin:random", 100));
-    call.metadata_mut().insert("authorization", "Bearer s3cret".parse().unwrap());
+    call.metadata_mut()
+        .insert("authorization", "Bearer s3cret".parse().unwrap());
     let response = client.run_match(call).await.unwrap().into_inner();
     assert!(response.result.is_some());
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
@@ -236,7 +302,10 @@ async fn the_operator_token_guards_the_referee_but_not_health() {
             .unwrap()
             .into_inner()
             .status;
-        assert_eq!(status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+        assert_eq!(
+            status,
+            tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+        );
     }
     referee.stop().await;
 }

@@ -80,7 +80,11 @@ fn choose(observation: &pb::Observation) -> pb::Action {
         .unwrap_or(pb::Action::Block);
     let stamina = observation.you.as_ref().map_or(0, |you| you.stamina);
     let answer = counter(habit);
-    if cost(answer) > stamina { pb::Action::Recover } else { answer }
+    if cost(answer) > stamina {
+        pb::Action::Recover
+    } else {
+        answer
+    }
 }
 
 /// Asks the model for one action name; `None` when it cannot help.
@@ -89,7 +93,9 @@ async fn think(request: &pb::DecideRequest, deadline: Duration) -> Option<pb::Ac
         return None;
     }
     let observation = request.observation.as_ref()?;
-    let mut client = InferenceClient::connect(request.inference_url.clone()).await.ok()?;
+    let mut client = InferenceClient::connect(request.inference_url.clone())
+        .await
+        .ok()?;
     let prompt = format!(
         "Round {}, exchange {}. My HP {} stamina {}; opponent HP {} stamina {}. Answer with one of JAB HEAVY BLOCK DODGE FEINT RECOVER.",
         observation.round,
@@ -109,7 +115,13 @@ async fn think(request: &pb::DecideRequest, deadline: Duration) -> Option<pb::Ac
     call.set_timeout(deadline);
     let bearer = format!("Bearer {}", request.inference_token).parse().ok()?;
     call.metadata_mut().insert("authorization", bearer);
-    let text = client.complete(call).await.ok()?.into_inner().text.to_uppercase();
+    let text = client
+        .complete(call)
+        .await
+        .ok()?
+        .into_inner()
+        .text
+        .to_uppercase();
     ["JAB", "HEAVY", "BLOCK", "DODGE", "FEINT", "RECOVER"]
         .into_iter()
         .find(|name| text.contains(name))
@@ -133,7 +145,10 @@ fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 
 #[tonic::async_trait]
 impl Bot for CounterBot {
-    async fn hello(&self, _request: Request<pb::HelloRequest>) -> Result<Response<pb::HelloResponse>, Status> {
+    async fn hello(
+        &self,
+        _request: Request<pb::HelloRequest>,
+    ) -> Result<Response<pb::HelloResponse>, Status> {
         Ok(Response::new(pb::HelloResponse {
             name: self.name.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -141,7 +156,10 @@ impl Bot for CounterBot {
         }))
     }
 
-    async fn decide(&self, request: Request<pb::DecideRequest>) -> Result<Response<pb::DecideResponse>, Status> {
+    async fn decide(
+        &self,
+        request: Request<pb::DecideRequest>,
+    ) -> Result<Response<pb::DecideResponse>, Status> {
         // Think for at most 80% of the referee's deadline, leaving the rest for
         // the answer's trip back.
         let deadline = request
@@ -162,7 +180,9 @@ impl Bot for CounterBot {
         {
             action = advice;
         }
-        Ok(Response::new(pb::DecideResponse { action: action.into() }))
+        Ok(Response::new(pb::DecideResponse {
+            action: action.into(),
+        }))
     }
 }
 

@@ -21,12 +21,19 @@ impl Drop for Process {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn wait_for(port: u16) {
     for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -78,9 +85,10 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
     let server = tokio::spawn(duel_referee::grpc::serve(listener, config, async {
         let _ = stopped.await;
     }));
-    let mut client = duel_proto::v1::referee_client::RefereeClient::connect(format!("http://{referee_address}"))
-        .await
-        .unwrap();
+    let mut client =
+        duel_proto::v1::referee_client::RefereeClient::connect(format!("http://{referee_address}"))
+            .await
+            .unwrap();
     let response = client
         .run_match(pb::RunMatchRequest {
             bot_a: format!("grpc://127.0.0.1:{port}"),
@@ -95,7 +103,10 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
         .into_inner();
     let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
     assert_eq!(replay.fighters[0].name, name);
-    let a: Vec<_> = replay.exchanges().map(|(_, exchange)| exchange.a.clone()).collect();
+    let a: Vec<_> = replay
+        .exchanges()
+        .map(|(_, exchange)| exchange.a.clone())
+        .collect();
     // Every decision followed the model's advice and paid for it.
     for side in &a {
         assert_eq!(side.source, duel_replays::SourceName::Bot);
@@ -103,7 +114,10 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
         assert!(side.tokens > 0, "{a:?}");
     }
     assert_eq!(*calls.lock().unwrap(), a.len());
-    assert_eq!(replay.result.tokens_used[0], a.iter().map(|side| side.tokens).sum::<u64>());
+    assert_eq!(
+        replay.result.tokens_used[0],
+        a.iter().map(|side| side.tokens).sum::<u64>()
+    );
     let _ = stop.send(());
     server.await.unwrap().unwrap();
 }
@@ -112,7 +126,13 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
 async fn the_rust_example_thinks_through_inference_and_is_metered() {
     plays_and_is_metered("thinker", |port| {
         Command::new(env!("CARGO_BIN_EXE_endpoint-bot"))
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--think", "--name", "thinker"])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--think",
+                "--name",
+                "thinker",
+            ])
             .stderr(Stdio::null())
             .spawn()
             .unwrap()
@@ -131,12 +151,24 @@ async fn the_python_example_thinks_through_inference_and_is_metered() {
         .output()
         .unwrap();
     assert!(setup.status.success(), "scripts/setup-python-bot.sh failed");
-    let python = String::from_utf8(setup.stdout).unwrap().lines().last().unwrap().trim().to_owned();
+    let python = String::from_utf8(setup.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_owned();
     let script = root.join("examples/python-endpoint-bot/bot.py");
     plays_and_is_metered("py-thinker", |port| {
         Command::new(&python)
             .arg(&script)
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--think", "--name", "py-thinker"])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--think",
+                "--name",
+                "py-thinker",
+            ])
             .stderr(Stdio::null())
             .spawn()
             .unwrap()

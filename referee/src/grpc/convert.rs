@@ -162,7 +162,11 @@ pub fn exchange_to_proto(
 pub fn match_result_to_proto(result: &MatchResultRecord) -> pb::MatchResult {
     pb::MatchResult {
         winner: winner_to_proto(result.winner).into(),
-        round_wins: result.round_wins.iter().map(|&wins| u32::from(wins)).collect(),
+        round_wins: result
+            .round_wins
+            .iter()
+            .map(|&wins| u32::from(wins))
+            .collect(),
         damage: result.damage.to_vec(),
         tokens_used: result.tokens_used.to_vec(),
     }
@@ -218,7 +222,10 @@ impl TryFrom<pb::RunMatchRequest> for MatchRequest {
             BotSpec::parse(text).map_err(|error| format!("{field}: {error}"))
         };
         Ok(MatchRequest {
-            specs: [parse("bot_a", &request.bot_a)?, parse("bot_b", &request.bot_b)?],
+            specs: [
+                parse("bot_a", &request.bot_a)?,
+                parse("bot_b", &request.bot_b)?,
+            ],
             class: class_from_proto(request.class)?,
             seed: request.seed,
             wall_clock: wall_clock_from_ms(request.wall_clock_ms)?,
@@ -237,7 +244,10 @@ mod tests {
     #[test]
     fn every_action_round_trips() {
         for action in Action::ALL {
-            assert_eq!(action_from_proto(action_to_proto(action).into()), Ok(action));
+            assert_eq!(
+                action_from_proto(action_to_proto(action).into()),
+                Ok(action)
+            );
         }
         assert!(action_from_proto(0).is_err());
         assert!(action_from_proto(7).is_err());
@@ -287,10 +297,34 @@ mod tests {
         assert_eq!(request.class, WeightClass::Middle);
         assert_eq!(request.wall_clock, DECISION_WALL_CLOCK);
         let cases = [
-            (pb::RunMatchRequest { bot_a: String::new(), ..good.clone() }, "bot_a is missing"),
-            (pb::RunMatchRequest { bot_b: "nope".into(), ..good.clone() }, "bot_b"),
-            (pb::RunMatchRequest { class: 9, ..good.clone() }, "weight class"),
-            (pb::RunMatchRequest { wall_clock_ms: 10_001, ..good.clone() }, "wall_clock_ms"),
+            (
+                pb::RunMatchRequest {
+                    bot_a: String::new(),
+                    ..good.clone()
+                },
+                "bot_a is missing",
+            ),
+            (
+                pb::RunMatchRequest {
+                    bot_b: "nope".into(),
+                    ..good.clone()
+                },
+                "bot_b",
+            ),
+            (
+                pb::RunMatchRequest {
+                    class: 9,
+                    ..good.clone()
+                },
+                "weight class",
+            ),
+            (
+                pb::RunMatchRequest {
+                    wall_clock_ms: 10_001,
+                    ..good.clone()
+                },
+                "wall_clock_ms",
+            ),
         ];
         for (request, expected) in cases {
             let message = MatchRequest::try_from(request).expect_err(expected);

@@ -41,7 +41,10 @@ pub fn messages_from_proto(messages: Vec<pb::ChatMessage>) -> Vec<ChatMessage> {
 
 #[tonic::async_trait]
 impl Inference for InferenceService {
-    async fn complete(&self, request: Request<pb::CompleteRequest>) -> Result<Response<pb::CompleteResponse>, Status> {
+    async fn complete(
+        &self,
+        request: Request<pb::CompleteRequest>,
+    ) -> Result<Response<pb::CompleteResponse>, Status> {
         let Some(token) = bearer(&request) else {
             return Err(ServiceError::Unauthenticated(
                 "missing `authorization: Bearer <inference_token>` metadata".to_owned(),
@@ -63,7 +66,9 @@ impl Inference for InferenceService {
                 budget_left_tokens = done.budget_left_tokens,
                 "model call"
             ),
-            Err(error) => tracing::info!(match_id = %holder.match_id, side = holder.side.name(), %error, "model call refused"),
+            Err(error) => {
+                tracing::info!(match_id = %holder.match_id, side = holder.side.name(), %error, "model call refused")
+            }
         }
         let completion = completion.map_err(ServiceError::from)?;
         Ok(Response::new(pb::CompleteResponse {

@@ -49,7 +49,9 @@ pub struct LiveMatch {
 
 impl LiveMatch {
     fn state(&self) -> MutexGuard<'_, LiveState> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn bump(&self) {
@@ -73,7 +75,11 @@ impl LiveMatch {
     /// Events from `from` on, and the end if reached.
     pub fn events_since(&self, from: usize) -> (Vec<pb::ExchangeEvent>, Option<MatchEnd>) {
         let state = self.state();
-        let events = state.exchanges.get(from..).map(<[_]>::to_vec).unwrap_or_default();
+        let events = state
+            .exchanges
+            .get(from..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
         (events, state.end.clone())
     }
 
@@ -165,17 +171,28 @@ impl Matches {
         if self.inner.shutting_down.load(Ordering::Acquire) {
             return Err(ServiceError::ShuttingDown);
         }
-        let permit = Arc::clone(&self.inner.permits).try_acquire_owned().map_err(|_| {
-            ServiceError::Busy(format!(
-                "{} matches are running, the most this referee runs at once",
-                self.inner.config.max_concurrent_matches
-            ))
-        })?;
+        let permit = Arc::clone(&self.inner.permits)
+            .try_acquire_owned()
+            .map_err(|_| {
+                ServiceError::Busy(format!(
+                    "{} matches are running, the most this referee runs at once",
+                    self.inner.config.max_concurrent_matches
+                ))
+            })?;
         let accepted_at = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
-            .map_err(|error| ServiceError::InvalidArgument(format!("cannot format the current time: {error}")))?;
-        let seed = request.seed.unwrap_or_else(|| uuid::Uuid::new_v4().as_u64_pair().0 % 1_000_000_000);
-        let mut config = MatchConfig::new(uuid::Uuid::new_v4().to_string(), accepted_at, request.class, seed);
+            .map_err(|error| {
+                ServiceError::InvalidArgument(format!("cannot format the current time: {error}"))
+            })?;
+        let seed = request
+            .seed
+            .unwrap_or_else(|| uuid::Uuid::new_v4().as_u64_pair().0 % 1_000_000_000);
+        let mut config = MatchConfig::new(
+            uuid::Uuid::new_v4().to_string(),
+            accepted_at,
+            request.class,
+            seed,
+        );
         config.decision_wall_clock = request.wall_clock;
         let span = tracing::info_span!("match", match_id = %config.match_id);
         let gateway = &self.inner.config.gateway;
@@ -197,13 +214,19 @@ impl Matches {
                 class: convert::class_to_proto(config.class).into(),
                 budget_tokens: config.budget_tokens(),
                 seed,
-                wall_clock_ms: u64::try_from(config.decision_wall_clock.as_millis()).unwrap_or(u64::MAX),
-                fighters: fighters.iter().map(convert::fighter_info_to_proto).collect(),
+                wall_clock_ms: u64::try_from(config.decision_wall_clock.as_millis())
+                    .unwrap_or(u64::MAX),
+                fighters: fighters
+                    .iter()
+                    .map(convert::fighter_info_to_proto)
+                    .collect(),
             },
             state: Mutex::new(LiveState::default()),
             version: watch::channel(0).0,
         });
-        self.table().matches.insert(config.match_id.clone(), Arc::clone(&live));
+        self.table()
+            .matches
+            .insert(config.match_id.clone(), Arc::clone(&live));
         span.in_scope(|| {
             tracing::info!(
                 a = %fighters[0].name,
@@ -216,9 +239,11 @@ impl Matches {
         });
         let matches = self.clone();
         let task_live = Arc::clone(&live);
-        self.inner
-            .tracker
-            .spawn(matches.play(config, bots, task_live, permit).instrument(span));
+        self.inner.tracker.spawn(
+            matches
+                .play(config, bots, task_live, permit)
+                .instrument(span),
+        );
         Ok(live)
     }
 
@@ -232,15 +257,19 @@ impl Matches {
         let match_id = config.match_id.clone();
         let abort = self.inner.abort.clone();
         let (first, second) = bots.split_at_mut(1);
-        let run = run_match_observed(config, [first[0].as_mut(), second[0].as_mut()], |recorder, step| {
-            if let Some((round, exchange)) = recorder.last_exchange() {
-                let round_result = step.round_result.map(|result| RoundResultRecord {
-                    winner: result.winner.into(),
-                    by: result.by.into(),
-                });
-                live.push(convert::exchange_to_proto(round, exchange, round_result));
-            }
-        });
+        let run = run_match_observed(
+            config,
+            [first[0].as_mut(), second[0].as_mut()],
+            |recorder, step| {
+                if let Some((round, exchange)) = recorder.last_exchange() {
+                    let round_result = step.round_result.map(|result| RoundResultRecord {
+                        winner: result.winner.into(),
+                        by: result.by.into(),
+                    });
+                    live.push(convert::exchange_to_proto(round, exchange, round_result));
+                }
+            },
+        );
         let end = tokio::select! {
             replay = run => {
                 self.keep_replay(&replay);
@@ -292,10 +321,20 @@ impl Matches {
         self.inner.tracker.close();
         let running = self.running();
         if running > 0 {
-            tracing::info!(running, grace_s = grace.as_secs_f64(), "waiting for matches in flight");
+            tracing::info!(
+                running,
+                grace_s = grace.as_secs_f64(),
+                "waiting for matches in flight"
+            );
         }
-        if tokio::time::timeout(grace, self.inner.tracker.wait()).await.is_err() {
-            tracing::warn!(running = self.running(), "grace period over: aborting matches in flight");
+        if tokio::time::timeout(grace, self.inner.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                running = self.running(),
+                "grace period over: aborting matches in flight"
+            );
             self.inner.abort.cancel();
             self.inner.tracker.wait().await;
         }

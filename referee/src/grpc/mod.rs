@@ -80,9 +80,9 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
-    let address: SocketAddr = listener
-        .local_addr()
-        .map_err(|error| RefereeError::Serve(format!("cannot read the listening address: {error}")))?;
+    let address: SocketAddr = listener.local_addr().map_err(|error| {
+        RefereeError::Serve(format!("cannot read the listening address: {error}"))
+    })?;
     if !address.ip().is_loopback() && config.operator_token.is_none() {
         return Err(RefereeError::Config(format!(
             "listening on {address} (beyond loopback) needs an operator token in {OPERATOR_TOKEN_ENV}"
@@ -166,7 +166,10 @@ pub async fn serve_inference(
         .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     Server::builder()
         .add_service(inference)
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
         .await
         .map_err(|error| RefereeError::Serve(format!("Inference server stopped: {error}")))
 }

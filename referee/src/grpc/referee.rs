@@ -37,7 +37,9 @@ fn check_match_id(match_id: &str) -> Result<(), ServiceError> {
 
 fn end_event(end: &MatchEnd) -> pb::MatchEvent {
     let event = match end {
-        MatchEnd::Finished(replay) => pb::match_event::Event::Finished(convert::match_result_to_proto(&replay.result)),
+        MatchEnd::Finished(replay) => {
+            pb::match_event::Event::Finished(convert::match_result_to_proto(&replay.result))
+        }
         MatchEnd::Aborted(reason) => pb::match_event::Event::Aborted(reason.clone()),
     };
     pb::MatchEvent { event: Some(event) }
@@ -47,8 +49,12 @@ type EventStream = Pin<Box<dyn Stream<Item = Result<pb::MatchEvent, Status>> + S
 
 #[tonic::async_trait]
 impl Referee for RefereeService {
-    async fn run_match(&self, request: Request<pb::RunMatchRequest>) -> Result<Response<pb::RunMatchResponse>, Status> {
-        let request = MatchRequest::try_from(request.into_inner()).map_err(ServiceError::InvalidArgument)?;
+    async fn run_match(
+        &self,
+        request: Request<pb::RunMatchRequest>,
+    ) -> Result<Response<pb::RunMatchResponse>, Status> {
+        let request =
+            MatchRequest::try_from(request.into_inner()).map_err(ServiceError::InvalidArgument)?;
         let detach = request.detach;
         let live = self.matches.start(request).await?;
         let match_id = live.started.match_id.clone();
@@ -65,19 +71,23 @@ impl Referee for RefereeService {
                 result: Some(convert::match_result_to_proto(&replay.result)),
                 replay_json: replay.to_json_pretty(),
             })),
-            MatchEnd::Aborted(reason) => Err(Status::aborted(format!("match {match_id}: {reason}"))),
+            MatchEnd::Aborted(reason) => {
+                Err(Status::aborted(format!("match {match_id}: {reason}")))
+            }
         }
     }
 
     type WatchMatchStream = EventStream;
 
-    async fn watch_match(&self, request: Request<pb::WatchMatchRequest>) -> Result<Response<EventStream>, Status> {
+    async fn watch_match(
+        &self,
+        request: Request<pb::WatchMatchRequest>,
+    ) -> Result<Response<EventStream>, Status> {
         let match_id = request.into_inner().match_id;
         check_match_id(&match_id)?;
-        let live = self
-            .matches
-            .get(&match_id)
-            .ok_or_else(|| ServiceError::NotFound(format!("no match {match_id} on this referee")))?;
+        let live = self.matches.get(&match_id).ok_or_else(|| {
+            ServiceError::NotFound(format!("no match {match_id} on this referee"))
+        })?;
         let (sender, receiver) = tokio::sync::mpsc::channel(WATCH_BUFFER_EVENTS);
         tokio::spawn(async move {
             let mut changes = live.subscribe();
@@ -112,21 +122,26 @@ impl Referee for RefereeService {
         Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
     }
 
-    async fn get_replay(&self, request: Request<pb::GetReplayRequest>) -> Result<Response<pb::GetReplayResponse>, Status> {
+    async fn get_replay(
+        &self,
+        request: Request<pb::GetReplayRequest>,
+    ) -> Result<Response<pb::GetReplayResponse>, Status> {
         let match_id = request.into_inner().match_id;
         check_match_id(&match_id)?;
-        let live = self
-            .matches
-            .get(&match_id)
-            .ok_or_else(|| ServiceError::NotFound(format!("no match {match_id} on this referee")))?;
+        let live = self.matches.get(&match_id).ok_or_else(|| {
+            ServiceError::NotFound(format!("no match {match_id} on this referee"))
+        })?;
         match live.end_state() {
             Some(MatchEnd::Finished(replay)) => Ok(Response::new(pb::GetReplayResponse {
                 replay_json: replay.to_json_pretty(),
             })),
-            Some(MatchEnd::Aborted(reason)) => {
-                Err(ServiceError::NotFound(format!("match {match_id} has no replay: {reason}")).into())
+            Some(MatchEnd::Aborted(reason)) => Err(ServiceError::NotFound(format!(
+                "match {match_id} has no replay: {reason}"
+            ))
+            .into()),
+            None => {
+                Err(ServiceError::NotFinished(format!("match {match_id} is still running")).into())
             }
-            None => Err(ServiceError::NotFinished(format!("match {match_id} is still running")).into()),
         }
     }
 }

@@ -59,9 +59,19 @@ pub struct TestBot {
     pub log: Arc<BotLog>,
 }
 
-async fn call_inference(url: &str, token: &str, messages: Vec<pb::ChatMessage>, max_tokens: u32) -> Result<pb::CompleteResponse, tonic::Code> {
-    let mut client = InferenceClient::connect(url.to_owned()).await.map_err(|_| tonic::Code::Unavailable)?;
-    let mut request = Request::new(pb::CompleteRequest { messages, max_tokens });
+async fn call_inference(
+    url: &str,
+    token: &str,
+    messages: Vec<pb::ChatMessage>,
+    max_tokens: u32,
+) -> Result<pb::CompleteResponse, tonic::Code> {
+    let mut client = InferenceClient::connect(url.to_owned())
+        .await
+        .map_err(|_| tonic::Code::Unavailable)?;
+    let mut request = Request::new(pb::CompleteRequest {
+        messages,
+        max_tokens,
+    });
     request
         .metadata_mut()
         .insert("authorization", format!("Bearer {token}").parse().unwrap());
@@ -74,20 +84,37 @@ async fn call_inference(url: &str, token: &str, messages: Vec<pb::ChatMessage>, 
 
 #[tonic::async_trait]
 impl Bot for TestBot {
-    async fn hello(&self, _request: Request<pb::HelloRequest>) -> Result<Response<pb::HelloResponse>, Status> {
+    async fn hello(
+        &self,
+        _request: Request<pb::HelloRequest>,
+    ) -> Result<Response<pb::HelloResponse>, Status> {
         Ok(Response::new(pb::HelloResponse {
-            name: format!("test-{:?}", self.behaviour).chars().take(40).collect(),
+            name: format!("test-{:?}", self.behaviour)
+                .chars()
+                .take(40)
+                .collect(),
             version: "0".into(),
             rulesets: vec!["1.0.0".into()],
         }))
     }
 
-    async fn decide(&self, request: Request<pb::DecideRequest>) -> Result<Response<pb::DecideResponse>, Status> {
+    async fn decide(
+        &self,
+        request: Request<pb::DecideRequest>,
+    ) -> Result<Response<pb::DecideResponse>, Status> {
         let request = request.into_inner();
         let index = self.log.decisions.fetch_add(1, Ordering::SeqCst);
-        self.log.tokens_seen.lock().unwrap().push(request.inference_token.clone());
+        self.log
+            .tokens_seen
+            .lock()
+            .unwrap()
+            .push(request.inference_token.clone());
         if let Some(observation) = &request.observation {
-            self.log.budgets_seen.lock().unwrap().push(observation.budget_left_tokens);
+            self.log
+                .budgets_seen
+                .lock()
+                .unwrap()
+                .push(observation.budget_left_tokens);
         }
         let action = match &self.behaviour {
             Behaviour::Fixed(action) => *action as i32,
@@ -102,7 +129,10 @@ impl Bot for TestBot {
                 }
                 pb::Action::Jab as i32
             }
-            Behaviour::Think { messages, max_tokens } => {
+            Behaviour::Think {
+                messages,
+                max_tokens,
+            } => {
                 let messages = messages
                     .iter()
                     .map(|(role, content)| pb::ChatMessage {
@@ -110,7 +140,13 @@ impl Bot for TestBot {
                         content: content.clone(),
                     })
                     .collect();
-                let result = call_inference(&request.inference_url, &request.inference_token, messages, *max_tokens).await;
+                let result = call_inference(
+                    &request.inference_url,
+                    &request.inference_token,
+                    messages,
+                    *max_tokens,
+                )
+                .await;
                 self.log.inference.lock().unwrap().push(result);
                 pb::Action::Jab as i32
             }
@@ -128,7 +164,10 @@ impl Bot for TestBot {
                 pb::Action::Jab as i32
             }
             Behaviour::Publish => {
-                *self.log.stolen.lock().unwrap() = Some((request.inference_url.clone(), request.inference_token.clone()));
+                *self.log.stolen.lock().unwrap() = Some((
+                    request.inference_url.clone(),
+                    request.inference_token.clone(),
+                ));
                 pb::Action::Block as i32
             }
         };
@@ -180,9 +219,12 @@ pub fn serve_bot_on(listener: TcpListener, bot: TestBot) -> Running {
     let task = tokio::spawn(async move {
         let _ = tonic::transport::Server::builder()
             .add_service(BotServer::new(bot))
-            .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), async {
-                let _ = stopped.await;
-            })
+            .serve_with_incoming_shutdown(
+                TcpIncoming::from(listener).with_nodelay(Some(true)),
+                async {
+                    let _ = stopped.await;
+                },
+            )
             .await;
     });
     Running {
@@ -322,7 +364,9 @@ pub async fn serve_referee(config: ServeConfig) -> Running {
     }
 }
 
-pub async fn referee_client(referee: &Running) -> duel_proto::v1::referee_client::RefereeClient<tonic::transport::Channel> {
+pub async fn referee_client(
+    referee: &Running,
+) -> duel_proto::v1::referee_client::RefereeClient<tonic::transport::Channel> {
     duel_proto::v1::referee_client::RefereeClient::connect(referee.http_url())
         .await
         .unwrap()
@@ -330,7 +374,12 @@ pub async fn referee_client(referee: &Running) -> duel_proto::v1::referee_client
 
 /// Runs one match over gRPC and parses its replay.
 pub async fn run_match(referee: &Running, request: pb::RunMatchRequest) -> duel_replays::Replay {
-    let response = referee_client(referee).await.run_match(request).await.unwrap().into_inner();
+    let response = referee_client(referee)
+        .await
+        .run_match(request)
+        .await
+        .unwrap()
+        .into_inner();
     duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap()
 }
 

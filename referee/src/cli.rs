@@ -103,6 +103,9 @@ pub struct ServeArgs {
     /// recorded as aborted.
     #[arg(long, value_name = "SECONDS", default_value_t = duel_referee::limits::DEFAULT_SHUTDOWN_GRACE.as_secs())]
     pub shutdown_grace: u64,
+    /// Also serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Log lines as JSON objects instead of text.
     #[arg(long)]
     pub log_json: bool,

@@ -74,7 +74,21 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
-        duel_referee::grpc::serve(listener, config, shutdown_signal()).await?;
+        let metrics_listener = match args.metrics_listen {
+            Some(address) => Some(
+                tokio::net::TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen on {address} for metrics"))?,
+            ),
+            None => None,
+        };
+        duel_referee::grpc::serve_with_metrics(
+            listener,
+            metrics_listener,
+            config,
+            shutdown_signal(),
+        )
+        .await?;
         anyhow::Ok(())
     })?;
     Ok(Outcome::Done)

@@ -42,15 +42,14 @@ async fn a_sleeper_past_the_clock_times_out_and_the_other_fighter_is_unaffected(
             side.latency_ms
         );
     }
-    for side in &b {
-        assert_eq!(side.source, SourceName::Bot);
-        // Asked concurrently: the sleeper never delays the other's answer.
-        assert!(
-            side.latency_ms < u64::from(CLOCK_MS) / 2,
-            "{}",
-            side.latency_ms
-        );
-    }
+    // Asked concurrently: the sleeper never costs the other fighter its answer,
+    // and does not slow it down (the median, so a scheduling hiccup on a loaded
+    // machine does not fail the test).
+    assert!(b.iter().all(|side| side.source == SourceName::Bot));
+    let mut latencies: Vec<u64> = b.iter().map(|side| side.latency_ms).collect();
+    latencies.sort_unstable();
+    let median = latencies[latencies.len() / 2];
+    assert!(median < u64::from(CLOCK_MS) / 3, "{latencies:?}");
     assert!(
         duel_referee::verify::verify_replay(&replay)
             .unwrap()

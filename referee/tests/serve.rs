@@ -318,3 +318,81 @@ async fn listening_beyond_loopback_needs_an_operator_token() {
         .unwrap_err();
     assert!(error.to_string().contains("DUEL_REFEREE_TOKEN"), "{error}");
 }
+
+async fn http_get(address: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_matches_decisions_and_substitutions() {
+    let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(200))).await;
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let metrics_listener = loopback().await;
+    let metrics_address = metrics_listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(duel_referee::grpc::serve_with_metrics(
+        listener,
+        Some(metrics_listener),
+        serve_config(2, Default::default()),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let mut client = RefereeClient::connect(format!("http://{address}"))
+        .await
+        .unwrap();
+    let response = client
+        .run_match(request(&sleeper.url(), "builtin:random", 50))
+        .await
+        .unwrap()
+        .into_inner();
+    let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
+    let sides = 2 * replay.exchanges().count();
+    let timeouts = replay
+        .exchanges()
+        .filter(|(_, e)| e.a.source == duel_replays::SourceName::Timeout)
+        .count();
+    assert_eq!(timeouts, sides / 2);
+    let text = http_get(metrics_address, "/metrics").await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.contains("duel_matches_total{state=\"finished\"} 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("duel_matches_running 0\n"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "duel_decisions_total{{source=\"timeout\"}} {timeouts}\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "duel_decisions_total{{source=\"bot\"}} {}\n",
+            sides - timeouts
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("duel_decision_latency_ms_count {sides}\n")),
+        "{text}"
+    );
+    assert!(
+        http_get(metrics_address, "/other")
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+}

@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use crate::bots::{BotContext, InferenceLink, make_bot};
 use crate::grpc::convert::{self, MatchRequest};
+use crate::grpc::metrics::Metrics;
 use crate::grpc::status::ServiceError;
 use crate::limits::MAX_KEPT_MATCHES;
 use crate::meter::ModelGateway;
@@ -127,6 +128,7 @@ struct Inner {
     abort: CancellationToken,
     shutting_down: AtomicBool,
     table: Mutex<Table>,
+    metrics: Metrics,
 }
 
 #[derive(Debug, Default)]
@@ -145,6 +147,7 @@ impl Matches {
                 abort: CancellationToken::new(),
                 shutting_down: AtomicBool::new(false),
                 table: Mutex::new(Table::default()),
+                metrics: Metrics::default(),
             }),
         }
     }
@@ -154,6 +157,10 @@ impl Matches {
             .table
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     pub fn get(&self, match_id: &str) -> Option<Arc<LiveMatch>> {
@@ -227,6 +234,7 @@ impl Matches {
         self.table()
             .matches
             .insert(config.match_id.clone(), Arc::clone(&live));
+        self.inner.metrics.match_started();
         span.in_scope(|| {
             tracing::info!(
                 a = %fighters[0].name,
@@ -257,11 +265,14 @@ impl Matches {
         let match_id = config.match_id.clone();
         let abort = self.inner.abort.clone();
         let (first, second) = bots.split_at_mut(1);
+        let metrics = &self.inner.metrics;
         let run = run_match_observed(
             config,
             [first[0].as_mut(), second[0].as_mut()],
             |recorder, step| {
                 if let Some((round, exchange)) = recorder.last_exchange() {
+                    metrics.side(&exchange.a);
+                    metrics.side(&exchange.b);
                     let round_result = step.round_result.map(|result| RoundResultRecord {
                         winner: result.winner.into(),
                         by: result.by.into(),
@@ -279,10 +290,12 @@ impl Matches {
                     tokens_b = replay.result.tokens_used[1],
                     "match finished"
                 );
+                self.inner.metrics.match_finished();
                 MatchEnd::Finished(Arc::new(replay))
             }
             () = abort.cancelled() => {
                 tracing::warn!("match aborted: the referee shut down before it ended");
+                self.inner.metrics.match_aborted();
                 MatchEnd::Aborted("the referee shut down before the match ended".to_owned())
             }
         };

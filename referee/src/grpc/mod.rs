@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod inference;
 pub mod matches;
+pub mod metrics;
 pub mod referee;
 pub mod status;
 
@@ -80,6 +81,16 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
+    serve_with_metrics(listener, None, config, shutdown).await
+}
+
+/// [`serve`], also serving Prometheus `GET /metrics` on `metrics_listener`.
+pub async fn serve_with_metrics(
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RefereeError> {
     let address: SocketAddr = listener.local_addr().map_err(|error| {
         RefereeError::Serve(format!("cannot read the listening address: {error}"))
     })?;
@@ -105,6 +116,20 @@ pub async fn serve(
         }),
         replay_dir: config.replay_dir.clone(),
     });
+    let metrics_stop = tokio_util::sync::CancellationToken::new();
+    if let Some(metrics_listener) = metrics_listener {
+        let matches = matches.clone();
+        let stop = metrics_stop.clone();
+        tokio::spawn(async move {
+            metrics::serve_metrics(
+                metrics_listener,
+                move || matches.metrics().render(matches.running()),
+                stop.cancelled_owned(),
+            )
+            .await;
+        });
+    }
+    let _stop_metrics = metrics_stop.drop_guard();
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter
         .set_serving::<RefereeServer<RefereeService>>()

@@ -61,6 +61,11 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
     );
     tokio::spawn(async move { axum::serve(model, app).await });
 
+    // Load the tokenizer first: on a loaded machine its one-off load could
+    // outlast the bot's thinking time on the first decision.
+    tokio::task::spawn_blocking(duel_referee::meter::warm_up)
+        .await
+        .unwrap();
     let port = free_port();
     let _bot = Process(start(port));
     wait_for(port).await;
@@ -95,7 +100,7 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
             bot_b: "builtin:block".into(),
             class: pb::WeightClass::Light as i32,
             seed: Some(1),
-            wall_clock_ms: 2_000,
+            wall_clock_ms: 5_000,
             detach: false,
         })
         .await

@@ -1,22 +1,60 @@
-//! Builds the fighter a bot spec names, for every command and service alike.
+//! The bot factory: builds the fighter a spec names, the same way for
+//! `referee local`, `referee serve` and ladder workers.
+
+use std::time::Duration;
 
 use duel_rules::Side;
 
 use crate::bot::Bot;
 use crate::builtin::BuiltinBot;
+use crate::credentials::Credentials;
+use crate::endpoint::{EndpointBot, InferenceGrant};
 use crate::error::RefereeError;
+use crate::meter::FighterMeter;
+use crate::record::MatchConfig;
 use crate::spec::BotSpec;
 
-/// What a bot needs to know to be built for one side of one match.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where endpoint bots of this process reach `duel.v1.Inference`.
+#[derive(Clone, Debug)]
+pub struct InferenceLink {
+    /// The URL endpoint bots are told (`http://127.0.0.1:50051`).
+    pub url: String,
+    pub credentials: Credentials,
+}
+
+/// Everything a bot is built with, for one fighter of one match.
+#[derive(Clone, Debug)]
 pub struct BotContext {
     pub seed: u64,
     pub side: Side,
+    pub match_id: String,
+    pub wall_clock: Duration,
+    /// This fighter's token account (shared with the WASM `model` import).
+    pub meter: FighterMeter,
+    /// Absent when no Inference service runs (endpoint bots then get no credential).
+    pub inference: Option<InferenceLink>,
 }
 
-/// A fresh fighter for one match. WASM and endpoint bots answer with a clear
-/// error until this build includes their hosts.
-pub fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bot>, RefereeError> {
+impl BotContext {
+    pub fn new(
+        config: &MatchConfig,
+        side: Side,
+        meter: FighterMeter,
+        inference: Option<InferenceLink>,
+    ) -> BotContext {
+        BotContext {
+            seed: config.seed,
+            side,
+            match_id: config.match_id.clone(),
+            wall_clock: config.decision_wall_clock,
+            meter,
+            inference,
+        }
+    }
+}
+
+/// Builds the bot `spec` names.
+pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bot>, RefereeError> {
     match spec {
         BotSpec::Builtin(builtin) => Ok(Box::new(BuiltinBot::new(
             builtin.clone(),
@@ -28,12 +66,22 @@ pub fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bot>, Re
                 RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
             })?;
             Err(RefereeError::Unsupported(format!(
-                "bot {}: WASM bots are not supported by this build yet (use builtin: bots)",
+                "bot {}: WASM bots are not supported by this build yet (use builtin: or grpc:// bots)",
                 path.display()
             )))
         }
-        BotSpec::Endpoint(url) => Err(RefereeError::Unsupported(format!(
-            "bot {url}: endpoint bots are not supported by this build yet (use builtin: bots)"
-        ))),
+        BotSpec::Endpoint(url) => {
+            let grant = context.inference.as_ref().map(|link| InferenceGrant {
+                url: link.url.clone(),
+                credential: link.credentials.issue(
+                    &context.match_id,
+                    context.side,
+                    context.meter.clone(),
+                ),
+            });
+            let bot =
+                EndpointBot::connect(url, context.wall_clock, context.meter.clone(), grant).await?;
+            Ok(Box::new(bot))
+        }
     }
 }

@@ -33,6 +33,9 @@ pub struct Cli {
 pub enum Command {
     /// Run one match locally between two bot specs and print its tape.
     Local(LocalArgs),
+    /// Serve duel.v1.Referee and duel.v1.Inference over gRPC (with health checks
+    /// and reflection) until SIGTERM or ctrl-c.
+    Serve(ServeArgs),
     /// Show or verify replay files.
     #[command(subcommand)]
     Replay(ReplayCommand),
@@ -153,8 +156,69 @@ pub struct LocalArgs {
     /// Print the replay JSON on stdout instead of the tape.
     #[arg(long)]
     pub json: bool,
+    /// Wall clock per decision in seconds (fractions allowed), more than 0 and at
+    /// most the rules' 10; recorded in the replay.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wall_clock)]
+    pub wall_clock: f64,
+    #[command(flatten)]
+    pub model: ModelArgs,
     #[command(flatten)]
     pub color: ColorArgs,
+}
+
+/// The model gateway's upstream. The API key comes only from the environment
+/// variable DUEL_MODEL_API_KEY.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// OpenAI-compatible chat-completions URL (e.g. http://127.0.0.1:8080/v1);
+    /// without it, bots' model calls are refused as unavailable and cost nothing.
+    #[arg(long, value_name = "URL", requires = "model")]
+    pub model_url: Option<String>,
+    /// The model name sent upstream.
+    #[arg(long, value_name = "NAME", requires = "model_url")]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Beyond loopback, the operator token must be set in
+    /// DUEL_REFEREE_TOKEN and every Referee call must carry it as a bearer token.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+    pub listen: std::net::SocketAddr,
+    /// Matches run at once; more RunMatch calls get RESOURCE_EXHAUSTED.
+    #[arg(long, value_name = "N", default_value_t = duel_referee::limits::DEFAULT_MAX_CONCURRENT_MATCHES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub max_matches: u64,
+    /// The URL endpoint bots are told to reach Inference at (default: http://ADDR).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Also write each finished replay to DIR/<match_id>.json.
+    #[arg(long, value_name = "DIR")]
+    pub replay_dir: Option<PathBuf>,
+    /// Seconds matches in flight get to finish after SIGTERM/ctrl-c before they are
+    /// recorded as aborted.
+    #[arg(long, value_name = "SECONDS", default_value_t = duel_referee::limits::DEFAULT_SHUTDOWN_GRACE.as_secs())]
+    pub shutdown_grace: u64,
+    /// Also serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Log lines as JSON objects instead of text.
+    #[arg(long)]
+    pub log_json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+fn parse_wall_clock(text: &str) -> Result<f64, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    let max = duel_referee::limits::DECISION_WALL_CLOCK.as_secs_f64();
+    if !(seconds > 0.0 && seconds <= max) {
+        return Err(format!("must be more than 0 and at most {max} seconds"));
+    }
+    Ok(seconds)
 }
 
 #[derive(Debug, Subcommand)]
@@ -188,7 +252,7 @@ pub enum ReplayCommand {
     Fetch(FetchArgs),
     /// Serve replays over HTTP: download, listing, the viewer, the public key
     /// and live feeds.
-    Serve(ServeArgs),
+    Serve(ReplayServeArgs),
     /// Publish replay files into a replay store.
     Put {
         /// The store: a folder, file:///path or s3://bucket/prefix.
@@ -227,7 +291,7 @@ pub struct FetchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub struct ReplayServeArgs {
     /// The store: a folder, file:///path or s3://bucket/prefix (S3 settings from
     /// the AWS_* environment variables).
     #[arg(long, value_name = "URL")]

@@ -7,12 +7,14 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use duel_referee::bots::{BotContext, make_bot};
+use duel_referee::credentials::Credentials;
 use duel_referee::runner::run_match_observed;
-use duel_referee::{BotSpec, MatchConfig};
+use duel_referee::{
+    BotContext, BotSpec, InferenceLink, MatchConfig, ModelConfig, ModelGateway, make_bot,
+};
 use duel_rules::Side;
 
-use crate::cli::{Cli, ColorArgs, ColorChoice, Command, LocalArgs, ReplayCommand};
+use crate::cli::{Cli, ColorArgs, ColorChoice, Command, LocalArgs, ModelArgs, ReplayCommand};
 use crate::render::{self, Palette, ReplayHead};
 use crate::replay_commands;
 
@@ -70,6 +72,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Tournament(args) => crate::report::tournament(args),
         Command::Sprt(args) => crate::report::sprt(args),
+        Command::Serve(args) => crate::serve::serve(args),
     }
 }
 
@@ -123,6 +126,52 @@ fn random_seed() -> u64 {
     hasher.finish() % 1_000_000_000
 }
 
+/// The model gateway the flags ask for (the key from the environment only).
+pub fn gateway(model: &ModelArgs) -> Result<ModelGateway> {
+    match (&model.model_url, &model.model) {
+        (Some(url), Some(name)) => Ok(ModelGateway::new(ModelConfig::from_env(
+            url.clone(),
+            name.clone(),
+        ))?),
+        _ => Ok(ModelGateway::disabled()),
+    }
+}
+
+/// Starts `duel.v1.Inference` on an ephemeral loopback port when an endpoint bot
+/// plays, so it can think through the metered gateway like in `referee serve`.
+async fn local_inference(
+    specs: &[BotSpec; 2],
+) -> Result<Option<(InferenceLink, tokio::sync::oneshot::Sender<()>)>> {
+    if !specs
+        .iter()
+        .any(|spec| matches!(spec, BotSpec::Endpoint(_)))
+    {
+        return Ok(None);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("cannot open a loopback port for the Inference service")?;
+    let address = listener
+        .local_addr()
+        .context("cannot read the Inference address")?;
+    let credentials = Credentials::new();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(duel_referee::grpc::serve_inference(
+        listener,
+        credentials.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Ok(Some((
+        InferenceLink {
+            url: format!("http://{address}"),
+            credentials,
+        },
+        stop,
+    )))
+}
+
 fn check_writable_parent(path: &Path) -> Result<()> {
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -144,29 +193,38 @@ fn local(args: LocalArgs) -> Result<Outcome> {
         check_writable_parent(path)?;
     }
     let seed = args.seed.unwrap_or_else(random_seed);
-    let mut bot_a = make_bot(
-        &specs[0],
-        &BotContext {
-            seed,
-            side: Side::A,
-        },
-    )?;
-    let mut bot_b = make_bot(
-        &specs[1],
-        &BotContext {
-            seed,
-            side: Side::B,
-        },
-    )?;
+    let gateway = gateway(&args.model)?;
     let accepted_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .context("cannot format the current time")?;
-    let config = MatchConfig::new(
+    let mut config = MatchConfig::new(
         uuid::Uuid::new_v4().to_string(),
         accepted_at,
         args.class.into(),
         seed,
     );
+    config.decision_wall_clock = std::time::Duration::from_secs_f64(args.wall_clock);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let (mut bot_a, mut bot_b, _inference_stop) = runtime.block_on(async {
+        let inference = local_inference(&specs).await?;
+        let link = inference.as_ref().map(|(link, _)| link.clone());
+        let mut bots = Vec::with_capacity(2);
+        for (spec, side) in specs.iter().zip(Side::BOTH) {
+            let context = BotContext::new(
+                &config,
+                side,
+                gateway.meter(config.budget_tokens()),
+                link.clone(),
+            );
+            bots.push(make_bot(spec, &context).await?);
+        }
+        let bot_b = bots.pop().context("two bots")?;
+        let bot_a = bots.pop().context("two bots")?;
+        anyhow::Ok((bot_a, bot_b, inference.map(|(_, stop)| stop)))
+    })?;
     let ruleset = config.ruleset;
     let palette = palette(&args.color);
     let mut stdout = Stdout::new();
@@ -185,10 +243,6 @@ fn local(args: LocalArgs) -> Result<Outcome> {
             },
         ))?;
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .context("cannot start the async runtime")?;
     let mut print_error = None;
     let replay = runtime.block_on(run_match_observed(
         config,

@@ -12,4 +12,10 @@ pub enum RefereeError {
     Live(String),
     #[error("{0}")]
     Fetch(String),
+    /// A setting (flag, environment variable, request field) out of range.
+    #[error("{0}")]
+    Config(String),
+    /// The server could not start or stopped on an I/O error.
+    #[error("{0}")]
+    Serve(String),
 }

@@ -54,3 +54,53 @@ const _: () = assert!(
     MAX_LIVE_EVENTS >= 2 + duel_rules::Ruleset::CURRENT.max_exchanges_per_match() as usize,
     "a whole match must fit a live feed"
 );
+/// The shortest wall clock a match may be configured with (tests and benches use
+/// short clocks; below this, scheduling noise alone would time bots out).
+pub const MIN_WALL_CLOCK: Duration = Duration::from_millis(1);
+
+/// The largest `DecideResponse` accepted from an endpoint bot, in bytes. A real
+/// answer is a few bytes; the bound stops a hostile endpoint from making the
+/// referee buffer megabytes.
+pub const MAX_BOT_RESPONSE_BYTES: usize = 4 * 1024;
+
+/// The largest request or response the referee's own gRPC services decode or
+/// encode, in bytes (a replay is at most ~60 KiB of JSON).
+pub const MAX_GRPC_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// The largest prompt forwarded to the model in one call, in bytes of message
+/// text (before counting tokens, so counting stays cheap). 512,000 tokens, the
+/// heavy budget, is at most ~4 MiB of text.
+pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most messages in one model call.
+pub const MAX_PROMPT_MESSAGES: usize = 256;
+
+/// The largest model HTTP response read, in bytes.
+pub const MAX_MODEL_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long one forwarded model call may take before it is abandoned (nothing is
+/// counted then). The decision wall clock bounds what a bot can wait anyway.
+pub const MODEL_CALL_TIMEOUT: Duration = DECISION_WALL_CLOCK;
+
+/// Default bound on matches running at once in `referee serve`; excess
+/// `RunMatch` calls get `RESOURCE_EXHAUSTED` instead of queueing.
+pub const DEFAULT_MAX_CONCURRENT_MATCHES: usize = 256;
+
+/// Finished matches (their replays and event logs) `referee serve` keeps in
+/// memory for `WatchMatch` and `GetReplay`; the oldest are forgotten first.
+/// ~60 KiB each at most: ~60 MiB.
+pub const MAX_KEPT_MATCHES: usize = 1_000;
+
+/// Events buffered per `WatchMatch` stream before the sender waits for the
+/// spectator (a match has at most 38 events).
+pub const WATCH_BUFFER_EVENTS: usize = 64;
+
+/// Default time `referee serve` gives matches in flight to finish after SIGTERM
+/// or ctrl-c, before recording them as aborted.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
+
+/// Random bytes in an Inference credential (hex-encoded on the wire).
+pub const CREDENTIAL_BYTES: usize = 32;
+
+const _: () = assert!(MAX_BOT_RESPONSE_BYTES <= MAX_GRPC_MESSAGE_BYTES);
+const _: () = assert!(MIN_WALL_CLOCK.as_nanos() < DECISION_WALL_CLOCK.as_nanos());

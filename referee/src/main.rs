@@ -6,6 +6,7 @@ mod commands;
 mod render;
 mod replay_commands;
 mod report;
+mod serve;
 
 use std::process::ExitCode;
 

@@ -265,6 +265,9 @@ impl MatchRecorder {
             accepted_at: self.config.accepted_at,
             class: self.config.class.into(),
             seed: self.config.seed,
+            wall_clock_ms: Some(
+                u64::try_from(self.config.decision_wall_clock.as_millis()).unwrap_or(u64::MAX),
+            ),
             fighters: self.fighters,
             rounds: self.rounds,
             result: MatchResultRecord {

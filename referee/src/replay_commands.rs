@@ -13,7 +13,7 @@ use duel_replays::{
     check_signature, load_or_create_signing_key, parse_public_key, public_key_text,
 };
 
-use crate::cli::{FetchArgs, ServeArgs, SigningKeyArgs};
+use crate::cli::{FetchArgs, ReplayServeArgs, SigningKeyArgs};
 use crate::commands::{Outcome, Stdout};
 use crate::render::{self, Palette};
 
@@ -279,7 +279,7 @@ fn signing_key(args: &SigningKeyArgs) -> Result<SigningKey> {
     Ok(key)
 }
 
-pub fn serve(args: ServeArgs) -> Result<Outcome> {
+pub fn serve(args: ReplayServeArgs) -> Result<Outcome> {
     let key = signing_key(&args.key)?;
     let runtime = runtime()?;
     runtime.block_on(async {

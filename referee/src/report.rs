@@ -14,6 +14,7 @@ use duel_referee::arena::stats::{Sprt, Verdict};
 use duel_referee::arena::tournament::{
     EloInterval, Format, Standings, TournamentDir, TournamentPlan, percentile, standings,
 };
+use duel_referee::meter::ModelGateway;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{FormatArg, SprtArgs, TournamentArgs};
@@ -58,14 +59,17 @@ fn progress_bar(length: u64, position: u64, template: &str) -> ProgressBar {
 }
 
 fn parse_entrants(specs: &[String]) -> Result<Vec<Entrant>> {
-    let entrants = specs
+    Ok(specs
         .iter()
         .map(|spec| Entrant::parse(spec))
-        .collect::<Result<Vec<_>, _>>()?;
-    for entrant in &entrants {
-        entrant.check()?;
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+fn check_entrants(entrants: &[Entrant], settings: &PoolSettings) -> Result<()> {
+    for entrant in entrants {
+        entrant.check(settings)?;
     }
-    Ok(entrants)
+    Ok(())
 }
 
 pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
@@ -105,7 +109,9 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
         class: args.class.into(),
         wall_clock: settings_clock,
         replay_dir: dir.as_ref().map(TournamentDir::replays),
+        gateway: ModelGateway::disabled(),
     };
+    check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
     let bar = progress_bar(
         schedule.len() as u64,
@@ -289,7 +295,9 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         class: args.class.into(),
         wall_clock: wall_clock(args.wall_clock)?,
         replay_dir: args.out.clone(),
+        gateway: ModelGateway::disabled(),
     };
+    check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
     let (lower, upper) = test.bounds();
     let bar = progress_bar(

@@ -24,6 +24,10 @@ pub struct Replay {
     /// Token budget per fighter for the whole match.
     pub budget: u64,
     pub seed: u64,
+    /// The wall clock per decision in force, in milliseconds (10,000 under the
+    /// rules; shorter in tests). Absent in replays written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_clock_ms: Option<u64>,
     /// Fighter `a` (the first bot spec given), then `b`.
     pub fighters: [FighterInfo; 2],
     pub rounds: Vec<RoundRecord>,

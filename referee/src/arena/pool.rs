@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::bots::{BotContext, make_bot};
 use crate::builtin::BuiltinFighter;
 use crate::error::RefereeError;
+use crate::meter::ModelGateway;
 use crate::record::MatchConfig;
 use crate::runner::{run_bare_match, run_match};
 use crate::spec::BotSpec;
@@ -42,18 +43,21 @@ impl Entrant {
         }
     }
 
-    /// Builds the bot once, so a bad spec fails before any match is played.
-    pub fn check(&self) -> Result<(), RefereeError> {
-        if let Entrant::Bot(spec) = self {
-            make_bot(
-                spec,
-                &BotContext {
-                    seed: 0,
-                    side: Side::A,
-                },
-            )?;
-        }
-        Ok(())
+    /// Builds the bot once (an endpoint is connected to), so a bad spec fails
+    /// before any match is played.
+    pub fn check(&self, settings: &PoolSettings) -> Result<(), RefereeError> {
+        let Entrant::Bot(spec) = self else {
+            return Ok(());
+        };
+        let runtime = new_runtime()?;
+        let config = MatchConfig::new(String::new(), String::new(), settings.class, 0);
+        let context = BotContext::new(
+            &config,
+            Side::A,
+            settings.gateway.meter(config.budget_tokens()),
+            None,
+        );
+        runtime.block_on(make_bot(spec, &context)).map(|_| ())
     }
 
     fn spec(&self) -> BotSpec {
@@ -148,6 +152,8 @@ pub struct PoolSettings {
     pub wall_clock: Duration,
     /// Where each match's replay is written (`match-NNNNNN.json`), if anywhere.
     pub replay_dir: Option<PathBuf>,
+    /// The metered model gateway bots think through (disabled: `unavailable`).
+    pub gateway: ModelGateway,
 }
 
 /// What the caller wants after seeing a result.
@@ -241,30 +247,27 @@ fn play_one(
     }
     let runtime = match runtime {
         Some(runtime) => runtime,
-        None => runtime.insert(
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|error| {
-                    RefereeError::Unsupported(format!("cannot start a runtime: {error}"))
-                })?,
-        ),
+        None => runtime.insert(new_runtime()?),
     };
-    let mut bot_a = make_bot(
-        &a.spec(),
-        &BotContext {
-            seed: scheduled.seed,
-            side: Side::A,
-        },
-    )?;
-    let mut bot_b = make_bot(
-        &b.spec(),
-        &BotContext {
-            seed: scheduled.seed,
-            side: Side::B,
-        },
-    )?;
-    Ok(runtime.block_on(run_match(config, [bot_a.as_mut(), bot_b.as_mut()])))
+    runtime.block_on(async {
+        let mut bots = Vec::with_capacity(2);
+        for (entrant, side) in [a, b].into_iter().zip(Side::BOTH) {
+            let meter = settings.gateway.meter(config.budget_tokens());
+            let context = BotContext::new(&config, side, meter, None);
+            bots.push(make_bot(&entrant.spec(), &context).await?);
+        }
+        let [bot_a, bot_b] = bots.as_mut_slice() else {
+            return Err(RefereeError::Unsupported("two bots expected".to_owned()));
+        };
+        Ok(run_match(config, [bot_a.as_mut(), bot_b.as_mut()]).await)
+    })
+}
+
+fn new_runtime() -> Result<tokio::runtime::Runtime, RefereeError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| RefereeError::Unsupported(format!("cannot start a runtime: {error}")))
 }
 
 /// The current time in RFC 3339 (UTC), for `accepted_at`.

@@ -1,0 +1,197 @@
+//! Endpoint bots: remote `duel.v1.Bot` servers asked over gRPC. Each decision is
+//! sent with the wall clock as its deadline; a late answer is a `timeout`, and a
+//! lost connection, an error status, an unknown action or a malformed reply is a
+//! `fault` for that exchange only: the bot is asked again next exchange, over a
+//! reconnected channel when needed.
+
+use std::time::Duration;
+
+use duel_proto::v1 as pb;
+use duel_proto::v1::bot_client::BotClient;
+use duel_replays::{FighterInfo, FighterKind};
+use duel_rules::Observation;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::bot::{Bot, BotFailure, Decision, DecisionFuture};
+use crate::credentials::Credential;
+use crate::error::RefereeError;
+use crate::grpc::convert;
+use crate::limits::{MAX_BOT_RESPONSE_BYTES, MAX_GRPC_MESSAGE_BYTES};
+use crate::meter::FighterMeter;
+
+/// Where an endpoint bot reaches `duel.v1.Inference`, and its credential there.
+#[derive(Debug)]
+pub struct InferenceGrant {
+    pub url: String,
+    pub credential: Credential,
+}
+
+/// A remote bot behind the [`Bot`] seam.
+pub struct EndpointBot {
+    info: FighterInfo,
+    endpoint: Endpoint,
+    client: BotClient<Channel>,
+    wall_clock: Duration,
+    meter: FighterMeter,
+    grant: Option<InferenceGrant>,
+}
+
+impl std::fmt::Debug for EndpointBot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndpointBot")
+            .field("info", &self.info)
+            .field("wall_clock", &self.wall_clock)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `http://` URI tonic dials for a `grpc://` or `http://` spec.
+pub fn endpoint_uri(url: &str) -> Result<String, RefereeError> {
+    if let Some(rest) = url.strip_prefix("grpc://") {
+        return Ok(format!("http://{rest}"));
+    }
+    if url.starts_with("http://") {
+        return Ok(url.to_owned());
+    }
+    if url.starts_with("https://") {
+        return Err(RefereeError::Unsupported(format!(
+            "bot {url}: https endpoints are not supported by this build yet (use grpc:// or http://)"
+        )));
+    }
+    Err(RefereeError::Spec(format!(
+        "bot {url}: expected grpc://host:port"
+    )))
+}
+
+fn client(endpoint: &Endpoint) -> BotClient<Channel> {
+    BotClient::new(endpoint.connect_lazy())
+        .max_decoding_message_size(MAX_BOT_RESPONSE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+}
+
+impl EndpointBot {
+    /// Prepares the channel (connecting lazily) and asks the bot its name with
+    /// `Hello`. A bot that does not answer `Hello` still plays, named by its URL:
+    /// its decisions will fault until it comes up.
+    pub async fn connect(
+        url: &str,
+        wall_clock: Duration,
+        meter: FighterMeter,
+        grant: Option<InferenceGrant>,
+    ) -> Result<EndpointBot, RefereeError> {
+        let uri = endpoint_uri(url)?;
+        let endpoint = Endpoint::from_shared(uri)
+            .map_err(|error| RefereeError::Spec(format!("bot {url}: {error}")))?
+            .connect_timeout(wall_clock)
+            .timeout(wall_clock)
+            .tcp_nodelay(true);
+        let mut client = client(&endpoint);
+        let mut hello = tonic::Request::new(pb::HelloRequest {});
+        hello.set_timeout(wall_clock);
+        let name = match tokio::time::timeout(wall_clock, client.hello(hello)).await {
+            Ok(Ok(response)) => {
+                let hello = response.into_inner();
+                let name: String = hello
+                    .name
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(64)
+                    .collect();
+                if name.trim().is_empty() {
+                    url.to_owned()
+                } else {
+                    name
+                }
+            }
+            Ok(Err(status)) => {
+                tracing::warn!(bot = url, code = ?status.code(), "endpoint bot did not answer Hello");
+                url.to_owned()
+            }
+            Err(_) => {
+                tracing::warn!(bot = url, "endpoint bot did not answer Hello in time");
+                url.to_owned()
+            }
+        };
+        Ok(EndpointBot {
+            info: FighterInfo {
+                name,
+                kind: FighterKind::Endpoint,
+                digest: crate::spec::sha256_digest(url.as_bytes()),
+                spec: Some(url.to_owned()),
+            },
+            endpoint,
+            client,
+            wall_clock,
+            meter,
+            grant,
+        })
+    }
+}
+
+/// How a failed call counts: one that failed at or past the wall clock is a
+/// timeout (tonic reports its own deadline as CANCELLED or DEADLINE_EXCEEDED);
+/// anything earlier, including a dropped connection, is a fault.
+fn failure_from_status(
+    status: &tonic::Status,
+    elapsed: Duration,
+    wall_clock: Duration,
+) -> BotFailure {
+    if elapsed >= wall_clock {
+        return BotFailure::timeout(format!("no answer within {} ms", wall_clock.as_millis()));
+    }
+    match status.code() {
+        tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
+            BotFailure::fault(format!("connection: {}", status.message()))
+        }
+        code => BotFailure::fault(format!("{code:?}: {}", status.message())),
+    }
+}
+
+impl Bot for EndpointBot {
+    fn info(&self) -> FighterInfo {
+        self.info.clone()
+    }
+
+    fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a> {
+        let request = pb::DecideRequest {
+            observation: Some(convert::observation_to_proto(&observation)),
+            inference_token: self
+                .grant
+                .as_ref()
+                .map(|grant| grant.credential.token().to_owned())
+                .unwrap_or_default(),
+            inference_url: self
+                .grant
+                .as_ref()
+                .map(|grant| grant.url.clone())
+                .unwrap_or_default(),
+        };
+        Box::pin(async move {
+            // The decision window: the credential works until the answer arrives or
+            // the runner drops this future at the wall clock.
+            let window = self.grant.as_ref().map(|grant| grant.credential.deciding());
+            let mut request = tonic::Request::new(request);
+            request.set_timeout(self.wall_clock);
+            let started = std::time::Instant::now();
+            let answer = match self.client.decide(request).await {
+                Ok(response) => convert::action_from_proto(response.into_inner().action)
+                    .map_err(BotFailure::fault),
+                Err(status) => {
+                    let failure = failure_from_status(&status, started.elapsed(), self.wall_clock);
+                    if status.code() == tonic::Code::Unavailable {
+                        // A fresh channel for the next exchange.
+                        self.client = client(&self.endpoint);
+                    }
+                    tracing::debug!(bot = %self.info.name, code = ?status.code(), "endpoint decision failed");
+                    Err(failure)
+                }
+            };
+            drop(window);
+            Decision {
+                answer,
+                tokens: self.meter.take_spent(),
+                gassed_out: self.meter.gassed_out(),
+            }
+        })
+    }
+}

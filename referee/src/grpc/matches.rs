@@ -1,0 +1,355 @@
+//! The matches a server runs: the bound on concurrent matches, each match as a
+//! spawned task with its live event log (for `WatchMatch`), finished replays kept
+//! for `GetReplay`, and the drain on shutdown (finish, or abort after the grace).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use duel_proto::v1 as pb;
+use duel_replays::{Replay, RoundResultRecord};
+use duel_rules::Side;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::bots::{BotContext, InferenceLink, make_bot};
+use crate::grpc::convert::{self, MatchRequest};
+use crate::grpc::metrics::Metrics;
+use crate::grpc::status::ServiceError;
+use crate::limits::MAX_KEPT_MATCHES;
+use crate::meter::ModelGateway;
+use crate::record::MatchConfig;
+use crate::runner::run_match_observed;
+
+/// How a match ended.
+#[derive(Clone, Debug)]
+pub enum MatchEnd {
+    Finished(Arc<Replay>),
+    /// Stopped before its end; no replay was written.
+    Aborted(String),
+}
+
+#[derive(Debug, Default)]
+struct LiveState {
+    exchanges: Vec<pb::ExchangeEvent>,
+    end: Option<MatchEnd>,
+}
+
+/// One match, running or over.
+#[derive(Debug)]
+pub struct LiveMatch {
+    pub started: pb::MatchStarted,
+    state: Mutex<LiveState>,
+    /// Bumped on every new event so watchers wake up.
+    version: watch::Sender<u64>,
+}
+
+impl LiveMatch {
+    fn state(&self) -> MutexGuard<'_, LiveState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn bump(&self) {
+        self.version.send_modify(|version| *version += 1);
+    }
+
+    fn push(&self, event: pb::ExchangeEvent) {
+        self.state().exchanges.push(event);
+        self.bump();
+    }
+
+    fn end(&self, end: MatchEnd) {
+        self.state().end = Some(end);
+        self.bump();
+    }
+
+    pub fn end_state(&self) -> Option<MatchEnd> {
+        self.state().end.clone()
+    }
+
+    /// Events from `from` on, and the end if reached.
+    pub fn events_since(&self, from: usize) -> (Vec<pb::ExchangeEvent>, Option<MatchEnd>) {
+        let state = self.state();
+        let events = state
+            .exchanges
+            .get(from..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
+        (events, state.end.clone())
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.version.subscribe()
+    }
+
+    /// Waits for the end of the match.
+    pub async fn wait_end(&self) -> MatchEnd {
+        let mut changes = self.subscribe();
+        loop {
+            if let Some(end) = self.end_state() {
+                return end;
+            }
+            if changes.changed().await.is_err() {
+                return self
+                    .end_state()
+                    .unwrap_or_else(|| MatchEnd::Aborted("the match task was lost".to_owned()));
+            }
+        }
+    }
+}
+
+/// What a server is configured with.
+#[derive(Clone, Debug)]
+pub struct MatchesConfig {
+    pub max_concurrent_matches: usize,
+    pub gateway: ModelGateway,
+    pub inference: Option<InferenceLink>,
+    /// Where finished replays are also written, `<match_id>.json`.
+    pub replay_dir: Option<PathBuf>,
+}
+
+/// The registry of a server's matches. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Matches {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: MatchesConfig,
+    permits: Arc<Semaphore>,
+    tracker: TaskTracker,
+    abort: CancellationToken,
+    shutting_down: AtomicBool,
+    table: Mutex<Table>,
+    metrics: Metrics,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    matches: HashMap<String, Arc<LiveMatch>>,
+    finished: VecDeque<String>,
+}
+
+impl Matches {
+    pub fn new(config: MatchesConfig) -> Matches {
+        Matches {
+            inner: Arc::new(Inner {
+                permits: Arc::new(Semaphore::new(config.max_concurrent_matches)),
+                config,
+                tracker: TaskTracker::new(),
+                abort: CancellationToken::new(),
+                shutting_down: AtomicBool::new(false),
+                table: Mutex::new(Table::default()),
+                metrics: Metrics::default(),
+            }),
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.inner
+            .table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    pub fn get(&self, match_id: &str) -> Option<Arc<LiveMatch>> {
+        self.table().matches.get(match_id).cloned()
+    }
+
+    /// Matches running now.
+    pub fn running(&self) -> usize {
+        self.inner.config.max_concurrent_matches - self.inner.permits.available_permits()
+    }
+
+    /// Accepts a match: takes a slot (or refuses), builds both bots and spawns the
+    /// match. Returns it at once; await [`LiveMatch::wait_end`] for the result.
+    pub async fn start(&self, request: MatchRequest) -> Result<Arc<LiveMatch>, ServiceError> {
+        if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Err(ServiceError::ShuttingDown);
+        }
+        let permit = Arc::clone(&self.inner.permits)
+            .try_acquire_owned()
+            .map_err(|_| {
+                ServiceError::Busy(format!(
+                    "{} matches are running, the most this referee runs at once",
+                    self.inner.config.max_concurrent_matches
+                ))
+            })?;
+        let accepted_at = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(|error| {
+                ServiceError::InvalidArgument(format!("cannot format the current time: {error}"))
+            })?;
+        let seed = request
+            .seed
+            .unwrap_or_else(|| uuid::Uuid::new_v4().as_u64_pair().0 % 1_000_000_000);
+        let mut config = MatchConfig::new(
+            uuid::Uuid::new_v4().to_string(),
+            accepted_at,
+            request.class,
+            seed,
+        );
+        config.decision_wall_clock = request.wall_clock;
+        let span = tracing::info_span!("match", match_id = %config.match_id);
+        let gateway = &self.inner.config.gateway;
+        let mut bots = Vec::with_capacity(2);
+        for (spec, side) in request.specs.iter().zip(Side::BOTH) {
+            let context = BotContext::new(
+                &config,
+                side,
+                gateway.meter(config.budget_tokens()),
+                self.inner.config.inference.clone(),
+            );
+            bots.push(make_bot(spec, &context).instrument(span.clone()).await?);
+        }
+        let fighters = [bots[0].info(), bots[1].info()];
+        let live = Arc::new(LiveMatch {
+            started: pb::MatchStarted {
+                match_id: config.match_id.clone(),
+                ruleset: config.ruleset.version().to_owned(),
+                class: convert::class_to_proto(config.class).into(),
+                budget_tokens: config.budget_tokens(),
+                seed,
+                wall_clock_ms: u64::try_from(config.decision_wall_clock.as_millis())
+                    .unwrap_or(u64::MAX),
+                fighters: fighters
+                    .iter()
+                    .map(convert::fighter_info_to_proto)
+                    .collect(),
+            },
+            state: Mutex::new(LiveState::default()),
+            version: watch::channel(0).0,
+        });
+        self.table()
+            .matches
+            .insert(config.match_id.clone(), Arc::clone(&live));
+        self.inner.metrics.match_started();
+        span.in_scope(|| {
+            tracing::info!(
+                a = %fighters[0].name,
+                b = %fighters[1].name,
+                class = config.class.name(),
+                seed,
+                wall_clock_ms = live.started.wall_clock_ms,
+                "match accepted"
+            );
+        });
+        let matches = self.clone();
+        let task_live = Arc::clone(&live);
+        self.inner.tracker.spawn(
+            matches
+                .play(config, bots, task_live, permit)
+                .instrument(span),
+        );
+        Ok(live)
+    }
+
+    async fn play(
+        self,
+        config: MatchConfig,
+        mut bots: Vec<Box<dyn crate::Bot>>,
+        live: Arc<LiveMatch>,
+        permit: OwnedSemaphorePermit,
+    ) {
+        let match_id = config.match_id.clone();
+        let abort = self.inner.abort.clone();
+        let (first, second) = bots.split_at_mut(1);
+        let metrics = &self.inner.metrics;
+        let run = run_match_observed(
+            config,
+            [first[0].as_mut(), second[0].as_mut()],
+            |recorder, step| {
+                if let Some((round, exchange)) = recorder.last_exchange() {
+                    metrics.side(&exchange.a);
+                    metrics.side(&exchange.b);
+                    let round_result = step.round_result.map(|result| RoundResultRecord {
+                        winner: result.winner.into(),
+                        by: result.by.into(),
+                    });
+                    live.push(convert::exchange_to_proto(round, exchange, round_result));
+                }
+            },
+        );
+        let end = tokio::select! {
+            replay = run => {
+                self.keep_replay(&replay);
+                tracing::info!(
+                    winner = duel_rules::Winner::from(replay.result.winner).name(),
+                    tokens_a = replay.result.tokens_used[0],
+                    tokens_b = replay.result.tokens_used[1],
+                    "match finished"
+                );
+                self.inner.metrics.match_finished();
+                MatchEnd::Finished(Arc::new(replay))
+            }
+            () = abort.cancelled() => {
+                tracing::warn!("match aborted: the referee shut down before it ended");
+                self.inner.metrics.match_aborted();
+                MatchEnd::Aborted("the referee shut down before the match ended".to_owned())
+            }
+        };
+        // Bots (and their Inference credentials) go before the slot is freed.
+        drop(bots);
+        live.end(end);
+        self.retire(match_id);
+        drop(permit);
+    }
+
+    fn keep_replay(&self, replay: &Replay) {
+        let Some(dir) = &self.inner.config.replay_dir else {
+            return;
+        };
+        let path = dir.join(format!("{}.json", replay.match_id));
+        if let Err(error) = replay.write(&path) {
+            tracing::error!(%error, "cannot write the replay");
+        }
+    }
+
+    /// Keeps the last [`MAX_KEPT_MATCHES`] ended matches.
+    fn retire(&self, match_id: String) {
+        let mut table = self.table();
+        table.finished.push_back(match_id);
+        while table.finished.len() > MAX_KEPT_MATCHES {
+            if let Some(old) = table.finished.pop_front() {
+                table.matches.remove(&old);
+            }
+        }
+    }
+
+    /// Refuses new matches, lets running ones finish for up to `grace`, then
+    /// aborts the rest; returns once every match task has ended.
+    pub async fn drain(&self, grace: Duration) {
+        self.inner.shutting_down.store(true, Ordering::Release);
+        self.inner.tracker.close();
+        let running = self.running();
+        if running > 0 {
+            tracing::info!(
+                running,
+                grace_s = grace.as_secs_f64(),
+                "waiting for matches in flight"
+            );
+        }
+        if tokio::time::timeout(grace, self.inner.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                running = self.running(),
+                "grace period over: aborting matches in flight"
+            );
+            self.inner.abort.cancel();
+            self.inner.tracker.wait().await;
+        }
+    }
+}

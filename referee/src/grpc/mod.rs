@@ -1,0 +1,200 @@
+//! The referee's gRPC face: `duel.v1.Referee` and `duel.v1.Inference` served
+//! together with health checking and reflection, operator authentication, and a
+//! graceful shutdown that drains matches in flight.
+
+pub mod convert;
+pub mod inference;
+pub mod matches;
+pub mod metrics;
+pub mod referee;
+pub mod status;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use duel_proto::v1::inference_server::InferenceServer;
+use duel_proto::v1::referee_server::RefereeServer;
+use tokio::net::TcpListener;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+use crate::bots::InferenceLink;
+use crate::credentials::Credentials;
+use crate::error::RefereeError;
+use crate::limits::MAX_GRPC_MESSAGE_BYTES;
+use crate::meter::ModelGateway;
+
+pub use inference::InferenceService;
+pub use matches::{Matches, MatchesConfig};
+pub use referee::RefereeService;
+
+/// The environment variable holding the operator token of `referee serve`.
+pub const OPERATOR_TOKEN_ENV: &str = "DUEL_REFEREE_TOKEN";
+
+/// How `referee serve` is set up.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub max_concurrent_matches: usize,
+    pub gateway: ModelGateway,
+    /// Required as `authorization: Bearer …` on Referee calls when set; must be
+    /// set to listen beyond loopback.
+    pub operator_token: Option<String>,
+    /// The URL endpoint bots are told for Inference; by default
+    /// `http://<listen address>`.
+    pub public_url: Option<String>,
+    pub replay_dir: Option<std::path::PathBuf>,
+    pub shutdown_grace: Duration,
+}
+
+/// Checks the operator token on Referee calls (health, reflection and
+/// Inference have their own rules).
+#[derive(Clone)]
+struct OperatorAuth {
+    token: Option<std::sync::Arc<str>>,
+}
+
+impl tonic::service::Interceptor for OperatorAuth {
+    fn call(&mut self, request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        let Some(expected) = &self.token else {
+            return Ok(request);
+        };
+        match inference::bearer(&request) {
+            Some(given) if constant_time_eq(given.as_bytes(), expected.as_bytes()) => Ok(request),
+            Some(_) => Err(tonic::Status::unauthenticated("wrong operator token")),
+            None => Err(tonic::Status::unauthenticated(
+                "missing `authorization: Bearer <token>` (the operator token)",
+            )),
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Serves `duel.v1.Referee`, `duel.v1.Inference`, `grpc.health.v1.Health` and
+/// reflection on `listener` until `shutdown` resolves; then refuses new matches,
+/// drains the ones in flight (aborting them after the grace period) and stops.
+pub async fn serve(
+    listener: TcpListener,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RefereeError> {
+    serve_with_metrics(listener, None, config, shutdown).await
+}
+
+/// [`serve`], also serving Prometheus `GET /metrics` on `metrics_listener`.
+pub async fn serve_with_metrics(
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RefereeError> {
+    let address: SocketAddr = listener.local_addr().map_err(|error| {
+        RefereeError::Serve(format!("cannot read the listening address: {error}"))
+    })?;
+    if !address.ip().is_loopback() && config.operator_token.is_none() {
+        return Err(RefereeError::Config(format!(
+            "listening on {address} (beyond loopback) needs an operator token in {OPERATOR_TOKEN_ENV}"
+        )));
+    }
+    // Load the tokenizer in the background: the first metered call waits for it,
+    // nothing else does.
+    tokio::task::spawn_blocking(crate::meter::warm_up);
+    let credentials = Credentials::new();
+    let public_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{address}"));
+    let matches = Matches::new(MatchesConfig {
+        max_concurrent_matches: config.max_concurrent_matches,
+        gateway: config.gateway.clone(),
+        inference: Some(InferenceLink {
+            url: public_url,
+            credentials: credentials.clone(),
+        }),
+        replay_dir: config.replay_dir.clone(),
+    });
+    let metrics_stop = tokio_util::sync::CancellationToken::new();
+    if let Some(metrics_listener) = metrics_listener {
+        let matches = matches.clone();
+        let stop = metrics_stop.clone();
+        tokio::spawn(async move {
+            metrics::serve_metrics(
+                metrics_listener,
+                move || matches.metrics().render(matches.running()),
+                stop.cancelled_owned(),
+            )
+            .await;
+        });
+    }
+    let _stop_metrics = metrics_stop.drop_guard();
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter
+        .set_serving::<RefereeServer<RefereeService>>()
+        .await;
+    health_reporter
+        .set_serving::<InferenceServer<InferenceService>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(duel_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|error| RefereeError::Serve(format!("cannot build reflection: {error}")))?;
+    let auth = OperatorAuth {
+        token: config.operator_token.as_deref().map(std::sync::Arc::from),
+    };
+    let referee = RefereeServer::new(RefereeService::new(matches.clone()))
+        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
+    let referee = tonic::service::interceptor::InterceptedService::new(referee, auth);
+    let inference = InferenceServer::new(InferenceService::new(credentials))
+        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
+    // `serve_with_incoming` ignores `Server::tcp_nodelay`: set it on the stream.
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let grace = config.shutdown_grace;
+    let drained = {
+        let matches = matches.clone();
+        let health_reporter = health_reporter.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("shutting down: refusing new matches");
+            health_reporter
+                .set_not_serving::<RefereeServer<RefereeService>>()
+                .await;
+            matches.drain(grace).await;
+            tracing::info!("every match has ended; stopping");
+        }
+    };
+    tracing::info!(%address, max_concurrent_matches = config.max_concurrent_matches, "referee listening");
+    Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(referee)
+        .add_service(inference)
+        .serve_with_incoming_shutdown(incoming, drained)
+        .await
+        .map_err(|error| RefereeError::Serve(format!("server stopped: {error}")))
+}
+
+/// Serves only `duel.v1.Inference` on `listener` (for `referee local` with
+/// endpoint bots) until `shutdown` resolves.
+pub async fn serve_inference(
+    listener: TcpListener,
+    credentials: Credentials,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RefereeError> {
+    let inference = InferenceServer::new(InferenceService::new(credentials))
+        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
+    Server::builder()
+        .add_service(inference)
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
+        .await
+        .map_err(|error| RefereeError::Serve(format!("Inference server stopped: {error}")))
+}

@@ -1,0 +1,58 @@
+//! The one place where errors of the gRPC services become status codes.
+
+use tonic::{Code, Status};
+
+use crate::credentials::CredentialError;
+use crate::error::RefereeError;
+use crate::meter::ModelError;
+
+/// Everything a `duel.v1` handler can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    NotFinished(String),
+    /// A bound was reached (concurrent matches).
+    #[error("{0}")]
+    Busy(String),
+    #[error("the referee is shutting down")]
+    ShuttingDown,
+    #[error("{0}")]
+    Unauthenticated(String),
+    #[error(transparent)]
+    Credential(#[from] CredentialError),
+    #[error(transparent)]
+    Referee(#[from] RefereeError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+impl From<ServiceError> for Status {
+    fn from(error: ServiceError) -> Status {
+        let message = error.to_string();
+        let code = match error {
+            ServiceError::InvalidArgument(_) => Code::InvalidArgument,
+            ServiceError::NotFound(_) => Code::NotFound,
+            ServiceError::NotFinished(_) => Code::FailedPrecondition,
+            ServiceError::Busy(_) => Code::ResourceExhausted,
+            ServiceError::ShuttingDown => Code::Unavailable,
+            ServiceError::Unauthenticated(_) => Code::Unauthenticated,
+            ServiceError::Credential(CredentialError::Unknown) => Code::Unauthenticated,
+            ServiceError::Credential(CredentialError::NotDeciding) => Code::PermissionDenied,
+            ServiceError::Referee(RefereeError::Spec(_)) => Code::InvalidArgument,
+            ServiceError::Referee(RefereeError::Config(_)) => Code::InvalidArgument,
+            ServiceError::Referee(RefereeError::Unsupported(_)) => Code::Unimplemented,
+            ServiceError::Referee(RefereeError::Replay(_)) => Code::Internal,
+            ServiceError::Referee(RefereeError::Serve(_)) => Code::Internal,
+            ServiceError::Referee(RefereeError::Live(_)) => Code::Internal,
+            ServiceError::Referee(RefereeError::Fetch(_)) => Code::Unavailable,
+            ServiceError::Model(ModelError::BudgetExhausted { .. }) => Code::ResourceExhausted,
+            ServiceError::Model(ModelError::Unavailable(_)) => Code::Unavailable,
+            ServiceError::Model(ModelError::Invalid(_)) => Code::InvalidArgument,
+        };
+        Status::new(code, message)
+    }
+}

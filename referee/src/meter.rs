@@ -1,0 +1,543 @@
+//! The token meter and the model gateway: one seam that both the WASM `model`
+//! import and `duel.v1.Inference` go through. It counts prompt and completion
+//! tokens with tiktoken's `o200k_base` (RULES "Token budget", D-7), caps each
+//! call's completion at what is left after the prompt, refuses a call whose
+//! prompt alone does not fit (gassing the fighter out), and forwards the rest to
+//! an OpenAI-compatible chat-completions endpoint.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tiktoken_rs::CoreBPE;
+
+use crate::error::RefereeError;
+use crate::limits::{
+    MAX_MODEL_RESPONSE_BYTES, MAX_PROMPT_BYTES, MAX_PROMPT_MESSAGES, MODEL_CALL_TIMEOUT,
+};
+
+/// The environment variable holding the model API key (never a flag, never logged).
+pub const MODEL_API_KEY_ENV: &str = "DUEL_MODEL_API_KEY";
+
+/// The process-wide `o200k_base` tables: loading costs ~200 ms, so it happens
+/// once per process (tiktoken-rs keeps a singleton).
+fn encoder() -> &'static CoreBPE {
+    tiktoken_rs::o200k_base_singleton()
+}
+
+/// Loads the tokenizer now, so the first metered call of a match does not pay
+/// for it. Servers call it at start-up.
+pub fn warm_up() {
+    let _ = encoder().encode_ordinary("warm up");
+}
+
+/// Tokens of `text` under `o200k_base`. Special-token text is counted as plain
+/// text: bot input never gets special meaning.
+pub fn count_tokens(text: &str) -> u64 {
+    encoder().encode_ordinary(text).len() as u64
+}
+
+/// The prompt's tokens: the sum over the message texts forwarded (roles and
+/// message framing are not counted, D-7).
+pub fn count_prompt_tokens(messages: &[ChatMessage]) -> u64 {
+    messages
+        .iter()
+        .map(|message| count_tokens(&message.content))
+        .sum()
+}
+
+/// One chat message, as forwarded to the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// Why a model call gave no completion.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// The prompt alone does not fit what is left of the budget, or the budget
+    /// is already spent: the fighter is gassed out.
+    #[error("token budget exhausted ({left_tokens} tokens left, prompt needs {prompt_tokens})")]
+    BudgetExhausted {
+        prompt_tokens: u64,
+        left_tokens: u64,
+    },
+    /// No model is configured, or the model failed; nothing was counted.
+    #[error("model unavailable: {0}")]
+    Unavailable(String),
+    /// The request itself is unusable (no messages, too large); nothing was counted.
+    #[error("invalid model request: {0}")]
+    Invalid(String),
+}
+
+/// A metered completion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub text: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub budget_left_tokens: u64,
+}
+
+/// Where model calls go: `--model-url`, `--model` and `DUEL_MODEL_API_KEY`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// The chat-completions URL (`…/v1/chat/completions`), or a base URL
+    /// (`…/v1`) to which `/chat/completions` is added.
+    pub url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+}
+
+impl fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelConfig")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl ModelConfig {
+    /// The configuration with the API key read from [`MODEL_API_KEY_ENV`].
+    pub fn from_env(url: String, model: String) -> ModelConfig {
+        let api_key = std::env::var(MODEL_API_KEY_ENV)
+            .ok()
+            .filter(|key| !key.trim().is_empty());
+        ModelConfig {
+            url,
+            model,
+            api_key,
+        }
+    }
+}
+
+/// The forwarding half of the gateway, shared by every match of a process.
+/// Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct ModelGateway {
+    client: Option<Arc<ModelClient>>,
+}
+
+struct ModelClient {
+    uri: http::Uri,
+    model: String,
+    authorization: Option<http::HeaderValue>,
+    http: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl fmt::Debug for ModelClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelClient")
+            .field("uri", &self.uri)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelGateway {
+    /// A gateway without a model: every call is `Unavailable` and costs nothing.
+    pub fn disabled() -> ModelGateway {
+        ModelGateway { client: None }
+    }
+
+    /// A gateway forwarding to `config`. Only `http://` URLs are supported by
+    /// this build (local llama.cpp / Ollama servers, or a TLS-terminating proxy).
+    pub fn new(config: ModelConfig) -> Result<ModelGateway, RefereeError> {
+        let trimmed = config.url.trim_end_matches('/');
+        let full = if trimmed.ends_with("/chat/completions") {
+            trimmed.to_owned()
+        } else {
+            format!("{trimmed}/chat/completions")
+        };
+        let uri: http::Uri = full.parse().map_err(|error| {
+            RefereeError::Config(format!("model URL {:?}: {error}", config.url))
+        })?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => {
+                return Err(RefereeError::Config(format!(
+                    "model URL {:?}: https is not supported by this build; use http:// (a local server or a TLS-terminating proxy)",
+                    config.url
+                )));
+            }
+            _ => {
+                return Err(RefereeError::Config(format!(
+                    "model URL {:?}: expected http://host:port/…",
+                    config.url
+                )));
+            }
+        }
+        if config.model.trim().is_empty() {
+            return Err(RefereeError::Config(
+                "--model must name the model to call".to_owned(),
+            ));
+        }
+        let authorization = match &config.api_key {
+            Some(key) => {
+                let mut value =
+                    http::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                        RefereeError::Config(format!(
+                            "{MODEL_API_KEY_ENV} holds characters not allowed in a header"
+                        ))
+                    })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let http = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(ModelGateway {
+            client: Some(Arc::new(ModelClient {
+                uri,
+                model: config.model,
+                authorization,
+                http,
+            })),
+        })
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.client.is_some()
+    }
+
+    /// A fresh meter for one fighter of one match.
+    pub fn meter(&self, budget_tokens: u64) -> FighterMeter {
+        FighterMeter {
+            inner: Arc::new(MeterInner {
+                gateway: self.clone(),
+                budget_tokens,
+                state: Mutex::new(MeterState::default()),
+            }),
+        }
+    }
+}
+
+impl ModelClient {
+    async fn chat(&self, messages: &[ChatMessage], max_tokens: u64) -> Result<String, String> {
+        let body = serde_json::json!({
+            "model": self.model,
+            "messages": messages
+                .iter()
+                .map(|message| serde_json::json!({"role": message.role, "content": message.content}))
+                .collect::<Vec<_>>(),
+            "max_tokens": max_tokens,
+            "stream": false,
+        });
+        let mut request = http::Request::post(self.uri.clone())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|error| error.to_string())?;
+        if let Some(authorization) = &self.authorization {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, authorization.clone());
+        }
+        let call = async {
+            let response = self
+                .http
+                .request(request)
+                .await
+                .map_err(|error| format!("cannot reach the model: {error}"))?;
+            let status = response.status();
+            let bytes = Limited::new(response.into_body(), MAX_MODEL_RESPONSE_BYTES)
+                .collect()
+                .await
+                .map_err(|error| format!("cannot read the model's answer: {error}"))?
+                .to_bytes();
+            if !status.is_success() {
+                return Err(format!("the model answered HTTP {status}"));
+            }
+            parse_completion(&bytes)
+        };
+        match tokio::time::timeout(MODEL_CALL_TIMEOUT, call).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "the model did not answer within {} s",
+                MODEL_CALL_TIMEOUT.as_secs()
+            )),
+        }
+    }
+}
+
+/// The text of `choices[0].message.content` of an OpenAI-style answer.
+fn parse_completion(bytes: &[u8]) -> Result<String, String> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|error| format!("the model's answer is not JSON: {error}"))?;
+    value
+        .pointer("/choices/0/message/content")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| "the model's answer has no choices[0].message.content".to_owned())
+}
+
+/// One fighter's budget for one match. Clones share the same account.
+#[derive(Clone, Debug)]
+pub struct FighterMeter {
+    inner: Arc<MeterInner>,
+}
+
+#[derive(Debug)]
+struct MeterInner {
+    gateway: ModelGateway,
+    budget_tokens: u64,
+    state: Mutex<MeterState>,
+}
+
+#[derive(Debug, Default)]
+struct MeterState {
+    /// Tokens charged.
+    used_tokens: u64,
+    /// Tokens held for calls in flight (prompt + completion cap), so concurrent
+    /// calls of one fighter can never overspend together.
+    reserved_tokens: u64,
+    /// Tokens already reported through [`FighterMeter::take_spent`].
+    reported_tokens: u64,
+    gassed_out: bool,
+}
+
+impl MeterState {
+    fn left(&self, budget_tokens: u64) -> u64 {
+        budget_tokens
+            .saturating_sub(self.used_tokens)
+            .saturating_sub(self.reserved_tokens)
+    }
+}
+
+impl FighterMeter {
+    fn state(&self) -> MutexGuard<'_, MeterState> {
+        // The lock guards plain counters; a panic elsewhere cannot leave them torn.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn budget_tokens(&self) -> u64 {
+        self.inner.budget_tokens
+    }
+
+    /// Tokens charged so far in the match.
+    pub fn tokens_used(&self) -> u64 {
+        self.state().used_tokens
+    }
+
+    /// A call was refused or the budget reached zero: the fallback plays from the
+    /// next decision on.
+    pub fn gassed_out(&self) -> bool {
+        self.state().gassed_out
+    }
+
+    /// Tokens charged since the previous call (what one decision spent).
+    pub fn take_spent(&self) -> u64 {
+        let mut state = self.state();
+        let spent = state.used_tokens - state.reported_tokens;
+        state.reported_tokens = state.used_tokens;
+        spent
+    }
+
+    /// One metered model call; the completion text.
+    pub async fn complete(
+        &self,
+        messages: Vec<ChatMessage>,
+        max_tokens: u32,
+    ) -> Result<String, ModelError> {
+        self.complete_detailed(messages, max_tokens)
+            .await
+            .map(|completion| completion.text)
+    }
+
+    /// One metered model call with its counts. `max_tokens` 0 asks for as many
+    /// completion tokens as are left.
+    pub async fn complete_detailed(
+        &self,
+        messages: Vec<ChatMessage>,
+        max_tokens: u32,
+    ) -> Result<Completion, ModelError> {
+        let Some(client) = self.inner.gateway.client.as_ref() else {
+            return Err(ModelError::Unavailable(
+                "this referee has no model configured (--model-url)".to_owned(),
+            ));
+        };
+        if messages.is_empty() {
+            return Err(ModelError::Invalid("no messages".to_owned()));
+        }
+        if messages.len() > MAX_PROMPT_MESSAGES {
+            return Err(ModelError::Invalid(format!(
+                "{} messages, more than {MAX_PROMPT_MESSAGES}",
+                messages.len()
+            )));
+        }
+        let prompt_bytes: usize = messages.iter().map(|message| message.content.len()).sum();
+        if prompt_bytes > MAX_PROMPT_BYTES {
+            return Err(ModelError::Invalid(format!(
+                "prompt of {prompt_bytes} bytes, more than {MAX_PROMPT_BYTES}"
+            )));
+        }
+        let prompt_tokens = count_prompt_tokens(&messages);
+        let cap_tokens = self.reserve(prompt_tokens, max_tokens)?;
+        let text = if cap_tokens == 0 {
+            String::new()
+        } else {
+            match client.chat(&messages, cap_tokens).await {
+                Ok(text) => text,
+                Err(reason) => {
+                    self.release(prompt_tokens + cap_tokens, 0);
+                    return Err(ModelError::Unavailable(reason));
+                }
+            }
+        };
+        let (text, completion_tokens) = cut_to_tokens(text, cap_tokens);
+        let budget_left_tokens = self.release(
+            prompt_tokens + cap_tokens,
+            prompt_tokens + completion_tokens,
+        );
+        Ok(Completion {
+            text,
+            prompt_tokens,
+            completion_tokens,
+            budget_left_tokens,
+        })
+    }
+
+    /// Holds the prompt and the completion cap; refuses (and gasses out) when
+    /// the prompt alone does not fit. Returns the completion cap.
+    fn reserve(&self, prompt_tokens: u64, max_tokens: u32) -> Result<u64, ModelError> {
+        let budget_tokens = self.inner.budget_tokens;
+        let mut state = self.state();
+        let left_tokens = state.left(budget_tokens);
+        if state.gassed_out || prompt_tokens > left_tokens {
+            state.gassed_out = true;
+            return Err(ModelError::BudgetExhausted {
+                prompt_tokens,
+                left_tokens,
+            });
+        }
+        let mut cap_tokens = left_tokens - prompt_tokens;
+        if max_tokens > 0 {
+            cap_tokens = cap_tokens.min(u64::from(max_tokens));
+        }
+        state.reserved_tokens += prompt_tokens + cap_tokens;
+        Ok(cap_tokens)
+    }
+
+    /// Drops a reservation and charges what was really spent. Returns the budget
+    /// left.
+    fn release(&self, reserved_tokens: u64, charged_tokens: u64) -> u64 {
+        let budget_tokens = self.inner.budget_tokens;
+        let mut state = self.state();
+        state.reserved_tokens = state.reserved_tokens.saturating_sub(reserved_tokens);
+        state.used_tokens = state
+            .used_tokens
+            .saturating_add(charged_tokens)
+            .min(budget_tokens);
+        if state.used_tokens >= budget_tokens {
+            state.gassed_out = true;
+        }
+        budget_tokens - state.used_tokens
+    }
+}
+
+/// Cuts `text` to at most `cap_tokens` tokens (a model with another tokenizer can
+/// run over the cap as we count it); returns the text and its token count.
+fn cut_to_tokens(text: String, cap_tokens: u64) -> (String, u64) {
+    let tokens = encoder().encode_ordinary(&text);
+    if tokens.len() as u64 <= cap_tokens {
+        return (text, tokens.len() as u64);
+    }
+    let keep = usize::try_from(cap_tokens)
+        .unwrap_or(usize::MAX)
+        .min(tokens.len());
+    let bytes = encoder().decode_bytes(&tokens[..keep]).unwrap_or_default();
+    let mut cut = match std::str::from_utf8(&bytes) {
+        Ok(valid) => valid.to_owned(),
+        Err(error) => String::from_utf8_lossy(&bytes[..error.valid_up_to()]).into_owned(),
+    };
+    // Re-encoding a prefix can merge differently; drop characters until it fits.
+    loop {
+        let count = count_tokens(&cut);
+        if count <= cap_tokens {
+            return (cut, count);
+        }
+        cut.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_known_texts() {
+        assert_eq!(count_tokens(""), 0);
+        assert_eq!(count_tokens("hello world"), 2);
+        assert_eq!(
+            count_prompt_tokens(&[
+                ChatMessage::new("system", "hello world"),
+                ChatMessage::new("user", "hello world")
+            ]),
+            4
+        );
+    }
+
+    #[test]
+    fn cuts_long_completions_to_the_cap() {
+        let text = "one two three four five six seven eight nine ten".to_owned();
+        let full = count_tokens(&text);
+        let (cut, count) = cut_to_tokens(text.clone(), 3);
+        assert_eq!(count, 3);
+        assert!(text.starts_with(&cut));
+        assert_eq!(cut_to_tokens(text.clone(), full), (text, full));
+        assert_eq!(
+            cut_to_tokens("héllo wörld ✓✓✓".to_owned(), 0),
+            (String::new(), 0)
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_model_calls_cost_nothing() {
+        let meter = ModelGateway::disabled().meter(100);
+        let error = meter
+            .complete(vec![ChatMessage::new("user", "hi")], 10)
+            .await
+            .expect_err("no model");
+        assert!(matches!(error, ModelError::Unavailable(_)));
+        assert_eq!(meter.tokens_used(), 0);
+        assert!(!meter.gassed_out());
+    }
+
+    #[test]
+    fn refuses_https_and_keeps_the_key_out_of_debug() {
+        let https = ModelGateway::new(ModelConfig {
+            url: "https://example.invalid/v1".into(),
+            model: "m".into(),
+            api_key: None,
+        });
+        assert!(https.expect_err("https").to_string().contains("https"));
+        let config = ModelConfig {
+            url: "http://127.0.0.1:1/v1".into(),
+            model: "m".into(),
+            api_key: Some("sk-secret".into()),
+        };
+        assert!(!format!("{config:?}").contains("sk-secret"));
+        let gateway = ModelGateway::new(config).expect("gateway");
+        assert!(!format!("{gateway:?}").contains("sk-secret"));
+    }
+}

@@ -1,0 +1,403 @@
+//! Real servers on 127.0.0.1 for the referee's network tests: endpoint bots with
+//! scripted behaviour, a fake OpenAI-compatible model that records what it got,
+//! a connection dropper, and the referee server itself.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use duel_proto::v1 as pb;
+use duel_proto::v1::bot_server::{Bot, BotServer};
+use duel_proto::v1::inference_client::InferenceClient;
+use duel_referee::grpc::ServeConfig;
+use duel_referee::meter::ModelGateway;
+use duel_referee::{ModelConfig, limits};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status};
+
+/// What a test bot does on each decision.
+#[derive(Clone, Debug)]
+pub enum Behaviour {
+    /// Answers this action at once.
+    Fixed(pb::Action),
+    /// Sleeps, then answers JAB.
+    Sleep(Duration),
+    /// Answers this raw action value (unknown enum values, UNSPECIFIED).
+    Raw(i32),
+    /// Fails the first `n` decisions with an error status, then answers JAB.
+    FailFirst(usize),
+    /// Calls Inference with these messages, then answers JAB.
+    Think {
+        messages: Vec<(String, String)>,
+        max_tokens: u32,
+    },
+    /// Calls Inference with another credential (from `stolen`), after a pause.
+    Steal { pause: Duration },
+    /// Publishes its own credential to `stolen` and answers at once.
+    Publish,
+}
+
+/// What a test bot saw and got back.
+#[derive(Debug, Default)]
+pub struct BotLog {
+    pub decisions: AtomicUsize,
+    pub tokens_seen: Mutex<Vec<String>>,
+    pub budgets_seen: Mutex<Vec<u64>>,
+    pub inference: Mutex<Vec<Result<pb::CompleteResponse, tonic::Code>>>,
+    /// A credential passed between bots (Publish → Steal).
+    pub stolen: Mutex<Option<(String, String)>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct TestBot {
+    pub behaviour: Behaviour,
+    pub log: Arc<BotLog>,
+}
+
+async fn call_inference(
+    url: &str,
+    token: &str,
+    messages: Vec<pb::ChatMessage>,
+    max_tokens: u32,
+) -> Result<pb::CompleteResponse, tonic::Code> {
+    let mut client = InferenceClient::connect(url.to_owned())
+        .await
+        .map_err(|_| tonic::Code::Unavailable)?;
+    let mut request = Request::new(pb::CompleteRequest {
+        messages,
+        max_tokens,
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    client
+        .complete(request)
+        .await
+        .map(Response::into_inner)
+        .map_err(|status| status.code())
+}
+
+#[tonic::async_trait]
+impl Bot for TestBot {
+    async fn hello(
+        &self,
+        _request: Request<pb::HelloRequest>,
+    ) -> Result<Response<pb::HelloResponse>, Status> {
+        Ok(Response::new(pb::HelloResponse {
+            name: format!("test-{:?}", self.behaviour)
+                .chars()
+                .take(40)
+                .collect(),
+            version: "0".into(),
+            rulesets: vec!["1.0.0".into()],
+        }))
+    }
+
+    async fn decide(
+        &self,
+        request: Request<pb::DecideRequest>,
+    ) -> Result<Response<pb::DecideResponse>, Status> {
+        let request = request.into_inner();
+        let index = self.log.decisions.fetch_add(1, Ordering::SeqCst);
+        self.log
+            .tokens_seen
+            .lock()
+            .unwrap()
+            .push(request.inference_token.clone());
+        if let Some(observation) = &request.observation {
+            self.log
+                .budgets_seen
+                .lock()
+                .unwrap()
+                .push(observation.budget_left_tokens);
+        }
+        let action = match &self.behaviour {
+            Behaviour::Fixed(action) => *action as i32,
+            Behaviour::Sleep(pause) => {
+                tokio::time::sleep(*pause).await;
+                pb::Action::Jab as i32
+            }
+            Behaviour::Raw(value) => *value,
+            Behaviour::FailFirst(n) => {
+                if index < *n {
+                    return Err(Status::internal("scripted failure"));
+                }
+                pb::Action::Jab as i32
+            }
+            Behaviour::Think {
+                messages,
+                max_tokens,
+            } => {
+                let messages = messages
+                    .iter()
+                    .map(|(role, content)| pb::ChatMessage {
+                        role: role.clone(),
+                        content: content.clone(),
+                    })
+                    .collect();
+                let result = call_inference(
+                    &request.inference_url,
+                    &request.inference_token,
+                    messages,
+                    *max_tokens,
+                )
+                .await;
+                self.log.inference.lock().unwrap().push(result);
+                pb::Action::Jab as i32
+            }
+            Behaviour::Steal { pause } => {
+                tokio::time::sleep(*pause).await;
+                let stolen = self.log.stolen.lock().unwrap().clone();
+                if let Some((url, token)) = stolen {
+                    let message = vec![pb::ChatMessage {
+                        role: "user".into(),
+                        content: "spend someone else's budget".into(),
+                    }];
+                    let result = call_inference(&url, &token, message, 4).await;
+                    self.log.inference.lock().unwrap().push(result);
+                }
+                pb::Action::Jab as i32
+            }
+            Behaviour::Publish => {
+                *self.log.stolen.lock().unwrap() = Some((
+                    request.inference_url.clone(),
+                    request.inference_token.clone(),
+                ));
+                pb::Action::Block as i32
+            }
+        };
+        Ok(Response::new(pb::DecideResponse { action }))
+    }
+}
+
+/// A running server; dropping the handle's sender stops it.
+#[derive(Debug)]
+pub struct Running {
+    pub address: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    pub fn url(&self) -> String {
+        format!("grpc://{}", self.address)
+    }
+
+    pub fn http_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Signals the server to stop and waits until it has.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(20), &mut self.task).await;
+    }
+
+    /// Signals the server to stop without waiting.
+    pub fn signal_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+pub async fn loopback() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").await.unwrap()
+}
+
+/// Serves a test bot on `listener`.
+pub fn serve_bot_on(listener: TcpListener, bot: TestBot) -> Running {
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(BotServer::new(bot))
+            .serve_with_incoming_shutdown(
+                TcpIncoming::from(listener).with_nodelay(Some(true)),
+                async {
+                    let _ = stopped.await;
+                },
+            )
+            .await;
+    });
+    Running {
+        address,
+        stop: Some(stop),
+        task,
+    }
+}
+
+pub async fn serve_bot(behaviour: Behaviour) -> (Running, Arc<BotLog>) {
+    let log = Arc::new(BotLog::default());
+    let running = serve_bot_on(
+        loopback().await,
+        TestBot {
+            behaviour,
+            log: Arc::clone(&log),
+        },
+    );
+    (running, log)
+}
+
+/// Accepts TCP connections and closes them at once (or after writing junk).
+pub async fn serve_dropper(junk: &'static [u8]) -> Running {
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    if let Ok((mut stream, _)) = accepted {
+                        use tokio::io::AsyncWriteExt;
+                        let _ = stream.write_all(junk).await;
+                        drop(stream);
+                    }
+                }
+                _ = &mut stopped => return,
+            }
+        }
+    });
+    Running {
+        address,
+        stop: Some(stop),
+        task,
+    }
+}
+
+/// What the fake model received.
+#[derive(Debug, Default)]
+pub struct ModelLog {
+    pub requests: Mutex<Vec<serde_json::Value>>,
+    pub authorization: Mutex<Vec<Option<String>>>,
+}
+
+/// A small OpenAI-compatible chat-completions server returning `completion`.
+pub async fn serve_model(completion: &'static str) -> (Running, Arc<ModelLog>) {
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+    let log = Arc::new(ModelLog::default());
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(
+                move |State(log): State<Arc<ModelLog>>, headers: HeaderMap, axum::Json(body): axum::Json<serde_json::Value>| async move {
+                    log.requests.lock().unwrap().push(body);
+                    log.authorization.lock().unwrap().push(
+                        headers
+                            .get("authorization")
+                            .and_then(|value| value.to_str().ok())
+                            .map(str::to_owned),
+                    );
+                    axum::Json(serde_json::json!({
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": completion}, "finish_reason": "stop"}],
+                    }))
+                },
+            ),
+        )
+        .with_state(Arc::clone(&log));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    (
+        Running {
+            address,
+            stop: Some(stop),
+            task,
+        },
+        log,
+    )
+}
+
+pub fn gateway_for(model: &Running) -> ModelGateway {
+    ModelGateway::new(ModelConfig {
+        url: format!("http://{}/v1", model.address),
+        model: "test-model".into(),
+        api_key: Some("sk-test-key".into()),
+    })
+    .unwrap()
+}
+
+pub fn serve_config(max_concurrent_matches: usize, gateway: ModelGateway) -> ServeConfig {
+    ServeConfig {
+        max_concurrent_matches,
+        gateway,
+        operator_token: None,
+        public_url: None,
+        replay_dir: None,
+        shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
+    }
+}
+
+/// Starts `referee serve` (the library's server) on an ephemeral loopback port.
+pub async fn serve_referee(config: ServeConfig) -> Running {
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        duel_referee::grpc::serve(listener, config, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    Running {
+        address,
+        stop: Some(stop),
+        task,
+    }
+}
+
+pub async fn referee_client(
+    referee: &Running,
+) -> duel_proto::v1::referee_client::RefereeClient<tonic::transport::Channel> {
+    duel_proto::v1::referee_client::RefereeClient::connect(referee.http_url())
+        .await
+        .unwrap()
+}
+
+/// Runs one match over gRPC and parses its replay.
+pub async fn run_match(referee: &Running, request: pb::RunMatchRequest) -> duel_replays::Replay {
+    let response = referee_client(referee)
+        .await
+        .run_match(request)
+        .await
+        .unwrap()
+        .into_inner();
+    duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap()
+}
+
+pub fn request(bot_a: &str, bot_b: &str, wall_clock_ms: u32) -> pb::RunMatchRequest {
+    pb::RunMatchRequest {
+        bot_a: bot_a.to_owned(),
+        bot_b: bot_b.to_owned(),
+        class: pb::WeightClass::Light as i32,
+        seed: Some(7),
+        wall_clock_ms,
+        detach: false,
+    }
+}
+
+/// Every (side record) of fighter `side` in order.
+pub fn sides(replay: &duel_replays::Replay, side: usize) -> Vec<duel_replays::SideRecord> {
+    replay
+        .exchanges()
+        .map(|(_, exchange)| exchange.sides()[side].clone())
+        .collect()
+}

@@ -1,0 +1,312 @@
+//! The metered model gateway against a fake OpenAI-compatible server: exact
+//! counts, budgets running out, completion caps, and credentials that belong to
+//! someone else.
+
+// Tests: a failed unwrap is a failed assertion.
+#![allow(clippy::unwrap_used)]
+
+#[path = "grpc_support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use duel_proto::v1 as pb;
+use duel_referee::meter::{ChatMessage, ModelError, count_prompt_tokens, count_tokens};
+use duel_replays::SourceName;
+use support::*;
+
+const SYSTEM: &str = "You are a careful fighter.";
+const USER: &str = "Choose one action: JAB, HEAVY, BLOCK, DODGE, FEINT or RECOVER.";
+const COMPLETION: &str = "JAB, then BLOCK.";
+// o200k_base counts of the texts above (fixed by the encoding).
+const SYSTEM_TOKENS: u64 = 6;
+const USER_TOKENS: u64 = 23;
+const COMPLETION_TOKENS: u64 = 6;
+
+fn think(messages: &[(&str, &str)], max_tokens: u32) -> Behaviour {
+    Behaviour::Think {
+        messages: messages
+            .iter()
+            .map(|(role, text)| (role.to_string(), text.to_string()))
+            .collect(),
+        max_tokens,
+    }
+}
+
+#[test]
+fn the_test_texts_have_the_counts_we_state() {
+    assert_eq!(count_tokens(SYSTEM), SYSTEM_TOKENS);
+    assert_eq!(count_tokens(USER), USER_TOKENS);
+    assert_eq!(count_tokens(COMPLETION), COMPLETION_TOKENS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_counted_exactly_per_decision_and_per_match() {
+    let (model, model_log) = serve_model(COMPLETION).await;
+    let (thinker, bot_log) = serve_bot(think(&[("system", SYSTEM), ("user", USER)], 16)).await;
+    let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
+    let replay = run_match(&referee, request(&thinker.url(), "builtin:block", 2_000)).await;
+    let per_decision = SYSTEM_TOKENS + USER_TOKENS + COMPLETION_TOKENS;
+    let a = sides(&replay, 0);
+    for side in &a {
+        assert_eq!(
+            (side.source, side.tokens),
+            (SourceName::Bot, per_decision),
+            "{side:?}"
+        );
+    }
+    let decisions = a.len() as u64;
+    assert_eq!(replay.result.tokens_used, [decisions * per_decision, 0]);
+    let results = bot_log.inference.lock().unwrap().clone();
+    assert_eq!(results.len() as u64, decisions);
+    for (index, result) in results.iter().enumerate() {
+        let response = result.as_ref().expect("metered call");
+        assert_eq!(response.prompt_tokens, SYSTEM_TOKENS + USER_TOKENS);
+        assert_eq!(response.completion_tokens, COMPLETION_TOKENS);
+        assert_eq!(response.text, COMPLETION);
+        assert_eq!(
+            response.budget_left_tokens,
+            8_000 - (index as u64 + 1) * per_decision
+        );
+    }
+    // The bot sees its own budget shrink by exactly what it spent.
+    let budgets = bot_log.budgets_seen.lock().unwrap().clone();
+    for (index, budget) in budgets.iter().enumerate() {
+        assert_eq!(*budget, 8_000 - index as u64 * per_decision);
+    }
+    // What reached the model: the messages as sent, the cap, the key from config.
+    let requests = model_log.requests.lock().unwrap().clone();
+    assert_eq!(requests.len() as u64, decisions);
+    assert_eq!(requests[0]["model"], "test-model");
+    assert_eq!(requests[0]["max_tokens"], 16);
+    assert_eq!(requests[0]["messages"][0]["role"], "system");
+    assert_eq!(requests[0]["messages"][0]["content"], SYSTEM);
+    assert_eq!(requests[0]["messages"][1]["content"], USER);
+    assert!(
+        model_log
+            .authorization
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|value| value.as_deref() == Some("Bearer sk-test-key"))
+    );
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_running_out_mid_round_gasses_the_fighter_out() {
+    let prompt = "word ".repeat(1_000);
+    let prompt_tokens = count_tokens(&prompt);
+    let per_call = prompt_tokens + COMPLETION_TOKENS;
+    // Calls that fit the light budget of 8,000; the next one is refused.
+    let mut fitting = 0u64;
+    while 8_000 - fitting * per_call >= prompt_tokens {
+        fitting += 1;
+    }
+    assert!(fitting + 2 <= 12, "the refusal must fall inside round 1");
+    let (model, _) = serve_model(COMPLETION).await;
+    let prompt: &'static str = Box::leak(prompt.into_boxed_str());
+    let (thinker, bot_log) = serve_bot(think(&[("user", prompt)], 0)).await;
+    let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
+    let replay = run_match(&referee, request(&thinker.url(), "builtin:block", 2_000)).await;
+    let a = sides(&replay, 0);
+    let fitting = fitting as usize;
+    for side in &a[..fitting] {
+        assert_eq!((side.source, side.tokens), (SourceName::Bot, per_call));
+    }
+    // The refused call's decision still counts as the bot's answer …
+    assert_eq!((a[fitting].source, a[fitting].tokens), (SourceName::Bot, 0));
+    assert_eq!(a[fitting].action, duel_replays::ActionName::Jab);
+    // … and from the next decision on the fallback plays, recorded as budget.
+    for side in &a[fitting + 1..] {
+        assert_eq!(
+            (side.source, side.tokens, side.latency_ms),
+            (SourceName::Budget, 0, 0)
+        );
+    }
+    assert_eq!(
+        bot_log.decisions.load(std::sync::atomic::Ordering::SeqCst),
+        fitting + 1,
+        "a gassed-out bot is not asked"
+    );
+    let results = bot_log.inference.lock().unwrap().clone();
+    assert_eq!(results.last(), Some(&Err(tonic::Code::ResourceExhausted)));
+    assert_eq!(replay.result.tokens_used[0], fitting as u64 * per_call);
+    assert!(replay.result.tokens_used[0] <= replay.budget);
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
+    );
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_are_capped_and_a_budget_spent_to_zero_gasses_out() {
+    let long = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
+    let (model, model_log) = serve_model(long).await;
+    let meter = gateway_for(&model).meter(8_000);
+    let prompt = "word ".repeat(7_990);
+    let prompt_tokens = count_prompt_tokens(&[ChatMessage::new("user", prompt.clone())]);
+    let cap = 8_000 - prompt_tokens;
+    assert!(cap > 0 && cap < count_tokens(long));
+    let completion = meter
+        .complete_detailed(vec![ChatMessage::new("user", prompt)], 0)
+        .await
+        .unwrap();
+    assert_eq!(model_log.requests.lock().unwrap()[0]["max_tokens"], cap);
+    assert_eq!(completion.completion_tokens, cap);
+    assert_eq!(count_tokens(&completion.text), cap);
+    assert!(long.starts_with(&completion.text));
+    assert_eq!(completion.budget_left_tokens, 0);
+    assert_eq!(meter.tokens_used(), 8_000);
+    assert!(meter.gassed_out());
+    let refused = meter
+        .complete(vec![ChatMessage::new("user", "hi")], 1)
+        .await;
+    assert!(matches!(refused, Err(ModelError::BudgetExhausted { .. })));
+    assert_eq!(
+        model_log.requests.lock().unwrap().len(),
+        1,
+        "a refused call is not forwarded"
+    );
+    assert_eq!(meter.take_spent(), 8_000);
+    assert_eq!(meter.take_spent(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_does_not_fit_is_refused_without_counting() {
+    let (model, model_log) = serve_model(COMPLETION).await;
+    let meter = gateway_for(&model).meter(10);
+    let refused = meter
+        .complete(vec![ChatMessage::new("user", "word ".repeat(11))], 1)
+        .await;
+    assert_eq!(
+        refused,
+        Err(ModelError::BudgetExhausted {
+            prompt_tokens: 12,
+            left_tokens: 10
+        })
+    );
+    assert_eq!(meter.tokens_used(), 0);
+    assert!(meter.gassed_out());
+    assert!(model_log.requests.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_other_fighters_credential_is_refused() {
+    let (model, model_log) = serve_model(COMPLETION).await;
+    // One log shared by both bots: the publisher leaves its credential there.
+    let log = Arc::new(BotLog::default());
+    let thief = serve_bot_on(
+        loopback().await,
+        TestBot {
+            behaviour: Behaviour::Steal {
+                pause: Duration::from_millis(100),
+            },
+            log: Arc::clone(&log),
+        },
+    );
+    let victim = serve_bot_on(
+        loopback().await,
+        TestBot {
+            behaviour: Behaviour::Publish,
+            log: Arc::clone(&log),
+        },
+    );
+    let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
+    let replay = run_match(&referee, request(&thief.url(), &victim.url(), 1_000)).await;
+    let results = log.inference.lock().unwrap().clone();
+    assert!(!results.is_empty());
+    assert!(
+        results
+            .iter()
+            .all(|result| *result == Err(tonic::Code::PermissionDenied)),
+        "{results:?}"
+    );
+    assert_eq!(replay.result.tokens_used, [0, 0]);
+    assert!(model_log.requests.lock().unwrap().is_empty());
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_matchs_credential_and_forged_ones_are_refused() {
+    let (model, model_log) = serve_model(COMPLETION).await;
+    let log = Arc::new(BotLog::default());
+    let publisher = serve_bot_on(
+        loopback().await,
+        TestBot {
+            behaviour: Behaviour::Publish,
+            log: Arc::clone(&log),
+        },
+    );
+    let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
+    run_match(&referee, request(&publisher.url(), "builtin:block", 1_000)).await;
+    let (url, old_token) = log.stolen.lock().unwrap().clone().unwrap();
+    // Match 2: a thinker in another match uses match 1's (expired) credential.
+    let thief = serve_bot_on(
+        loopback().await,
+        TestBot {
+            behaviour: Behaviour::Steal {
+                pause: Duration::ZERO,
+            },
+            log: Arc::clone(&log),
+        },
+    );
+    run_match(&referee, request(&thief.url(), "builtin:block", 1_000)).await;
+    {
+        let results = log.inference.lock().unwrap();
+        assert!(!results.is_empty());
+        assert!(
+            results
+                .iter()
+                .all(|result| *result == Err(tonic::Code::Unauthenticated)),
+            "{results:?}"
+        );
+    }
+    // Forged and missing credentials, straight at the service.
+    let mut client = duel_proto::v1::inference_client::InferenceClient::connect(url)
+        .await
+        .unwrap();
+    for token in [Some("forged"), Some(old_token.as_str()), None] {
+        let mut request = tonic::Request::new(pb::CompleteRequest {
+            messages: vec![pb::ChatMessage {
+                role: "user".into(),
+                content: "hi".into(),
+            }],
+            max_tokens: 1,
+        });
+        if let Some(token) = token {
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        let status = client.complete(request).await.unwrap_err();
+        assert_eq!(status.code(), tonic::Code::Unauthenticated, "{token:?}");
+    }
+    assert!(model_log.requests.lock().unwrap().is_empty());
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_model_inference_is_unavailable_and_free() {
+    let (thinker, bot_log) = serve_bot(think(&[("user", USER)], 4)).await;
+    let referee = serve_referee(serve_config(4, Default::default())).await;
+    let replay = run_match(&referee, request(&thinker.url(), "builtin:block", 1_000)).await;
+    assert_eq!(replay.result.tokens_used, [0, 0]);
+    assert!(
+        sides(&replay, 0)
+            .iter()
+            .all(|side| side.source == SourceName::Bot)
+    );
+    assert!(
+        bot_log
+            .inference
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|result| *result == Err(tonic::Code::Unavailable))
+    );
+    referee.stop().await;
+}

@@ -1,0 +1,399 @@
+//! `referee serve` over real loopback gRPC: watching, limits, shutdown, auth,
+//! health and argument checking.
+
+// Tests: a failed unwrap is a failed assertion.
+#![allow(clippy::unwrap_used)]
+
+#[path = "grpc_support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use duel_proto::v1 as pb;
+use duel_proto::v1::referee_client::RefereeClient;
+use support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_match_sees_every_exchange_in_order() {
+    let (slow, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(5))).await;
+    let referee = serve_referee(serve_config(4, Default::default())).await;
+    let mut client = referee_client(&referee).await;
+    let mut detached = request(&slow.url(), "builtin:random", 1_000);
+    detached.detach = true;
+    let accepted = client.run_match(detached).await.unwrap().into_inner();
+    assert!(accepted.result.is_none() && accepted.replay_json.is_empty());
+    let mut stream = client
+        .watch_match(pb::WatchMatchRequest {
+            match_id: accepted.match_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut events = Vec::new();
+    while let Some(event) = stream.message().await.unwrap() {
+        events.push(event.event.unwrap());
+    }
+    let pb::match_event::Event::Started(started) = &events[0] else {
+        panic!("first event must be the header: {:?}", events[0]);
+    };
+    assert_eq!(started.match_id, accepted.match_id);
+    assert_eq!(started.wall_clock_ms, 1_000);
+    let pb::match_event::Event::Finished(result) = events.last().unwrap() else {
+        panic!("last event must be the result");
+    };
+    let replay_json = client
+        .get_replay(pb::GetReplayRequest {
+            match_id: accepted.match_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .replay_json;
+    let replay = duel_replays::Replay::from_slice(replay_json.as_bytes()).unwrap();
+    let watched: Vec<&pb::ExchangeEvent> = events[1..events.len() - 1]
+        .iter()
+        .map(|event| match event {
+            pb::match_event::Event::Exchange(exchange) => exchange,
+            other => panic!("only exchanges between header and result: {other:?}"),
+        })
+        .collect();
+    let recorded: Vec<_> = replay.exchanges().collect();
+    assert_eq!(watched.len(), recorded.len());
+    for (seen, (round, exchange)) in watched.iter().zip(&recorded) {
+        assert_eq!(
+            (seen.round, seen.exchange),
+            (u32::from(*round), u32::from(exchange.number))
+        );
+        let a = seen.a.as_ref().unwrap();
+        assert_eq!(a.hp, exchange.a.hp);
+        assert_eq!(a.tokens, exchange.a.tokens);
+        assert_eq!(seen.b.as_ref().unwrap().stamina, exchange.b.stamina);
+    }
+    assert_eq!(
+        result.round_wins,
+        replay.result.round_wins.map(u32::from).to_vec()
+    );
+    // A late spectator sees the same match from its start.
+    let late: Vec<_> = {
+        let mut stream = client
+            .watch_match(pb::WatchMatchRequest {
+                match_id: accepted.match_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut late = Vec::new();
+        while let Some(event) = stream.message().await.unwrap() {
+            late.push(event.event.unwrap());
+        }
+        late
+    };
+    assert_eq!(late, events);
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_match_over_the_limit_gets_resource_exhausted() {
+    let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(500))).await;
+    let referee = serve_referee(serve_config(1, Default::default())).await;
+    let mut client = referee_client(&referee).await;
+    let mut first = request(&sleeper.url(), "builtin:block", 100);
+    first.detach = true;
+    let running = client.run_match(first).await.unwrap().into_inner();
+    let refused = client
+        .run_match(request("builtin:block", "builtin:block", 100))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    let still_running = client
+        .get_replay(pb::GetReplayRequest {
+            match_id: running.match_id,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(still_running.code(), tonic::Code::FailedPrecondition);
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_matches_in_flight_finish() {
+    let (slow, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(10))).await;
+    let replay_dir = tempfile::tempdir().unwrap();
+    let mut config = serve_config(4, Default::default());
+    config.replay_dir = Some(replay_dir.path().to_owned());
+    let mut referee = serve_referee(config).await;
+    let mut client = referee_client(&referee).await;
+    let in_flight = {
+        let mut client = client.clone();
+        let request = request(&slow.url(), "builtin:block", 1_000);
+        tokio::spawn(async move { client.run_match(request).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    referee.signal_stop();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let refused = client
+        .run_match(request("builtin:block", "builtin:block", 100))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unavailable);
+    let finished = in_flight.await.unwrap().unwrap().into_inner();
+    let replay = duel_replays::Replay::from_slice(finished.replay_json.as_bytes()).unwrap();
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
+    );
+    let written = duel_replays::Replay::read(
+        &replay_dir
+            .path()
+            .join(format!("{}.json", finished.match_id)),
+    )
+    .unwrap();
+    assert_eq!(written, replay);
+    tokio::time::timeout(Duration::from_secs(10), referee.task)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_past_the_grace_aborts_matches_without_half_written_replays() {
+    let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(50))).await;
+    let replay_dir = tempfile::tempdir().unwrap();
+    let mut config = serve_config(4, Default::default());
+    config.replay_dir = Some(replay_dir.path().to_owned());
+    config.shutdown_grace = Duration::from_millis(200);
+    let mut referee = serve_referee(config).await;
+    let mut client = referee_client(&referee).await;
+    let in_flight = {
+        let mut client = client.clone();
+        let request = request(&sleeper.url(), "builtin:block", 1_000);
+        tokio::spawn(async move { client.run_match(request).await })
+    };
+    let mut watcher = {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut detached = request(&sleeper.url(), "builtin:block", 1_000);
+        detached.detach = true;
+        let accepted = client.run_match(detached).await.unwrap().into_inner();
+        client
+            .watch_match(pb::WatchMatchRequest {
+                match_id: accepted.match_id,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+    };
+    referee.signal_stop();
+    let aborted = in_flight.await.unwrap().unwrap_err();
+    assert_eq!(aborted.code(), tonic::Code::Aborted, "{aborted:?}");
+    let mut last = None;
+    while let Some(event) = watcher.message().await.unwrap() {
+        last = event.event;
+    }
+    assert!(
+        matches!(last, Some(pb::match_event::Event::Aborted(_))),
+        "{last:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(10), referee.task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_dir(replay_dir.path()).unwrap().count(),
+        0,
+        "no replay, not even a partial one"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_clear_codes() {
+    let referee = serve_referee(serve_config(4, Default::default())).await;
+    let mut client = referee_client(&referee).await;
+    let wasm = tempfile::Builder::new().suffix(".wasm").tempfile().unwrap();
+    let wasm_path = wasm.path().display().to_string();
+    let cases = [
+        (
+            request("", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "bot_a is missing",
+        ),
+        (
+            request("builtin:nope", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "unknown built-in bot",
+        ),
+        (
+            request("builtin:block", "builtin:block", 10_001),
+            tonic::Code::InvalidArgument,
+            "wall_clock_ms",
+        ),
+        (
+            request("missing.wasm", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "cannot read bot",
+        ),
+        (
+            request(&wasm_path, "builtin:block", 100),
+            tonic::Code::Unimplemented,
+            "not supported",
+        ),
+        (
+            request("https://127.0.0.1:1", "builtin:block", 100),
+            tonic::Code::Unimplemented,
+            "https",
+        ),
+    ];
+    for (request, code, message) in cases {
+        let status = client.run_match(request).await.unwrap_err();
+        assert_eq!(status.code(), code, "{status:?}");
+        assert!(status.message().contains(message), "{status:?}");
+    }
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let status = client
+        .get_replay(pb::GetReplayRequest { match_id: unknown })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+    let status = client
+        .watch_match(pb::WatchMatchRequest {
+            match_id: "x".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_token_guards_the_referee_but_not_health() {
+    let mut config = serve_config(4, Default::default());
+    config.operator_token = Some("s3cret".into());
+    let referee = serve_referee(config).await;
+    let channel = tonic::transport::Endpoint::from_shared(referee.http_url())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = RefereeClient::new(channel.clone());
+    for header in [None, Some("Bearer wrong")] {
+        let mut call = tonic::Request::new(request("builtin:block", "builtin:block", 100));
+        if let Some(header) = header {
+            call.metadata_mut()
+                .insert("authorization", header.parse().unwrap());
+        }
+        let status = client.run_match(call).await.unwrap_err();
+        assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    }
+    let mut call = tonic::Request::new(request("builtin:block", "builtin:random", 100));
+    call.metadata_mut()
+        .insert("authorization", "Bearer s3cret".parse().unwrap());
+    let response = client.run_match(call).await.unwrap().into_inner();
+    assert!(response.result.is_some());
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    for service in ["duel.v1.Referee", "duel.v1.Inference"] {
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .status;
+        assert_eq!(
+            status,
+            tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+        );
+    }
+    referee.stop().await;
+}
+
+#[tokio::test]
+async fn listening_beyond_loopback_needs_an_operator_token() {
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let error = duel_referee::grpc::serve(listener, serve_config(1, Default::default()), async {})
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("DUEL_REFEREE_TOKEN"), "{error}");
+}
+
+async fn http_get(address: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_matches_decisions_and_substitutions() {
+    let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(200))).await;
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let metrics_listener = loopback().await;
+    let metrics_address = metrics_listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(duel_referee::grpc::serve_with_metrics(
+        listener,
+        Some(metrics_listener),
+        serve_config(2, Default::default()),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let mut client = RefereeClient::connect(format!("http://{address}"))
+        .await
+        .unwrap();
+    let response = client
+        .run_match(request(&sleeper.url(), "builtin:random", 50))
+        .await
+        .unwrap()
+        .into_inner();
+    let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
+    let sides = 2 * replay.exchanges().count();
+    let timeouts = replay
+        .exchanges()
+        .filter(|(_, e)| e.a.source == duel_replays::SourceName::Timeout)
+        .count();
+    assert_eq!(timeouts, sides / 2);
+    let text = http_get(metrics_address, "/metrics").await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.contains("duel_matches_total{state=\"finished\"} 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("duel_matches_running 0\n"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "duel_decisions_total{{source=\"timeout\"}} {timeouts}\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "duel_decisions_total{{source=\"bot\"}} {}\n",
+            sides - timeouts
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("duel_decision_latency_ms_count {sides}\n")),
+        "{text}"
+    );
+    assert!(
+        http_get(metrics_address, "/other")
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+}

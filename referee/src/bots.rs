@@ -62,12 +62,17 @@ pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bo
             context.side,
         ))),
         BotSpec::Wasm(path) => {
-            std::fs::metadata(path).map_err(|error| {
-                RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
-            })?;
-            Err(RefereeError::Unsupported(format!(
-                "bot {}: WASM bots are not supported by this build yet (use builtin: or grpc:// bots)",
-                path.display()
+            let loaded = crate::wasm::load(path, context.wall_clock).await?;
+            let sandbox_context = duel_sandbox::BotContext {
+                match_id: context.match_id.clone(),
+                seed: context.seed,
+                side: context.side,
+            };
+            Ok(Box::new(crate::wasm::WasmBot::new(
+                path,
+                loaded,
+                sandbox_context,
+                context.meter.clone(),
             )))
         }
         BotSpec::Endpoint(url) => {

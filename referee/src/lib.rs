@@ -21,6 +21,7 @@ pub mod record;
 pub mod runner;
 pub mod spec;
 pub mod verify;
+pub mod wasm;
 
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
 pub use bots::{BotContext, InferenceLink, make_bot};

@@ -1,0 +1,177 @@
+//! WASM bots behind the `Bot` seam: one sandbox instance per fighter per match,
+//! whose `model` import is metered by the fighter's own token meter.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use duel_replays::{FighterInfo, FighterKind};
+use duel_rules::Observation;
+use duel_sandbox::{LoadedBot, ModelFuture, ModelPort, Sandbox, SandboxConfig};
+
+use crate::bot::{Bot, BotFailure, Decision, DecisionFuture, FailureCause};
+use crate::error::RefereeError;
+use crate::meter::{ChatMessage, FighterMeter, ModelError};
+
+/// One sandbox (one wasmtime engine, compile caches) per wall clock in this
+/// process: the engine's epoch deadline is the clock, and matches of one process
+/// nearly always share one.
+fn sandbox_for(wall_clock: Duration) -> Result<Sandbox, RefereeError> {
+    static SANDBOXES: OnceLock<Mutex<HashMap<Duration, Sandbox>>> = OnceLock::new();
+    let mut sandboxes = SANDBOXES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    if let Some(sandbox) = sandboxes.get(&wall_clock) {
+        return Ok(sandbox.clone());
+    }
+    let config = SandboxConfig {
+        decision_wall_clock: wall_clock,
+        disk_cache_dir: default_cache_dir(),
+        ..SandboxConfig::default()
+    };
+    let sandbox = Sandbox::new(config)
+        .map_err(|error| RefereeError::Unsupported(format!("cannot start the WASM sandbox: {error}")))?;
+    sandboxes.insert(wall_clock, sandbox.clone());
+    Ok(sandbox)
+}
+
+/// `$DUEL_WASM_CACHE`, else `$XDG_CACHE_HOME/duel/wasm`, else `~/.cache/duel/wasm`:
+/// precompiled bots, so a bot is compiled once per machine, not once per match.
+fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("DUEL_WASM_CACHE").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    let dir = base.join("duel").join("wasm");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
+/// Loads (validates and compiles, or finds in a cache) the component at `path`.
+pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, RefereeError> {
+    let sandbox = sandbox_for(wall_clock)?;
+    let limit = sandbox.config().upload_bytes_max;
+    let size = std::fs::metadata(path)
+        .map_err(|error| RefereeError::Spec(format!("cannot read bot {}: {error}", path.display())))?
+        .len();
+    if size > limit as u64 {
+        return Err(RefereeError::Spec(format!(
+            "bot {} is {size} bytes, more than the {limit}-byte limit",
+            path.display()
+        )));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|error| RefereeError::Spec(format!("cannot read bot {}: {error}", path.display())))?;
+    sandbox
+        .load_async(bytes)
+        .await
+        .map_err(|error| RefereeError::Spec(format!("bot {}: {error}", path.display())))
+}
+
+/// Forwards the bot's `model.complete` to the fighter's meter.
+struct MeteredModel {
+    meter: FighterMeter,
+}
+
+impl ModelPort for MeteredModel {
+    fn complete(&self, messages: Vec<duel_sandbox::Message>, max_tokens: u32) -> ModelFuture<'_> {
+        let messages = messages
+            .into_iter()
+            .map(|message| ChatMessage::new(message.role, message.content))
+            .collect();
+        Box::pin(async move {
+            self.meter
+                .complete(messages, max_tokens)
+                .await
+                .map_err(|error| match error {
+                    ModelError::BudgetExhausted { .. } => duel_sandbox::ModelError::BudgetExhausted,
+                    other => duel_sandbox::ModelError::Unavailable(other.to_string()),
+                })
+        })
+    }
+}
+
+/// A WASM fighter for one match.
+pub struct WasmBot {
+    loaded: LoadedBot,
+    context: duel_sandbox::BotContext,
+    meter: FighterMeter,
+    instance: duel_sandbox::BotInstance,
+    /// Set while a decision runs: still set at the next decision means the runner
+    /// gave up on it (its wall clock), so the instance is mid-call and is replaced.
+    in_flight: bool,
+    info: FighterInfo,
+}
+
+impl std::fmt::Debug for WasmBot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmBot").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+impl WasmBot {
+    pub fn new(
+        path: &Path,
+        loaded: LoadedBot,
+        context: duel_sandbox::BotContext,
+        meter: FighterMeter,
+    ) -> WasmBot {
+        let instance = loaded.instantiate(context.clone(), Arc::new(MeteredModel { meter: meter.clone() }));
+        let name = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        let info = FighterInfo {
+            name,
+            kind: FighterKind::Wasm,
+            digest: loaded.digest().to_owned(),
+            spec: Some(path.display().to_string()),
+        };
+        WasmBot {
+            loaded,
+            context,
+            meter,
+            instance,
+            in_flight: false,
+            info,
+        }
+    }
+}
+
+impl Bot for WasmBot {
+    fn info(&self) -> FighterInfo {
+        self.info.clone()
+    }
+
+    fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a> {
+        Box::pin(async move {
+            if self.in_flight {
+                let model = Arc::new(MeteredModel {
+                    meter: self.meter.clone(),
+                });
+                self.instance = self.loaded.instantiate(self.context.clone(), model);
+            }
+            self.in_flight = true;
+            let result = self.instance.decide(&observation).await;
+            self.in_flight = false;
+            let answer = result.map_err(|failure| BotFailure {
+                cause: match failure.cause {
+                    duel_sandbox::FailureCause::Timeout => FailureCause::Timeout,
+                    duel_sandbox::FailureCause::Fault => FailureCause::Fault,
+                },
+                reason: failure.reason,
+            });
+            Decision {
+                answer,
+                tokens: self.meter.take_spent(),
+                gassed_out: self.meter.gassed_out(),
+            }
+        })
+    }
+}

@@ -1,0 +1,139 @@
+//! The per-store host state: WASI, the resource limiter, the bot log, the model
+//! port and the decision deadline; and the host side of the `model` and `log`
+//! imports.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::bindings::v1_0_0;
+use crate::model::{Message, ModelError, ModelPort};
+use crate::wasi::{SharedLog, append_log};
+
+/// A memory or table grow past the configured cap. Returned from the limiter so
+/// that the trap is recognisable as a limit hit rather than a bot bug.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} cap of {cap} hit (asked for {desired})")]
+pub(crate) struct LimitHit {
+    pub(crate) what: &'static str,
+    pub(crate) cap: usize,
+    pub(crate) desired: usize,
+}
+
+/// The wall clock ran out while the guest was running (raised from the epoch
+/// callback).
+#[derive(Debug, thiserror::Error)]
+#[error("wall clock of the decision ran out")]
+pub(crate) struct WallClockOut;
+
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    pub(crate) memory_bytes_max: usize,
+    pub(crate) table_elements_max: usize,
+    pub(crate) instances_max: usize,
+    pub(crate) tables_max: usize,
+    pub(crate) memories_max: usize,
+    /// Linear memory currently held, over all memories of the instance.
+    pub(crate) memory_bytes: usize,
+}
+
+impl wasmtime::ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.memory_bytes.saturating_sub(current).saturating_add(desired);
+        if total > self.memory_bytes_max {
+            return Err(wasmtime::Error::new(LimitHit {
+                what: "memory",
+                cap: self.memory_bytes_max,
+                desired: total,
+            }));
+        }
+        self.memory_bytes = total;
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.table_elements_max {
+            return Err(wasmtime::Error::new(LimitHit {
+                what: "table",
+                cap: self.table_elements_max,
+                desired,
+            }));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.instances_max
+    }
+    fn tables(&self) -> usize {
+        self.tables_max
+    }
+    fn memories(&self) -> usize {
+        self.memories_max
+    }
+}
+
+pub(crate) struct HostState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: Limiter,
+    pub(crate) log: SharedLog,
+    pub(crate) model: Arc<dyn ModelPort>,
+    /// When the current decision's wall clock runs out.
+    pub(crate) deadline: Instant,
+    /// Model calls made in this store (all decisions).
+    pub(crate) model_calls: u64,
+}
+
+impl std::fmt::Debug for HostState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostState")
+            .field("limiter", &self.limiter)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl v1_0_0::duel::bot::types::Host for HostState {}
+
+impl v1_0_0::duel::bot::model::Host for HostState {
+    async fn complete(
+        &mut self,
+        messages: Vec<v1_0_0::duel::bot::model::Message>,
+        max_tokens: u32,
+    ) -> Result<String, v1_0_0::duel::bot::model::ModelError> {
+        use v1_0_0::duel::bot::model::ModelError as Wit;
+        self.model_calls += 1;
+        let messages = messages
+            .into_iter()
+            .map(|m| Message {
+                role: m.role,
+                content: m.content,
+            })
+            .collect();
+        let model = Arc::clone(&self.model);
+        match model.complete(messages, max_tokens).await {
+            Ok(text) => Ok(text),
+            Err(ModelError::BudgetExhausted) => Err(Wit::BudgetExhausted),
+            Err(ModelError::Unavailable(why)) => Err(Wit::Unavailable(why)),
+        }
+    }
+}
+
+impl v1_0_0::duel::bot::log::Host for HostState {
+    async fn log(&mut self, line: String) {
+        append_log(&self.log, line.as_bytes());
+        append_log(&self.log, b"\n");
+    }
+}

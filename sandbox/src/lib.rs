@@ -1,0 +1,29 @@
+//! The WASM bot host: runs components of the `duel:bot@1.0.0` WIT world
+//! (`wit/world.wit`) on wasmtime, one sandboxed instance per bot per match.
+//!
+//! Architecture invariant: whatever a bot does — loop, allocate, recurse, panic,
+//! sleep, spam its output, return garbage — the host does not panic and the
+//! decision ends within the wall clock as an [`Action`](duel_rules::Action) or a
+//! [`DecideFailure`] (`timeout` or `fault`). A bot sees nothing of the host: WASI is
+//! closed (no files, sockets, environment), its randomness is seeded from the match
+//! seed and its clocks are virtual, so a match re-plays from its replay.
+//!
+//! Entry points: [`Sandbox::new`] (one per process), [`Sandbox::load`] (validate and
+//! compile an upload, cached by digest), [`LoadedBot::instantiate`] (one per bot per
+//! match) and [`BotInstance::decide`]. The referee reaches its token meter through
+//! [`ModelPort`]. All limits are in [`limits`].
+
+mod bindings;
+mod cache;
+mod error;
+mod host;
+pub mod limits;
+mod model;
+mod sandbox;
+mod wasi;
+
+pub use bindings::WorldVersion;
+pub use error::{DecideFailure, FailureCause, SandboxError};
+pub use limits::{Allocation, SandboxConfig};
+pub use model::{Message, ModelError, ModelFuture, ModelPort, NoModel};
+pub use sandbox::{BotContext, BotInstance, CompileOrigin, InstanceStats, LoadedBot, Sandbox, SandboxStats};

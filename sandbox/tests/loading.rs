@@ -1,0 +1,140 @@
+//! Uploads are validated before anything runs, compiled once per digest, and the
+//! disk cache of precompiled artifacts is used by the next sandbox.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use duel_rules::{Action, Side};
+use duel_sandbox::{CompileOrigin, SandboxConfig, SandboxError, WorldVersion};
+
+fn load_error(bytes: &[u8]) -> SandboxError {
+    let sandbox = sandbox(SandboxConfig::default());
+    sandbox.load(bytes).expect_err("must be rejected")
+}
+
+#[test]
+fn bytes_that_are_not_wasm_are_rejected() {
+    let err = load_error(b"#!/bin/sh\necho hello\n");
+    assert!(matches!(err, SandboxError::NotAComponent(_)), "{err}");
+    assert!(err.to_string().contains("not WebAssembly"), "{err}");
+    let err = load_error(b"");
+    assert!(matches!(err, SandboxError::NotAComponent(_)), "{err}");
+}
+
+#[test]
+fn a_core_module_is_rejected_with_a_hint() {
+    let module = wat::parse_str("(module (func (export \"decide\") (result i32) i32.const 0))").unwrap();
+    let err = load_error(&module);
+    assert!(matches!(err, SandboxError::NotAComponent(_)), "{err}");
+    assert!(err.to_string().contains("core wasm module"), "{err}");
+    assert!(err.to_string().contains("wasm32-wasip2"), "{err}");
+}
+
+#[test]
+fn a_component_without_decide_is_the_wrong_world() {
+    let err = load_error(&wat::parse_str("(component)").unwrap());
+    assert!(matches!(err, SandboxError::WrongWorld(_)), "{err}");
+    assert!(err.to_string().contains("decide"), "{err}");
+}
+
+#[test]
+fn a_component_of_another_duel_bot_version_is_rejected() {
+    let component = wat::parse_str(r#"(component (import "duel:bot/log@9.0.0" (instance)))"#).unwrap();
+    let err = load_error(&component);
+    assert!(matches!(err, SandboxError::WrongWorld(_)), "{err}");
+    assert!(err.to_string().contains("duel:bot@9.0.0"), "{err}");
+}
+
+#[test]
+fn a_component_needing_unknown_imports_is_rejected() {
+    let component = wat::parse_str(
+        r#"(component (import "acme:net/http@1.0.0" (instance (export "get" (func (param "url" string))))))"#,
+    )
+    .unwrap();
+    let err = load_error(&component);
+    assert!(matches!(err, SandboxError::WrongWorld(_)), "{err}");
+    assert!(err.to_string().contains("acme:net/http"), "{err}");
+}
+
+#[test]
+fn corrupt_component_bytes_are_rejected() {
+    let mut bytes = bot_bytes("jabber");
+    bytes.truncate(bytes.len() / 2);
+    let err = load_error(&bytes);
+    assert!(matches!(err, SandboxError::InvalidComponent(_)), "{err}");
+}
+
+#[test]
+fn uploads_over_the_cap_are_rejected_before_parsing() {
+    let sandbox = sandbox(SandboxConfig {
+        upload_bytes_max: 1000,
+        ..SandboxConfig::default()
+    });
+    let err = sandbox.load(&bot_bytes("jabber")).unwrap_err();
+    assert!(matches!(err, SandboxError::TooLarge { cap: 1000, .. }), "{err}");
+}
+
+#[test]
+fn a_real_bot_is_accepted_as_duel_bot_1_0_0() {
+    let sandbox = sandbox(SandboxConfig::default());
+    let bot = load(&sandbox, "jabber");
+    assert_eq!(bot.world(), WorldVersion::V1_0_0);
+    assert_eq!(bot.digest().len(), "sha256:".len() + 64);
+    // The same bytes again come from memory.
+    let again = load(&sandbox, "jabber");
+    assert_eq!(again.origin(), CompileOrigin::MemoryCache);
+    assert_eq!(again.digest(), bot.digest());
+}
+
+#[tokio::test]
+async fn the_disk_cache_is_hit_by_the_next_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = SandboxConfig {
+        disk_cache_dir: Some(dir.path().to_path_buf()),
+        ..SandboxConfig::default()
+    };
+    let first = sandbox(config.clone());
+    let bot = load(&first, "counter");
+    assert_eq!(bot.origin(), CompileOrigin::Compiled);
+    assert_eq!(first.stats().compiled, 1);
+    let artifacts: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(artifacts.len(), 1, "one artifact written");
+
+    let second = sandbox(config.clone());
+    let cached = load(&second, "counter");
+    assert_eq!(cached.origin(), CompileOrigin::DiskCache);
+    assert_eq!(second.stats().disk_hits, 1);
+    assert_eq!(second.stats().compiled, 0);
+    let mut running = instance(&cached, "m", 1, Side::A);
+    let bout = Bout::new("m");
+    assert_eq!(running.decide(&bout.observation(Side::A)).await.map(|_| ()), Ok(()));
+    drop(running);
+
+    // A damaged artifact is dropped and the bot compiled again. (Replaced by a
+    // rename, never rewritten in place: artifacts are mapped into memory, and
+    // truncating a mapped file under a running sandbox is a SIGBUS.)
+    drop((bot, cached, first, second));
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, b"garbage").unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+    let third = sandbox(config);
+    assert_eq!(load(&third, "counter").origin(), CompileOrigin::Compiled);
+}
+
+#[tokio::test]
+async fn a_sandbox_with_the_pooling_allocator_runs_bots() {
+    let sandbox = sandbox(SandboxConfig {
+        allocation: duel_sandbox::Allocation::Pooling { instances: 8 },
+        ..SandboxConfig::default()
+    });
+    let jabber = load(&sandbox, "jabber");
+    for seed in 0..20 {
+        let mut bot = instance(&jabber, "m", seed, Side::A);
+        let bout = Bout::new("m");
+        assert_eq!(bot.decide(&bout.observation(Side::A)).await, Ok(Action::Jab));
+    }
+}

@@ -26,7 +26,9 @@ impl Role {
         match name {
             "owner" => Ok(Role::Owner),
             "operator" => Ok(Role::Operator),
-            other => Err(LadderError::Invalid(format!("unknown role {other:?} (owner or operator)"))),
+            other => Err(LadderError::Invalid(format!(
+                "unknown role {other:?} (owner or operator)"
+            ))),
         }
     }
 }
@@ -58,7 +60,8 @@ impl User {
 /// A fresh random token.
 pub fn new_token() -> Result<String> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|error| LadderError::Io(format!("no randomness for a token: {error}")))?;
+    getrandom::fill(&mut bytes)
+        .map_err(|error| LadderError::Io(format!("no randomness for a token: {error}")))?;
     let mut token = String::with_capacity(TOKEN_PREFIX.len() + 64);
     token.push_str(TOKEN_PREFIX);
     for byte in bytes {
@@ -76,6 +79,7 @@ pub fn token_hash(token: &str) -> String {
 /// A random 63-bit number (match seeds, lease ids).
 pub fn random_u63() -> Result<i64> {
     let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).map_err(|error| LadderError::Io(format!("no randomness: {error}")))?;
+    getrandom::fill(&mut bytes)
+        .map_err(|error| LadderError::Io(format!("no randomness: {error}")))?;
     Ok((u64::from_le_bytes(bytes) >> 1) as i64)
 }

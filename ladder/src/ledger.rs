@@ -70,7 +70,9 @@ impl TransferKind {
             "pending" => Ok(TransferKind::Pending),
             "post" => Ok(TransferKind::Post),
             "void" => Ok(TransferKind::Void),
-            other => Err(LadderError::corrupt(format!("unknown transfer kind {other:?}"))),
+            other => Err(LadderError::corrupt(format!(
+                "unknown transfer kind {other:?}"
+            ))),
         }
     }
 }
@@ -79,10 +81,22 @@ impl TransferKind {
 /// and amount are taken from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TransferOp {
-    Single { debit: String, credit: String, amount: i64 },
-    Pending { debit: String, credit: String, amount: i64 },
-    Post { pending_id: String },
-    Void { pending_id: String },
+    Single {
+        debit: String,
+        credit: String,
+        amount: i64,
+    },
+    Pending {
+        debit: String,
+        credit: String,
+        amount: i64,
+    },
+    Post {
+        pending_id: String,
+    },
+    Void {
+        pending_id: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,10 +124,21 @@ impl TransferRequest {
             )));
         }
         if self.memo.len() > MAX_MEMO_BYTES {
-            return Err(LadderError::Invalid(format!("memo longer than {MAX_MEMO_BYTES} bytes")));
+            return Err(LadderError::Invalid(format!(
+                "memo longer than {MAX_MEMO_BYTES} bytes"
+            )));
         }
         match &self.op {
-            TransferOp::Single { debit, credit, amount } | TransferOp::Pending { debit, credit, amount } => {
+            TransferOp::Single {
+                debit,
+                credit,
+                amount,
+            }
+            | TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => {
                 if debit == credit {
                     return Err(LadderError::Invalid(format!(
                         "transfer {}: debit and credit are the same account {debit}",
@@ -130,7 +155,10 @@ impl TransferRequest {
             }
             TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
                 if pending_id.is_empty() {
-                    return Err(LadderError::Invalid(format!("transfer {}: empty pending id", self.id)));
+                    return Err(LadderError::Invalid(format!(
+                        "transfer {}: empty pending id",
+                        self.id
+                    )));
                 }
                 Ok(())
             }
@@ -158,9 +186,16 @@ impl Transfer {
             return false;
         }
         match &request.op {
-            TransferOp::Single { debit, credit, amount } | TransferOp::Pending { debit, credit, amount } => {
-                &self.debit == debit && &self.credit == credit && self.amount == *amount
+            TransferOp::Single {
+                debit,
+                credit,
+                amount,
             }
+            | TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => &self.debit == debit && &self.credit == credit && self.amount == *amount,
             TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
                 self.pending_id.as_deref() == Some(pending_id.as_str())
             }
@@ -229,15 +264,24 @@ struct Sums {
 /// equal to those recomputed from the transfers, debits equal to credits, and no
 /// balance below zero except the issuance account's.
 pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerReport, String> {
-    let by_id: BTreeMap<&str, &Account> = accounts.iter().map(|account| (account.id.as_str(), account)).collect();
-    let mut sums: BTreeMap<&str, Sums> = accounts.iter().map(|account| (account.id.as_str(), Sums::default())).collect();
+    let by_id: BTreeMap<&str, &Account> = accounts
+        .iter()
+        .map(|account| (account.id.as_str(), account))
+        .collect();
+    let mut sums: BTreeMap<&str, Sums> = accounts
+        .iter()
+        .map(|account| (account.id.as_str(), Sums::default()))
+        .collect();
     // Pending transfers seen so far: a resolution must come after its pending transfer.
     let mut pendings: BTreeMap<&str, &Transfer> = BTreeMap::new();
     let mut resolved: BTreeSet<&str> = BTreeSet::new();
     for transfer in transfers {
         let id = &transfer.id;
         if transfer.amount <= 0 {
-            return Err(format!("transfer {id} has non-positive amount {}", transfer.amount));
+            return Err(format!(
+                "transfer {id} has non-positive amount {}",
+                transfer.amount
+            ));
         }
         if transfer.debit == transfer.credit {
             return Err(format!("transfer {id} debits and credits the same account"));
@@ -264,16 +308,28 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
             }
             TransferKind::Post | TransferKind::Void => {
                 let Some(pending_id) = transfer.pending_id.as_deref() else {
-                    return Err(format!("{} transfer {id} names no pending transfer", transfer.kind.name()));
+                    return Err(format!(
+                        "{} transfer {id} names no pending transfer",
+                        transfer.kind.name()
+                    ));
                 };
                 let Some(pending) = pendings.get(pending_id) else {
-                    return Err(format!("transfer {id} resolves {pending_id}, which is not an earlier pending transfer"));
+                    return Err(format!(
+                        "transfer {id} resolves {pending_id}, which is not an earlier pending transfer"
+                    ));
                 };
-                if pending.debit != transfer.debit || pending.credit != transfer.credit || pending.amount != amount {
-                    return Err(format!("transfer {id} differs from the pending transfer {pending_id} it resolves"));
+                if pending.debit != transfer.debit
+                    || pending.credit != transfer.credit
+                    || pending.amount != amount
+                {
+                    return Err(format!(
+                        "transfer {id} differs from the pending transfer {pending_id} it resolves"
+                    ));
                 }
                 if !resolved.insert(pending_id) {
-                    return Err(format!("pending transfer {pending_id} is resolved more than once"));
+                    return Err(format!(
+                        "pending transfer {pending_id} is resolved more than once"
+                    ));
                 }
                 add(&mut sums, debit, |sums| sums.debits_pending -= amount);
                 add(&mut sums, credit, |sums| sums.credits_pending -= amount);
@@ -294,10 +350,26 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
     for account in accounts {
         let recomputed = &sums[account.id.as_str()];
         let stored = [
-            ("debits_pending", account.debits_pending, recomputed.debits_pending),
-            ("debits_posted", account.debits_posted, recomputed.debits_posted),
-            ("credits_pending", account.credits_pending, recomputed.credits_pending),
-            ("credits_posted", account.credits_posted, recomputed.credits_posted),
+            (
+                "debits_pending",
+                account.debits_pending,
+                recomputed.debits_pending,
+            ),
+            (
+                "debits_posted",
+                account.debits_posted,
+                recomputed.debits_posted,
+            ),
+            (
+                "credits_pending",
+                account.credits_pending,
+                recomputed.credits_pending,
+            ),
+            (
+                "credits_posted",
+                account.credits_posted,
+                recomputed.credits_posted,
+            ),
         ];
         for (field, stored, history) in stored {
             if stored != history {
@@ -308,7 +380,11 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
             }
         }
         if !account.may_go_negative && account.available() < 0 {
-            return Err(format!("account {} is below zero: {} credits", account.id, account.available()));
+            return Err(format!(
+                "account {} is below zero: {} credits",
+                account.id,
+                account.available()
+            ));
         }
         totals.debits_pending += account.debits_pending;
         totals.debits_posted += account.debits_posted;
@@ -352,6 +428,9 @@ mod tests {
         assert_eq!(rake_credits(39, 500), 1);
         assert_eq!(rake_credits(19, 500), 0);
         assert_eq!(rake_credits(0, 500), 0);
-        assert_eq!(rake_credits(2 * MAX_TRANSFER_CREDITS, 5_000), MAX_TRANSFER_CREDITS);
+        assert_eq!(
+            rake_credits(2 * MAX_TRANSFER_CREDITS, 5_000),
+            MAX_TRANSFER_CREDITS
+        );
     }
 }

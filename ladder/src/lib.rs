@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod ladder;
 pub mod ledger;
 pub mod limits;
 pub mod matchmaker;
@@ -16,6 +17,7 @@ pub mod model;
 pub mod rating;
 pub mod store;
 pub mod validate;
+pub mod worker;
 
 pub use error::{LadderError, Result};
 pub use store::Store;

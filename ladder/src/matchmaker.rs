@@ -7,7 +7,9 @@
 //! [`MATCHMAKER_NEIGHBOURS`] nearest bots by rating on either side, so a wave is
 //! `O(n log n)` whatever the queue length.
 
-use crate::limits::{BASE_RATING_GAP, MATCHMAKER_NEIGHBOURS, MAX_RATING_GAP, RATING_GAP_WIDEN_PER_WAVE};
+use crate::limits::{
+    BASE_RATING_GAP, MATCHMAKER_NEIGHBOURS, MAX_RATING_GAP, RATING_GAP_WIDEN_PER_WAVE,
+};
 
 /// One bot waiting in the queue.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,8 +40,14 @@ fn compatible(a: &Waiting, b: &Waiting) -> bool {
 /// once. Deterministic: ties break on the position in `waiting`.
 pub fn pair_wave(waiting: &[Waiting]) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..waiting.len()).collect();
-    order.sort_by(|&x, &y| waiting[x].rating.total_cmp(&waiting[y].rating).then(x.cmp(&y)));
-    let mut edges: Vec<(f64, usize, usize)> = Vec::with_capacity(waiting.len() * MATCHMAKER_NEIGHBOURS);
+    order.sort_by(|&x, &y| {
+        waiting[x]
+            .rating
+            .total_cmp(&waiting[y].rating)
+            .then(x.cmp(&y))
+    });
+    let mut edges: Vec<(f64, usize, usize)> =
+        Vec::with_capacity(waiting.len() * MATCHMAKER_NEIGHBOURS);
     for (position, &first) in order.iter().enumerate() {
         let a = &waiting[first];
         let window_a = allowed_gap(a.waves_waited);
@@ -106,9 +114,15 @@ mod tests {
 
     #[test]
     fn the_window_widens_with_waiting() {
-        let fresh = [bot("a", "o1", 1500.0, 0, None), bot("b", "o2", 1800.0, 0, None)];
+        let fresh = [
+            bot("a", "o1", 1500.0, 0, None),
+            bot("b", "o2", 1800.0, 0, None),
+        ];
         assert!(pair_wave(&fresh).is_empty());
-        let waited = [bot("a", "o1", 1500.0, 4, None), bot("b", "o2", 1800.0, 0, None)];
+        let waited = [
+            bot("a", "o1", 1500.0, 4, None),
+            bot("b", "o2", 1800.0, 0, None),
+        ];
         assert_eq!(pair_wave(&waited), vec![(0, 1)]);
     }
 }

@@ -212,15 +212,20 @@ pub struct Settlement {
 }
 
 pub fn class_from_name(name: &str) -> Result<WeightClass> {
-    WeightClass::from_name(name)
-        .ok_or_else(|| LadderError::Invalid(format!("unknown weight class {name:?} (light, middle, heavy)")))
+    WeightClass::from_name(name).ok_or_else(|| {
+        LadderError::Invalid(format!(
+            "unknown weight class {name:?} (light, middle, heavy)"
+        ))
+    })
 }
 
 /// Names of bots, accounts and seasons: 1–64 ASCII letters, digits, `-`, `_`, `.`.
 pub fn check_name(what: &str, name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= crate::limits::MAX_NAME_BYTES
-        && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
     if ok {
         Ok(())
     } else {

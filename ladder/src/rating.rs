@@ -6,7 +6,8 @@ use skillratings::Outcomes;
 use skillratings::glicko2::{Glicko2Config, Glicko2Rating, glicko2, glicko2_rating_period};
 
 use crate::limits::{
-    CONSERVATIVE_DEVIATIONS, GLICKO2_TAU, PROVISIONAL_DEVIATION, SOFT_RESET_KEEP, SOFT_RESET_MIN_DEVIATION,
+    CONSERVATIVE_DEVIATIONS, GLICKO2_TAU, PROVISIONAL_DEVIATION, SOFT_RESET_KEEP,
+    SOFT_RESET_MIN_DEVIATION,
 };
 
 /// The rating a bot starts a class with in its first season.
@@ -83,7 +84,10 @@ impl Rating {
     pub fn soft_reset(self) -> Rating {
         Rating {
             rating: INITIAL.rating + SOFT_RESET_KEEP * (self.rating - INITIAL.rating),
-            deviation: self.deviation.max(SOFT_RESET_MIN_DEVIATION).min(INITIAL.deviation),
+            deviation: self
+                .deviation
+                .max(SOFT_RESET_MIN_DEVIATION)
+                .min(INITIAL.deviation),
             volatility: self.volatility,
         }
     }
@@ -97,7 +101,9 @@ pub fn update(a: Rating, b: Rating, score_a: Score) -> (Rating, Rating) {
 
 /// One rating period with several games (Glickman's paper computes this).
 pub fn rating_period(player: Rating, games: &[(Rating, Score)]) -> Rating {
-    let results: Vec<(Glicko2Rating, Outcomes)> =
-        games.iter().map(|(opponent, score)| ((*opponent).into(), score.outcome())).collect();
+    let results: Vec<(Glicko2Rating, Outcomes)> = games
+        .iter()
+        .map(|(opponent, score)| ((*opponent).into(), score.outcome()))
+        .collect();
     glicko2_rating_period(&player.into(), &results, &config()).into()
 }

@@ -28,19 +28,24 @@ impl BotValidator for StructuralValidator {
             )));
         }
         let mut validator = Validator::new_with_features(WasmFeatures::all());
-        validator
-            .validate_all(bytes)
-            .map_err(|error| LadderError::BotRejected(format!("not valid WebAssembly: {}", error.message())))?;
+        validator.validate_all(bytes).map_err(|error| {
+            LadderError::BotRejected(format!("not valid WebAssembly: {}", error.message()))
+        })?;
         let mut is_component = false;
         let mut exports_decide = false;
         for payload in Parser::new(0).parse_all(bytes) {
-            let payload = payload.map_err(|error| LadderError::BotRejected(format!("unreadable: {}", error.message())))?;
+            let payload = payload.map_err(|error| {
+                LadderError::BotRejected(format!("unreadable: {}", error.message()))
+            })?;
             match payload {
-                Payload::Version { encoding, .. } if encoding == Encoding::Component => is_component = true,
+                Payload::Version { encoding, .. } if encoding == Encoding::Component => {
+                    is_component = true
+                }
                 Payload::ComponentExportSection(reader) => {
                     for export in reader {
-                        let export =
-                            export.map_err(|error| LadderError::BotRejected(format!("bad export: {}", error.message())))?;
+                        let export = export.map_err(|error| {
+                            LadderError::BotRejected(format!("bad export: {}", error.message()))
+                        })?;
                         if export.name.name == "decide" || export.name.name.ends_with("/decide") {
                             exports_decide = true;
                         }
@@ -48,8 +53,9 @@ impl BotValidator for StructuralValidator {
                 }
                 Payload::ExportSection(reader) => {
                     for export in reader {
-                        let export =
-                            export.map_err(|error| LadderError::BotRejected(format!("bad export: {}", error.message())))?;
+                        let export = export.map_err(|error| {
+                            LadderError::BotRejected(format!("bad export: {}", error.message()))
+                        })?;
                         if export.name == "decide" || export.name.ends_with("#decide") {
                             exports_decide = true;
                         }
@@ -64,7 +70,9 @@ impl BotValidator for StructuralValidator {
             ));
         }
         if !exports_decide {
-            return Err(LadderError::BotRejected("the component exports no `decide`".to_owned()));
+            return Err(LadderError::BotRejected(
+                "the component exports no `decide`".to_owned(),
+            ));
         }
         Ok(())
     }
@@ -75,12 +83,18 @@ impl BotValidator for StructuralValidator {
 /// Host names are checked again when a match resolves them.
 pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
     if url.len() > MAX_URL_BYTES {
-        return Err(LadderError::BotRejected(format!("endpoint URL longer than {MAX_URL_BYTES} bytes")));
+        return Err(LadderError::BotRejected(format!(
+            "endpoint URL longer than {MAX_URL_BYTES} bytes"
+        )));
     }
     let rest = ["grpc://", "http://", "https://"]
         .iter()
         .find_map(|scheme| url.strip_prefix(scheme))
-        .ok_or_else(|| LadderError::BotRejected(format!("endpoint {url:?} must start with grpc://, http:// or https://")))?;
+        .ok_or_else(|| {
+            LadderError::BotRejected(format!(
+                "endpoint {url:?} must start with grpc://, http:// or https://"
+            ))
+        })?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit('@').next().unwrap_or("");
     let host = if let Some(bracketed) = host_port.strip_prefix('[') {
@@ -89,7 +103,9 @@ pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
         host_port.split(':').next().unwrap_or("")
     };
     if host.is_empty() {
-        return Err(LadderError::BotRejected(format!("endpoint {url:?} has no host")));
+        return Err(LadderError::BotRejected(format!(
+            "endpoint {url:?} has no host"
+        )));
     }
     if allow_private {
         return Ok(());
@@ -170,11 +186,17 @@ mod tests {
         assert!(validator.validate_wasm(b"not wasm").is_err());
         // The smallest core module: magic and version 1.
         let core = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-        let message = validator.validate_wasm(&core).expect_err("core module").to_string();
+        let message = validator
+            .validate_wasm(&core)
+            .expect_err("core module")
+            .to_string();
         assert!(message.contains("not a component"), "{message}");
         // The smallest component: magic, version 0x0d, layer 1.
         let component = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
-        let message = validator.validate_wasm(&component).expect_err("no decide").to_string();
+        let message = validator
+            .validate_wasm(&component)
+            .expect_err("no decide")
+            .to_string();
         assert!(message.contains("exports no `decide`"), "{message}");
     }
 }

@@ -82,8 +82,14 @@ async fn simulate(db: &TestDb) {
                 }
                 let stake = |rng: &mut SplitMix64| 1 + rng.below(60) as i64;
                 let sides = [
-                    PairSide { bot_id: bots[first].0.clone(), stake: stake(&mut rng) },
-                    PairSide { bot_id: bots[second].0.clone(), stake: stake(&mut rng) },
+                    PairSide {
+                        bot_id: bots[first].0.clone(),
+                        stake: stake(&mut rng),
+                    },
+                    PairSide {
+                        bot_id: bots[second].0.clone(),
+                        stake: stake(&mut rng),
+                    },
                 ];
                 match store.accept_pair(sides).await {
                     Ok(_) => {
@@ -116,15 +122,28 @@ async fn simulate(db: &TestDb) {
                     2 => {
                         let later = clock.fetch_add(LEASE_MS + 1, Ordering::SeqCst) + LEASE_MS + 1;
                         let retaken = store.claim(LEASE_MS, later).await.expect("reclaim");
-                        match store.complete(&claim.game.id, &claim.lease_id, winner, "x.json", later).await {
+                        match store
+                            .complete(&claim.game.id, &claim.lease_id, winner, "x.json", later)
+                            .await
+                        {
                             Err(LadderError::LeaseLost(_)) => {
                                 tally.stale_refused.fetch_add(1, Ordering::Relaxed);
                             }
-                            Ok(settlement) => panic!("a stale worker settled {}", settlement.match_id),
+                            Ok(settlement) => {
+                                panic!("a stale worker settled {}", settlement.match_id)
+                            }
                             Err(error) => panic!("stale complete: {error}"),
                         }
                         if let Some(retaken) = retaken {
-                            settle(&store, &tally, &retaken.game.id, &retaken.lease_id, winner, later).await;
+                            settle(
+                                &store,
+                                &tally,
+                                &retaken.game.id,
+                                &retaken.lease_id,
+                                winner,
+                                later,
+                            )
+                            .await;
                         }
                     }
                     _ => {
@@ -135,7 +154,9 @@ async fn simulate(db: &TestDb) {
                                 .complete(&claim.game.id, &claim.lease_id, winner, "x.json", now)
                                 .await;
                             match again {
-                                Ok(settlement) => assert!(settlement.already_settled, "settled twice"),
+                                Ok(settlement) => {
+                                    assert!(settlement.already_settled, "settled twice")
+                                }
                                 Err(LadderError::LeaseLost(_)) => {}
                                 Err(error) => panic!("retry: {error}"),
                             }
@@ -155,7 +176,15 @@ async fn simulate(db: &TestDb) {
         let Some(claim) = db.store.claim(LEASE_MS, now).await.expect("drain claim") else {
             break;
         };
-        settle(&db.store, &tally, &claim.game.id, &claim.lease_id, Outcome::A, now).await;
+        settle(
+            &db.store,
+            &tally,
+            &claim.game.id,
+            &claim.lease_id,
+            Outcome::A,
+            now,
+        )
+        .await;
     }
     let report = db
         .store
@@ -166,20 +195,42 @@ async fn simulate(db: &TestDb) {
     assert_eq!(report.pending_unresolved, 0, "every stake posted or voided");
     assert_eq!(report.credits_in_circulation, granted);
     let counts = db.store.match_counts().await.expect("counts");
-    let count = |state| counts.iter().find(|(found, _)| *found == state).map_or(0, |(_, n)| *n);
+    let count = |state| {
+        counts
+            .iter()
+            .find(|(found, _)| *found == state)
+            .map_or(0, |(_, n)| *n)
+    };
     let accepted = tally.accepted.load(Ordering::Relaxed) as i64;
     assert_eq!(count(MatchState::Queued) + count(MatchState::Running), 0);
-    assert_eq!(count(MatchState::Settled) + count(MatchState::Voided), accepted);
+    assert_eq!(
+        count(MatchState::Settled) + count(MatchState::Voided),
+        accepted
+    );
     assert_eq!(
         count(MatchState::Settled),
         tally.settlements.load(Ordering::Relaxed) as i64,
         "each settled match was settled by exactly one call"
     );
     assert!(accepted >= MATCHES as i64);
-    assert!(tally.refused_for_credits.load(Ordering::Relaxed) > 0, "the overdraft path ran");
-    assert!(tally.crashes.load(Ordering::Relaxed) > 100 && tally.stale_refused.load(Ordering::Relaxed) > 100);
-    assert!(count(MatchState::Voided) > 0, "some matches ran out of attempts");
-    let house = db.store.account(HOUSE_ACCOUNT).await.expect("house").available();
+    assert!(
+        tally.refused_for_credits.load(Ordering::Relaxed) > 0,
+        "the overdraft path ran"
+    );
+    assert!(
+        tally.crashes.load(Ordering::Relaxed) > 100
+            && tally.stale_refused.load(Ordering::Relaxed) > 100
+    );
+    assert!(
+        count(MatchState::Voided) > 0,
+        "some matches ran out of attempts"
+    );
+    let house = db
+        .store
+        .account(HOUSE_ACCOUNT)
+        .await
+        .expect("house")
+        .available();
     assert_eq!(report.house_credits, house);
     println!(
         "accepted {accepted}, settled {}, voided {}, crashes {}, stale refused {}, retries {}, house {house}",
@@ -191,7 +242,14 @@ async fn simulate(db: &TestDb) {
     );
 }
 
-async fn settle(store: &duel_ladder::Store, tally: &Tally, id: &str, lease: &str, winner: Outcome, now: i64) {
+async fn settle(
+    store: &duel_ladder::Store,
+    tally: &Tally,
+    id: &str,
+    lease: &str,
+    winner: Outcome,
+    now: i64,
+) {
     match store.complete(id, lease, winner, "x.json", now).await {
         Ok(settlement) => {
             assert!(!settlement.already_settled);

@@ -60,7 +60,10 @@ impl Stdout {
             return Ok(());
         }
         let mut stdout = std::io::stdout().lock();
-        match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        match stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
                 self.closed = true;
@@ -96,14 +99,17 @@ fn make_bot(spec: &BotSpec, seed: u64, side: Side) -> Result<Box<dyn Bot>> {
     match spec {
         BotSpec::Builtin(builtin) => Ok(Box::new(BuiltinBot::new(builtin.clone(), seed, side))),
         BotSpec::Wasm(path) => {
-            std::fs::metadata(path).with_context(|| format!("cannot read bot {}", path.display()))?;
+            std::fs::metadata(path)
+                .with_context(|| format!("cannot read bot {}", path.display()))?;
             bail!(
                 "bot {}: WASM bots are not supported by this build yet (use builtin: bots)",
                 path.display()
             )
         }
         BotSpec::Endpoint(url) => {
-            bail!("bot {url}: endpoint bots are not supported by this build yet (use builtin: bots)")
+            bail!(
+                "bot {url}: endpoint bots are not supported by this build yet (use builtin: bots)"
+            )
         }
     }
 }
@@ -200,7 +206,11 @@ fn local(args: LocalArgs) -> Result<Outcome> {
     if args.json {
         stdout.print(&replay.to_json_pretty())?;
     } else {
-        stdout.print(&render::match_result_line(palette, &replay.fighters, &replay.result))?;
+        stdout.print(&render::match_result_line(
+            palette,
+            &replay.fighters,
+            &replay.result,
+        ))?;
         stdout.print(&render::summary(palette, &replay))?;
     }
     if let Some(path) = &args.replay {
@@ -264,7 +274,10 @@ fn verify(path: &Path, json: bool) -> Result<Outcome> {
                     })
                 ))?;
             } else {
-                eprintln!("referee: {} does not verify: {disagreement}", path.display());
+                eprintln!(
+                    "referee: {} does not verify: {disagreement}",
+                    path.display()
+                );
             }
             Ok(Outcome::Disagrees)
         }

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use duel_replays::{
-    ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundRecord, RoundResultRecord,
-    SideRecord, FORMAT,
+    ExchangeRecord, FORMAT, FighterInfo, MatchResultRecord, Replay, RoundRecord, RoundResultRecord,
+    SideRecord,
 };
 use duel_rules::{
     Action, ExchangeStep, MatchState, Observation, Ruleset, Side, Source, TapeEntry, WeightClass,
@@ -30,7 +30,12 @@ pub struct MatchConfig {
 
 impl MatchConfig {
     /// A match under the current ruleset and the rules' wall clock.
-    pub fn new(match_id: String, accepted_at: String, class: WeightClass, seed: u64) -> MatchConfig {
+    pub fn new(
+        match_id: String,
+        accepted_at: String,
+        class: WeightClass,
+        seed: u64,
+    ) -> MatchConfig {
         MatchConfig {
             ruleset: Ruleset::CURRENT,
             match_id,

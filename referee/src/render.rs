@@ -87,7 +87,10 @@ pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
         "{}",
         palette.paint(
             DIM,
-            &format!("match {} · accepted {}", replay_head.match_id, replay_head.accepted_at)
+            &format!(
+                "match {} · accepted {}",
+                replay_head.match_id, replay_head.accepted_at
+            )
         )
     );
     for side in Side::BOTH {
@@ -98,7 +101,14 @@ pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
             "  {}  {}  {}",
             palette.side(side, label),
             palette.paint(STRONG, &fighter.name),
-            palette.paint(DIM, &format!("{} · {}", kind_name(fighter.kind), short_digest(&fighter.digest))),
+            palette.paint(
+                DIM,
+                &format!(
+                    "{} · {}",
+                    kind_name(fighter.kind),
+                    short_digest(&fighter.digest)
+                )
+            ),
         );
     }
     out
@@ -152,7 +162,13 @@ pub fn round_heading(palette: Palette, round: u8) -> String {
         palette.paint(STRONG, &format!("Round {round}")),
         palette.paint(
             DIM,
-            &format!("  #  {:<w$}{:<w$}  A{:>34}  B", "A", "B", "", w = ACTION_CELL)
+            &format!(
+                "  #  {:<w$}{:<w$}  A{:>34}  B",
+                "A",
+                "B",
+                "",
+                w = ACTION_CELL
+            )
         )
     )
 }
@@ -242,10 +258,17 @@ pub fn round_result_line(
             format!("{} {reason}", fighter_label(palette, side))
         }
     };
-    format!("  {} {how}\n", palette.paint(STRONG, &format!("Round {round} →")))
+    format!(
+        "  {} {how}\n",
+        palette.paint(STRONG, &format!("Round {round} →"))
+    )
 }
 
-pub fn match_result_line(palette: Palette, fighters: &[FighterInfo; 2], result: &MatchResultRecord) -> String {
+pub fn match_result_line(
+    palette: Palette,
+    fighters: &[FighterInfo; 2],
+    result: &MatchResultRecord,
+) -> String {
     let [wins_a, wins_b] = result.round_wins;
     let [damage_a, damage_b] = result.damage;
     let detail = format!(
@@ -255,14 +278,13 @@ pub fn match_result_line(palette: Palette, fighters: &[FighterInfo; 2], result: 
     );
     let verdict = match side_of(result.winner) {
         Some(side) => {
-            let on = if wins_a == wins_b { "on total damage" } else { "on rounds" };
-            palette.paint(
-                WIN,
-                &format!(
-                    "{} wins {on}",
-                    fighters[side.index()].name
-                ),
-            ) + &format!(" ({})", fighter_label(palette, side))
+            let on = if wins_a == wins_b {
+                "on total damage"
+            } else {
+                "on rounds"
+            };
+            palette.paint(WIN, &format!("{} wins {on}", fighters[side.index()].name))
+                + &format!(" ({})", fighter_label(palette, side))
         }
         None => palette.paint(WIN, "Drawn match: stakes returned in full"),
     };
@@ -277,10 +299,20 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
             .exchanges()
             .map(|(_, exchange)| exchange.sides()[side.index()])
             .collect();
-        let count = |source: SourceName| records.iter().filter(|record| record.source == source).count();
+        let count = |source: SourceName| {
+            records
+                .iter()
+                .filter(|record| record.source == source)
+                .count()
+        };
         let mut latencies: Vec<u64> = records
             .iter()
-            .filter(|record| matches!(record.source, SourceName::Bot | SourceName::Timeout | SourceName::Fault))
+            .filter(|record| {
+                matches!(
+                    record.source,
+                    SourceName::Bot | SourceName::Timeout | SourceName::Fault
+                )
+            })
             .map(|record| record.latency_ms)
             .collect();
         latencies.sort_unstable();
@@ -318,9 +350,18 @@ pub fn replay(palette: Palette, replay: &Replay) -> String {
         for exchange in &round.exchanges {
             out.push_str(&exchange_line(palette, ruleset, exchange));
         }
-        out.push_str(&round_result_line(palette, round.number, &round.result, round.exchanges.last()));
+        out.push_str(&round_result_line(
+            palette,
+            round.number,
+            &round.result,
+            round.exchanges.last(),
+        ));
     }
-    out.push_str(&match_result_line(palette, &replay.fighters, &replay.result));
+    out.push_str(&match_result_line(
+        palette,
+        &replay.fighters,
+        &replay.result,
+    ));
     out.push_str(&summary(palette, replay));
     out
 }

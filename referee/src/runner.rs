@@ -44,13 +44,14 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
     }
     let wall_clock = recorder.config().decision_wall_clock;
     let started = Instant::now();
-    let decision = match tokio::time::timeout(wall_clock, bot.decide(recorder.observation(side))).await {
-        Ok(decision) => decision,
-        Err(_elapsed) => Decision::failed(BotFailure::timeout(format!(
-            "no answer within {} ms",
-            wall_clock.as_millis()
-        ))),
-    };
+    let decision =
+        match tokio::time::timeout(wall_clock, bot.decide(recorder.observation(side))).await {
+            Ok(decision) => decision,
+            Err(_elapsed) => Decision::failed(BotFailure::timeout(format!(
+                "no answer within {} ms",
+                wall_clock.as_millis()
+            ))),
+        };
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Answer::asked(decision, latency_ms)
 }
@@ -62,7 +63,10 @@ pub fn run_bare_match(config: MatchConfig, specs: [&BuiltinSpec; 2]) -> Replay {
         builtin::strategy(specs[0], config.seed, Side::A),
         builtin::strategy(specs[1], config.seed, Side::B),
     ];
-    let fighters = [builtin::fighter_info(specs[0]), builtin::fighter_info(specs[1])];
+    let fighters = [
+        builtin::fighter_info(specs[0]),
+        builtin::fighter_info(specs[1]),
+    ];
     let mut recorder = MatchRecorder::new(config, fighters);
     while !recorder.is_over() {
         let answers = [Side::A, Side::B].map(|side| {

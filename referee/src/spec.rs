@@ -107,7 +107,10 @@ impl BuiltinSpec {
         };
         let no_args = |spec: BuiltinSpec| match args {
             None => Ok(spec),
-            Some(_) => Err(spec_error(text, format!("builtin:{name} takes no arguments"))),
+            Some(_) => Err(spec_error(
+                text,
+                format!("builtin:{name} takes no arguments"),
+            )),
         };
         match name {
             "block" => no_args(BuiltinSpec::Block),
@@ -123,12 +126,18 @@ impl BuiltinSpec {
                 }
                 let actions = args
                     .split(',')
-                    .map(|item| item.parse::<Action>().map_err(|error| spec_error(text, error)))
+                    .map(|item| {
+                        item.parse::<Action>()
+                            .map_err(|error| spec_error(text, error))
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 if actions.len() > MAX_SCRIPT_ACTIONS {
                     return Err(spec_error(
                         text,
-                        format!("script has {} actions, more than {MAX_SCRIPT_ACTIONS}", actions.len()),
+                        format!(
+                            "script has {} actions, more than {MAX_SCRIPT_ACTIONS}",
+                            actions.len()
+                        ),
                     ));
                 }
                 Ok(BuiltinSpec::Script(actions))
@@ -164,10 +173,20 @@ mod tests {
             ("builtin:counter", BotSpec::Builtin(BuiltinSpec::Counter)),
             (
                 "builtin:script:jab, Heavy ,FEINT",
-                BotSpec::Builtin(BuiltinSpec::Script(vec![Action::Jab, Action::Heavy, Action::Feint])),
+                BotSpec::Builtin(BuiltinSpec::Script(vec![
+                    Action::Jab,
+                    Action::Heavy,
+                    Action::Feint,
+                ])),
             ),
-            ("bots/mine.wasm", BotSpec::Wasm(PathBuf::from("bots/mine.wasm"))),
-            ("grpc://127.0.0.1:50051", BotSpec::Endpoint("grpc://127.0.0.1:50051".into())),
+            (
+                "bots/mine.wasm",
+                BotSpec::Wasm(PathBuf::from("bots/mine.wasm")),
+            ),
+            (
+                "grpc://127.0.0.1:50051",
+                BotSpec::Endpoint("grpc://127.0.0.1:50051".into()),
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(BotSpec::parse(text).expect(text), expected, "{text}");
@@ -194,7 +213,12 @@ mod tests {
 
     #[test]
     fn canonical_builtin_names_round_trip() {
-        for text in ["builtin:block", "builtin:random", "builtin:counter", "builtin:script:JAB,HEAVY"] {
+        for text in [
+            "builtin:block",
+            "builtin:random",
+            "builtin:counter",
+            "builtin:script:JAB,HEAVY",
+        ] {
             assert_eq!(BotSpec::parse(text).expect(text).to_string(), text);
         }
     }

@@ -19,7 +19,10 @@ pub enum ReplayError {
     #[error("malformed replay: {0}")]
     Malformed(String),
     #[error("unknown replay format {found:?} (this tool reads {expected:?})")]
-    UnknownFormat { found: String, expected: &'static str },
+    UnknownFormat {
+        found: String,
+        expected: &'static str,
+    },
     #[error("replay uses {0}")]
     UnknownRuleset(#[from] duel_rules::UnknownRuleset),
 }

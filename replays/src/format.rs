@@ -194,7 +194,6 @@ wire_enum!(
     }
 );
 
-
 impl Replay {
     /// Parses a replay, checking the format tag and ruleset version before the
     /// body so that a replay from a newer tool says so instead of failing on a
@@ -206,8 +205,8 @@ impl Replay {
                 limit_bytes: MAX_REPLAY_BYTES,
             });
         }
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|error| ReplayError::Malformed(error.to_string()))?;
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|error| ReplayError::Malformed(error.to_string()))?;
         let Some(object) = value.as_object() else {
             return Err(ReplayError::Malformed("expected a JSON object".to_owned()));
         };
@@ -219,13 +218,21 @@ impl Replay {
                     expected: FORMAT,
                 });
             }
-            None => return Err(ReplayError::Malformed("missing string field `format`".to_owned())),
+            None => {
+                return Err(ReplayError::Malformed(
+                    "missing string field `format`".to_owned(),
+                ));
+            }
         }
         match object.get("ruleset").and_then(serde_json::Value::as_str) {
             Some(version) => {
                 Ruleset::from_version(version)?;
             }
-            None => return Err(ReplayError::Malformed("missing string field `ruleset`".to_owned())),
+            None => {
+                return Err(ReplayError::Malformed(
+                    "missing string field `ruleset`".to_owned(),
+                ));
+            }
         }
         serde_path_to_error::deserialize(value).map_err(|error| {
             let path = error.path().to_string();
@@ -282,8 +289,11 @@ impl Replay {
 
     /// Every exchange in order with its round number.
     pub fn exchanges(&self) -> impl Iterator<Item = (u8, &ExchangeRecord)> {
-        self.rounds
-            .iter()
-            .flat_map(|round| round.exchanges.iter().map(move |exchange| (round.number, exchange)))
+        self.rounds.iter().flat_map(|round| {
+            round
+                .exchanges
+                .iter()
+                .map(move |exchange| (round.number, exchange))
+        })
     }
 }

@@ -13,9 +13,8 @@ mod verify;
 
 pub use error::ReplayError;
 pub use format::{
-    ActionName, ClassName, ExchangeRecord, FighterInfo, FighterKind, MatchResultRecord, Replay,
-    RoundEndName, RoundRecord, RoundResultRecord, SideRecord, SourceName, WinnerName,
-    FORMAT,
+    ActionName, ClassName, ExchangeRecord, FORMAT, FighterInfo, FighterKind, MatchResultRecord,
+    Replay, RoundEndName, RoundRecord, RoundResultRecord, SideRecord, SourceName, WinnerName,
 };
 pub use limits::MAX_REPLAY_BYTES;
 pub use verify::{Disagreement, Location, VerifiedMatch, verify};

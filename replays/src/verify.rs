@@ -39,7 +39,11 @@ impl fmt::Display for Location {
                 round,
                 exchange,
                 side: Some(side),
-            } => write!(f, "round {round}, exchange {exchange}, fighter {}", side.name()),
+            } => write!(
+                f,
+                "round {round}, exchange {exchange}, fighter {}",
+                side.name()
+            ),
             Location::Match => f.write_str("match result"),
         }
     }
@@ -70,7 +74,12 @@ pub struct VerifiedMatch {
     pub substitutions: [u32; 2],
 }
 
-fn mismatch<T: fmt::Display>(location: Location, field: &str, recorded: T, rules: T) -> Disagreement {
+fn mismatch<T: fmt::Display>(
+    location: Location,
+    field: &str,
+    recorded: T,
+    rules: T,
+) -> Disagreement {
     Disagreement {
         location,
         detail: format!("{field} is {recorded} in the replay, the rules give {rules}"),
@@ -138,11 +147,21 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
             if round_result.is_some() {
                 return Err(broken(here(None), "is recorded after its round ended"));
             }
-            check(here(None), "exchange number", exchange.number, state.next_exchange())?;
+            check(
+                here(None),
+                "exchange number",
+                exchange.number,
+                state.next_exchange(),
+            )?;
             let sides = exchange.sides();
             for side in Side::BOTH {
                 let record = sides[side.index()];
-                check_source(ruleset, record, &mut gassed_out[side.index()], here(Some(side)))?;
+                check_source(
+                    ruleset,
+                    record,
+                    &mut gassed_out[side.index()],
+                    here(Some(side)),
+                )?;
                 tokens_used[side.index()] += record.tokens;
                 if Source::from(record.source).is_substitution() {
                     substitutions[side.index()] += 1;
@@ -180,7 +199,12 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
             round.result.winner.into(),
             rules_result.winner,
         )?;
-        check(round_location, "by", round.result.by.into(), rules_result.by)?;
+        check(
+            round_location,
+            "by",
+            round.result.by.into(),
+            rules_result.by,
+        )?;
     }
     let Some(result) = state.result() else {
         return Err(broken(
@@ -192,7 +216,12 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
         ));
     };
     let recorded = &replay.result;
-    check(Location::Match, "winner", recorded.winner.into(), result.winner)?;
+    check(
+        Location::Match,
+        "winner",
+        recorded.winner.into(),
+        result.winner,
+    )?;
     for side in Side::BOTH {
         let index = side.index();
         let name = side.name();

@@ -28,7 +28,11 @@ pub struct SideOutcome {
 impl SideOutcome {
     /// The action actually performed; `None` when exhausted.
     pub const fn performed(&self) -> Option<Action> {
-        if self.exhausted { None } else { Some(self.action) }
+        if self.exhausted {
+            None
+        } else {
+            Some(self.action)
+        }
     }
 }
 
@@ -61,7 +65,11 @@ pub(crate) fn resolve_v1_0_0(
     chosen: [Action; 2],
 ) -> ExchangeOutcome {
     // Step 2, exhaustion: `None` is EXHAUSTED.
-    let performed = [0, 1].map(|i| ruleset.can_pay(chosen[i], pre[i].stamina).then_some(chosen[i]));
+    let performed = [0, 1].map(|i| {
+        ruleset
+            .can_pay(chosen[i], pre[i].stamina)
+            .then_some(chosen[i])
+    });
     let sides = [0, 1].map(|me| {
         let them = 1 - me;
         let quarters = vulnerability_quarters(pre[me], performed[me]);

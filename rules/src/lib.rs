@@ -18,8 +18,7 @@ mod ruleset;
 pub use action::{Action, ParseActionError, Side, Source};
 pub use exchange::{ExchangeOutcome, FighterState, SideOutcome};
 pub use match_state::{
-    ExchangeStep, MatchDecision, MatchOver, MatchResult, MatchState, RoundEnd, RoundResult,
-    Winner,
+    ExchangeStep, MatchDecision, MatchOver, MatchResult, MatchState, RoundEnd, RoundResult, Winner,
 };
 pub use observation::{Observation, PublicExchange, PublicSide, TapeEntry, TapeSide};
 pub use ruleset::{ParseClassError, Ruleset, UnknownRuleset, WeightClass};

@@ -90,7 +90,9 @@ impl<'a> Observation<'a> {
     }
 
     /// The tape seen from this fighter's side, oldest first.
-    pub fn history(&self) -> impl DoubleEndedIterator<Item = PublicExchange> + ExactSizeIterator + 'a {
+    pub fn history(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = PublicExchange> + ExactSizeIterator + 'a {
         let you = self.side.index();
         self.tape.iter().map(move |entry| PublicExchange {
             round: entry.round,

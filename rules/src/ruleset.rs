@@ -163,7 +163,9 @@ impl WeightClass {
     }
 
     pub fn from_name(name: &str) -> Option<WeightClass> {
-        WeightClass::ALL.into_iter().find(|class| class.name() == name)
+        WeightClass::ALL
+            .into_iter()
+            .find(|class| class.name() == name)
     }
 }
 

@@ -37,7 +37,16 @@ const FEINT: Move = Move::Do(Action::Feint);
 const RECOVER: Move = Move::Do(Action::Recover);
 
 #[allow(clippy::too_many_arguments)]
-fn row(a: Move, b: Move, a_dmg: i32, a_st: i32, a_stag: bool, b_dmg: i32, b_st: i32, b_stag: bool) -> Row {
+fn row(
+    a: Move,
+    b: Move,
+    a_dmg: i32,
+    a_st: i32,
+    a_stag: bool,
+    b_dmg: i32,
+    b_st: i32,
+    b_stag: bool,
+) -> Row {
     Row {
         a,
         b,
@@ -119,7 +128,11 @@ fn every_ordered_pair_of_actions() {
             assert_eq!(side.after.stamina, stamina, "stamina: {label}");
             assert_eq!(side.after.staggered, staggered, "stagger: {label}");
             assert_eq!(side.after.hp, 160 - damage, "hp: {label}");
-            assert_eq!(side.exhausted, matches!([a, b][index], Move::Exhausted), "exhausted: {label}");
+            assert_eq!(
+                side.exhausted,
+                matches!([a, b][index], Move::Exhausted),
+                "exhausted: {label}"
+            );
         }
     }
 }
@@ -184,10 +197,23 @@ fn worked_examples_of_the_rules() {
         for (index, (damage, stamina, staggered, exhausted)) in expected.into_iter().enumerate() {
             let side = outcome.sides[index];
             assert_eq!(side.damage_taken, damage, "damage: {name}, fighter {index}");
-            assert_eq!(side.after.stamina, stamina, "stamina: {name}, fighter {index}");
-            assert_eq!(side.after.staggered, staggered, "stagger: {name}, fighter {index}");
-            assert_eq!(side.exhausted, exhausted, "exhausted: {name}, fighter {index}");
-            assert_eq!(side.after.hp, pre[index].hp - damage, "hp: {name}, fighter {index}");
+            assert_eq!(
+                side.after.stamina, stamina,
+                "stamina: {name}, fighter {index}"
+            );
+            assert_eq!(
+                side.after.staggered, staggered,
+                "stagger: {name}, fighter {index}"
+            );
+            assert_eq!(
+                side.exhausted, exhausted,
+                "exhausted: {name}, fighter {index}"
+            );
+            assert_eq!(
+                side.after.hp,
+                pre[index].hp - damage,
+                "hp: {name}, fighter {index}"
+            );
         }
     }
 }
@@ -226,7 +252,10 @@ fn stamina_is_clamped_and_stagger_lasts_one_exchange() {
         [Action::Recover, Action::Feint],
     );
     assert_eq!(outcome.sides[0].after.stamina, 100, "clamped at the cap");
-    assert!(!outcome.sides[0].after.staggered, "stagger cleared after one exchange");
+    assert!(
+        !outcome.sides[0].after.staggered,
+        "stagger cleared after one exchange"
+    );
     let outcome = R.resolve_exchange(
         [fighter(160, 5, false), fighter(160, 100, false)],
         [Action::Block, Action::Feint],
@@ -236,7 +265,10 @@ fn stamina_is_clamped_and_stagger_lasts_one_exchange() {
         [fighter(160, 14, false), fighter(160, 100, false)],
         [Action::Heavy, Action::Dodge],
     );
-    assert_eq!(outcome.sides[0].after.stamina, 0, "14 - 14 - 10 clamps to 0");
+    assert_eq!(
+        outcome.sides[0].after.stamina, 0,
+        "14 - 14 - 10 clamps to 0"
+    );
     assert!(outcome.sides[0].after.staggered);
     assert!(!outcome.sides[0].exhausted, "exactly enough stamina pays");
 }
@@ -256,6 +288,12 @@ fn exhausted_fighter_defends_against_nothing_and_deals_nothing() {
         [fighter(160, 1, false), fighter(160, 100, false)],
         [Action::Dodge, Action::Heavy],
     );
-    assert_eq!(outcome.sides[0].damage_taken, 23, "an exhausted DODGE negates nothing");
-    assert!(!outcome.sides[1].after.staggered, "no whiff into an exhausted dodge");
+    assert_eq!(
+        outcome.sides[0].damage_taken, 23,
+        "an exhausted DODGE negates nothing"
+    );
+    assert!(
+        !outcome.sides[1].after.staggered,
+        "no whiff into an exhausted dodge"
+    );
 }

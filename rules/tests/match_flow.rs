@@ -1,9 +1,9 @@
 //! Rounds, judging, clinching and the match result, driven exchange by exchange.
 
+use Action::*;
 use duel_rules::{
     Action, MatchDecision, MatchOver, MatchState, RoundEnd, RoundResult, Ruleset, Winner,
 };
-use Action::*;
 
 /// Plays `pairs` in order and returns the round results seen, with the exchange
 /// number each round ended on.
@@ -58,7 +58,11 @@ fn both_down_on_one_exchange_is_a_drawn_round() {
     assert_eq!(ends, vec![(1, 12, result(Winner::Draw, RoundEnd::Ko))]);
     assert_eq!(state.round(), 2);
     assert_eq!(state.round_wins(), [0, 0]);
-    assert_eq!(state.fighter(duel_rules::Side::A).hp, 160, "fresh fighters in round 2");
+    assert_eq!(
+        state.fighter(duel_rules::Side::A).hp,
+        160,
+        "fresh fighters in round 2"
+    );
 }
 
 #[test]

@@ -9,8 +9,8 @@ use sqlx::any::AnyRow;
 use super::{Store, get, now_ms, write_tx};
 use crate::error::{LadderError, Result};
 use crate::ledger::{
-    self, Account, LedgerReport, Transfer, TransferKind, TransferOp, TransferOutcome, TransferRequest,
-    escrow_account, resolve_transfer_id, stake_transfer_id,
+    self, Account, LedgerReport, Transfer, TransferKind, TransferOp, TransferOutcome,
+    TransferRequest, escrow_account, resolve_transfer_id, stake_transfer_id,
 };
 use crate::model::MatchState;
 
@@ -39,7 +39,8 @@ fn account_from_row(row: &AnyRow) -> Result<Account> {
     })
 }
 
-const TRANSFER_COLUMNS: &str = "id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms";
+const TRANSFER_COLUMNS: &str =
+    "id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms";
 
 pub(crate) async fn load_transfer(conn: &mut AnyConnection, id: &str) -> Result<Option<Transfer>> {
     let row = sqlx::query(
@@ -52,11 +53,13 @@ pub(crate) async fn load_transfer(conn: &mut AnyConnection, id: &str) -> Result<
 }
 
 pub(crate) async fn create_account(conn: &mut AnyConnection, id: &str, kind: &str) -> Result<()> {
-    sqlx::query("INSERT INTO ledger_accounts (id, kind) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
-        .bind(id.to_owned())
-        .bind(kind.to_owned())
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(
+        "INSERT INTO ledger_accounts (id, kind) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id.to_owned())
+    .bind(kind.to_owned())
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 
@@ -94,8 +97,12 @@ impl Change {
                 "UPDATE ledger_accounts SET debits_pending = debits_pending + $1 WHERE id = $2 \
                  AND (may_go_negative = 1 OR credits_posted - debits_posted - debits_pending >= $1)"
             }
-            Change::CreditPosted => "UPDATE ledger_accounts SET credits_posted = credits_posted + $1 WHERE id = $2",
-            Change::CreditPending => "UPDATE ledger_accounts SET credits_pending = credits_pending + $1 WHERE id = $2",
+            Change::CreditPosted => {
+                "UPDATE ledger_accounts SET credits_posted = credits_posted + $1 WHERE id = $2"
+            }
+            Change::CreditPending => {
+                "UPDATE ledger_accounts SET credits_pending = credits_pending + $1 WHERE id = $2"
+            }
             Change::PostDebit => {
                 "UPDATE ledger_accounts SET debits_pending = debits_pending - $1, debits_posted = debits_posted + $1 \
                  WHERE id = $2 AND debits_pending >= $1"
@@ -123,81 +130,76 @@ pub(crate) async fn apply_transfer(
     now_ms: i64,
 ) -> Result<TransferOutcome> {
     request.validate()?;
-    if let Some(existing) = load_transfer(conn, &request.id).await? {
-        return if existing.same_request(request) {
-            Ok(TransferOutcome::AlreadyExists)
-        } else {
-            Err(LadderError::Conflict(format!(
-                "transfer {} exists with different fields",
-                request.id
-            )))
-        };
-    }
     let kind = request.kind();
     let (debit, credit, amount, pending_id) = match &request.op {
-        TransferOp::Single { debit, credit, amount } | TransferOp::Pending { debit, credit, amount } => {
-            (debit.clone(), credit.clone(), *amount, None)
+        TransferOp::Single {
+            debit,
+            credit,
+            amount,
         }
+        | TransferOp::Pending {
+            debit,
+            credit,
+            amount,
+        } => (debit.clone(), credit.clone(), *amount, None),
         TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
-            let pending = load_transfer(conn, pending_id)
-                .await?
-                .ok_or_else(|| LadderError::NotFound(format!("pending transfer {pending_id}")))?;
+            let Some(pending) = load_transfer(conn, pending_id).await? else {
+                return match load_transfer(conn, &request.id).await? {
+                    Some(existing) => Err(different_fields(&existing, request)),
+                    None => Err(LadderError::NotFound(format!(
+                        "pending transfer {pending_id}"
+                    ))),
+                };
+            };
             if pending.kind != TransferKind::Pending {
                 return Err(LadderError::Invalid(format!(
                     "transfer {pending_id} is a {} transfer, not a pending one",
                     pending.kind.name()
                 )));
             }
-            let resolver = sqlx::query("SELECT id FROM transfers WHERE pending_id = $1")
-                .bind(pending_id.clone())
-                .fetch_optional(&mut *conn)
-                .await?;
-            if let Some(row) = resolver {
-                let by: String = get(&row, "id")?;
-                return Err(LadderError::Conflict(format!(
-                    "pending transfer {pending_id} was already resolved by {by}"
-                )));
-            }
-            (pending.debit, pending.credit, pending.amount, Some(pending_id.clone()))
+            (
+                pending.debit,
+                pending.credit,
+                pending.amount,
+                Some(pending_id.clone()),
+            )
         }
     };
+    // Claims the id, and for post and void the pending transfer, in one statement:
+    // a conflict on either unique index inserts nothing.
     let inserted = sqlx::query(
         "INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
     )
     .bind(request.id.clone())
     .bind(kind.name())
     .bind(debit.clone())
     .bind(credit.clone())
     .bind(amount)
-    .bind(pending_id)
+    .bind(pending_id.clone())
     .bind(request.memo.clone())
     .bind(now_ms)
     .execute(&mut *conn)
-    .await;
-    let inserted = match inserted {
-        Ok(done) => done,
-        Err(error) if super::is_unique_violation(&error) => {
-            return Err(LadderError::Conflict(format!(
-                "transfer {} conflicts with a concurrent transfer",
-                request.id
-            )));
-        }
-        Err(error) => return Err(error.into()),
-    };
+    .await?;
     if inserted.rows_affected() == 0 {
-        // Inserted concurrently since the read above (PostgreSQL waited for it).
-        let existing = load_transfer(conn, &request.id)
+        if let Some(existing) = load_transfer(conn, &request.id).await? {
+            return if existing.same_request(request) {
+                Ok(TransferOutcome::AlreadyExists)
+            } else {
+                Err(different_fields(&existing, request))
+            };
+        }
+        let pending_id = pending_id.unwrap_or_default();
+        let by = sqlx::query("SELECT id FROM transfers WHERE pending_id = $1")
+            .bind(pending_id.clone())
+            .fetch_optional(&mut *conn)
             .await?
-            .ok_or_else(|| LadderError::corrupt(format!("transfer {} vanished", request.id)))?;
-        return if existing.same_request(request) {
-            Ok(TransferOutcome::AlreadyExists)
-        } else {
-            Err(LadderError::Conflict(format!(
-                "transfer {} exists with different fields",
-                request.id
-            )))
-        };
+            .map(|row| get::<String>(&row, "id"))
+            .transpose()?
+            .unwrap_or_default();
+        return Err(LadderError::Conflict(format!(
+            "pending transfer {pending_id} was already resolved by {by}"
+        )));
     }
     let (debit_change, credit_change) = match kind {
         TransferKind::Single => (Change::DebitPosted, Change::CreditPosted),
@@ -220,16 +222,29 @@ pub(crate) async fn apply_transfer(
         return Err(match load_account(conn, &account).await? {
             None => LadderError::NotFound(format!("ledger account {account}")),
             Some(found) => match change {
-                Change::DebitPosted | Change::DebitPending => LadderError::InsufficientCredits(format!(
-                    "account {account} has {} credits available, transfer {} needs {amount}",
-                    found.available(),
+                Change::DebitPosted | Change::DebitPending => {
+                    LadderError::InsufficientCredits(format!(
+                        "account {account} has {} credits available, transfer {} needs {amount}",
+                        found.available(),
+                        request.id
+                    ))
+                }
+                _ => LadderError::corrupt(format!(
+                    "account {account} has less pending than transfer {}",
                     request.id
                 )),
-                _ => LadderError::corrupt(format!("account {account} has less pending than transfer {}", request.id)),
             },
         });
     }
     Ok(TransferOutcome::Created)
+}
+
+fn different_fields(existing: &Transfer, request: &TransferRequest) -> LadderError {
+    debug_assert!(!existing.same_request(request) || existing.id != request.id);
+    LadderError::Conflict(format!(
+        "transfer {} exists with different fields",
+        request.id
+    ))
 }
 
 /// Stake transfers of one match must be resolved (posted or voided) as the
@@ -238,10 +253,18 @@ fn check_match_stakes(
     matches: &[(String, MatchState, Option<String>)],
     transfers: &[Transfer],
 ) -> Result<(), String> {
-    let by_id: BTreeMap<&str, &Transfer> = transfers.iter().map(|transfer| (transfer.id.as_str(), transfer)).collect();
+    let by_id: BTreeMap<&str, &Transfer> = transfers
+        .iter()
+        .map(|transfer| (transfer.id.as_str(), transfer))
+        .collect();
     let resolved: BTreeMap<&str, &Transfer> = transfers
         .iter()
-        .filter_map(|transfer| transfer.pending_id.as_deref().map(|pending| (pending, transfer)))
+        .filter_map(|transfer| {
+            transfer
+                .pending_id
+                .as_deref()
+                .map(|pending| (pending, transfer))
+        })
         .collect();
     for (match_id, state, winner) in matches {
         for side in ['a', 'b'] {
@@ -250,16 +273,21 @@ fn check_match_stakes(
                 return Err(format!("match {match_id} has no stake transfer {stake_id}"));
             };
             if stake.kind != TransferKind::Pending || stake.credit != escrow_account(match_id) {
-                return Err(format!("stake {stake_id} is not a pending transfer into the match escrow"));
+                return Err(format!(
+                    "stake {stake_id} is not a pending transfer into the match escrow"
+                ));
             }
-            let resolution = resolved.get(stake_id.as_str()).map(|transfer| transfer.kind);
+            let resolution = resolved
+                .get(stake_id.as_str())
+                .map(|transfer| transfer.kind);
             let expected = match (state, winner.as_deref()) {
                 (MatchState::Queued | MatchState::Running, _) => None,
                 (MatchState::Settled, Some("a" | "b")) => Some(TransferKind::Post),
                 (MatchState::Settled, _) | (MatchState::Voided, _) => Some(TransferKind::Void),
             };
             if resolution != expected {
-                let describe = |kind: Option<TransferKind>| kind.map_or("unresolved", TransferKind::name);
+                let describe =
+                    |kind: Option<TransferKind>| kind.map_or("unresolved", TransferKind::name);
                 return Err(format!(
                     "match {match_id} is {} but stake {stake_id} is {} (expected {})",
                     state.name(),
@@ -270,7 +298,10 @@ fn check_match_stakes(
             if let Some(transfer) = resolved.get(stake_id.as_str())
                 && transfer.id != resolve_transfer_id(match_id, side)
             {
-                return Err(format!("stake {stake_id} resolved by unexpected transfer {}", transfer.id));
+                return Err(format!(
+                    "stake {stake_id} resolved by unexpected transfer {}",
+                    transfer.id
+                ));
             }
         }
     }

@@ -12,8 +12,8 @@ use super::{Store, get, now_ms, write_tx};
 use crate::auth;
 use crate::error::{LadderError, Result};
 use crate::ledger::{
-    HOUSE_ACCOUNT, TransferOp, TransferRequest, escrow_account, owner_account, payout_transfer_id, rake_credits,
-    rake_transfer_id, resolve_transfer_id, stake_transfer_id,
+    HOUSE_ACCOUNT, TransferOp, TransferRequest, escrow_account, owner_account, payout_transfer_id,
+    rake_credits, rake_transfer_id, resolve_transfer_id, stake_transfer_id,
 };
 use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_ATTEMPTS};
 use crate::matchmaker::{self, Waiting};
@@ -54,11 +54,13 @@ const MATCH_SELECT: &str = "SELECT m.*, ba.name AS name_a, bb.name AS name_b FRO
      JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b";
 
 async fn load_match(conn: &mut AnyConnection, id: &str) -> Result<Match> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{MATCH_SELECT} WHERE m.id = $1")))
-        .bind(id.to_owned())
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or_else(|| LadderError::NotFound(format!("match {id}")))?;
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{MATCH_SELECT} WHERE m.id = $1"
+    )))
+    .bind(id.to_owned())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| LadderError::NotFound(format!("match {id}")))?;
     match_from_row(&row)
 }
 
@@ -90,7 +92,9 @@ async fn accept_tx(
             .execute(&mut *conn)
             .await?;
         if removed.rows_affected() != 2 {
-            return Err(LadderError::Conflict("a paired bot left the queue".to_owned()));
+            return Err(LadderError::Conflict(
+                "a paired bot left the queue".to_owned(),
+            ));
         }
     }
     let mut rows = Vec::with_capacity(2);
@@ -108,10 +112,14 @@ async fn accept_tx(
     }
     let (class_a, class_b) = (&rows[0].1, &rows[1].1);
     if class_a != class_b {
-        return Err(LadderError::Invalid(format!("bots of classes {class_a} and {class_b} cannot meet")));
+        return Err(LadderError::Invalid(format!(
+            "bots of classes {class_a} and {class_b} cannot meet"
+        )));
     }
     if rows[0].0 == rows[1].0 {
-        return Err(LadderError::Invalid("two bots of one owner cannot meet".to_owned()));
+        return Err(LadderError::Invalid(
+            "two bots of one owner cannot meet".to_owned(),
+        ));
     }
     let class = class_from_name(class_a)?;
     let ruleset = Ruleset::CURRENT;
@@ -154,7 +162,10 @@ async fn accept_tx(
         apply_transfer(conn, &request, now_ms()).await?;
         ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
     }
-    for (bot, opponent) in [(&sides[0].bot_id, &sides[1].bot_id), (&sides[1].bot_id, &sides[0].bot_id)] {
+    for (bot, opponent) in [
+        (&sides[0].bot_id, &sides[1].bot_id),
+        (&sides[1].bot_id, &sides[0].bot_id),
+    ] {
         sqlx::query("UPDATE bots SET last_opponent = $1 WHERE id = $2")
             .bind(opponent.clone())
             .bind(bot.clone())
@@ -202,14 +213,23 @@ async fn claim_tx(
     lease_ms: i64,
     now: i64,
 ) -> Result<ClaimStep> {
-    let Some(row) = sqlx::query(select).bind(now).fetch_optional(&mut *conn).await? else {
+    let Some(row) = sqlx::query(select)
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
         return Ok(ClaimStep::Nothing);
     };
     let id: String = get(&row, "id")?;
     let attempts: i64 = get(&row, "attempts")?;
     if attempts >= MAX_MATCH_ATTEMPTS {
         let game = load_match(conn, &id).await?;
-        void_tx(conn, &game, &format!("voided after {attempts} attempts without a result")).await?;
+        void_tx(
+            conn,
+            &game,
+            &format!("voided after {attempts} attempts without a result"),
+        )
+        .await?;
         return Ok(ClaimStep::Voided);
     }
     sqlx::query(
@@ -254,7 +274,11 @@ async fn complete_tx(
                 winner: game.winner.unwrap_or(Outcome::Draw),
                 pot,
                 rake,
-                payout: if game.winner == Some(Outcome::Draw) { 0 } else { pot - rake },
+                payout: if game.winner == Some(Outcome::Draw) {
+                    0
+                } else {
+                    pot - rake
+                },
                 already_settled: true,
             });
         }
@@ -298,7 +322,11 @@ async fn complete_tx(
                 apply_transfer(conn, &request, now_ms()).await?;
             }
             let rake = rake_credits(pot, rake_bp);
-            let winner_side = if winner == Outcome::A { &game.sides[0] } else { &game.sides[1] };
+            let winner_side = if winner == Outcome::A {
+                &game.sides[0]
+            } else {
+                &game.sides[1]
+            };
             let escrow = escrow_account(match_id);
             let payout = pot - rake;
             if payout > 0 {
@@ -376,10 +404,19 @@ async fn rake_paid(conn: &mut AnyConnection, match_id: &str) -> Result<i64> {
         .bind(rake_transfer_id(match_id))
         .fetch_optional(&mut *conn)
         .await?;
-    Ok(row.map(|row| get::<i64>(&row, "amount")).transpose()?.unwrap_or(0))
+    Ok(row
+        .map(|row| get::<i64>(&row, "amount"))
+        .transpose()?
+        .unwrap_or(0))
 }
 
-async fn heartbeat_tx(conn: &mut AnyConnection, match_id: &str, lease_id: &str, lease_ms: i64, now: i64) -> Result<i64> {
+async fn heartbeat_tx(
+    conn: &mut AnyConnection,
+    match_id: &str,
+    lease_id: &str,
+    lease_ms: i64,
+    now: i64,
+) -> Result<i64> {
     let expires = now.saturating_add(lease_ms);
     let done = sqlx::query(
         "UPDATE matches SET lease_expires_ms = $1 WHERE id = $2 AND state = 'running' AND lease_id = $3 \
@@ -392,7 +429,9 @@ async fn heartbeat_tx(conn: &mut AnyConnection, match_id: &str, lease_id: &str, 
     .execute(&mut *conn)
     .await?;
     if done.rows_affected() == 0 {
-        return Err(LadderError::LeaseLost(format!("match {match_id}: lease {lease_id} expired or was taken")));
+        return Err(LadderError::LeaseLost(format!(
+            "match {match_id}: lease {lease_id} expired or was taken"
+        )));
     }
     Ok(expires)
 }
@@ -418,7 +457,9 @@ impl Store {
     /// Runs one pairing wave over everyone waiting in `class`.
     pub async fn run_wave(&self, class: WeightClass) -> Result<WaveReport> {
         let Some(season) = self.active_season().await? else {
-            return Err(LadderError::Invalid("no season is running; an operator starts one".to_owned()));
+            return Err(LadderError::Invalid(
+                "no season is running; an operator starts one".to_owned(),
+            ));
         };
         let rows = sqlx::query(
             "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.last_opponent, COALESCE(r.rating, 1500.0) AS rating \
@@ -459,7 +500,9 @@ impl Store {
                     // Drop whichever bot's owner cannot cover its stake now; the
                     // other keeps its place for the next wave.
                     for (index, side) in [first, second].into_iter().zip(&sides) {
-                        let account = self.account(&owner_account(&waiting[index].owner_id)).await?;
+                        let account = self
+                            .account(&owner_account(&waiting[index].owner_id))
+                            .await?;
                         if account.available() < side.stake {
                             sqlx::query("DELETE FROM queue WHERE bot_id = $1")
                                 .bind(side.bot_id.clone())
@@ -486,7 +529,9 @@ impl Store {
         let select = self.dialect().select_claimable();
         loop {
             let lease_id = uuid::Uuid::new_v4().to_string();
-            let step = write_tx!(self, |conn| claim_tx(conn, select, &lease_id, lease_ms, now))?;
+            let step = write_tx!(self, |conn| claim_tx(
+                conn, select, &lease_id, lease_ms, now
+            ))?;
             match step {
                 ClaimStep::Nothing => return Ok(None),
                 ClaimStep::Voided => continue,
@@ -495,11 +540,13 @@ impl Store {
                     let game = load_match(&mut conn, &match_id).await?;
                     let mut versions = Vec::with_capacity(2);
                     for side in &game.sides {
-                        let row = sqlx::query("SELECT * FROM bot_versions WHERE bot_id = $1 AND version = $2")
-                            .bind(side.bot_id.clone())
-                            .bind(side.version)
-                            .fetch_one(&mut *conn)
-                            .await?;
+                        let row = sqlx::query(
+                            "SELECT * FROM bot_versions WHERE bot_id = $1 AND version = $2",
+                        )
+                        .bind(side.bot_id.clone())
+                        .bind(side.version)
+                        .fetch_one(&mut *conn)
+                        .await?;
                         versions.push(version_from_row(&row)?);
                     }
                     let [a, b]: [_; 2] = versions
@@ -517,8 +564,16 @@ impl Store {
     }
 
     /// Extends a lease; fails once the lease expired or another worker took the match.
-    pub async fn heartbeat(&self, match_id: &str, lease_id: &str, lease_ms: i64, now: i64) -> Result<i64> {
-        write_tx!(self, |conn| heartbeat_tx(conn, match_id, lease_id, lease_ms, now))
+    pub async fn heartbeat(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        lease_ms: i64,
+        now: i64,
+    ) -> Result<i64> {
+        write_tx!(self, |conn| heartbeat_tx(
+            conn, match_id, lease_id, lease_ms, now
+        ))
     }
 
     /// Settles a match in one transaction, only for the lease holder. A repeat by
@@ -532,14 +587,30 @@ impl Store {
         now: i64,
     ) -> Result<Settlement> {
         let select = self.dialect().select_match_for_update();
-        write_tx!(self, |conn| complete_tx(conn, select, match_id, lease_id, winner, replay_path, now))
+        write_tx!(self, |conn| complete_tx(
+            conn,
+            select,
+            match_id,
+            lease_id,
+            winner,
+            replay_path,
+            now
+        ))
     }
 
     /// Voids a match the lease holder cannot run (a bot that cannot be built);
     /// stakes are returned.
-    pub async fn void_claimed(&self, match_id: &str, lease_id: &str, note: &str, now: i64) -> Result<()> {
+    pub async fn void_claimed(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        note: &str,
+        now: i64,
+    ) -> Result<()> {
         let select = self.dialect().select_match_for_update();
-        write_tx!(self, |conn| void_claimed_tx(conn, select, match_id, lease_id, note, now))
+        write_tx!(self, |conn| void_claimed_tx(
+            conn, select, match_id, lease_id, note, now
+        ))
     }
 
     pub async fn game(&self, match_id: &str) -> Result<Match> {
@@ -548,7 +619,11 @@ impl Store {
     }
 
     /// Matches, newest first, optionally in one state and/or with one bot.
-    pub async fn matches(&self, state: Option<MatchState>, bot_id: Option<&str>) -> Result<Vec<Match>> {
+    pub async fn matches(
+        &self,
+        state: Option<MatchState>,
+        bot_id: Option<&str>,
+    ) -> Result<Vec<Match>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{MATCH_SELECT} WHERE ($1 = '' OR m.state = $1) AND ($2 = '' OR m.bot_a = $2 OR m.bot_b = $2) \
              ORDER BY m.accepted_ms DESC, m.id LIMIT $3"
@@ -563,11 +638,17 @@ impl Store {
 
     /// How many matches are in each state.
     pub async fn match_counts(&self) -> Result<Vec<(MatchState, i64)>> {
-        let rows = sqlx::query("SELECT state, COUNT(*) AS n FROM matches GROUP BY state ORDER BY state")
-            .fetch_all(self.pool())
-            .await?;
+        let rows =
+            sqlx::query("SELECT state, COUNT(*) AS n FROM matches GROUP BY state ORDER BY state")
+                .fetch_all(self.pool())
+                .await?;
         rows.iter()
-            .map(|row| Ok((MatchState::from_name(&get::<String>(row, "state")?)?, get(row, "n")?)))
+            .map(|row| {
+                Ok((
+                    MatchState::from_name(&get::<String>(row, "state")?)?,
+                    get(row, "n")?,
+                ))
+            })
             .collect()
     }
 
@@ -597,8 +678,13 @@ async fn void_claimed_tx(
     let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
     let holder: Option<String> = get(&row, "lease_id")?;
     let expires: Option<i64> = get(&row, "lease_expires_ms")?;
-    if state != MatchState::Running || holder.as_deref() != Some(lease_id) || expires.is_none_or(|at| at < now) {
-        return Err(LadderError::LeaseLost(format!("match {match_id} is no longer held by lease {lease_id}")));
+    if state != MatchState::Running
+        || holder.as_deref() != Some(lease_id)
+        || expires.is_none_or(|at| at < now)
+    {
+        return Err(LadderError::LeaseLost(format!(
+            "match {match_id} is no longer held by lease {lease_id}"
+        )));
     }
     let game = load_match(conn, match_id).await?;
     void_tx(conn, &game, note).await

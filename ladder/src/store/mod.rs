@@ -24,8 +24,8 @@ use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 
 use crate::error::{LadderError, Result};
 
-pub use postgres::Postgres;
 pub use matches::{PairSide, WaveReport};
+pub use postgres::Postgres;
 pub use sqlite::Sqlite;
 
 /// The SQL and transaction behaviour that differ between backends.
@@ -55,7 +55,7 @@ pub struct Store {
     dialect: Arc<dyn Dialect>,
 }
 
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -75,7 +75,11 @@ macro_rules! write_tx {
                 $body.await
             };
             let result = match result {
-                Ok(value) => tx.commit().await.map(|()| value).map_err($crate::error::LadderError::from),
+                Ok(value) => tx
+                    .commit()
+                    .await
+                    .map(|()| value)
+                    .map_err($crate::error::LadderError::from),
                 Err(error) => {
                     let _ = tx.rollback().await;
                     Err(error)
@@ -83,10 +87,12 @@ macro_rules! write_tx {
             };
             match result {
                 Err($crate::error::LadderError::Database(ref error))
-                    if attempt < $crate::store::MAX_TRANSACTION_RETRIES_PUB && store.is_retryable(error) =>
+                    if attempt < $crate::store::MAX_TRANSACTION_RETRIES_PUB
+                        && store.is_retryable(error) =>
                 {
                     attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt) * 3)).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt) * 3))
+                        .await;
                 }
                 other => break other,
             }

@@ -30,7 +30,9 @@ impl Dialect for Postgres {
     fn is_retryable(&self, error: &sqlx::Error) -> bool {
         // 40001 serialization failure, 40P01 deadlock detected.
         match error {
-            sqlx::Error::Database(database) => matches!(database.code().as_deref(), Some("40001" | "40P01")),
+            sqlx::Error::Database(database) => {
+                matches!(database.code().as_deref(), Some("40001" | "40P01"))
+            }
             _ => false,
         }
     }

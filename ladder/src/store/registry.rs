@@ -8,9 +8,11 @@ use super::seasons::{active_season_tx, ensure_rating};
 use super::{Store, get, is_unique_violation, now_ms, write_tx};
 use crate::auth::{self, Role, User};
 use crate::error::{LadderError, Result};
-use crate::ledger::{ISSUANCE_ACCOUNT, TransferOp, TransferOutcome, TransferRequest, owner_account};
+use crate::ledger::{
+    ISSUANCE_ACCOUNT, TransferOp, TransferOutcome, TransferRequest, owner_account,
+};
 use crate::limits::{MAX_LIST_ROWS, MAX_QUEUE_PER_CLASS, MAX_TRANSFER_CREDITS};
-use crate::model::{Bot, BotKind, BotSource, BotVersion, QueueEntry, class_from_name, check_name};
+use crate::model::{Bot, BotKind, BotSource, BotVersion, QueueEntry, check_name, class_from_name};
 
 fn user_from_row(row: &AnyRow) -> Result<User> {
     Ok(User {
@@ -20,20 +22,29 @@ fn user_from_row(row: &AnyRow) -> Result<User> {
     })
 }
 
-async fn insert_user(conn: &mut AnyConnection, name: &str, role: Role, token: &str) -> Result<User> {
+async fn insert_user(
+    conn: &mut AnyConnection,
+    name: &str,
+    role: Role,
+    token: &str,
+) -> Result<User> {
     let id = uuid::Uuid::new_v4().to_string();
-    let inserted = sqlx::query("INSERT INTO users (id, name, role, token_hash, created_ms) VALUES ($1, $2, $3, $4, $5)")
-        .bind(id.clone())
-        .bind(name.to_owned())
-        .bind(role.name())
-        .bind(auth::token_hash(token))
-        .bind(now_ms())
-        .execute(&mut *conn)
-        .await;
+    let inserted = sqlx::query(
+        "INSERT INTO users (id, name, role, token_hash, created_ms) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(id.clone())
+    .bind(name.to_owned())
+    .bind(role.name())
+    .bind(auth::token_hash(token))
+    .bind(now_ms())
+    .execute(&mut *conn)
+    .await;
     match inserted {
         Ok(_) => {}
         Err(error) if is_unique_violation(&error) => {
-            return Err(LadderError::Conflict(format!("an account named {name} exists")));
+            return Err(LadderError::Conflict(format!(
+                "an account named {name} exists"
+            )));
         }
         Err(error) => return Err(error.into()),
     }
@@ -52,7 +63,9 @@ async fn bootstrap_tx(conn: &mut AnyConnection, name: &str, token: &str) -> Resu
     if existing.is_some() {
         return Ok(None);
     }
-    insert_user(conn, name, Role::Operator, token).await.map(Some)
+    insert_user(conn, name, Role::Operator, token)
+        .await
+        .map(Some)
 }
 
 async fn register_tx(
@@ -71,15 +84,18 @@ async fn register_tx(
             .execute(&mut *conn)
             .await?;
     }
-    let existing = sqlx::query("SELECT id, owner_id, class, current_version FROM bots WHERE name = $1")
-        .bind(name.to_owned())
-        .fetch_optional(&mut *conn)
-        .await?;
+    let existing =
+        sqlx::query("SELECT id, owner_id, class, current_version FROM bots WHERE name = $1")
+            .bind(name.to_owned())
+            .fetch_optional(&mut *conn)
+            .await?;
     let (bot_id, version) = match existing {
         Some(row) => {
             let owner_id: String = get(&row, "owner_id")?;
             if owner_id != owner.id {
-                return Err(LadderError::PermissionDenied(format!("bot {name} belongs to another owner")));
+                return Err(LadderError::PermissionDenied(format!(
+                    "bot {name} belongs to another owner"
+                )));
             }
             let stored_class: String = get(&row, "class")?;
             if stored_class != class {
@@ -167,7 +183,12 @@ pub(crate) fn version_from_row(row: &AnyRow) -> Result<BotVersion> {
     })
 }
 
-async fn enqueue_tx(conn: &mut AnyConnection, owner: &User, bot_name: &str, stake: i64) -> Result<QueueEntry> {
+async fn enqueue_tx(
+    conn: &mut AnyConnection,
+    owner: &User,
+    bot_name: &str,
+    stake: i64,
+) -> Result<QueueEntry> {
     let bot = load_bot(conn, bot_name).await?;
     if bot.owner_id != owner.id {
         return Err(LadderError::PermissionDenied(format!(
@@ -175,9 +196,9 @@ async fn enqueue_tx(conn: &mut AnyConnection, owner: &User, bot_name: &str, stak
             bot.owner_name, owner.name
         )));
     }
-    let season = active_season_tx(conn)
-        .await?
-        .ok_or_else(|| LadderError::Invalid("no season is running; an operator starts one".to_owned()))?;
+    let season = active_season_tx(conn).await?.ok_or_else(|| {
+        LadderError::Invalid("no season is running; an operator starts one".to_owned())
+    })?;
     let class = bot.class.name();
     let open = sqlx::query("SELECT open FROM classes WHERE name = $1")
         .bind(class)
@@ -186,7 +207,9 @@ async fn enqueue_tx(conn: &mut AnyConnection, owner: &User, bot_name: &str, stak
         .map(|row| get::<i64>(&row, "open"))
         .transpose()?;
     if open != Some(1) {
-        return Err(LadderError::Invalid(format!("class {class} is closed for ranked play")));
+        return Err(LadderError::Invalid(format!(
+            "class {class} is closed for ranked play"
+        )));
     }
     let waiting: i64 = get(
         &sqlx::query("SELECT COUNT(*) AS n FROM queue WHERE class = $1")
@@ -196,11 +219,15 @@ async fn enqueue_tx(conn: &mut AnyConnection, owner: &User, bot_name: &str, stak
         "n",
     )?;
     if waiting >= MAX_QUEUE_PER_CLASS {
-        return Err(LadderError::Invalid(format!("the {class} queue is full ({MAX_QUEUE_PER_CLASS} bots)")));
+        return Err(LadderError::Invalid(format!(
+            "the {class} queue is full ({MAX_QUEUE_PER_CLASS} bots)"
+        )));
     }
     let account = load_account(conn, &owner_account(&owner.id))
         .await?
-        .ok_or_else(|| LadderError::corrupt(format!("owner {} has no ledger account", owner.name)))?;
+        .ok_or_else(|| {
+            LadderError::corrupt(format!("owner {} has no ledger account", owner.name))
+        })?;
     if account.available() < stake {
         return Err(LadderError::InsufficientCredits(format!(
             "{} has {} credits available, the stake is {stake}",
@@ -221,7 +248,9 @@ async fn enqueue_tx(conn: &mut AnyConnection, owner: &User, bot_name: &str, stak
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {
-        return Err(LadderError::Conflict(format!("bot {bot_name} is already queued")));
+        return Err(LadderError::Conflict(format!(
+            "bot {bot_name} is already queued"
+        )));
     }
     ensure_rating(conn, season.id, &bot.id, class).await?;
     Ok(QueueEntry {
@@ -258,7 +287,9 @@ impl Store {
             .bind(auth::token_hash(token))
             .fetch_optional(self.pool())
             .await?
-            .ok_or_else(|| LadderError::Unauthenticated("the token matches no account".to_owned()))?;
+            .ok_or_else(|| {
+                LadderError::Unauthenticated("the token matches no account".to_owned())
+            })?;
         user_from_row(&row)
     }
 
@@ -272,9 +303,16 @@ impl Store {
     }
 
     /// Credits an owner from the issuance account; `transfer_id` makes retries safe.
-    pub async fn grant_credits(&self, owner: &User, amount: i64, transfer_id: &str) -> Result<TransferOutcome> {
+    pub async fn grant_credits(
+        &self,
+        owner: &User,
+        amount: i64,
+        transfer_id: &str,
+    ) -> Result<TransferOutcome> {
         if amount <= 0 || amount > MAX_TRANSFER_CREDITS {
-            return Err(LadderError::Invalid(format!("grant must be 1 to {MAX_TRANSFER_CREDITS} credits")));
+            return Err(LadderError::Invalid(format!(
+                "grant must be 1 to {MAX_TRANSFER_CREDITS} credits"
+            )));
         }
         let request = TransferRequest {
             id: transfer_id.to_owned(),
@@ -289,7 +327,13 @@ impl Store {
     }
 
     /// Registers a bot, or a new version of one the owner already has.
-    pub async fn register_bot(&self, owner: &User, name: &str, class: &str, source: &BotSource) -> Result<Bot> {
+    pub async fn register_bot(
+        &self,
+        owner: &User,
+        name: &str,
+        class: &str,
+        source: &BotSource,
+    ) -> Result<Bot> {
         check_name("bot", name)?;
         class_from_name(class)?;
         write_tx!(self, |conn| register_tx(conn, owner, name, class, source))
@@ -326,7 +370,9 @@ impl Store {
 
     pub async fn enqueue(&self, owner: &User, bot_name: &str, stake: i64) -> Result<QueueEntry> {
         if stake <= 0 || stake > MAX_TRANSFER_CREDITS {
-            return Err(LadderError::Invalid(format!("stake must be 1 to {MAX_TRANSFER_CREDITS} credits")));
+            return Err(LadderError::Invalid(format!(
+                "stake must be 1 to {MAX_TRANSFER_CREDITS} credits"
+            )));
         }
         write_tx!(self, |conn| enqueue_tx(conn, owner, bot_name, stake))
     }
@@ -335,14 +381,19 @@ impl Store {
     pub async fn dequeue(&self, owner: &User, bot_name: &str) -> Result<()> {
         let bot = self.bot(bot_name).await?;
         if bot.owner_id != owner.id {
-            return Err(LadderError::PermissionDenied(format!("bot {bot_name} belongs to {}", bot.owner_name)));
+            return Err(LadderError::PermissionDenied(format!(
+                "bot {bot_name} belongs to {}",
+                bot.owner_name
+            )));
         }
         let done = sqlx::query("DELETE FROM queue WHERE bot_id = $1")
             .bind(bot.id)
             .execute(self.pool())
             .await?;
         if done.rows_affected() == 0 {
-            return Err(LadderError::NotFound(format!("bot {bot_name} is not queued")));
+            return Err(LadderError::NotFound(format!(
+                "bot {bot_name} is not queued"
+            )));
         }
         Ok(())
     }

@@ -29,7 +29,12 @@ pub(crate) async fn active_season_tx(conn: &mut AnyConnection) -> Result<Option<
 
 /// Creates the bot's rating row for a season if missing: a soft reset of its
 /// last frozen standing in an earlier season, or the initial rating.
-pub(crate) async fn ensure_rating(conn: &mut AnyConnection, season_id: i64, bot_id: &str, class: &str) -> Result<()> {
+pub(crate) async fn ensure_rating(
+    conn: &mut AnyConnection,
+    season_id: i64,
+    bot_id: &str,
+    class: &str,
+) -> Result<()> {
     let exists = sqlx::query("SELECT 1 AS one FROM ratings WHERE season_id = $1 AND bot_id = $2")
         .bind(season_id)
         .bind(bot_id.to_owned())
@@ -70,13 +75,21 @@ pub(crate) async fn ensure_rating(conn: &mut AnyConnection, season_id: i64, bot_
     Ok(())
 }
 
-pub(crate) async fn load_rating(conn: &mut AnyConnection, season_id: i64, bot_id: &str) -> Result<Rating> {
-    let row = sqlx::query("SELECT rating, deviation, volatility FROM ratings WHERE season_id = $1 AND bot_id = $2")
-        .bind(season_id)
-        .bind(bot_id.to_owned())
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or_else(|| LadderError::corrupt(format!("bot {bot_id} has no rating in season {season_id}")))?;
+pub(crate) async fn load_rating(
+    conn: &mut AnyConnection,
+    season_id: i64,
+    bot_id: &str,
+) -> Result<Rating> {
+    let row = sqlx::query(
+        "SELECT rating, deviation, volatility FROM ratings WHERE season_id = $1 AND bot_id = $2",
+    )
+    .bind(season_id)
+    .bind(bot_id.to_owned())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| {
+        LadderError::corrupt(format!("bot {bot_id} has no rating in season {season_id}"))
+    })?;
     Ok(Rating {
         rating: get(&row, "rating")?,
         deviation: get(&row, "deviation")?,
@@ -116,7 +129,10 @@ pub(crate) async fn store_rating(
 
 async fn start_tx(conn: &mut AnyConnection, name: &str) -> Result<Season> {
     if let Some(active) = active_season_tx(conn).await? {
-        return Err(LadderError::Conflict(format!("season {} is still running; end it first", active.name)));
+        return Err(LadderError::Conflict(format!(
+            "season {} is still running; end it first",
+            active.name
+        )));
     }
     let next: i64 = get(
         &sqlx::query("SELECT COALESCE(MAX(id), 0) + 1 AS next FROM seasons")
@@ -134,7 +150,9 @@ async fn start_tx(conn: &mut AnyConnection, name: &str) -> Result<Season> {
     match inserted {
         Ok(_) => {}
         Err(error) if is_unique_violation(&error) => {
-            return Err(LadderError::Conflict(format!("a season named {name} exists")));
+            return Err(LadderError::Conflict(format!(
+                "a season named {name} exists"
+            )));
         }
         Err(error) => return Err(error.into()),
     }
@@ -277,13 +295,16 @@ impl Store {
 
     /// Standings of a season (the running one if `None`), optionally of one
     /// class, best conservative rating first. Frozen once the season ended.
-    pub async fn standings(&self, season_id: Option<i64>, class: Option<WeightClass>) -> Result<(Season, Vec<Standing>)> {
+    pub async fn standings(
+        &self,
+        season_id: Option<i64>,
+        class: Option<WeightClass>,
+    ) -> Result<(Season, Vec<Standing>)> {
         let season = match season_id {
             Some(id) => self.season(id).await?,
-            None => self
-                .active_season()
-                .await?
-                .ok_or_else(|| LadderError::NotFound("no season is running; name one with --season".to_owned()))?,
+            None => self.active_season().await?.ok_or_else(|| {
+                LadderError::NotFound("no season is running; name one with --season".to_owned())
+            })?,
         };
         let class_name = class.map(WeightClass::name).unwrap_or("").to_owned();
         if season.ended_ms.is_none() {

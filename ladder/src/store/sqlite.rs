@@ -30,7 +30,9 @@ impl Dialect for Sqlite {
     fn is_retryable(&self, error: &sqlx::Error) -> bool {
         // SQLITE_BUSY (5) and SQLITE_LOCKED (6), should the busy timeout run out.
         match error {
-            sqlx::Error::Database(database) => matches!(database.code().as_deref(), Some("5" | "6" | "517")),
+            sqlx::Error::Database(database) => {
+                matches!(database.code().as_deref(), Some("5" | "6" | "517"))
+            }
             _ => false,
         }
     }

@@ -87,18 +87,26 @@ impl TestDb {
     pub async fn cleanup(self) {
         self.store.close().await;
         if let Some(name) = &self.postgres_name {
-            let mut admin = sqlx::AnyConnection::connect(POSTGRES_ADMIN_URL).await.expect("admin connection");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")))
-                .execute(&mut admin)
+            let mut admin = sqlx::AnyConnection::connect(POSTGRES_ADMIN_URL)
                 .await
-                .expect("drop test database");
+                .expect("admin connection");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+            )))
+            .execute(&mut admin)
+            .await
+            .expect("drop test database");
             let _ = admin.close().await;
         }
     }
 
     /// An owner with `credits` granted.
     pub async fn owner(&self, name: &str, credits: i64) -> (User, String) {
-        let (user, token) = self.store.create_user(name, Role::Owner).await.expect("create owner");
+        let (user, token) = self
+            .store
+            .create_user(name, Role::Owner)
+            .await
+            .expect("create owner");
         if credits > 0 {
             self.store
                 .grant_credits(&user, credits, &format!("grant:{name}"))

@@ -99,7 +99,9 @@ pub struct BuiltinBot {
 
 impl std::fmt::Debug for BuiltinBot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuiltinBot").field("spec", &self.spec).finish()
+        f.debug_struct("BuiltinBot")
+            .field("spec", &self.spec)
+            .finish()
     }
 }
 

@@ -86,8 +86,7 @@ impl Rating {
             rating: INITIAL.rating + SOFT_RESET_KEEP * (self.rating - INITIAL.rating),
             deviation: self
                 .deviation
-                .max(SOFT_RESET_MIN_DEVIATION)
-                .min(INITIAL.deviation),
+                .clamp(SOFT_RESET_MIN_DEVIATION, INITIAL.deviation),
             volatility: self.volatility,
         }
     }

@@ -38,9 +38,10 @@ impl BotValidator for StructuralValidator {
                 LadderError::BotRejected(format!("unreadable: {}", error.message()))
             })?;
             match payload {
-                Payload::Version { encoding, .. } if encoding == Encoding::Component => {
-                    is_component = true
-                }
+                Payload::Version {
+                    encoding: Encoding::Component,
+                    ..
+                } => is_component = true,
                 Payload::ComponentExportSection(reader) => {
                     for export in reader {
                         let export = export.map_err(|error| {

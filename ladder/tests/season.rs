@@ -180,7 +180,7 @@ async fn refusals(db: &TestDb) {
         .caller(Some(&operator_token))
         .await
         .expect("operator");
-    let (alice, alice_token) = ladder
+    let (_, alice_token) = ladder
         .create_account(&operator, "alice", Role::Owner)
         .await
         .expect("alice");

@@ -11,7 +11,7 @@ use crate::auth::{Role, User};
 use crate::error::{LadderError, Result};
 use crate::ledger::{LedgerReport, TransferOutcome};
 use crate::limits::MAX_RAKE_BP;
-use crate::model::{Bot, BotKind, BotSource, QueueEntry, Season, Standing};
+use crate::model::{Bot, BotKind, BotSource, Match, MatchState, QueueEntry, Season, Standing};
 use crate::store::{Store, WaveReport};
 use crate::validate::{BotValidator, check_endpoint_url};
 
@@ -195,5 +195,59 @@ impl Ladder {
         class: Option<WeightClass>,
     ) -> Result<(Season, Vec<Standing>)> {
         self.store.standings(season, class).await
+    }
+
+    /// Adds a version to one of the caller's bots (its class stays).
+    pub async fn new_bot_version(
+        &self,
+        caller: &User,
+        name: &str,
+        registration: Registration,
+    ) -> Result<Bot> {
+        let bot = self.own_bot(caller, name).await?;
+        self.register_bot(caller, name, bot.class.name(), registration)
+            .await
+    }
+
+    /// Owners see their own bots, operators every bot.
+    pub async fn bots(&self, caller: &User) -> Result<Vec<Bot>> {
+        let owner = (!caller.is_operator()).then_some(caller.id.as_str());
+        self.store.bots(owner).await
+    }
+
+    /// A bot with its versions: its owner or an operator.
+    pub async fn bot(&self, caller: &User, name: &str) -> Result<Bot> {
+        if caller.is_operator() {
+            return self.store.bot(name).await;
+        }
+        self.own_bot(caller, name).await
+    }
+
+    async fn own_bot(&self, caller: &User, name: &str) -> Result<Bot> {
+        let bot = self.store.bot(name).await?;
+        if bot.owner_id != caller.id {
+            return Err(LadderError::PermissionDenied(format!(
+                "bot {name} belongs to another owner"
+            )));
+        }
+        Ok(bot)
+    }
+
+    /// Matches are public to every authenticated caller, like standings.
+    pub async fn matches(
+        &self,
+        _caller: &User,
+        state: Option<MatchState>,
+        bot: Option<&str>,
+    ) -> Result<Vec<Match>> {
+        let bot_id = match bot {
+            Some(name) => Some(self.store.bot(name).await?.id),
+            None => None,
+        };
+        self.store.matches(state, bot_id.as_deref()).await
+    }
+
+    pub async fn game(&self, _caller: &User, id: &str) -> Result<Match> {
+        self.store.game(id).await
     }
 }

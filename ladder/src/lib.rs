@@ -9,12 +9,14 @@
 
 pub mod auth;
 pub mod error;
+pub mod grpc;
 pub mod ladder;
 pub mod ledger;
 pub mod limits;
 pub mod matchmaker;
 pub mod model;
 pub mod rating;
+pub mod serve;
 pub mod store;
 pub mod validate;
 pub mod worker;

@@ -1,5 +1,7 @@
-//! The `ladder` binary: operator commands that work on the database directly.
-//! The gRPC service and the owner commands over it are not built yet.
+//! The `ladder` binary: `serve`, `worker`, `init` and `ledger check --db` work on
+//! the database directly; every other command is a client of `ladder serve`.
+
+mod client;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +19,8 @@ use duel_ladder::worker::{self, BotFactory, BuiltinFactory, WorkerConfig};
     about = "The duel ladder: ranked seasons, ratings and stakes"
 )]
 struct Cli {
+    #[command(flatten)]
+    connection: client::Connection,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,19 +47,41 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         workers: usize,
     },
+    /// Run the gRPC API, in-process workers and the pairing wave timer until
+    /// Ctrl-C or SIGTERM.
+    Serve {
+        #[arg(long, default_value = "sqlite://ladder.db")]
+        db: String,
+        #[arg(long, default_value = "127.0.0.1:50061")]
+        listen: std::net::SocketAddr,
+        #[arg(long, default_value = "replays")]
+        replays: PathBuf,
+        /// In-process workers (0: leave matches to `ladder worker` processes).
+        #[arg(long, default_value_t = 2)]
+        workers: usize,
+        /// Milliseconds between pairing waves.
+        #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_WAVE_INTERVAL_MS)]
+        wave_interval_ms: u64,
+        /// Accept endpoint bots on loopback and private addresses.
+        #[arg(long)]
+        allow_private_endpoints: bool,
+    },
     /// Ledger commands.
     Ledger {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+    #[command(flatten)]
+    Client(client::ClientCommand),
 }
 
 #[derive(Debug, Subcommand)]
 enum LedgerCommand {
     /// Verify every ledger invariant; exits non-zero naming the first violation.
+    /// With --db it reads the database directly, otherwise it asks the server.
     Check {
         #[arg(long)]
-        db: String,
+        db: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -116,7 +142,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let store = Store::connect(&db)
                 .await
                 .with_context(|| format!("opening {db}"))?;
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            let stop_rx = duel_ladder::serve::shutdown_on_signals();
             let factory: Arc<dyn BotFactory> = Arc::new(BuiltinFactory);
             let mut tasks = Vec::new();
             for _ in 0..workers.max(1) {
@@ -128,65 +154,71 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     stop_rx.clone(),
                 )));
             }
-            tokio::signal::ctrl_c()
-                .await
-                .context("waiting for Ctrl-C")?;
-            let _ = stop_tx.send(true);
             for task in tasks {
                 let _ = task.await;
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve {
+            db,
+            listen,
+            replays,
+            workers,
+            wave_interval_ms,
+            allow_private_endpoints,
+        } => {
+            let config = duel_ladder::serve::ServeConfig {
+                db_url: db.clone(),
+                listen,
+                replays_dir: replays,
+                workers,
+                wave_interval: std::time::Duration::from_millis(wave_interval_ms.max(1)),
+                allow_private_endpoints,
+            };
+            let shutdown = duel_ladder::serve::shutdown_on_signals();
+            duel_ladder::serve::serve(config, shutdown, None)
+                .await
+                .with_context(|| format!("serving {db} on {listen}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ledger {
-            command: LedgerCommand::Check { db, json },
+            command: LedgerCommand::Check { db: None, json },
+        } => Ok(if client::ledger_check(cli.connection, json).await? {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }),
+        Command::Ledger {
+            command: LedgerCommand::Check { db: Some(db), json },
         } => {
             let store = Store::connect(&db)
                 .await
                 .with_context(|| format!("opening {db}"))?;
-            match store.ledger_check().await? {
-                Ok(report) => {
-                    if json {
-                        println!(
-                            "{}",
-                            serde_json::json!({
-                                "ok": true,
-                                "accounts": report.accounts,
-                                "transfers": report.transfers,
-                                "pending_unresolved": report.pending_unresolved,
-                                "credits_in_circulation": report.credits_in_circulation,
-                                "house_credits": report.house_credits,
-                            })
-                        );
-                    } else {
-                        println!(
-                            "ledger clean: {} accounts, {} transfers, {} stakes in escrow, {} credits in circulation, house {}",
-                            report.accounts,
-                            report.transfers,
-                            report.pending_unresolved,
-                            report.credits_in_circulation,
-                            report.house_credits
-                        );
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(violation) => {
-                    if json {
-                        println!(
-                            "{}",
-                            serde_json::json!({ "ok": false, "violation": violation })
-                        );
-                    } else {
-                        eprintln!("ledger check failed: {violation}");
-                    }
-                    Ok(ExitCode::FAILURE)
-                }
+            let checked = store.ledger_check().await?;
+            let ok = checked.is_ok();
+            match checked {
+                Ok(report) => client::print_ledger(
+                    json,
+                    Ok(()),
+                    report.accounts,
+                    report.transfers,
+                    report.pending_unresolved,
+                    report.credits_in_circulation,
+                    report.house_credits,
+                ),
+                Err(violation) => client::print_ledger(json, Err(violation), 0, 0, 0, 0, 0),
             }
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Client(command) => {
+            client::run(cli.connection, command).await?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
 
 /// Writes a secret to a new file only its owner can read.
-fn write_secret(path: &std::path::Path, secret: &str) -> Result<()> {
+pub(crate) fn write_secret(path: &std::path::Path, secret: &str) -> Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -185,9 +185,8 @@ pub fn read_token(token_file: Option<&Path>) -> Result<String> {
     let token = match token_file {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the token file {}", path.display()))?,
-        None => std::env::var(TOKEN_ENV).map_err(|_| {
-            anyhow!("no token: set {TOKEN_ENV} or pass --token-file PATH")
-        })?,
+        None => std::env::var(TOKEN_ENV)
+            .map_err(|_| anyhow!("no token: set {TOKEN_ENV} or pass --token-file PATH"))?,
     };
     let token = token.trim().to_owned();
     if token.is_empty() {
@@ -209,10 +208,9 @@ impl Client {
             .map_err(|_| anyhow!("the token holds characters a header cannot carry"))?;
         let endpoint = Channel::from_shared(connection.server.clone())
             .with_context(|| format!("bad --server URL {:?}", connection.server))?;
-        let channel = endpoint
-            .connect()
-            .await
-            .map_err(|error| anyhow!("cannot reach the ladder at {}: {error}", connection.server))?;
+        let channel = endpoint.connect().await.map_err(|error| {
+            anyhow!("cannot reach the ladder at {}: {error}", connection.server)
+        })?;
         Ok(Client {
             inner: LadderClient::new(channel),
             authorization,
@@ -231,7 +229,9 @@ impl Client {
 /// A refused call as one line: the server's message already names the reason.
 fn failed(status: tonic::Status) -> anyhow::Error {
     match status.code() {
-        tonic::Code::Unavailable => anyhow!("the ladder server is unavailable: {}", status.message()),
+        tonic::Code::Unavailable => {
+            anyhow!("the ladder server is unavailable: {}", status.message())
+        }
         _ => anyhow!("{}", status.message()),
     }
 }
@@ -299,9 +299,8 @@ fn season_json(season: &pb::LadderSeason) -> Value {
 
 fn match_json(game: &pb::LadderMatch) -> Value {
     let side = |side: &Option<pb::LadderMatchSide>| {
-        side.as_ref().map(|side| {
-            json!({ "bot": side.bot, "version": side.version, "stake": side.stake })
-        })
+        side.as_ref()
+            .map(|side| json!({ "bot": side.bot, "version": side.version, "stake": side.stake }))
     };
     json!({
         "id": game.id,
@@ -358,7 +357,10 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
                 .await
                 .map_err(failed)?
                 .into_inner();
-            let name = response.account.map(|account| account.name).unwrap_or_default();
+            let name = response
+                .account
+                .map(|account| account.name)
+                .unwrap_or_default();
             match out {
                 Some(path) => {
                     crate::write_secret(&path, &response.token)?;
@@ -408,9 +410,15 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
                 .map_err(failed)?
                 .into_inner();
             if response.already_applied {
-                println!("transfer {} was already applied; nothing changed", response.transfer_id);
+                println!(
+                    "transfer {} was already applied; nothing changed",
+                    response.transfer_id
+                );
             } else {
-                println!("granted {amount} credits to {owner} (transfer {})", response.transfer_id);
+                println!(
+                    "granted {amount} credits to {owner} (transfer {})",
+                    response.transfer_id
+                );
             }
         }
         ClientCommand::Season {
@@ -439,7 +447,10 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
                 .into_inner()
                 .season
                 .unwrap_or_default();
-            println!("season {} ({}) ended; standings frozen", season.id, season.name);
+            println!(
+                "season {} ({}) ended; standings frozen",
+                season.id, season.name
+            );
         }
         ClientCommand::Rake {
             command: RakeCommand::Set { basis_points },
@@ -577,7 +588,10 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
             if json {
                 print_json(&json!({ "account": balance.account, "available": balance.available }));
             } else {
-                println!("{}: {} credits available", balance.account, balance.available);
+                println!(
+                    "{}: {} credits available",
+                    balance.account, balance.available
+                );
             }
         }
         ClientCommand::Standings {
@@ -620,7 +634,11 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
                     .collect();
                 print_json(&json!({ "season": season_json(&season), "standings": standings }));
             } else {
-                let state = if season.ended_ms > 0 { "ended, frozen" } else { "running" };
+                let state = if season.ended_ms > 0 {
+                    "ended, frozen"
+                } else {
+                    "running"
+                };
                 println!("season {} ({}, {state})", season.id, season.name);
                 for standing in &response.standings {
                     println!(
@@ -634,15 +652,17 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
                         standing.wins,
                         standing.losses,
                         standing.draws,
-                        if standing.provisional { " provisional" } else { "" }
+                        if standing.provisional {
+                            " provisional"
+                        } else {
+                            ""
+                        }
                     );
                 }
             }
         }
         ClientCommand::Matches {
-            id: Some(id),
-            json,
-            ..
+            id: Some(id), json, ..
         } => {
             let request = client.request(pb::LadderShowMatchRequest { id });
             let game = client

@@ -57,9 +57,7 @@ pub fn status_of(error: LadderError) -> Status {
         LadderError::Unauthenticated(_) => Status::unauthenticated(message),
         LadderError::PermissionDenied(_) => Status::permission_denied(message),
         LadderError::NotFound(_) => Status::not_found(message),
-        LadderError::Invalid(_) | LadderError::BotRejected(_) => {
-            Status::invalid_argument(message)
-        }
+        LadderError::Invalid(_) | LadderError::BotRejected(_) => Status::invalid_argument(message),
         LadderError::Conflict(_) => Status::already_exists(message),
         LadderError::InsufficientCredits(_) | LadderError::LeaseLost(_) => {
             Status::failed_precondition(message)
@@ -196,7 +194,10 @@ type Reply<T> = Result<Response<T>, Status>;
 
 #[tonic::async_trait]
 impl LadderApi for LadderService {
-    async fn create_owner(&self, request: Request<pb::LadderCreateOwnerRequest>) -> Reply<pb::LadderCreateOwnerResponse> {
+    async fn create_owner(
+        &self,
+        request: Request<pb::LadderCreateOwnerRequest>,
+    ) -> Reply<pb::LadderCreateOwnerResponse> {
         let caller = self.caller(&request).await?;
         let name = required("name", &request.get_ref().name)?;
         let (user, token) = self
@@ -210,14 +211,20 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn whoami(&self, request: Request<pb::LadderWhoamiRequest>) -> Reply<pb::LadderWhoamiResponse> {
+    async fn whoami(
+        &self,
+        request: Request<pb::LadderWhoamiRequest>,
+    ) -> Reply<pb::LadderWhoamiResponse> {
         let caller = self.caller(&request).await?;
         Ok(Response::new(pb::LadderWhoamiResponse {
             account: Some(account_pb(&caller)),
         }))
     }
 
-    async fn grant_credits(&self, request: Request<pb::LadderGrantCreditsRequest>) -> Reply<pb::LadderGrantCreditsResponse> {
+    async fn grant_credits(
+        &self,
+        request: Request<pb::LadderGrantCreditsRequest>,
+    ) -> Reply<pb::LadderGrantCreditsResponse> {
         let caller = self.caller(&request).await?;
         let body = request.get_ref();
         let owner = required("owner", &body.owner)?;
@@ -239,7 +246,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn register_bot(&self, request: Request<pb::LadderRegisterBotRequest>) -> Reply<pb::LadderRegisterBotResponse> {
+    async fn register_bot(
+        &self,
+        request: Request<pb::LadderRegisterBotRequest>,
+    ) -> Reply<pb::LadderRegisterBotResponse> {
         let caller = self.caller(&request).await?;
         let body = request.into_inner();
         let name = required("name", &body.name)?.to_owned();
@@ -256,7 +266,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn new_bot_version(&self, request: Request<pb::LadderNewBotVersionRequest>) -> Reply<pb::LadderRegisterBotResponse> {
+    async fn new_bot_version(
+        &self,
+        request: Request<pb::LadderNewBotVersionRequest>,
+    ) -> Reply<pb::LadderRegisterBotResponse> {
         let caller = self.caller(&request).await?;
         let body = request.into_inner();
         let name = required("name", &body.name)?.to_owned();
@@ -271,7 +284,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn list_bots(&self, request: Request<pb::LadderListBotsRequest>) -> Reply<pb::LadderListBotsResponse> {
+    async fn list_bots(
+        &self,
+        request: Request<pb::LadderListBotsRequest>,
+    ) -> Reply<pb::LadderListBotsResponse> {
         let caller = self.caller(&request).await?;
         let bots = self.ladder.bots(&caller).await.map_err(status_of)?;
         Ok(Response::new(pb::LadderListBotsResponse {
@@ -279,7 +295,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn show_bot(&self, request: Request<pb::LadderShowBotRequest>) -> Reply<pb::LadderShowBotResponse> {
+    async fn show_bot(
+        &self,
+        request: Request<pb::LadderShowBotRequest>,
+    ) -> Reply<pb::LadderShowBotResponse> {
         let caller = self.caller(&request).await?;
         let name = required("name", &request.get_ref().name)?;
         let bot = self.ladder.bot(&caller, name).await.map_err(status_of)?;
@@ -288,7 +307,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn enqueue(&self, request: Request<pb::LadderEnqueueRequest>) -> Reply<pb::LadderEnqueueResponse> {
+    async fn enqueue(
+        &self,
+        request: Request<pb::LadderEnqueueRequest>,
+    ) -> Reply<pb::LadderEnqueueResponse> {
         let caller = self.caller(&request).await?;
         let body = request.get_ref();
         let bot = required("bot", &body.bot)?;
@@ -311,17 +333,20 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn leave_queue(&self, request: Request<pb::LadderLeaveQueueRequest>) -> Reply<pb::LadderLeaveQueueResponse> {
+    async fn leave_queue(
+        &self,
+        request: Request<pb::LadderLeaveQueueRequest>,
+    ) -> Reply<pb::LadderLeaveQueueResponse> {
         let caller = self.caller(&request).await?;
         let bot = required("bot", &request.get_ref().bot)?;
-        self.ladder
-            .dequeue(&caller, bot)
-            .await
-            .map_err(status_of)?;
+        self.ladder.dequeue(&caller, bot).await.map_err(status_of)?;
         Ok(Response::new(pb::LadderLeaveQueueResponse {}))
     }
 
-    async fn list_matches(&self, request: Request<pb::LadderListMatchesRequest>) -> Reply<pb::LadderListMatchesResponse> {
+    async fn list_matches(
+        &self,
+        request: Request<pb::LadderListMatchesRequest>,
+    ) -> Reply<pb::LadderListMatchesResponse> {
         let caller = self.caller(&request).await?;
         let body = request.get_ref();
         let state = optional(&body.state)
@@ -338,7 +363,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn show_match(&self, request: Request<pb::LadderShowMatchRequest>) -> Reply<pb::LadderShowMatchResponse> {
+    async fn show_match(
+        &self,
+        request: Request<pb::LadderShowMatchRequest>,
+    ) -> Reply<pb::LadderShowMatchResponse> {
         let caller = self.caller(&request).await?;
         let id = required("id", &request.get_ref().id)?;
         let game = self.ladder.game(&caller, id).await.map_err(status_of)?;
@@ -347,7 +375,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn start_season(&self, request: Request<pb::LadderStartSeasonRequest>) -> Reply<pb::LadderStartSeasonResponse> {
+    async fn start_season(
+        &self,
+        request: Request<pb::LadderStartSeasonRequest>,
+    ) -> Reply<pb::LadderStartSeasonResponse> {
         let caller = self.caller(&request).await?;
         let name = required("name", &request.get_ref().name)?;
         let season = self
@@ -360,7 +391,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn end_season(&self, request: Request<pb::LadderEndSeasonRequest>) -> Reply<pb::LadderEndSeasonResponse> {
+    async fn end_season(
+        &self,
+        request: Request<pb::LadderEndSeasonRequest>,
+    ) -> Reply<pb::LadderEndSeasonResponse> {
         let caller = self.caller(&request).await?;
         let season = self.ladder.end_season(&caller).await.map_err(status_of)?;
         Ok(Response::new(pb::LadderEndSeasonResponse {
@@ -368,11 +402,16 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn standings(&self, request: Request<pb::LadderStandingsRequest>) -> Reply<pb::LadderStandingsResponse> {
+    async fn standings(
+        &self,
+        request: Request<pb::LadderStandingsRequest>,
+    ) -> Reply<pb::LadderStandingsResponse> {
         let caller = self.caller(&request).await?;
         let body = request.get_ref();
         if body.season_id < 0 {
-            return Err(Status::invalid_argument("season_id must be 0 or a season id"));
+            return Err(Status::invalid_argument(
+                "season_id must be 0 or a season id",
+            ));
         }
         let class = optional(&body.weight_class)
             .map(model::class_from_name)
@@ -390,7 +429,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn set_rake(&self, request: Request<pb::LadderSetRakeRequest>) -> Reply<pb::LadderSetRakeResponse> {
+    async fn set_rake(
+        &self,
+        request: Request<pb::LadderSetRakeRequest>,
+    ) -> Reply<pb::LadderSetRakeResponse> {
         let caller = self.caller(&request).await?;
         self.ladder
             .set_rake(&caller, request.get_ref().rake_bp)
@@ -399,7 +441,10 @@ impl LadderApi for LadderService {
         Ok(Response::new(pb::LadderSetRakeResponse {}))
     }
 
-    async fn balance(&self, request: Request<pb::LadderBalanceRequest>) -> Reply<pb::LadderBalanceResponse> {
+    async fn balance(
+        &self,
+        request: Request<pb::LadderBalanceRequest>,
+    ) -> Reply<pb::LadderBalanceResponse> {
         let caller = self.caller(&request).await?;
         let account = optional(&request.get_ref().account);
         let available = self
@@ -413,7 +458,10 @@ impl LadderApi for LadderService {
         }))
     }
 
-    async fn check_ledger(&self, request: Request<pb::LadderCheckLedgerRequest>) -> Reply<pb::LadderCheckLedgerResponse> {
+    async fn check_ledger(
+        &self,
+        request: Request<pb::LadderCheckLedgerRequest>,
+    ) -> Reply<pb::LadderCheckLedgerResponse> {
         let caller = self.caller(&request).await?;
         let checked = self.ladder.ledger_check(&caller).await.map_err(status_of)?;
         Ok(Response::new(match checked {

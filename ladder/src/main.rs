@@ -88,8 +88,10 @@ enum LedgerCommand {
 }
 
 fn main() -> ExitCode {
+    // Colours only on a terminal: logs piped to files or tests stay plain text.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -208,7 +210,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 ),
                 Err(violation) => client::print_ledger(json, Err(violation), 0, 0, 0, 0, 0),
             }
-            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::Client(command) => {
             client::run(cli.connection, command).await?;

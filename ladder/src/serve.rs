@@ -102,7 +102,15 @@ pub async fn serve(
 /// Runs one pairing wave per class every `interval`.
 async fn wave_timer(store: Store, interval: Duration, mut shutdown: watch::Receiver<bool>) {
     while !*shutdown.borrow() {
-        for class in WeightClass::ALL {
+        // Between seasons there is nothing to pair; the queue waits.
+        let season_running = match store.active_season().await {
+            Ok(season) => season.is_some(),
+            Err(error) => {
+                tracing::error!(%error, "reading the running season");
+                false
+            }
+        };
+        for class in WeightClass::ALL.into_iter().filter(|_| season_running) {
             match store.run_wave(class).await {
                 Ok(report) => tracing::debug!(?report, class = class.name(), "wave"),
                 Err(error) => tracing::error!(%error, class = class.name(), "pairing wave failed"),

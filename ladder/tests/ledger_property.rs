@@ -18,7 +18,8 @@ use duel_ladder::store::PairSide;
 use duel_referee::builtin::SplitMix64;
 
 const MATCHES: u64 = 10_000;
-const TASKS: u64 = 4;
+// More tasks than cores: each waits on the database most of the time.
+const TASKS: u64 = 8;
 const OWNERS: usize = 12;
 const LEASE_MS: i64 = 1_000;
 

@@ -162,16 +162,13 @@ async fn accept_tx(
         apply_transfer(conn, &request, now_ms()).await?;
         ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
     }
-    for (bot, opponent) in [
-        (&sides[0].bot_id, &sides[1].bot_id),
-        (&sides[1].bot_id, &sides[0].bot_id),
-    ] {
-        sqlx::query("UPDATE bots SET last_opponent = $1 WHERE id = $2")
-            .bind(opponent.clone())
-            .bind(bot.clone())
-            .execute(&mut *conn)
-            .await?;
-    }
+    sqlx::query(
+        "UPDATE bots SET last_opponent = CASE WHEN id = $1 THEN $2 ELSE $1 END WHERE id = $1 OR id = $2",
+    )
+    .bind(sides[0].bot_id.clone())
+    .bind(sides[1].bot_id.clone())
+    .execute(&mut *conn)
+    .await?;
     load_match(conn, match_id).await
 }
 
@@ -261,7 +258,8 @@ async fn complete_tx(
     let holder: Option<String> = get(&row, "lease_id")?;
     let expires: Option<i64> = get(&row, "lease_expires_ms")?;
     let holds_lease = holder.as_deref() == Some(lease_id);
-    let game = load_match(conn, match_id).await?;
+    // The locked row has every column settlement needs (bot names stay empty).
+    let game = match_from_row(&row)?;
     let pot = game.sides[0].stake + game.sides[1].stake;
     match state {
         MatchState::Settled if holds_lease => {
@@ -365,9 +363,8 @@ async fn complete_tx(
         .transpose()?
         .is_some_and(|ended| ended.is_none());
     if season_open {
+        // Acceptance created both rating rows in the same transaction as the match.
         let [a, b] = &game.sides;
-        ensure_rating(conn, game.season_id, &a.bot_id, game.class.name()).await?;
-        ensure_rating(conn, game.season_id, &b.bot_id, game.class.name()).await?;
         let rating_a = load_rating(conn, game.season_id, &a.bot_id).await?;
         let rating_b = load_rating(conn, game.season_id, &b.bot_id).await?;
         let (score_a, score_b) = match winner {

@@ -148,7 +148,11 @@ async fn accept_tx(
     .await?;
     let escrow = escrow_account(match_id);
     create_account(conn, &escrow, "escrow").await?;
-    for (index, side) in sides.iter().enumerate() {
+    // Rows are locked in one global order (owner id), so two transactions on
+    // PostgreSQL never wait on each other in a cycle (a deadlock costs a second).
+    let order = if rows[1].0 < rows[0].0 { [1, 0] } else { [0, 1] };
+    for index in order {
+        let side = &sides[index];
         let letter = if index == 0 { 'a' } else { 'b' };
         let request = TransferRequest {
             id: stake_transfer_id(match_id, letter),
@@ -172,10 +176,19 @@ async fn accept_tx(
     load_match(conn, match_id).await
 }
 
+/// The sides in the order their owners' ledger rows are locked.
+fn letters_in_lock_order(game: &Match) -> [char; 2] {
+    if game.sides[1].owner_id < game.sides[0].owner_id {
+        ['b', 'a']
+    } else {
+        ['a', 'b']
+    }
+}
+
 /// Resolves both stakes of a match with `kind` and marks it finished.
 async fn void_tx(conn: &mut AnyConnection, game: &Match, note: &str) -> Result<()> {
     let now = now_ms();
-    for letter in ['a', 'b'] {
+    for letter in letters_in_lock_order(game) {
         let request = TransferRequest {
             id: resolve_transfer_id(&game.id, letter),
             op: TransferOp::Void {
@@ -296,7 +309,7 @@ async fn complete_tx(
         .unwrap_or(DEFAULT_RAKE_BP);
     let (rake, payout) = match winner {
         Outcome::Draw => {
-            for letter in ['a', 'b'] {
+            for letter in letters_in_lock_order(&game) {
                 let request = TransferRequest {
                     id: resolve_transfer_id(match_id, letter),
                     op: TransferOp::Void {
@@ -309,7 +322,7 @@ async fn complete_tx(
             (0, 0)
         }
         Outcome::A | Outcome::B => {
-            for letter in ['a', 'b'] {
+            for letter in letters_in_lock_order(&game) {
                 let request = TransferRequest {
                     id: resolve_transfer_id(match_id, letter),
                     op: TransferOp::Post {
@@ -373,8 +386,11 @@ async fn complete_tx(
             Outcome::Draw => (Score::Draw, Score::Draw),
         };
         let (new_a, new_b) = rating::update(rating_a, rating_b, score_a);
-        store_rating(conn, game.season_id, &a.bot_id, new_a, score_a).await?;
-        store_rating(conn, game.season_id, &b.bot_id, new_b, score_b).await?;
+        let mut updates = [(&a.bot_id, new_a, score_a), (&b.bot_id, new_b, score_b)];
+        updates.sort_by(|left, right| left.0.cmp(right.0));
+        for (bot_id, rating, score) in updates {
+            store_rating(conn, game.season_id, bot_id, rating, score).await?;
+        }
     }
     sqlx::query(
         "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \

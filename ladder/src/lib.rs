@@ -8,6 +8,7 @@
 //! the gRPC service and the CLI are thin shells over it.
 
 pub mod auth;
+pub mod bench;
 pub mod error;
 pub mod grpc;
 pub mod ladder;

@@ -66,6 +66,18 @@ enum Command {
         #[arg(long)]
         allow_private_endpoints: bool,
     },
+    /// Matches settled per second on a fresh database with built-in bots,
+    /// against the referee alone (the bare baseline).
+    Bench {
+        #[arg(long)]
+        db: String,
+        #[arg(long, default_value_t = 1_000)]
+        matches: usize,
+        #[arg(long, default_value_t = 2)]
+        workers: usize,
+        #[arg(long, default_value = "bench-replays")]
+        replays_dir: PathBuf,
+    },
     /// Ledger commands.
     Ledger {
         #[command(subcommand)]
@@ -181,6 +193,27 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             duel_ladder::serve::serve(config, shutdown, None)
                 .await
                 .with_context(|| format!("serving {db} on {listen}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            db,
+            matches,
+            workers,
+            replays_dir,
+        } => {
+            let report = duel_ladder::bench::settle_bench(&db, matches, workers, replays_dir)
+                .await
+                .with_context(|| format!("benchmarking {db}"))?;
+            println!(
+                "{}: {} matches, {} workers: accepted {:.0}/s, settled {:.0}/s, bare referee {:.0}/s (ratio {:.2})",
+                report.backend,
+                report.matches,
+                report.workers,
+                report.accepted_per_s,
+                report.settled_per_s,
+                report.bare_per_s,
+                report.settled_per_s / report.bare_per_s.max(1e-9)
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Ledger {

@@ -113,9 +113,9 @@ pub async fn work_once(
     let Some(claim) = store.claim(config.lease_ms, now_ms()).await? else {
         return Ok(Worked::Idle);
     };
+    // Instrumented, not entered: a guard held across awaits would nest spans.
     let span = tracing::info_span!("match", match_id = %claim.game.id);
-    let _entered = span.enter();
-    run_claim(store, factory, config, claim).await
+    tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await
 }
 
 async fn run_claim(

@@ -13,7 +13,7 @@ use crate::auth::Role;
 use crate::error::{LadderError, Result};
 use crate::model::{BotKind, BotSource, BotVersion};
 use crate::store::{PairSide, Store};
-use crate::worker::{self, BotFactory, BuiltinFactory, WorkerConfig, Worked};
+use crate::worker::{self, BotFactory, BuiltinFactory, Worked, WorkerConfig};
 
 /// Owners (each with two bots) the benchmark registers.
 pub const BENCH_OWNERS: usize = 8;

@@ -77,7 +77,7 @@ struct Cli<'a> {
 
 impl Cli<'_> {
     fn run(&self, token: &Path, args: &[&str]) -> Output {
-        let output = Command::new(LADDER)
+        Command::new(LADDER)
             .arg("--server")
             .arg(self.server)
             .arg("--token-file")
@@ -85,8 +85,7 @@ impl Cli<'_> {
             .args(args)
             .env_remove("DUEL_LADDER_TOKEN")
             .output()
-            .expect("run ladder");
-        output
+            .expect("run ladder")
     }
 
     fn ok(&self, token: &Path, args: &[&str]) -> String {

@@ -150,7 +150,11 @@ async fn accept_tx(
     create_account(conn, &escrow, "escrow").await?;
     // Rows are locked in one global order (owner id), so two transactions on
     // PostgreSQL never wait on each other in a cycle (a deadlock costs a second).
-    let order = if rows[1].0 < rows[0].0 { [1, 0] } else { [0, 1] };
+    let order = if rows[1].0 < rows[0].0 {
+        [1, 0]
+    } else {
+        [0, 1]
+    };
     for index in order {
         let side = &sides[index];
         let letter = if index == 0 { 'a' } else { 'b' };

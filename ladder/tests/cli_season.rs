@@ -62,9 +62,11 @@ fn start_server(db_url: &str, dir: &Path) -> Server {
             eprintln!("[serve] {line}");
         }
     });
-    let address = receiver
-        .recv_timeout(Duration::from_secs(30))
-        .expect("ladder serve logged its address");
+    let Ok(address) = receiver.recv_timeout(Duration::from_secs(30)) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("ladder serve did not log its address within 30 s");
+    };
     Server {
         child,
         url: format!("http://{address}"),

@@ -1,0 +1,253 @@
+//! Who may do what: every action of the ladder for an authenticated caller.
+//! Owners act on their own bots and balances; seasons, classes, the rake and
+//! credits need an operator. A refusal happens before anything is written.
+//! The gRPC service and the CLI call these, never the store directly.
+
+use std::sync::Arc;
+
+use duel_rules::WeightClass;
+
+use crate::auth::{Role, User};
+use crate::error::{LadderError, Result};
+use crate::ledger::{LedgerReport, TransferOutcome};
+use crate::limits::MAX_RAKE_BP;
+use crate::model::{Bot, BotKind, BotSource, Match, MatchState, QueueEntry, Season, Standing};
+use crate::store::{Store, WaveReport};
+use crate::validate::{BotValidator, check_endpoint_url};
+
+/// What an owner uploads or names when registering a bot version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Registration {
+    /// `builtin:NAME[:ARGS]`: house bots and tests.
+    Builtin(String),
+    Wasm(Vec<u8>),
+    Endpoint(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Ladder {
+    pub store: Store,
+    validator: Arc<dyn BotValidator>,
+    /// Operator setting: accept endpoint URLs on loopback and private ranges.
+    allow_private_endpoints: bool,
+}
+
+impl Ladder {
+    pub fn new(
+        store: Store,
+        validator: Arc<dyn BotValidator>,
+        allow_private_endpoints: bool,
+    ) -> Ladder {
+        Ladder {
+            store,
+            validator,
+            allow_private_endpoints,
+        }
+    }
+
+    /// The caller behind a token; no token or an unknown one is refused.
+    pub async fn caller(&self, token: Option<&str>) -> Result<User> {
+        match token.map(str::trim) {
+            None | Some("") => Err(LadderError::Unauthenticated(
+                "no token: set DUEL_LADDER_TOKEN or pass --token-file".to_owned(),
+            )),
+            Some(token) => self.store.authenticate(token).await,
+        }
+    }
+
+    pub async fn create_account(
+        &self,
+        caller: &User,
+        name: &str,
+        role: Role,
+    ) -> Result<(User, String)> {
+        caller.require_operator("creating accounts")?;
+        self.store.create_user(name, role).await
+    }
+
+    pub async fn grant_credits(
+        &self,
+        caller: &User,
+        owner: &str,
+        amount: i64,
+        transfer_id: &str,
+    ) -> Result<TransferOutcome> {
+        caller.require_operator("granting credits")?;
+        let owner = self.store.user_by_name(owner).await?;
+        self.store.grant_credits(&owner, amount, transfer_id).await
+    }
+
+    pub async fn set_rake(&self, caller: &User, rake_bp: i64) -> Result<()> {
+        caller.require_operator("setting the rake")?;
+        if !(0..=MAX_RAKE_BP).contains(&rake_bp) {
+            return Err(LadderError::Invalid(format!(
+                "rake must be 0 to {MAX_RAKE_BP} basis points"
+            )));
+        }
+        self.store.set_setting("rake_bp", rake_bp).await
+    }
+
+    pub async fn set_class_open(&self, caller: &User, class: &str, open: bool) -> Result<()> {
+        caller.require_operator("opening or closing classes")?;
+        self.store.set_class_open(class, open).await
+    }
+
+    pub async fn start_season(&self, caller: &User, name: &str) -> Result<Season> {
+        caller.require_operator("starting a season")?;
+        self.store.start_season(name).await
+    }
+
+    pub async fn end_season(&self, caller: &User) -> Result<Season> {
+        caller.require_operator("ending a season")?;
+        self.store.end_season().await
+    }
+
+    pub async fn run_wave(&self, caller: &User, class: WeightClass) -> Result<WaveReport> {
+        caller.require_operator("running a pairing wave")?;
+        self.store.run_wave(class).await
+    }
+
+    pub async fn ledger_check(&self, caller: &User) -> Result<Result<LedgerReport, String>> {
+        caller.require_operator("checking the ledger")?;
+        self.store.ledger_check().await
+    }
+
+    /// Registers a bot (or a new version of the caller's bot) after validation.
+    pub async fn register_bot(
+        &self,
+        caller: &User,
+        name: &str,
+        class: &str,
+        registration: Registration,
+    ) -> Result<Bot> {
+        if caller.role != Role::Owner {
+            return Err(LadderError::PermissionDenied(
+                "bots are registered by owner accounts, not operators".to_owned(),
+            ));
+        }
+        let source = match registration {
+            Registration::Builtin(spec) => match duel_referee::BotSpec::parse(&spec) {
+                Ok(duel_referee::BotSpec::Builtin(builtin)) => {
+                    let spec = builtin.to_string();
+                    BotSource {
+                        kind: BotKind::Builtin,
+                        digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
+                        spec,
+                        wasm: None,
+                    }
+                }
+                Ok(_) => {
+                    return Err(LadderError::Invalid(format!(
+                        "{spec:?} is not a builtin: spec"
+                    )));
+                }
+                Err(error) => return Err(LadderError::Invalid(error.to_string())),
+            },
+            Registration::Wasm(bytes) => {
+                self.validator.validate_wasm(&bytes)?;
+                let digest = duel_referee::spec::sha256_digest(&bytes);
+                BotSource {
+                    kind: BotKind::Wasm,
+                    spec: digest.clone(),
+                    digest,
+                    wasm: Some(bytes),
+                }
+            }
+            Registration::Endpoint(url) => {
+                check_endpoint_url(&url, self.allow_private_endpoints)?;
+                BotSource {
+                    kind: BotKind::Endpoint,
+                    digest: duel_referee::spec::sha256_digest(url.as_bytes()),
+                    spec: url,
+                    wasm: None,
+                }
+            }
+        };
+        self.store.register_bot(caller, name, class, &source).await
+    }
+
+    pub async fn enqueue(&self, caller: &User, bot: &str, stake: i64) -> Result<QueueEntry> {
+        self.store.enqueue(caller, bot, stake).await
+    }
+
+    pub async fn dequeue(&self, caller: &User, bot: &str) -> Result<()> {
+        self.store.dequeue(caller, bot).await
+    }
+
+    /// An owner sees its own balance; an operator anyone's.
+    pub async fn balance(&self, caller: &User, account: Option<&str>) -> Result<i64> {
+        let target = match account {
+            None => caller.clone(),
+            Some(name) if name == caller.name => caller.clone(),
+            Some(name) => {
+                caller.require_operator("reading another account's balance")?;
+                self.store.user_by_name(name).await?
+            }
+        };
+        self.store.available(&target.id).await
+    }
+
+    /// Standings are public to every authenticated caller.
+    pub async fn standings(
+        &self,
+        _caller: &User,
+        season: Option<i64>,
+        class: Option<WeightClass>,
+    ) -> Result<(Season, Vec<Standing>)> {
+        self.store.standings(season, class).await
+    }
+
+    /// Adds a version to one of the caller's bots (its class stays).
+    pub async fn new_bot_version(
+        &self,
+        caller: &User,
+        name: &str,
+        registration: Registration,
+    ) -> Result<Bot> {
+        let bot = self.own_bot(caller, name).await?;
+        self.register_bot(caller, name, bot.class.name(), registration)
+            .await
+    }
+
+    /// Owners see their own bots, operators every bot.
+    pub async fn bots(&self, caller: &User) -> Result<Vec<Bot>> {
+        let owner = (!caller.is_operator()).then_some(caller.id.as_str());
+        self.store.bots(owner).await
+    }
+
+    /// A bot with its versions: its owner or an operator.
+    pub async fn bot(&self, caller: &User, name: &str) -> Result<Bot> {
+        if caller.is_operator() {
+            return self.store.bot(name).await;
+        }
+        self.own_bot(caller, name).await
+    }
+
+    async fn own_bot(&self, caller: &User, name: &str) -> Result<Bot> {
+        let bot = self.store.bot(name).await?;
+        if bot.owner_id != caller.id {
+            return Err(LadderError::PermissionDenied(format!(
+                "bot {name} belongs to another owner"
+            )));
+        }
+        Ok(bot)
+    }
+
+    /// Matches are public to every authenticated caller, like standings.
+    pub async fn matches(
+        &self,
+        _caller: &User,
+        state: Option<MatchState>,
+        bot: Option<&str>,
+    ) -> Result<Vec<Match>> {
+        let bot_id = match bot {
+            Some(name) => Some(self.store.bot(name).await?.id),
+            None => None,
+        };
+        self.store.matches(state, bot_id.as_deref()).await
+    }
+
+    pub async fn game(&self, _caller: &User, id: &str) -> Result<Match> {
+        self.store.game(id).await
+    }
+}

@@ -1,0 +1,70 @@
+//! Every limit and default of the ladder, named and documented in one place.
+
+/// Largest WASM component accepted at registration, in bytes. Components are
+/// stored in the database, so this also bounds one row.
+pub const MAX_WASM_BYTES: usize = 16 * 1024 * 1024;
+
+/// Longest bot, account and season name, in bytes (ASCII letters, digits, `-`, `_`, `.`).
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Longest endpoint URL accepted, in bytes.
+pub const MAX_URL_BYTES: usize = 2_048;
+
+/// Longest transfer id and memo, in bytes.
+pub const MAX_TRANSFER_ID_BYTES: usize = 128;
+pub const MAX_MEMO_BYTES: usize = 256;
+
+/// Largest stake or credit grant in one transfer. Keeps every sum of a match
+/// (two stakes) and of the whole ledger far from `i64` overflow.
+pub const MAX_TRANSFER_CREDITS: i64 = 1_000_000_000_000;
+
+/// Default house rake in basis points (500 = 5%). The rake is the pot times the
+/// rate, rounded down to whole credits, so rounding always favours the winner.
+pub const DEFAULT_RAKE_BP: i64 = 500;
+/// The largest rake an operator may set (basis points): 50%.
+pub const MAX_RAKE_BP: i64 = 5_000;
+
+/// A worker's lease on a match: if it does not heartbeat within this time the
+/// match may be claimed again.
+pub const DEFAULT_LEASE_MS: i64 = 30_000;
+/// How often a worker extends its lease while a match runs.
+pub const DEFAULT_HEARTBEAT_MS: i64 = 5_000;
+/// After this many claims without a settlement, the next claim voids the match
+/// (stakes returned) instead of running it again.
+pub const MAX_MATCH_ATTEMPTS: i64 = 3;
+
+/// Matchmaking: the rating gap every bot accepts on its first wave, and how much
+/// it widens for each wave it waited without a partner.
+pub const BASE_RATING_GAP: f64 = 100.0;
+pub const RATING_GAP_WIDEN_PER_WAVE: f64 = 50.0;
+/// The widest gap ever allowed, however long a bot waited.
+pub const MAX_RATING_GAP: f64 = 1_000.0;
+/// How many rating-sorted neighbours each waiting bot considers per wave. Bounds
+/// a wave to `O(n · NEIGHBOURS)` candidate pairs.
+pub const MATCHMAKER_NEIGHBOURS: usize = 16;
+/// Default time between pairing waves in `ladder serve`.
+pub const DEFAULT_WAVE_INTERVAL_MS: u64 = 5_000;
+/// Most bots waiting in one class; an enqueue beyond it is refused.
+pub const MAX_QUEUE_PER_CLASS: i64 = 100_000;
+
+/// Glicko-2 system constant τ.
+pub const GLICKO2_TAU: f64 = 0.5;
+/// A bot is provisional while its rating deviation is at or above this.
+pub const PROVISIONAL_DEVIATION: f64 = 110.0;
+/// Standings rank by `rating − CONSERVATIVE_DEVIATIONS × deviation`.
+pub const CONSERVATIVE_DEVIATIONS: f64 = 2.0;
+/// Soft reset between seasons: the rating keeps this share of its distance
+/// from 1500, and the deviation is raised to at least `SOFT_RESET_MIN_DEVIATION`
+/// (never above the initial 350).
+pub const SOFT_RESET_KEEP: f64 = 0.5;
+pub const SOFT_RESET_MIN_DEVIATION: f64 = 150.0;
+
+/// Most rows a list call returns.
+pub const MAX_LIST_ROWS: i64 = 1_000;
+
+/// How long an idle worker waits before polling for a match again.
+pub const WORKER_IDLE_POLL_MS: u64 = 200;
+
+const _: () = assert!(DEFAULT_HEARTBEAT_MS * 3 <= DEFAULT_LEASE_MS);
+const _: () = assert!(MAX_RAKE_BP < 10_000);
+const _: () = assert!(MAX_TRANSFER_CREDITS < i64::MAX / 1_000_000);

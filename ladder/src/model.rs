@@ -1,0 +1,237 @@
+//! The ladder's records as the library hands them out (plain data; the gRPC
+//! layer converts them to `duel.v1` messages).
+
+use duel_rules::WeightClass;
+
+use crate::error::{LadderError, Result};
+
+/// How a bot version is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BotKind {
+    Builtin,
+    Wasm,
+    Endpoint,
+}
+
+impl BotKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BotKind::Builtin => "builtin",
+            BotKind::Wasm => "wasm",
+            BotKind::Endpoint => "endpoint",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<BotKind> {
+        match name {
+            "builtin" => Ok(BotKind::Builtin),
+            "wasm" => Ok(BotKind::Wasm),
+            "endpoint" => Ok(BotKind::Endpoint),
+            other => Err(LadderError::corrupt(format!("unknown bot kind {other:?}"))),
+        }
+    }
+}
+
+/// What a new bot version is made of, after validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotSource {
+    pub kind: BotKind,
+    /// The canonical built-in spec, the endpoint URL, or the WASM digest.
+    pub spec: String,
+    /// `sha256:` of the component, or of the spec for built-in and endpoint bots.
+    pub digest: String,
+    pub wasm: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotVersion {
+    pub version: i64,
+    pub kind: BotKind,
+    pub spec: String,
+    pub digest: String,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bot {
+    pub id: String,
+    pub name: String,
+    pub owner_id: String,
+    pub owner_name: String,
+    pub class: WeightClass,
+    pub current_version: i64,
+    /// Oldest first; the last is the current version.
+    pub versions: Vec<BotVersion>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueEntry {
+    pub bot_id: String,
+    pub bot_name: String,
+    pub owner_id: String,
+    pub class: WeightClass,
+    pub stake: i64,
+    pub enqueued_ms: i64,
+    pub waves_waited: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchState {
+    /// Accepted, stakes in escrow, waiting for a worker.
+    Queued,
+    /// Claimed by a worker holding a lease.
+    Running,
+    Settled,
+    /// Stakes returned without a result.
+    Voided,
+}
+
+impl MatchState {
+    pub fn name(self) -> &'static str {
+        match self {
+            MatchState::Queued => "queued",
+            MatchState::Running => "running",
+            MatchState::Settled => "settled",
+            MatchState::Voided => "voided",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<MatchState> {
+        match name {
+            "queued" => Ok(MatchState::Queued),
+            "running" => Ok(MatchState::Running),
+            "settled" => Ok(MatchState::Settled),
+            "voided" => Ok(MatchState::Voided),
+            other => Err(LadderError::Invalid(format!(
+                "unknown match state {other:?} (queued, running, settled, voided)"
+            ))),
+        }
+    }
+}
+
+/// The result a worker reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    A,
+    B,
+    Draw,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::A => "a",
+            Outcome::B => "b",
+            Outcome::Draw => "draw",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<Outcome> {
+        match name {
+            "a" => Ok(Outcome::A),
+            "b" => Ok(Outcome::B),
+            "draw" => Ok(Outcome::Draw),
+            other => Err(LadderError::corrupt(format!("unknown winner {other:?}"))),
+        }
+    }
+}
+
+/// One side of a match: the exact bot version that plays it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatchSide {
+    pub bot_id: String,
+    pub bot_name: String,
+    pub version: i64,
+    pub owner_id: String,
+    pub stake: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Match {
+    pub id: String,
+    pub season_id: i64,
+    pub class: WeightClass,
+    pub ruleset: String,
+    pub budget: i64,
+    pub seed: i64,
+    pub sides: [MatchSide; 2],
+    pub state: MatchState,
+    pub attempts: i64,
+    pub accepted_ms: i64,
+    pub finished_ms: Option<i64>,
+    pub winner: Option<Outcome>,
+    pub replay_path: Option<String>,
+    pub note: Option<String>,
+}
+
+/// A match a worker holds, with what it needs to run it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub lease_id: String,
+    pub lease_expires_ms: i64,
+    pub game: Match,
+    pub versions: [BotVersion; 2],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Season {
+    pub id: i64,
+    pub name: String,
+    pub started_ms: i64,
+    pub ended_ms: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standing {
+    pub rank: i64,
+    pub bot_id: String,
+    pub bot_name: String,
+    pub owner_name: String,
+    pub class: WeightClass,
+    pub rating: f64,
+    pub deviation: f64,
+    pub volatility: f64,
+    pub conservative: f64,
+    pub provisional: bool,
+    pub games: i64,
+    pub wins: i64,
+    pub losses: i64,
+    pub draws: i64,
+}
+
+/// What settling a match did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settlement {
+    pub match_id: String,
+    pub winner: Outcome,
+    pub pot: i64,
+    pub rake: i64,
+    pub payout: i64,
+    /// True when this call found the match already settled by the same lease.
+    pub already_settled: bool,
+}
+
+pub fn class_from_name(name: &str) -> Result<WeightClass> {
+    WeightClass::from_name(name).ok_or_else(|| {
+        LadderError::Invalid(format!(
+            "unknown weight class {name:?} (light, middle, heavy)"
+        ))
+    })
+}
+
+/// Names of bots, accounts and seasons: 1–64 ASCII letters, digits, `-`, `_`, `.`.
+pub fn check_name(what: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= crate::limits::MAX_NAME_BYTES
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(LadderError::Invalid(format!(
+            "{what} name {name:?} must be 1 to {} characters of letters, digits, '-', '_' or '.'",
+            crate::limits::MAX_NAME_BYTES
+        )))
+    }
+}

@@ -1,0 +1,708 @@
+//! Matches: pairing waves (acceptance puts both stakes in escrow), claims with
+//! leases, heartbeats, settlement exactly once, and voiding.
+
+use duel_rules::{Ruleset, WeightClass};
+use sqlx::AnyConnection;
+use sqlx::any::AnyRow;
+
+use super::ledger_sql::{apply_transfer, create_account, load_account};
+use super::registry::version_from_row;
+use super::seasons::{active_season_tx, ensure_rating, load_rating, store_rating};
+use super::{Store, get, now_ms, write_tx};
+use crate::auth;
+use crate::error::{LadderError, Result};
+use crate::ledger::{
+    HOUSE_ACCOUNT, TransferOp, TransferRequest, escrow_account, owner_account, payout_transfer_id,
+    rake_credits, rake_transfer_id, resolve_transfer_id, stake_transfer_id,
+};
+use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_ATTEMPTS};
+use crate::matchmaker::{self, Waiting};
+use crate::model::{Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name};
+use crate::rating::{self, Score};
+
+fn match_from_row(row: &AnyRow) -> Result<Match> {
+    let side = |suffix: &str| -> Result<MatchSide> {
+        Ok(MatchSide {
+            bot_id: get(row, &format!("bot_{suffix}"))?,
+            bot_name: get(row, &format!("name_{suffix}")).unwrap_or_default(),
+            version: get(row, &format!("version_{suffix}"))?,
+            owner_id: get(row, &format!("owner_{suffix}"))?,
+            stake: get(row, &format!("stake_{suffix}"))?,
+        })
+    };
+    Ok(Match {
+        id: get(row, "id")?,
+        season_id: get(row, "season_id")?,
+        class: class_from_name(&get::<String>(row, "class")?)?,
+        ruleset: get(row, "ruleset")?,
+        budget: get(row, "budget")?,
+        seed: get(row, "seed")?,
+        sides: [side("a")?, side("b")?],
+        state: MatchState::from_name(&get::<String>(row, "state")?)?,
+        attempts: get(row, "attempts")?,
+        accepted_ms: get(row, "accepted_ms")?,
+        finished_ms: get(row, "finished_ms")?,
+        winner: get::<Option<String>>(row, "winner")?
+            .map(|winner| Outcome::from_name(&winner))
+            .transpose()?,
+        replay_path: get(row, "replay_path")?,
+        note: get(row, "note")?,
+    })
+}
+
+const MATCH_SELECT: &str = "SELECT m.*, ba.name AS name_a, bb.name AS name_b FROM matches m \
+     JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b";
+
+async fn load_match(conn: &mut AnyConnection, id: &str) -> Result<Match> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{MATCH_SELECT} WHERE m.id = $1"
+    )))
+    .bind(id.to_owned())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| LadderError::NotFound(format!("match {id}")))?;
+    match_from_row(&row)
+}
+
+/// One side of a pairing, as the queue held it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairSide {
+    pub bot_id: String,
+    pub stake: i64,
+}
+
+/// Accepts a pairing: removes both bots from the queue, pins the ruleset in force,
+/// the class and the budget, and moves both stakes into escrow, all in one
+/// transaction. The bots' queue rows must still be there.
+async fn accept_tx(
+    conn: &mut AnyConnection,
+    sides: &[PairSide; 2],
+    from_queue: bool,
+    match_id: &str,
+    seed: i64,
+) -> Result<Match> {
+    let now = now_ms();
+    let season = active_season_tx(conn)
+        .await?
+        .ok_or_else(|| LadderError::Invalid("no season is running".to_owned()))?;
+    if from_queue {
+        let removed = sqlx::query("DELETE FROM queue WHERE bot_id = $1 OR bot_id = $2")
+            .bind(sides[0].bot_id.clone())
+            .bind(sides[1].bot_id.clone())
+            .execute(&mut *conn)
+            .await?;
+        if removed.rows_affected() != 2 {
+            return Err(LadderError::Conflict(
+                "a paired bot left the queue".to_owned(),
+            ));
+        }
+    }
+    let mut rows = Vec::with_capacity(2);
+    for side in sides {
+        let row = sqlx::query("SELECT owner_id, class, current_version FROM bots WHERE id = $1")
+            .bind(side.bot_id.clone())
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or_else(|| LadderError::NotFound(format!("bot {}", side.bot_id)))?;
+        rows.push((
+            get::<String>(&row, "owner_id")?,
+            get::<String>(&row, "class")?,
+            get::<i64>(&row, "current_version")?,
+        ));
+    }
+    let (class_a, class_b) = (&rows[0].1, &rows[1].1);
+    if class_a != class_b {
+        return Err(LadderError::Invalid(format!(
+            "bots of classes {class_a} and {class_b} cannot meet"
+        )));
+    }
+    if rows[0].0 == rows[1].0 {
+        return Err(LadderError::Invalid(
+            "two bots of one owner cannot meet".to_owned(),
+        ));
+    }
+    let class = class_from_name(class_a)?;
+    let ruleset = Ruleset::CURRENT;
+    let budget = i64::try_from(ruleset.budget_tokens(class)).unwrap_or(i64::MAX);
+    sqlx::query(
+        "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, stake_a, \
+         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15)",
+    )
+    .bind(match_id.to_owned())
+    .bind(season.id)
+    .bind(class.name())
+    .bind(ruleset.version())
+    .bind(budget)
+    .bind(seed)
+    .bind(sides[0].bot_id.clone())
+    .bind(rows[0].2)
+    .bind(rows[0].0.clone())
+    .bind(sides[0].stake)
+    .bind(sides[1].bot_id.clone())
+    .bind(rows[1].2)
+    .bind(rows[1].0.clone())
+    .bind(sides[1].stake)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    let escrow = escrow_account(match_id);
+    create_account(conn, &escrow, "escrow").await?;
+    // Rows are locked in one global order (owner id), so two transactions on
+    // PostgreSQL never wait on each other in a cycle (a deadlock costs a second).
+    let order = if rows[1].0 < rows[0].0 {
+        [1, 0]
+    } else {
+        [0, 1]
+    };
+    for index in order {
+        let side = &sides[index];
+        let letter = if index == 0 { 'a' } else { 'b' };
+        let request = TransferRequest {
+            id: stake_transfer_id(match_id, letter),
+            op: TransferOp::Pending {
+                debit: owner_account(&rows[index].0),
+                credit: escrow.clone(),
+                amount: side.stake,
+            },
+            memo: format!("stake of side {letter}"),
+        };
+        apply_transfer(conn, &request, now_ms()).await?;
+        ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
+    }
+    sqlx::query(
+        "UPDATE bots SET last_opponent = CASE WHEN id = $1 THEN $2 ELSE $1 END WHERE id = $1 OR id = $2",
+    )
+    .bind(sides[0].bot_id.clone())
+    .bind(sides[1].bot_id.clone())
+    .execute(&mut *conn)
+    .await?;
+    load_match(conn, match_id).await
+}
+
+/// The sides in the order their owners' ledger rows are locked.
+fn letters_in_lock_order(game: &Match) -> [char; 2] {
+    if game.sides[1].owner_id < game.sides[0].owner_id {
+        ['b', 'a']
+    } else {
+        ['a', 'b']
+    }
+}
+
+/// Resolves both stakes of a match with `kind` and marks it finished.
+async fn void_tx(conn: &mut AnyConnection, game: &Match, note: &str) -> Result<()> {
+    let now = now_ms();
+    for letter in letters_in_lock_order(game) {
+        let request = TransferRequest {
+            id: resolve_transfer_id(&game.id, letter),
+            op: TransferOp::Void {
+                pending_id: stake_transfer_id(&game.id, letter),
+            },
+            memo: "stake returned".to_owned(),
+        };
+        apply_transfer(conn, &request, now_ms()).await?;
+    }
+    sqlx::query(
+        "UPDATE matches SET state = 'voided', finished_ms = $1, note = $2, lease_id = NULL, lease_expires_ms = NULL \
+         WHERE id = $3",
+    )
+    .bind(now)
+    .bind(note.to_owned())
+    .bind(game.id.clone())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+enum ClaimStep {
+    Nothing,
+    Voided,
+    Claimed(String),
+}
+
+async fn claim_tx(
+    conn: &mut AnyConnection,
+    select: &'static str,
+    lease_id: &str,
+    lease_ms: i64,
+    now: i64,
+) -> Result<ClaimStep> {
+    let Some(row) = sqlx::query(select)
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
+        return Ok(ClaimStep::Nothing);
+    };
+    let id: String = get(&row, "id")?;
+    let attempts: i64 = get(&row, "attempts")?;
+    if attempts >= MAX_MATCH_ATTEMPTS {
+        let game = load_match(conn, &id).await?;
+        void_tx(
+            conn,
+            &game,
+            &format!("voided after {attempts} attempts without a result"),
+        )
+        .await?;
+        return Ok(ClaimStep::Voided);
+    }
+    sqlx::query(
+        "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, attempts = attempts + 1 WHERE id = $3",
+    )
+    .bind(lease_id.to_owned())
+    .bind(now.saturating_add(lease_ms))
+    .bind(id.clone())
+    .execute(&mut *conn)
+    .await?;
+    Ok(ClaimStep::Claimed(id))
+}
+
+async fn complete_tx(
+    conn: &mut AnyConnection,
+    select_for_update: &'static str,
+    match_id: &str,
+    lease_id: &str,
+    winner: Outcome,
+    replay_path: &str,
+    now: i64,
+) -> Result<Settlement> {
+    let row = sqlx::query(select_for_update)
+        .bind(match_id.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("match {match_id}")))?;
+    let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
+    let holder: Option<String> = get(&row, "lease_id")?;
+    let expires: Option<i64> = get(&row, "lease_expires_ms")?;
+    let holds_lease = holder.as_deref() == Some(lease_id);
+    // The locked row has every column settlement needs (bot names stay empty).
+    let game = match_from_row(&row)?;
+    let pot = game.sides[0].stake + game.sides[1].stake;
+    match state {
+        MatchState::Settled if holds_lease => {
+            let rake = match game.winner {
+                Some(Outcome::A | Outcome::B) => rake_paid(conn, match_id).await?,
+                _ => 0,
+            };
+            return Ok(Settlement {
+                match_id: match_id.to_owned(),
+                winner: game.winner.unwrap_or(Outcome::Draw),
+                pot,
+                rake,
+                payout: if game.winner == Some(Outcome::Draw) {
+                    0
+                } else {
+                    pot - rake
+                },
+                already_settled: true,
+            });
+        }
+        MatchState::Running if holds_lease && expires.is_some_and(|expires| expires >= now) => {}
+        _ => {
+            return Err(LadderError::LeaseLost(format!(
+                "match {match_id} is {} and lease {lease_id} no longer holds it",
+                state.name()
+            )));
+        }
+    }
+    let rake_bp = sqlx::query("SELECT value FROM settings WHERE key = 'rake_bp'")
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| get::<i64>(&row, "value"))
+        .transpose()?
+        .unwrap_or(DEFAULT_RAKE_BP);
+    let (rake, payout) = match winner {
+        Outcome::Draw => {
+            for letter in letters_in_lock_order(&game) {
+                let request = TransferRequest {
+                    id: resolve_transfer_id(match_id, letter),
+                    op: TransferOp::Void {
+                        pending_id: stake_transfer_id(match_id, letter),
+                    },
+                    memo: "draw: stake returned".to_owned(),
+                };
+                apply_transfer(conn, &request, now_ms()).await?;
+            }
+            (0, 0)
+        }
+        Outcome::A | Outcome::B => {
+            for letter in letters_in_lock_order(&game) {
+                let request = TransferRequest {
+                    id: resolve_transfer_id(match_id, letter),
+                    op: TransferOp::Post {
+                        pending_id: stake_transfer_id(match_id, letter),
+                    },
+                    memo: "stake posted".to_owned(),
+                };
+                apply_transfer(conn, &request, now_ms()).await?;
+            }
+            let rake = rake_credits(pot, rake_bp);
+            let winner_side = if winner == Outcome::A {
+                &game.sides[0]
+            } else {
+                &game.sides[1]
+            };
+            let escrow = escrow_account(match_id);
+            let payout = pot - rake;
+            if payout > 0 {
+                let request = TransferRequest {
+                    id: payout_transfer_id(match_id),
+                    op: TransferOp::Single {
+                        debit: escrow.clone(),
+                        credit: owner_account(&winner_side.owner_id),
+                        amount: payout,
+                    },
+                    memo: "pot less rake".to_owned(),
+                };
+                apply_transfer(conn, &request, now_ms()).await?;
+            }
+            if rake > 0 {
+                let request = TransferRequest {
+                    id: rake_transfer_id(match_id),
+                    op: TransferOp::Single {
+                        debit: escrow,
+                        credit: HOUSE_ACCOUNT.to_owned(),
+                        amount: rake,
+                    },
+                    memo: format!("rake {rake_bp} bp"),
+                };
+                apply_transfer(conn, &request, now_ms()).await?;
+            }
+            (rake, payout)
+        }
+    };
+    // Ratings move only while the match's season runs; ended seasons stay frozen.
+    let season_open = sqlx::query("SELECT ended_ms FROM seasons WHERE id = $1")
+        .bind(game.season_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| get::<Option<i64>>(&row, "ended_ms"))
+        .transpose()?
+        .is_some_and(|ended| ended.is_none());
+    if season_open {
+        // Acceptance created both rating rows in the same transaction as the match.
+        let [a, b] = &game.sides;
+        let rating_a = load_rating(conn, game.season_id, &a.bot_id).await?;
+        let rating_b = load_rating(conn, game.season_id, &b.bot_id).await?;
+        let (score_a, score_b) = match winner {
+            Outcome::A => (Score::Win, Score::Loss),
+            Outcome::B => (Score::Loss, Score::Win),
+            Outcome::Draw => (Score::Draw, Score::Draw),
+        };
+        let (new_a, new_b) = rating::update(rating_a, rating_b, score_a);
+        let mut updates = [(&a.bot_id, new_a, score_a), (&b.bot_id, new_b, score_b)];
+        updates.sort_by(|left, right| left.0.cmp(right.0));
+        for (bot_id, rating, score) in updates {
+            store_rating(conn, game.season_id, bot_id, rating, score).await?;
+        }
+    }
+    sqlx::query(
+        "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
+         WHERE id = $4",
+    )
+    .bind(winner.name())
+    .bind(now)
+    .bind(replay_path.to_owned())
+    .bind(match_id.to_owned())
+    .execute(&mut *conn)
+    .await?;
+    Ok(Settlement {
+        match_id: match_id.to_owned(),
+        winner,
+        pot,
+        rake,
+        payout,
+        already_settled: false,
+    })
+}
+
+async fn rake_paid(conn: &mut AnyConnection, match_id: &str) -> Result<i64> {
+    let row = sqlx::query("SELECT amount FROM transfers WHERE id = $1")
+        .bind(rake_transfer_id(match_id))
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row
+        .map(|row| get::<i64>(&row, "amount"))
+        .transpose()?
+        .unwrap_or(0))
+}
+
+async fn heartbeat_tx(
+    conn: &mut AnyConnection,
+    match_id: &str,
+    lease_id: &str,
+    lease_ms: i64,
+    now: i64,
+) -> Result<i64> {
+    let expires = now.saturating_add(lease_ms);
+    let done = sqlx::query(
+        "UPDATE matches SET lease_expires_ms = $1 WHERE id = $2 AND state = 'running' AND lease_id = $3 \
+         AND lease_expires_ms >= $4",
+    )
+    .bind(expires)
+    .bind(match_id.to_owned())
+    .bind(lease_id.to_owned())
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(LadderError::LeaseLost(format!(
+            "match {match_id}: lease {lease_id} expired or was taken"
+        )));
+    }
+    Ok(expires)
+}
+
+/// What one pairing wave did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WaveReport {
+    pub waiting: usize,
+    pub matches: Vec<String>,
+    /// Bots dropped from the queue because their owner could no longer cover the stake.
+    pub dropped: Vec<String>,
+}
+
+impl Store {
+    /// Accepts one pairing outside the queue (tests, benchmarks, house matches):
+    /// same transaction as a wave's.
+    pub async fn accept_pair(&self, sides: [PairSide; 2]) -> Result<Match> {
+        let match_id = uuid::Uuid::new_v4().to_string();
+        let seed = auth::random_u63()? % 1_000_000_000;
+        write_tx!(self, |conn| accept_tx(conn, &sides, false, &match_id, seed))
+    }
+
+    /// Runs one pairing wave over everyone waiting in `class`.
+    pub async fn run_wave(&self, class: WeightClass) -> Result<WaveReport> {
+        let Some(season) = self.active_season().await? else {
+            return Err(LadderError::Invalid(
+                "no season is running; an operator starts one".to_owned(),
+            ));
+        };
+        let rows = sqlx::query(
+            "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.last_opponent, COALESCE(r.rating, 1500.0) AS rating \
+             FROM queue q JOIN bots b ON b.id = q.bot_id \
+             LEFT JOIN ratings r ON r.bot_id = q.bot_id AND r.season_id = $1 \
+             WHERE q.class = $2 ORDER BY q.enqueued_ms, q.bot_id",
+        )
+        .bind(season.id)
+        .bind(class.name())
+        .fetch_all(self.pool())
+        .await?;
+        let mut waiting = Vec::with_capacity(rows.len());
+        let mut stakes = Vec::with_capacity(rows.len());
+        for row in &rows {
+            waiting.push(Waiting {
+                bot_id: get(row, "bot_id")?,
+                owner_id: get(row, "owner_id")?,
+                rating: get(row, "rating")?,
+                waves_waited: get(row, "waves_waited")?,
+                last_opponent: get(row, "last_opponent")?,
+            });
+            stakes.push(get::<i64>(row, "stake")?);
+        }
+        let mut report = WaveReport {
+            waiting: waiting.len(),
+            ..WaveReport::default()
+        };
+        for (first, second) in matchmaker::pair_wave(&waiting) {
+            let sides = [first, second].map(|index| PairSide {
+                bot_id: waiting[index].bot_id.clone(),
+                stake: stakes[index],
+            });
+            let match_id = uuid::Uuid::new_v4().to_string();
+            let seed = auth::random_u63()? % 1_000_000_000;
+            match write_tx!(self, |conn| accept_tx(conn, &sides, true, &match_id, seed)) {
+                Ok(game) => report.matches.push(game.id),
+                Err(LadderError::InsufficientCredits(_)) => {
+                    // Drop whichever bot's owner cannot cover its stake now; the
+                    // other keeps its place for the next wave.
+                    for (index, side) in [first, second].into_iter().zip(&sides) {
+                        let account = self
+                            .account(&owner_account(&waiting[index].owner_id))
+                            .await?;
+                        if account.available() < side.stake {
+                            sqlx::query("DELETE FROM queue WHERE bot_id = $1")
+                                .bind(side.bot_id.clone())
+                                .execute(self.pool())
+                                .await?;
+                            report.dropped.push(side.bot_id.clone());
+                        }
+                    }
+                }
+                Err(LadderError::Conflict(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        sqlx::query("UPDATE queue SET waves_waited = waves_waited + 1 WHERE class = $1")
+            .bind(class.name())
+            .execute(self.pool())
+            .await?;
+        Ok(report)
+    }
+
+    /// Claims the oldest claimable match for `lease_ms`, voiding on the way any
+    /// that ran out of attempts. `None` when nothing is waiting.
+    pub async fn claim(&self, lease_ms: i64, now: i64) -> Result<Option<Claim>> {
+        let select = self.dialect().select_claimable();
+        loop {
+            let lease_id = uuid::Uuid::new_v4().to_string();
+            let step = write_tx!(self, |conn| claim_tx(
+                conn, select, &lease_id, lease_ms, now
+            ))?;
+            match step {
+                ClaimStep::Nothing => return Ok(None),
+                ClaimStep::Voided => continue,
+                ClaimStep::Claimed(match_id) => {
+                    let mut conn = self.pool().acquire().await?;
+                    let game = load_match(&mut conn, &match_id).await?;
+                    let mut versions = Vec::with_capacity(2);
+                    for side in &game.sides {
+                        let row = sqlx::query(
+                            "SELECT * FROM bot_versions WHERE bot_id = $1 AND version = $2",
+                        )
+                        .bind(side.bot_id.clone())
+                        .bind(side.version)
+                        .fetch_one(&mut *conn)
+                        .await?;
+                        versions.push(version_from_row(&row)?);
+                    }
+                    let [a, b]: [_; 2] = versions
+                        .try_into()
+                        .map_err(|_| LadderError::corrupt("a match without two bot versions"))?;
+                    return Ok(Some(Claim {
+                        lease_id,
+                        lease_expires_ms: now.saturating_add(lease_ms),
+                        game,
+                        versions: [a, b],
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Extends a lease; fails once the lease expired or another worker took the match.
+    pub async fn heartbeat(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        lease_ms: i64,
+        now: i64,
+    ) -> Result<i64> {
+        write_tx!(self, |conn| heartbeat_tx(
+            conn, match_id, lease_id, lease_ms, now
+        ))
+    }
+
+    /// Settles a match in one transaction, only for the lease holder. A repeat by
+    /// the same lease returns the settlement already made and changes nothing.
+    pub async fn complete(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        winner: Outcome,
+        replay_path: &str,
+        now: i64,
+    ) -> Result<Settlement> {
+        let select = self.dialect().select_match_for_update();
+        write_tx!(self, |conn| complete_tx(
+            conn,
+            select,
+            match_id,
+            lease_id,
+            winner,
+            replay_path,
+            now
+        ))
+    }
+
+    /// Voids a match the lease holder cannot run (a bot that cannot be built);
+    /// stakes are returned.
+    pub async fn void_claimed(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        note: &str,
+        now: i64,
+    ) -> Result<()> {
+        let select = self.dialect().select_match_for_update();
+        write_tx!(self, |conn| void_claimed_tx(
+            conn, select, match_id, lease_id, note, now
+        ))
+    }
+
+    pub async fn game(&self, match_id: &str) -> Result<Match> {
+        let mut conn = self.pool().acquire().await?;
+        load_match(&mut conn, match_id).await
+    }
+
+    /// Matches, newest first, optionally in one state and/or with one bot.
+    pub async fn matches(
+        &self,
+        state: Option<MatchState>,
+        bot_id: Option<&str>,
+    ) -> Result<Vec<Match>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{MATCH_SELECT} WHERE ($1 = '' OR m.state = $1) AND ($2 = '' OR m.bot_a = $2 OR m.bot_b = $2) \
+             ORDER BY m.accepted_ms DESC, m.id LIMIT $3"
+        )))
+        .bind(state.map(MatchState::name).unwrap_or("").to_owned())
+        .bind(bot_id.unwrap_or("").to_owned())
+        .bind(MAX_LIST_ROWS)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(match_from_row).collect()
+    }
+
+    /// How many matches are in each state.
+    pub async fn match_counts(&self) -> Result<Vec<(MatchState, i64)>> {
+        let rows =
+            sqlx::query("SELECT state, COUNT(*) AS n FROM matches GROUP BY state ORDER BY state")
+                .fetch_all(self.pool())
+                .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    MatchState::from_name(&get::<String>(row, "state")?)?,
+                    get(row, "n")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// An owner's available balance.
+    pub async fn available(&self, user_id: &str) -> Result<i64> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(load_account(&mut conn, &owner_account(user_id))
+            .await?
+            .map(|account| account.available())
+            .unwrap_or(0))
+    }
+}
+
+async fn void_claimed_tx(
+    conn: &mut AnyConnection,
+    select_for_update: &'static str,
+    match_id: &str,
+    lease_id: &str,
+    note: &str,
+    now: i64,
+) -> Result<()> {
+    let row = sqlx::query(select_for_update)
+        .bind(match_id.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("match {match_id}")))?;
+    let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
+    let holder: Option<String> = get(&row, "lease_id")?;
+    let expires: Option<i64> = get(&row, "lease_expires_ms")?;
+    if state != MatchState::Running
+        || holder.as_deref() != Some(lease_id)
+        || expires.is_none_or(|at| at < now)
+    {
+        return Err(LadderError::LeaseLost(format!(
+            "match {match_id} is no longer held by lease {lease_id}"
+        )));
+    }
+    let game = load_match(conn, match_id).await?;
+    void_tx(conn, &game, note).await
+}

@@ -1,0 +1,211 @@
+//! The ladder's storage: one [`Store`] over sqlx's `Any` driver, with the SQL that
+//! differs between SQLite and PostgreSQL behind the [`Dialect`] trait (one
+//! implementation per backend, in [`sqlite`] and [`postgres`]). Migrations run on
+//! connect. Every write is one transaction; PostgreSQL transactions that lose a
+//! deadlock or serialization race are retried.
+//!
+//! Architecture invariant: this module enforces data invariants (no negative
+//! balance, each pending transfer resolved once, a match settled once and only
+//! by the lease holder); permissions are checked one layer up, in [`crate::ladder`].
+
+mod ledger_sql;
+mod matches;
+mod postgres;
+mod registry;
+mod seasons;
+mod sqlite;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::{AnyConnection, AnyPool, Row, Transaction};
+
+use crate::error::{LadderError, Result};
+
+pub use matches::{PairSide, WaveReport};
+pub use postgres::Postgres;
+pub use sqlite::Sqlite;
+
+/// The SQL and transaction behaviour that differ between backends.
+pub trait Dialect: Send + Sync + std::fmt::Debug {
+    fn name(&self) -> &'static str;
+    /// The statement that opens a write transaction.
+    fn begin_write(&self) -> &'static str;
+    /// Selects the oldest claimable match (`$1` = now): queued, or running with an
+    /// expired lease; locked so concurrent claimers skip it where the backend can.
+    fn select_claimable(&self) -> &'static str;
+    /// Reads one match row for settlement (`$1` = id), locked against concurrent settlement.
+    fn select_match_for_update(&self) -> &'static str;
+    /// Whether a failed transaction is worth running again.
+    fn is_retryable(&self, error: &sqlx::Error) -> bool;
+    fn migrator(&self) -> &'static sqlx::migrate::Migrator;
+    /// How many connections the pool keeps.
+    fn max_connections(&self) -> u32;
+}
+
+/// Most times one write transaction is retried after a deadlock or serialization failure.
+const MAX_TRANSACTION_RETRIES: u32 = 8;
+
+/// The ladder database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    dialect: Arc<dyn Dialect>,
+}
+
+pub fn now_ms() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Runs `$body` (an expression using `$conn: &mut AnyConnection` and returning a
+/// future of `Result<T>`) in a write transaction, retrying retryable failures.
+macro_rules! write_tx {
+    ($store:expr, |$conn:ident| $body:expr) => {{
+        let store: &$crate::store::Store = $store;
+        let mut attempt: u32 = 0;
+        loop {
+            let mut tx = store.begin_write().await?;
+            let result: $crate::error::Result<_> = {
+                let $conn: &mut sqlx::AnyConnection = &mut *tx;
+                $body.await
+            };
+            let result = match result {
+                Ok(value) => tx
+                    .commit()
+                    .await
+                    .map(|()| value)
+                    .map_err($crate::error::LadderError::from),
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    Err(error)
+                }
+            };
+            match result {
+                Err($crate::error::LadderError::Database(ref error))
+                    if attempt < $crate::store::MAX_TRANSACTION_RETRIES_PUB
+                        && store.is_retryable(error) =>
+                {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt) * 3))
+                        .await;
+                }
+                other => break other,
+            }
+        }
+    }};
+}
+pub(crate) use write_tx;
+pub(crate) const MAX_TRANSACTION_RETRIES_PUB: u32 = MAX_TRANSACTION_RETRIES;
+
+impl Store {
+    /// Connects to `sqlite://path` (the file is created on first use) or
+    /// `postgres://…`, and runs the migrations.
+    pub async fn connect(url: &str) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        let dialect: Arc<dyn Dialect> = if url.starts_with("sqlite:") {
+            Arc::new(Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Arc::new(Postgres)
+        } else {
+            return Err(LadderError::Invalid(format!(
+                "database URL must start with sqlite:// or postgres://, got {:?}",
+                url.split(':').next().unwrap_or("")
+            )));
+        };
+        let url = if dialect.name() == "sqlite" && !url.contains("mode=") {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{separator}mode=rwc")
+        } else {
+            url.to_owned()
+        };
+        let options = AnyConnectOptions::from_str(&url)?;
+        let is_sqlite = dialect.name() == "sqlite";
+        let pool = AnyPoolOptions::new()
+            .max_connections(dialect.max_connections())
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if is_sqlite {
+                        sqlx::raw_sql("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        dialect.migrator().run(&pool).await?;
+        Ok(Store { pool, dialect })
+    }
+
+    pub fn backend(&self) -> &'static str {
+        self.dialect.name()
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub(crate) fn dialect(&self) -> &dyn Dialect {
+        &*self.dialect
+    }
+
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, sqlx::Any>> {
+        Ok(self.pool.begin_with(self.dialect.begin_write()).await?)
+    }
+
+    pub(crate) fn is_retryable(&self, error: &sqlx::Error) -> bool {
+        self.dialect.is_retryable(error)
+    }
+
+    /// Closes every connection (tests drop their databases afterwards).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// A setting stored as an integer.
+    pub async fn setting(&self, key: &str) -> Result<Option<i64>> {
+        let row = sqlx::query("SELECT value FROM settings WHERE key = $1")
+            .bind(key.to_owned())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| get::<i64>(&row, "value")).transpose()
+    }
+
+    pub async fn set_setting(&self, key: &str, value: i64) -> Result<()> {
+        let key = key.to_owned();
+        write_tx!(self, |conn| set_setting_tx(conn, &key, value))
+    }
+}
+
+async fn set_setting_tx(conn: &mut AnyConnection, key: &str, value: i64) -> Result<()> {
+    sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = $2")
+        .bind(key.to_owned())
+        .bind(value)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Reads a column, turning a type mismatch into a one-line error.
+pub(crate) fn get<'r, T>(row: &'r AnyRow, column: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>,
+{
+    row.try_get::<T, _>(column)
+        .map_err(|error| LadderError::corrupt(format!("column {column}: {error}")))
+}
+
+/// Whether a database error is a unique-constraint violation.
+pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(database) => database.is_unique_violation(),
+        _ => false,
+    }
+}

@@ -1,0 +1,47 @@
+//! PostgreSQL: for many workers. Claims skip rows other workers hold
+//! (`FOR UPDATE SKIP LOCKED`); settlement locks the match row.
+
+use super::Dialect;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Postgres;
+
+impl Dialect for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn begin_write(&self) -> &'static str {
+        "BEGIN"
+    }
+
+    fn select_claimable(&self) -> &'static str {
+        "SELECT id, attempts FROM matches \
+         WHERE state = 'queued' OR (state = 'running' AND lease_expires_ms < $1) \
+         ORDER BY accepted_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+    }
+
+    fn select_match_for_update(&self) -> &'static str {
+        "SELECT * FROM matches WHERE id = $1 FOR UPDATE"
+    }
+
+    fn is_retryable(&self, error: &sqlx::Error) -> bool {
+        // 40001 serialization failure, 40P01 deadlock detected.
+        match error {
+            sqlx::Error::Database(database) => {
+                matches!(database.code().as_deref(), Some("40001" | "40P01"))
+            }
+            _ => false,
+        }
+    }
+
+    fn migrator(&self) -> &'static sqlx::migrate::Migrator {
+        &MIGRATOR
+    }
+
+    fn max_connections(&self) -> u32 {
+        16
+    }
+}

@@ -1,0 +1,49 @@
+//! SQLite: the embedded default. One writer at a time (`BEGIN IMMEDIATE` takes
+//! the write lock up front), so a claim needs no row locks.
+
+use super::Dialect;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sqlite;
+
+impl Dialect for Sqlite {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn begin_write(&self) -> &'static str {
+        "BEGIN IMMEDIATE"
+    }
+
+    fn select_claimable(&self) -> &'static str {
+        "SELECT id, attempts FROM matches \
+         WHERE state = 'queued' OR (state = 'running' AND lease_expires_ms < $1) \
+         ORDER BY accepted_ms, id LIMIT 1"
+    }
+
+    fn select_match_for_update(&self) -> &'static str {
+        "SELECT * FROM matches WHERE id = $1"
+    }
+
+    fn is_retryable(&self, error: &sqlx::Error) -> bool {
+        // SQLITE_BUSY (5) and SQLITE_LOCKED (6), should the busy timeout run out.
+        match error {
+            sqlx::Error::Database(database) => {
+                matches!(database.code().as_deref(), Some("5" | "6" | "517"))
+            }
+            _ => false,
+        }
+    }
+
+    fn migrator(&self) -> &'static sqlx::migrate::Migrator {
+        &MIGRATOR
+    }
+
+    fn max_connections(&self) -> u32 {
+        // One connection: writes are serialised by SQLite anyway, and one
+        // connection never waits on its own lock.
+        1
+    }
+}

@@ -1,0 +1,354 @@
+//! A whole season through the `ladder` binary against a real `ladder serve` on
+//! loopback: init, owners, credits, built-in bots, stakes, pairing, workers,
+//! settlement, standings, season end (frozen), refusals and a clean ledger, then
+//! a graceful SIGTERM shutdown. Runs on a SQLite file and on PostgreSQL.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::TestDb;
+use serde_json::Value;
+
+const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
+/// How long the workers get to play every queued match.
+const SETTLE_DEADLINE: Duration = Duration::from_secs(40);
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `ladder serve` on an ephemeral port and reads the port from its log.
+fn start_server(db_url: &str, dir: &Path) -> Server {
+    let mut child = Command::new(LADDER)
+        .args([
+            "serve",
+            "--db",
+            db_url,
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+        ])
+        .arg("--replays")
+        .arg(dir.join("replays"))
+        .args(["--wave-interval-ms", "200"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ladder serve");
+    let stderr = child.stderr.take().expect("serve stderr");
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent && let Some(rest) = line.split("address=").nth(1) {
+                let address = rest.split_whitespace().next().unwrap_or("").to_owned();
+                let _ = sender.send(address);
+                sent = true;
+            }
+            eprintln!("[serve] {line}");
+        }
+    });
+    let Ok(address) = receiver.recv_timeout(Duration::from_secs(30)) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("ladder serve did not log its address within 30 s");
+    };
+    Server {
+        child,
+        url: format!("http://{address}"),
+    }
+}
+
+struct Cli<'a> {
+    server: &'a str,
+}
+
+impl Cli<'_> {
+    fn run(&self, token: &Path, args: &[&str]) -> Output {
+        Command::new(LADDER)
+            .arg("--server")
+            .arg(self.server)
+            .arg("--token-file")
+            .arg(token)
+            .args(args)
+            .env_remove("DUEL_LADDER_TOKEN")
+            .output()
+            .expect("run ladder")
+    }
+
+    fn ok(&self, token: &Path, args: &[&str]) -> String {
+        let output = self.run(token, args);
+        assert!(
+            output.status.success(),
+            "ladder {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn json(&self, token: &Path, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let text = self.ok(token, &args);
+        serde_json::from_str(&text).unwrap_or_else(|error| panic!("{args:?}: {error}: {text}"))
+    }
+
+    /// A refused command: non-zero exit, one line naming the reason, nothing on stdout.
+    fn refused(&self, token: &Path, args: &[&str], reason: &str) {
+        let output = self.run(token, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} should be refused");
+        assert!(stderr.contains(reason), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+}
+
+fn states(matches: &Value) -> Vec<String> {
+    matches
+        .as_array()
+        .expect("matches array")
+        .iter()
+        .map(|game| game["state"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+async fn season_through_cli(db: &TestDb) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| -> PathBuf { dir.path().join(name) };
+    let init = Command::new(LADDER)
+        .args([
+            "init",
+            "--db",
+            &db.url,
+            "--operator",
+            "root",
+            "--token-file",
+        ])
+        .arg(path("root.token"))
+        .output()
+        .expect("ladder init");
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let mut server = start_server(&db.url, dir.path());
+    let cli = Cli {
+        server: &server.url.clone(),
+    };
+    let root = path("root.token");
+    let (alice, bob) = (path("alice.token"), path("bob.token"));
+
+    assert_eq!(cli.json(&root, &["account", "whoami"])["role"], "operator");
+    for (name, token) in [("alice", &alice), ("bob", &bob)] {
+        cli.ok(
+            &root,
+            &[
+                "account",
+                "create",
+                name,
+                "--out",
+                token.to_str().expect("utf-8"),
+            ],
+        );
+        cli.ok(
+            &root,
+            &[
+                "credits",
+                "grant",
+                name,
+                "1000",
+                "--id",
+                &format!("seed:{name}"),
+            ],
+        );
+        // A retry of the same grant changes nothing.
+        let again = cli.ok(
+            &root,
+            &[
+                "credits",
+                "grant",
+                name,
+                "1000",
+                "--id",
+                &format!("seed:{name}"),
+            ],
+        );
+        assert!(again.contains("already applied"), "{again}");
+    }
+    cli.refused(
+        &alice,
+        &["credits", "grant", "alice", "5"],
+        "permission denied",
+    );
+    cli.refused(&alice, &["season", "start", "mine"], "permission denied");
+    cli.refused(
+        &root,
+        &[
+            "bot",
+            "register",
+            "x",
+            "--class",
+            "light",
+            "--builtin",
+            "builtin:block",
+        ],
+        "owner accounts",
+    );
+    cli.refused(
+        &alice,
+        &[
+            "bot",
+            "register",
+            "x",
+            "--class",
+            "featherweight",
+            "--builtin",
+            "builtin:block",
+        ],
+        "weight class",
+    );
+    cli.ok(&root, &["rake", "set", "1000"]);
+    cli.ok(&root, &["season", "start", "autumn"]);
+
+    let bots = [
+        (&alice, "a-counter", "builtin:counter"),
+        (&alice, "a-random", "builtin:random"),
+        (&bob, "b-block", "builtin:block"),
+        (&bob, "b-random", "builtin:random"),
+    ];
+    for (token, name, spec) in bots {
+        let bot = cli.json(
+            token,
+            &[
+                "bot",
+                "register",
+                name,
+                "--class",
+                "light",
+                "--builtin",
+                spec,
+            ],
+        );
+        assert_eq!(bot["current_version"], 1);
+    }
+    let shown = cli.json(
+        &alice,
+        &["bot", "version", "a-random", "--builtin", "builtin:counter"],
+    );
+    assert_eq!(shown["versions"].as_array().map(Vec::len), Some(2));
+    cli.refused(&alice, &["bot", "show", "b-block"], "another owner");
+    cli.refused(&alice, &["enqueue", "b-block", "--stake", "10"], "");
+    assert_eq!(
+        cli.json(&alice, &["bot", "list"]).as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(
+        cli.json(&root, &["bot", "list"]).as_array().map(Vec::len),
+        Some(4)
+    );
+
+    // Three rounds: everyone queues, waves pair them, the workers settle.
+    let mut expected_matches = 0;
+    for round in 0..3 {
+        for (token, name, _) in bots {
+            cli.ok(
+                token,
+                &["enqueue", name, "--stake", &(10 + round * 5).to_string()],
+            );
+        }
+        let deadline = Instant::now() + SETTLE_DEADLINE;
+        loop {
+            let matches = cli.json(&bob, &["matches"]);
+            let states = states(&matches);
+            let done = states
+                .iter()
+                .filter(|state| *state == "settled" || *state == "voided")
+                .count();
+            if done >= expected_matches + 2 && done == states.len() {
+                expected_matches = done;
+                break;
+            }
+            assert!(Instant::now() < deadline, "round {round}: {states:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let matches = cli.json(&alice, &["matches"]);
+    assert!(states(&matches).iter().all(|state| state == "settled"));
+    let first = &matches[0];
+    let id = first["id"].as_str().expect("match id");
+    let one = cli.json(&alice, &["matches", "--id", id]);
+    assert_eq!(one["ruleset"], "1.0.0");
+    let replay = one["replay_path"].as_str().expect("replay written");
+    assert!(Path::new(replay).exists(), "{replay}");
+
+    let live = cli.json(&alice, &["standings"]);
+    let standings = live["standings"].as_array().expect("standings");
+    assert_eq!(standings.len(), 4);
+    let games: i64 = standings
+        .iter()
+        .map(|row| row["games"].as_i64().unwrap_or(0))
+        .sum();
+    assert_eq!(games, 2 * expected_matches as i64);
+    assert!(live["season"]["ended_ms"].is_null());
+
+    let alice_balance = cli.json(&alice, &["balance"])["available"]
+        .as_i64()
+        .expect("balance");
+    let bob_balance = cli.json(&root, &["balance", "bob"])["available"]
+        .as_i64()
+        .expect("balance");
+    cli.refused(&alice, &["balance", "bob"], "permission denied");
+    let ledger = cli.json(&root, &["ledger", "check"]);
+    assert_eq!(ledger["ok"], true, "{ledger}");
+    assert_eq!(ledger["pending_unresolved"], 0);
+    assert_eq!(ledger["credits_in_circulation"], 2000);
+    assert_eq!(
+        alice_balance + bob_balance + ledger["house_credits"].as_i64().unwrap_or(-1),
+        2000
+    );
+
+    let ended = cli.ok(&root, &["season", "end"]);
+    assert!(ended.contains("frozen"), "{ended}");
+    let frozen = cli.json(&bob, &["standings", "--season", "1"]);
+    assert!(frozen["season"]["ended_ms"].as_i64().is_some());
+    assert_eq!(
+        frozen["standings"], live["standings"],
+        "frozen as they stood"
+    );
+    cli.refused(&alice, &["enqueue", "a-counter", "--stake", "5"], "season");
+    assert_eq!(cli.json(&root, &["ledger", "check"])["ok"], true);
+
+    // Graceful shutdown on SIGTERM.
+    let pid = server.child.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = server.child.try_wait().expect("wait") {
+            assert!(status.success(), "serve exited with {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+both_backends!(season_through_the_cli, season_through_cli);

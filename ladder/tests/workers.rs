@@ -1,0 +1,218 @@
+//! Workers against real databases: a worker killed mid-match (its lease expires,
+//! the match is re-run, exactly one settlement), two workers racing for one
+//! match (one wins), and a match with a bot the worker cannot run (voided,
+//! stakes returned).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::TestDb;
+use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState};
+use duel_ladder::store::PairSide;
+use duel_ladder::worker::{BotFactory, BuiltinFactory, Worked, WorkerConfig, work_once};
+use duel_referee::bot::DecisionFuture;
+use duel_referee::builtin::BuiltinBot;
+use duel_referee::{Bot, BuiltinSpec};
+use duel_replays::{FighterInfo, Replay};
+use duel_rules::{Observation, Side};
+
+/// A built-in bot that takes `delay` per decision, so a match lasts long enough
+/// to kill its worker in the middle.
+struct Slow {
+    inner: BuiltinBot,
+    delay: Duration,
+    decisions: Arc<AtomicU64>,
+}
+
+impl Bot for Slow {
+    fn info(&self) -> FighterInfo {
+        self.inner.info()
+    }
+
+    fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.decisions.fetch_add(1, Ordering::Relaxed);
+            self.inner.decide(observation).await
+        })
+    }
+}
+
+#[derive(Debug)]
+struct SlowFactory {
+    delay: Duration,
+    decisions: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Slow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Slow")
+    }
+}
+
+impl BotFactory for SlowFactory {
+    fn build(
+        &self,
+        _version: &BotVersion,
+        seed: u64,
+        side: Side,
+    ) -> duel_ladder::Result<Box<dyn Bot>> {
+        Ok(Box::new(Slow {
+            inner: BuiltinBot::new(BuiltinSpec::Random, seed, side),
+            delay: self.delay,
+            decisions: Arc::clone(&self.decisions),
+        }))
+    }
+}
+
+fn builtin(spec: &str) -> BotSource {
+    BotSource {
+        kind: BotKind::Builtin,
+        digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
+        spec: spec.to_owned(),
+        wasm: None,
+    }
+}
+
+async fn one_match(db: &TestDb, source_b: BotSource) -> String {
+    db.store.start_season("s1").await.expect("season");
+    let (alice, _) = db.owner("alice", 1_000).await;
+    let (bob, _) = db.owner("bob", 1_000).await;
+    let a = db
+        .store
+        .register_bot(&alice, "alpha", "light", &builtin("builtin:random"))
+        .await
+        .expect("a");
+    let b = db
+        .store
+        .register_bot(&bob, "bravo", "light", &source_b)
+        .await
+        .expect("b");
+    db.store
+        .accept_pair([
+            PairSide {
+                bot_id: a.id,
+                stake: 100,
+            },
+            PairSide {
+                bot_id: b.id,
+                stake: 100,
+            },
+        ])
+        .await
+        .expect("accept")
+        .id
+}
+
+async fn killed_worker_is_rerun_once(db: &TestDb) {
+    let match_id = one_match(db, builtin("builtin:counter")).await;
+    let replays = tempfile::tempdir().expect("replays dir");
+    let mut config = WorkerConfig::new(replays.path().to_path_buf());
+    config.lease_ms = 400;
+    config.heartbeat_ms = 100;
+    let decisions = Arc::new(AtomicU64::new(0));
+    let slow: Arc<dyn BotFactory> = Arc::new(SlowFactory {
+        delay: Duration::from_millis(40),
+        decisions: Arc::clone(&decisions),
+    });
+    let doomed = {
+        let (store, slow, config) = (db.store.clone(), Arc::clone(&slow), config.clone());
+        tokio::spawn(async move { work_once(&store, &*slow, &config).await })
+    };
+    // Kill the worker mid-match, well after its first heartbeat.
+    while decisions.load(Ordering::Relaxed) < 10 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    doomed.abort();
+    assert!(doomed.await.expect_err("killed").is_cancelled());
+    assert_eq!(
+        db.store.game(&match_id).await.expect("match").state,
+        MatchState::Running
+    );
+    assert_eq!(
+        work_once(&db.store, &BuiltinFactory, &config)
+            .await
+            .expect("too early"),
+        Worked::Idle,
+        "the dead worker's lease still holds"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let worked = work_once(&db.store, &BuiltinFactory, &config)
+        .await
+        .expect("re-run");
+    let Worked::Settled(settlement) = worked else {
+        panic!("expected a settlement, got {worked:?}");
+    };
+    assert_eq!(settlement.match_id, match_id);
+    let game = db.store.game(&match_id).await.expect("match");
+    assert_eq!((game.state, game.attempts), (MatchState::Settled, 2));
+    let replay =
+        Replay::read(&replays.path().join(format!("{match_id}.json"))).expect("replay written");
+    assert_eq!(replay.match_id, match_id);
+    assert_eq!(
+        work_once(&db.store, &BuiltinFactory, &config)
+            .await
+            .expect("idle"),
+        Worked::Idle
+    );
+    let report = db
+        .store
+        .ledger_check()
+        .await
+        .expect("check")
+        .expect("clean after a crash");
+    assert_eq!(report.pending_unresolved, 0);
+}
+both_backends!(worker_killed_mid_match, killed_worker_is_rerun_once);
+
+async fn two_workers_race(db: &TestDb) {
+    let match_id = one_match(db, builtin("builtin:block")).await;
+    let now = duel_ladder::store::now_ms();
+    let (first, second) = tokio::join!(db.store.claim(10_000, now), db.store.claim(10_000, now));
+    let claims: Vec<_> = [first.expect("claim"), second.expect("claim")]
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(claims.len(), 1, "exactly one worker wins the match");
+    assert_eq!(claims[0].game.id, match_id);
+}
+both_backends!(two_workers_race_for_one_match, two_workers_race);
+
+async fn unrunnable_bot_is_voided(db: &TestDb) {
+    let endpoint = BotSource {
+        kind: BotKind::Endpoint,
+        digest: duel_referee::spec::sha256_digest(b"grpc://bots.example.com:443"),
+        spec: "grpc://bots.example.com:443".to_owned(),
+        wasm: None,
+    };
+    let match_id = one_match(db, endpoint).await;
+    let replays = tempfile::tempdir().expect("replays dir");
+    let worked = work_once(
+        &db.store,
+        &BuiltinFactory,
+        &WorkerConfig::new(replays.path().to_path_buf()),
+    )
+    .await
+    .expect("work");
+    assert!(
+        matches!(worked, Worked::Voided { match_id: ref id, .. } if *id == match_id),
+        "{worked:?}"
+    );
+    let game = db.store.game(&match_id).await.expect("match");
+    assert_eq!(game.state, MatchState::Voided);
+    let owner = db.store.user_by_name("alice").await.expect("alice");
+    assert_eq!(
+        db.store.available(&owner.id).await.expect("balance"),
+        1_000,
+        "stake returned"
+    );
+    db.store
+        .ledger_check()
+        .await
+        .expect("check")
+        .expect("clean");
+}
+both_backends!(unrunnable_match_is_voided, unrunnable_bot_is_voided);

@@ -24,7 +24,12 @@ fn builtin(text: &str) -> BuiltinSpec {
 }
 
 fn config(id: &str, seed: u64) -> MatchConfig {
-    MatchConfig::new(id.to_owned(), "2026-06-01T12:00:00Z".to_owned(), WeightClass::Middle, seed)
+    MatchConfig::new(
+        id.to_owned(),
+        "2026-06-01T12:00:00Z".to_owned(),
+        WeightClass::Middle,
+        seed,
+    )
 }
 
 /// A typical match (two rounds of mixed play) and the longest one (three full
@@ -33,11 +38,17 @@ fn matches() -> [(&'static str, Replay, [BuiltinSpec; 2]); 2] {
     let key = SigningKey::from_bytes(&[42; 32]);
     let typical_specs = [builtin("builtin:counter"), builtin("builtin:random")];
     let longest_specs = [builtin("builtin:block"), builtin("builtin:block")];
-    let mut typical = run_bare_match(config("typical", 21), [&typical_specs[0], &typical_specs[1]]);
+    let mut typical = run_bare_match(
+        config("typical", 21),
+        [&typical_specs[0], &typical_specs[1]],
+    );
     let mut longest = run_bare_match(config("longest", 1), [&longest_specs[0], &longest_specs[1]]);
     duel_replays::sign(&mut typical, &key);
     duel_replays::sign(&mut longest, &key);
-    [("typical", typical, typical_specs), ("longest", longest, longest_specs)]
+    [
+        ("typical", typical, typical_specs),
+        ("longest", longest, longest_specs),
+    ]
 }
 
 fn sizes() {
@@ -68,16 +79,28 @@ fn verification(c: &mut Criterion) {
             b.iter(|| Replay::from_slice(black_box(&bytes)).expect("parses"))
         });
         group.bench_function(format!("{name}/signature"), |b| {
-            b.iter(|| check_signature(black_box(&bytes), None).expect("parses").expect("valid"))
+            b.iter(|| {
+                check_signature(black_box(&bytes), None)
+                    .expect("parses")
+                    .expect("valid")
+            })
         });
         group.bench_function(format!("{name}/rules+bots"), |b| {
-            b.iter(|| verify_replay(black_box(&replay)).expect("checkable").expect("verifies"))
+            b.iter(|| {
+                verify_replay(black_box(&replay))
+                    .expect("checkable")
+                    .expect("verifies")
+            })
         });
         group.bench_function(format!("{name}/full (parse+signature+rules+bots)"), |b| {
             b.iter(|| {
                 let parsed = Replay::from_slice(black_box(&bytes)).expect("parses");
-                check_signature(&bytes, None).expect("parses").expect("valid");
-                verify_replay(&parsed).expect("checkable").expect("verifies")
+                check_signature(&bytes, None)
+                    .expect("parses")
+                    .expect("valid");
+                verify_replay(&parsed)
+                    .expect("checkable")
+                    .expect("verifies")
             })
         });
     }
@@ -132,19 +155,31 @@ fn serving(c: &mut Criterion) {
         }
     });
     let key = SigningKey::from_bytes(&[42; 32]);
-    let state = PublishState::new(store, key.verifying_key(), LiveFeeds::new(), RateConfig::default());
+    let state = PublishState::new(
+        store,
+        key.verifying_key(),
+        LiveFeeds::new(),
+        RateConfig::default(),
+    );
     let bare_body: &'static str = Box::leak(typical_json.into_boxed_str());
     let app = publish::router(state).route(
         "/bare",
-        axum::routing::get(move || async move { ([("content-type", "application/json")], bare_body) }),
+        axum::routing::get(
+            move || async move { ([("content-type", "application/json")], bare_body) },
+        ),
     );
     let address = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let address = listener.local_addr().expect("address");
         tokio::spawn(async move {
-            axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-                .await
-                .expect("serve")
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .await
+            .expect("serve")
         });
         address
     });

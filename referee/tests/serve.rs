@@ -238,8 +238,8 @@ async fn bad_requests_get_clear_codes() {
         ),
         (
             request(&wasm_path, "builtin:block", 100),
-            tonic::Code::Unimplemented,
-            "not supported",
+            tonic::Code::InvalidArgument,
+            "not a WebAssembly component",
         ),
         (
             request("https://127.0.0.1:1", "builtin:block", 100),

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use duel_referee::builtin::BuiltinFighter;
 use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
 use duel_referee::verify::verify_replay;
-use duel_referee::builtin::BuiltinFighter;
 use duel_referee::{BotSpec, BuiltinSpec, MatchConfig, run_bare_match};
 use duel_replays::store::{ReplayStore, compress};
 use duel_replays::{Replay, SigningKey, check_signature};
@@ -37,8 +37,10 @@ fn config(id: &str, seed: u64) -> MatchConfig {
 /// rounds of 12 exchanges), both signed.
 fn matches() -> [(&'static str, Replay, [BuiltinFighter; 2]); 2] {
     let key = SigningKey::from_bytes(&[42; 32]);
-    let typical_specs = [builtin("builtin:counter"), builtin("builtin:random")].map(BuiltinFighter::new);
-    let longest_specs = [builtin("builtin:block"), builtin("builtin:block")].map(BuiltinFighter::new);
+    let typical_specs =
+        [builtin("builtin:counter"), builtin("builtin:random")].map(BuiltinFighter::new);
+    let longest_specs =
+        [builtin("builtin:block"), builtin("builtin:block")].map(BuiltinFighter::new);
     let mut typical = run_bare_match(
         config("typical", 21),
         [&typical_specs[0], &typical_specs[1]],

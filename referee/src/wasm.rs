@@ -31,8 +31,9 @@ fn sandbox_for(wall_clock: Duration) -> Result<Sandbox, RefereeError> {
         disk_cache_dir: default_cache_dir(),
         ..SandboxConfig::default()
     };
-    let sandbox = Sandbox::new(config)
-        .map_err(|error| RefereeError::Unsupported(format!("cannot start the WASM sandbox: {error}")))?;
+    let sandbox = Sandbox::new(config).map_err(|error| {
+        RefereeError::Unsupported(format!("cannot start the WASM sandbox: {error}"))
+    })?;
     sandboxes.insert(wall_clock, sandbox.clone());
     Ok(sandbox)
 }
@@ -57,7 +58,9 @@ pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, Refere
     let sandbox = sandbox_for(wall_clock)?;
     let limit = sandbox.config().upload_bytes_max;
     let size = std::fs::metadata(path)
-        .map_err(|error| RefereeError::Spec(format!("cannot read bot {}: {error}", path.display())))?
+        .map_err(|error| {
+            RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
+        })?
         .len();
     if size > limit as u64 {
         return Err(RefereeError::Spec(format!(
@@ -65,9 +68,9 @@ pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, Refere
             path.display()
         )));
     }
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|error| RefereeError::Spec(format!("cannot read bot {}: {error}", path.display())))?;
+    let bytes = tokio::fs::read(path).await.map_err(|error| {
+        RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
+    })?;
     sandbox
         .load_async(bytes)
         .await
@@ -111,7 +114,9 @@ pub struct WasmBot {
 
 impl std::fmt::Debug for WasmBot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WasmBot").field("info", &self.info).finish_non_exhaustive()
+        f.debug_struct("WasmBot")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -122,7 +127,12 @@ impl WasmBot {
         context: duel_sandbox::BotContext,
         meter: FighterMeter,
     ) -> WasmBot {
-        let instance = loaded.instantiate(context.clone(), Arc::new(MeteredModel { meter: meter.clone() }));
+        let instance = loaded.instantiate(
+            context.clone(),
+            Arc::new(MeteredModel {
+                meter: meter.clone(),
+            }),
+        );
         let name = path
             .file_stem()
             .map(|stem| stem.to_string_lossy().into_owned())

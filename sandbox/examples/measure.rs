@@ -6,11 +6,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use duel_rules::{MatchState, Observation, Ruleset, Side, TapeEntry, TapeSide, Source, WeightClass};
+use duel_rules::{
+    MatchState, Observation, Ruleset, Side, Source, TapeEntry, TapeSide, WeightClass,
+};
 use duel_sandbox::{Allocation, BotContext, LoadedBot, NoModel, Sandbox, SandboxConfig};
 
 fn context(seed: u64, side: Side) -> BotContext {
-    BotContext { match_id: "measure".into(), seed, side }
+    BotContext {
+        match_id: "measure".into(),
+        seed,
+        side,
+    }
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -25,12 +31,41 @@ async fn whole_match(a: &LoadedBot, b: &LoadedBot) -> (Duration, usize) {
     let mut state = MatchState::new(Ruleset::CURRENT);
     let mut tape: Vec<TapeEntry> = Vec::new();
     while !state.is_over() {
-        let xa = ia.decide(&Observation::new(&state, Side::A, "measure", WeightClass::Middle, 0, &tape)).await.unwrap_or(duel_rules::Action::Block);
-        let xb = ib.decide(&Observation::new(&state, Side::B, "measure", WeightClass::Middle, 0, &tape)).await.unwrap_or(duel_rules::Action::Block);
+        let xa = ia
+            .decide(&Observation::new(
+                &state,
+                Side::A,
+                "measure",
+                WeightClass::Middle,
+                0,
+                &tape,
+            ))
+            .await
+            .unwrap_or(duel_rules::Action::Block);
+        let xb = ib
+            .decide(&Observation::new(
+                &state,
+                Side::B,
+                "measure",
+                WeightClass::Middle,
+                0,
+                &tape,
+            ))
+            .await
+            .unwrap_or(duel_rules::Action::Block);
         let round = state.round();
         let step = state.play_exchange([xa, xb]).unwrap();
-        let side = |i: usize, action| TapeSide { action, exhausted: step.outcome.sides[i].exhausted, source: Source::Bot, damage_taken: step.outcome.sides[i].damage_taken };
-        tape.push(TapeEntry { round, exchange: step.exchange, sides: [side(0, xa), side(1, xb)] });
+        let side = |i: usize, action| TapeSide {
+            action,
+            exhausted: step.outcome.sides[i].exhausted,
+            source: Source::Bot,
+            damage_taken: step.outcome.sides[i].damage_taken,
+        };
+        tape.push(TapeEntry {
+            round,
+            exchange: step.exchange,
+            sides: [side(0, xa), side(1, xb)],
+        });
     }
     (started.elapsed(), tape.len())
 }
@@ -39,10 +74,17 @@ async fn figures(label: &str, sandbox: &Sandbox, dir: &std::path::Path) {
     println!("## {label}");
     for name in ["jabber", "counter", "python-bot"] {
         let path = dir.join(format!("{name}.wasm"));
-        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
         let started = Instant::now();
         let bot = sandbox.load(&bytes).unwrap();
-        println!("{name}: {} KiB, load ({:?}) {:?}", bytes.len() / 1024, bot.origin(), started.elapsed());
+        println!(
+            "{name}: {} KiB, load ({:?}) {:?}",
+            bytes.len() / 1024,
+            bot.origin(),
+            started.elapsed()
+        );
         let state = MatchState::new(Ruleset::CURRENT);
         let obs = Observation::new(&state, Side::A, "measure", WeightClass::Middle, 0, &[]);
         let mut first = Vec::new();
@@ -63,11 +105,19 @@ async fn figures(label: &str, sandbox: &Sandbox, dir: &std::path::Path) {
         }
         println!(
             "  instantiate + first decide: median {:?}; decide on a live instance: median {:?}; fuel first {} then {}; memory {} KiB",
-            median(first), median(warm), first_fuel, instance.stats().last_fuel_used, instance.stats().memory_bytes / 1024
+            median(first),
+            median(warm),
+            first_fuel,
+            instance.stats().last_fuel_used,
+            instance.stats().memory_bytes / 1024
         );
     }
-    let jabber = sandbox.load(&std::fs::read(dir.join("jabber.wasm")).unwrap()).unwrap();
-    let counter = sandbox.load(&std::fs::read(dir.join("counter.wasm")).unwrap()).unwrap();
+    let jabber = sandbox
+        .load(&std::fs::read(dir.join("jabber.wasm")).unwrap())
+        .unwrap();
+    let counter = sandbox
+        .load(&std::fs::read(dir.join("counter.wasm")).unwrap())
+        .unwrap();
     let mut samples = Vec::new();
     let mut exchanges = 0;
     for _ in 0..50 {
@@ -75,21 +125,33 @@ async fn figures(label: &str, sandbox: &Sandbox, dir: &std::path::Path) {
         samples.push(t);
         exchanges = n;
     }
-    println!("whole warm match jabber vs counter ({exchanges} exchanges, both instantiations): median {:?}", median(samples));
+    println!(
+        "whole warm match jabber vs counter ({exchanges} exchanges, both instantiations): median {:?}",
+        median(samples)
+    );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let dir: PathBuf = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bots")
-    });
+    let dir: PathBuf = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bots"));
     let cache = tempfile::tempdir().unwrap();
-    let on_demand = SandboxConfig { disk_cache_dir: Some(cache.path().to_path_buf()), ..SandboxConfig::default() };
+    let on_demand = SandboxConfig {
+        disk_cache_dir: Some(cache.path().to_path_buf()),
+        ..SandboxConfig::default()
+    };
     let sandbox = Sandbox::new(on_demand.clone()).unwrap();
     figures("on-demand allocator, cold disk cache", &sandbox, &dir).await;
     drop(sandbox);
     let sandbox = Sandbox::new(on_demand).unwrap();
-    figures("on-demand allocator, second process (disk cache hit)", &sandbox, &dir).await;
+    figures(
+        "on-demand allocator, second process (disk cache hit)",
+        &sandbox,
+        &dir,
+    )
+    .await;
     drop(sandbox);
     let pooled = SandboxConfig {
         disk_cache_dir: Some(cache.path().join("pool")),

@@ -39,7 +39,10 @@ impl WorldVersion {
     /// of its imports (`duel:bot/types@1.0.0` …). A component that imports no
     /// `duel:bot` interface is tried as the oldest version, whose type check then
     /// says what is missing.
-    pub(crate) fn detect(engine: &Engine, component: &Component) -> Result<WorldVersion, SandboxError> {
+    pub(crate) fn detect(
+        engine: &Engine,
+        component: &Component,
+    ) -> Result<WorldVersion, SandboxError> {
         let ty = component.component_type();
         let mut found: Option<String> = None;
         for (name, item) in ty.imports(engine) {

@@ -102,7 +102,8 @@ impl DiskCache {
     }
 
     fn path(&self, digest_hex: &str) -> PathBuf {
-        self.dir.join(format!("{digest_hex}-{}.cwasm", self.engine_tag))
+        self.dir
+            .join(format!("{digest_hex}-{}.cwasm", self.engine_tag))
     }
 
     /// The cached artifact of `digest_hex`, if there is a loadable one. A file that
@@ -128,16 +129,22 @@ impl DiskCache {
         }
     }
 
-    pub(crate) fn store(&self, digest_hex: &str, component: &Component) -> Result<(), SandboxError> {
+    pub(crate) fn store(
+        &self,
+        digest_hex: &str,
+        component: &Component,
+    ) -> Result<(), SandboxError> {
         let path = self.path(digest_hex);
         let fail = |reason: String| SandboxError::DiskCache {
             path: path.display().to_string(),
             reason,
         };
         let bytes = component.serialize().map_err(|err| fail(err.to_string()))?;
-        let tmp = self
-            .dir
-            .join(format!(".{digest_hex}-{}.{}.tmp", self.engine_tag, std::process::id()));
+        let tmp = self.dir.join(format!(
+            ".{digest_hex}-{}.{}.tmp",
+            self.engine_tag,
+            std::process::id()
+        ));
         std::fs::write(&tmp, &bytes).map_err(|err| fail(err.to_string()))?;
         std::fs::rename(&tmp, &path).map_err(|err| {
             let _ = std::fs::remove_file(&tmp);

@@ -40,8 +40,16 @@ pub(crate) struct Limiter {
 }
 
 impl wasmtime::ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let total = self.memory_bytes.saturating_sub(current).saturating_add(desired);
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self
+            .memory_bytes
+            .saturating_sub(current)
+            .saturating_add(desired);
         if total > self.memory_bytes_max {
             return Err(wasmtime::Error::new(LimitHit {
                 what: "memory",
@@ -53,7 +61,12 @@ impl wasmtime::ResourceLimiter for Limiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.table_elements_max {
             return Err(wasmtime::Error::new(LimitHit {
                 what: "table",

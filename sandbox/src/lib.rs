@@ -26,4 +26,6 @@ pub use bindings::WorldVersion;
 pub use error::{DecideFailure, FailureCause, SandboxError};
 pub use limits::{Allocation, SandboxConfig};
 pub use model::{Message, ModelError, ModelFuture, ModelPort, NoModel};
-pub use sandbox::{BotContext, BotInstance, CompileOrigin, InstanceStats, LoadedBot, Sandbox, SandboxStats};
+pub use sandbox::{
+    BotContext, BotInstance, CompileOrigin, InstanceStats, LoadedBot, Sandbox, SandboxStats,
+};

@@ -68,12 +68,22 @@ pub const ASYNC_STACK_BYTES: usize = 2 * MIB;
 /// live at once per process (two per running match).
 pub const POOL_INSTANCES_DEFAULT: u32 = 256;
 
-const _: () = assert!(FUEL_PER_DECISION_DEFAULT > 1_000_000, "a Python decision must fit");
-const _: () = assert!(MEMORY_BYTES_MAX_DEFAULT >= 64 * MIB, "the Python example needs ~26 MiB at peak");
+const _: () = assert!(
+    FUEL_PER_DECISION_DEFAULT > 1_000_000,
+    "a Python decision must fit"
+);
+const _: () = assert!(
+    MEMORY_BYTES_MAX_DEFAULT >= 64 * MIB,
+    "the Python example needs ~26 MiB at peak"
+);
 const _: () = assert!(ASYNC_STACK_BYTES > WASM_STACK_BYTES_MAX);
-const _: () = assert!(UPLOAD_BYTES_MAX_DEFAULT >= 32 * MIB, "Python bots are ~18 MiB");
+const _: () = assert!(
+    UPLOAD_BYTES_MAX_DEFAULT >= 32 * MIB,
+    "Python bots are ~18 MiB"
+);
 const _: () = assert!(LOG_BYTES_PER_MATCH_DEFAULT >= 1024);
-const _: () = assert!(EPOCH_TICK_DEFAULT.as_millis() * 100 <= DECISION_WALL_CLOCK_DEFAULT.as_millis());
+const _: () =
+    assert!(EPOCH_TICK_DEFAULT.as_millis() * 100 <= DECISION_WALL_CLOCK_DEFAULT.as_millis());
 
 /// How instance memory is allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

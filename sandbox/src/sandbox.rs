@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use duel_rules::{Action, Observation, Side};
 use sha2::{Digest as _, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap, UpdateDeadline};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    UpdateDeadline,
+};
 
 use crate::bindings::{WorldVersion, convert_v1_0_0, v1_0_0};
 use crate::cache::{DiskCache, MemoryCache};
@@ -129,9 +132,11 @@ impl Sandbox {
     /// the caches, and starts the epoch thread.
     pub fn new(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         config.validate().map_err(SandboxError::Config)?;
-        let engine = Engine::new(&engine_config(&config)?).map_err(|err| SandboxError::Engine(err.to_string()))?;
+        let engine = Engine::new(&engine_config(&config)?)
+            .map_err(|err| SandboxError::Engine(err.to_string()))?;
         let mut linker = Linker::<HostState>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|err| SandboxError::Engine(err.to_string()))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|err| SandboxError::Engine(err.to_string()))?;
         v1_0_0::Bot::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
             .map_err(|err| SandboxError::Engine(err.to_string()))?;
         let disk = match &config.disk_cache_dir {
@@ -173,21 +178,31 @@ impl Sandbox {
         let inner = &self.inner;
         let cap = inner.config.upload_bytes_max;
         if bytes.len() > cap {
-            return Err(SandboxError::TooLarge { size: bytes.len(), cap });
+            return Err(SandboxError::TooLarge {
+                size: bytes.len(),
+                cap,
+            });
         }
         check_component_header(bytes)?;
-        let digest_hex: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let digest_hex: String = Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let digest = format!("sha256:{digest_hex}");
         if let Some(loaded) = inner.cached(&digest) {
             inner.counters.memory_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(LoadedBot::new(self, loaded, CompileOrigin::MemoryCache));
         }
-        let from_disk = inner.disk.as_ref().and_then(|disk| disk.load(&inner.engine, &digest_hex));
+        let from_disk = inner
+            .disk
+            .as_ref()
+            .and_then(|disk| disk.load(&inner.engine, &digest_hex));
         let (component, origin) = match from_disk {
             Some(component) => (component, CompileOrigin::DiskCache),
             None => {
-                let component = Component::new(&inner.engine, bytes)
-                    .map_err(|err| SandboxError::InvalidComponent(short_reason(&format!("{err:#}"))))?;
+                let component = Component::new(&inner.engine, bytes).map_err(|err| {
+                    SandboxError::InvalidComponent(short_reason(&format!("{err:#}")))
+                })?;
                 (component, CompileOrigin::Compiled)
             }
         };
@@ -201,7 +216,10 @@ impl Sandbox {
                 if let Some(disk) = &inner.disk
                     && disk.store(&digest_hex, &component).is_err()
                 {
-                    inner.counters.disk_write_errors.fetch_add(1, Ordering::Relaxed);
+                    inner
+                        .counters
+                        .disk_write_errors
+                        .fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -246,11 +264,19 @@ fn check_component_header(bytes: &[u8]) -> Result<(), SandboxError> {
 
 impl SandboxInner {
     fn cached(&self, digest: &str) -> Option<Arc<Loaded>> {
-        self.compiled.lock().unwrap_or_else(|poison| poison.into_inner()).get(digest)
+        self.compiled
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get(digest)
     }
 
     /// Checks the component against its `duel:bot` world and pre-links it.
-    fn link(&self, component: Component, digest: String, size_bytes: usize) -> Result<Loaded, SandboxError> {
+    fn link(
+        &self,
+        component: Component,
+        digest: String,
+        size_bytes: usize,
+    ) -> Result<Loaded, SandboxError> {
         let world = WorldVersion::detect(&self.engine, &component)?;
         let pre = self
             .linker
@@ -347,7 +373,9 @@ impl LoadedBot {
     /// One bot's instance for one match. The wasm instance itself is created at the
     /// first decision, inside that decision's limits, and again after any failure.
     pub fn instantiate(&self, context: BotContext, model: Arc<dyn ModelPort>) -> BotInstance {
-        let log = Arc::new(Mutex::new(BotLog::new(self.sandbox.inner.config.log_bytes_per_match)));
+        let log = Arc::new(Mutex::new(BotLog::new(
+            self.sandbox.inner.config.log_bytes_per_match,
+        )));
         BotInstance {
             bot: self.clone(),
             context,
@@ -423,16 +451,25 @@ impl BotInstance {
     /// The bot's output so far this match (`log` lines, stdout, stderr), up to the
     /// per-match cap.
     pub fn log_text(&self) -> String {
-        self.log.lock().unwrap_or_else(|poison| poison.into_inner()).text()
+        self.log
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .text()
     }
 
     /// Bytes of output dropped past the cap.
     pub fn log_dropped_bytes(&self) -> u64 {
-        self.log.lock().unwrap_or_else(|poison| poison.into_inner()).dropped_bytes()
+        self.log
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .dropped_bytes()
     }
 
     fn log_len(&self) -> usize {
-        self.log.lock().unwrap_or_else(|poison| poison.into_inner()).len()
+        self.log
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .len()
     }
 
     /// Asks the bot for its action, within the wall clock, fuel and memory limits.
@@ -443,13 +480,16 @@ impl BotInstance {
         let deadline = started + wall_clock;
         self.stats.decisions += 1;
         let log_before = self.log_len();
-        let result = match tokio::time::timeout_at(deadline.into(), self.decide_live(deadline, observation)).await {
-            Ok(result) => result,
-            Err(_elapsed) => Err(DecideFailure::new(
-                FailureCause::Timeout,
-                format!("no answer within the wall clock of {wall_clock:?} (blocked)"),
-            )),
-        };
+        let result =
+            match tokio::time::timeout_at(deadline.into(), self.decide_live(deadline, observation))
+                .await
+            {
+                Ok(result) => result,
+                Err(_elapsed) => Err(DecideFailure::new(
+                    FailureCause::Timeout,
+                    format!("no answer within the wall clock of {wall_clock:?} (blocked)"),
+                )),
+            };
         if let Some(live) = &self.live {
             self.stats.model_calls = live.store.data().model_calls;
         }
@@ -464,7 +504,10 @@ impl BotInstance {
                     FailureCause::Fault => self.stats.faults += 1,
                 }
                 if let Some(line) = self.last_log_line_since(log_before) {
-                    failure = DecideFailure::new(failure.cause, format!("{}; last output: {line}", failure.reason));
+                    failure = DecideFailure::new(
+                        failure.cause,
+                        format!("{}; last output: {line}", failure.reason),
+                    );
                 }
                 Err(failure)
             }
@@ -474,23 +517,35 @@ impl BotInstance {
     /// What the bot wrote during this decision that explains a failure: a Python
     /// exception line (`RuntimeError: …`), else a Rust panic message.
     fn last_log_line_since(&self, start: usize) -> Option<String> {
-        let text = self.log.lock().unwrap_or_else(|poison| poison.into_inner()).text();
+        let text = self
+            .log
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .text();
         let lines: Vec<&str> = text.get(start..)?.lines().collect();
         if let Some(line) = lines.iter().rev().find(|line| is_exception_line(line)) {
             return Some(line.trim().to_owned());
         }
         // "thread '…' panicked at FILE:LINE:COL:" and the message on the next line.
-        let at = lines.iter().rposition(|line| line.contains("panicked at"))?;
+        let at = lines
+            .iter()
+            .rposition(|line| line.contains("panicked at"))?;
         let message = lines.get(at + 1).map_or("", |line| line.trim());
         Some(format!("panicked: {message}"))
     }
 
-    async fn decide_live(&mut self, deadline: Instant, observation: &Observation<'_>) -> Result<Action, DecideFailure> {
+    async fn decide_live(
+        &mut self,
+        deadline: Instant,
+        observation: &Observation<'_>,
+    ) -> Result<Action, DecideFailure> {
         let inner = Arc::clone(&self.bot.sandbox.inner);
         let fuel = inner.config.fuel_per_decision;
         if self.live.is_none() {
             let mut store = self.new_store(&inner, deadline);
-            store.set_fuel(fuel).map_err(|err| classify(&inner.config, &err))?;
+            store
+                .set_fuel(fuel)
+                .map_err(|err| classify(&inner.config, &err))?;
             store.set_epoch_deadline(1);
             let bot = match &self.bot.loaded.pre {
                 BotPre::V1_0_0(pre) => BotHandle::V1_0_0(
@@ -503,11 +558,16 @@ impl BotInstance {
             self.live = Some(Live { store, bot });
         } else if let Some(live) = &mut self.live {
             live.store.data_mut().deadline = deadline;
-            live.store.set_fuel(fuel).map_err(|err| classify(&inner.config, &err))?;
+            live.store
+                .set_fuel(fuel)
+                .map_err(|err| classify(&inner.config, &err))?;
             live.store.set_epoch_deadline(1);
         }
         let Some(live) = &mut self.live else {
-            return Err(DecideFailure::new(FailureCause::Fault, "internal: no live instance"));
+            return Err(DecideFailure::new(
+                FailureCause::Fault,
+                "internal: no live instance",
+            ));
         };
         let answer = match &live.bot {
             BotHandle::V1_0_0(bot) => {
@@ -560,7 +620,10 @@ fn is_exception_line(line: &str) -> bool {
     let Some((name, _)) = line.split_once(": ") else {
         return false;
     };
-    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     plain && (name.ends_with("Error") || name.ends_with("Exception") || name.ends_with("Exit"))
 }
 
@@ -577,7 +640,10 @@ fn classify(config: &SandboxConfig, err: &wasmtime::Error) -> DecideFailure {
         return DecideFailure::new(FailureCause::Fault, hit.to_string());
     }
     if let Some(exit) = err.downcast_ref::<wasmtime_wasi::I32Exit>() {
-        return DecideFailure::new(FailureCause::Fault, format!("the bot exited with code {}", exit.0));
+        return DecideFailure::new(
+            FailureCause::Fault,
+            format!("the bot exited with code {}", exit.0),
+        );
     }
     if let Some(trap) = err.downcast_ref::<Trap>() {
         let reason = match trap {
@@ -587,9 +653,14 @@ fn classify(config: &SandboxConfig, err: &wasmtime::Error) -> DecideFailure {
                     format!("wall clock of {:?} ran out", config.decision_wall_clock),
                 );
             }
-            Trap::OutOfFuel => format!("fuel cap of {} per decision exhausted", config.fuel_per_decision),
+            Trap::OutOfFuel => format!(
+                "fuel cap of {} per decision exhausted",
+                config.fuel_per_decision
+            ),
             Trap::StackOverflow => "stack overflow".to_owned(),
-            Trap::UnreachableCodeReached => "trap: unreachable (a panic, abort or exception)".to_owned(),
+            Trap::UnreachableCodeReached => {
+                "trap: unreachable (a panic, abort or exception)".to_owned()
+            }
             other => format!("trap: {other}"),
         };
         return DecideFailure::new(FailureCause::Fault, reason);

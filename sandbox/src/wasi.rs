@@ -93,7 +93,11 @@ impl Pollable for LogSink {
 }
 
 impl tokio::io::AsyncWrite for LogSink {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         append_log(&self.0, buf);
         Poll::Ready(Ok(buf.len()))
     }
@@ -210,8 +214,17 @@ mod tests {
 
     #[test]
     fn seeds_differ_by_side_and_purpose() {
-        assert_ne!(derive_seed(1, Side::A, "secure"), derive_seed(1, Side::B, "secure"));
-        assert_ne!(derive_seed(1, Side::A, "secure"), derive_seed(1, Side::A, "insecure"));
-        assert_eq!(derive_seed(7, Side::A, "secure"), derive_seed(7, Side::A, "secure"));
+        assert_ne!(
+            derive_seed(1, Side::A, "secure"),
+            derive_seed(1, Side::B, "secure")
+        );
+        assert_ne!(
+            derive_seed(1, Side::A, "secure"),
+            derive_seed(1, Side::A, "insecure")
+        );
+        assert_eq!(
+            derive_seed(7, Side::A, "secure"),
+            derive_seed(7, Side::A, "secure")
+        );
     }
 }

@@ -20,14 +20,21 @@ async fn rust_bots_play_a_full_match() {
     let mut b = instance(&counter, "m-1", 1, Side::B);
     let bout = play_match(&mut a, &mut b, "m-1").await;
     assert!(bout.state.is_over());
-    assert!(bout.tape.len() >= 24, "at least two rounds of 12 exchanges, or KOs");
+    assert!(
+        bout.tape.len() >= 24,
+        "at least two rounds of 12 exchanges, or KOs"
+    );
     for entry in &bout.tape {
         assert_eq!(entry.sides[0].source, Source::Bot, "{entry:?}");
         assert_eq!(entry.sides[1].source, Source::Bot, "{entry:?}");
     }
     // The jabber jabs from full stamina.
     assert_eq!(bout.tape[0].sides[0].action, Action::Jab);
-    assert_eq!(a.stats().instantiations, 1, "one instance for the whole match");
+    assert_eq!(
+        a.stats().instantiations,
+        1,
+        "one instance for the whole match"
+    );
     assert_eq!(b.stats().instantiations, 1);
     assert_eq!(a.stats().faults + a.stats().timeouts, 0);
 }
@@ -55,7 +62,12 @@ async fn every_example_bot_answers() {
         let mut a = instance(&bot, "m-3", 3, Side::A);
         let mut b = instance(&bot, "m-3", 3, Side::B);
         let bout = play_match(&mut a, &mut b, "m-3").await;
-        let substituted = bout.tape.iter().flat_map(|e| e.sides).filter(|s| s.source != Source::Bot).count();
+        let substituted = bout
+            .tape
+            .iter()
+            .flat_map(|e| e.sides)
+            .filter(|s| s.source != Source::Bot)
+            .count();
         assert_eq!(substituted, 0, "{name} failed some decisions");
     }
 }
@@ -100,13 +112,25 @@ async fn model_calls_reach_the_port_and_refusals_reach_the_bot() {
     };
     let mut bot = hostile.instantiate(context, port.clone());
     let bout = Bout::new("model-twice");
-    assert_eq!(bot.decide(&bout.observation(Side::A)).await, Ok(Action::Block));
+    assert_eq!(
+        bot.decide(&bout.observation(Side::A)).await,
+        Ok(Action::Block)
+    );
     let calls = port.calls.lock().unwrap().clone();
-    assert_eq!(calls.len(), 2, "calling again after a refusal is allowed and refused again");
+    assert_eq!(
+        calls.len(),
+        2,
+        "calling again after a refusal is allowed and refused again"
+    );
     assert_eq!(calls[0].0[0].content, "hi");
     assert_eq!(calls[0].1, 4);
     assert_eq!(bot.stats().model_calls, 2);
-    assert!(bot.log_text().contains("first=Err(BudgetExhausted) second=Err(BudgetExhausted)"), "{}", bot.log_text());
+    assert!(
+        bot.log_text()
+            .contains("first=Err(BudgetExhausted) second=Err(BudgetExhausted)"),
+        "{}",
+        bot.log_text()
+    );
 }
 
 #[tokio::test]
@@ -118,6 +142,10 @@ async fn without_a_model_the_oracle_plays_on_alone() {
     let mut b = instance(&jabber, "m-4", 1, Side::B);
     let bout = play_match(&mut a, &mut b, "m-4").await;
     assert!(bout.tape.iter().all(|e| e.sides[0].source == Source::Bot));
-    assert_eq!(a.stats().model_calls, 1, "asks once, is refused, never asks again");
+    assert_eq!(
+        a.stats().model_calls,
+        1,
+        "asks once, is refused, never asks again"
+    );
     assert!(a.log_text().contains("model refused"));
 }

@@ -32,7 +32,11 @@ async fn the_same_seed_gives_identical_behaviour() {
     let first = run(&dice, 42, Side::A, 12).await;
     let again = run(&dice, 42, Side::A, 12).await;
     assert_eq!(first, again);
-    assert!(first.1.contains("wall=946684800"), "virtual wall clock: {}", first.1);
+    assert!(
+        first.1.contains("wall=946684800"),
+        "virtual wall clock: {}",
+        first.1
+    );
     let other_seed = run(&dice, 43, Side::A, 12).await;
     assert_ne!(first.1, other_seed.1, "another seed draws otherwise");
     let other_side = run(&dice, 42, Side::B, 12).await;

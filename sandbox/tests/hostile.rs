@@ -23,7 +23,14 @@ fn short_clock() -> SandboxConfig {
     }
 }
 
-async fn first_decision(config: SandboxConfig, mode: &str) -> (Result<Action, DecideFailure>, Duration, duel_sandbox::BotInstance) {
+async fn first_decision(
+    config: SandboxConfig,
+    mode: &str,
+) -> (
+    Result<Action, DecideFailure>,
+    Duration,
+    duel_sandbox::BotInstance,
+) {
     let sandbox = sandbox(config);
     let hostile = load(&sandbox, "hostile");
     let mut bot = instance(&hostile, mode, 1, Side::A);
@@ -37,8 +44,14 @@ fn expect_failure(result: &Result<Action, DecideFailure>, cause: FailureCause, n
     match result {
         Err(failure) => {
             assert_eq!(failure.cause, cause, "{failure}");
-            assert!(failure.reason.contains(needle), "reason {:?} lacks {needle:?}", failure.reason);
-            assert!(failure.reason.chars().count() <= duel_sandbox::limits::FAILURE_REASON_CHARS_MAX);
+            assert!(
+                failure.reason.contains(needle),
+                "reason {:?} lacks {needle:?}",
+                failure.reason
+            );
+            assert!(
+                failure.reason.chars().count() <= duel_sandbox::limits::FAILURE_REASON_CHARS_MAX
+            );
         }
         Ok(action) => panic!("expected {cause:?}, got {action:?}"),
     }
@@ -117,7 +130,11 @@ async fn allocating_until_the_cap_is_a_fault() {
 #[tokio::test]
 async fn deep_recursion_is_a_fault() {
     let (result, elapsed, _) = first_decision(SandboxConfig::default(), "recurse").await;
-    assert_eq!(result.as_ref().map_err(|f| f.cause), Err(FailureCause::Fault), "{result:?}");
+    assert_eq!(
+        result.as_ref().map_err(|f| f.cause),
+        Err(FailureCause::Fault),
+        "{result:?}"
+    );
     assert!(elapsed < Duration::from_secs(5));
 }
 
@@ -130,8 +147,14 @@ async fn a_panic_is_a_fault_and_the_next_decision_runs_fresh() {
     let first = bot.decide(&bout.observation(Side::A)).await;
     expect_failure(&first, FailureCause::Fault, "unreachable");
     let reason = first.unwrap_err().reason;
-    assert!(reason.contains("panicked: hostile bot panics on purpose"), "the panic message is kept: {reason}");
-    bout.play([(Action::Block, duel_rules::Source::Fault), (Action::Block, duel_rules::Source::Bot)]);
+    assert!(
+        reason.contains("panicked: hostile bot panics on purpose"),
+        "the panic message is kept: {reason}"
+    );
+    bout.play([
+        (Action::Block, duel_rules::Source::Fault),
+        (Action::Block, duel_rules::Source::Bot),
+    ]);
     let second = bot.decide(&bout.observation(Side::A)).await;
     assert_eq!(second, Ok(Action::Jab));
     assert_eq!(bot.stats().instantiations, 2);
@@ -155,7 +178,11 @@ async fn output_spam_is_bounded_and_harmless() {
         let (result, _, bot) = first_decision(config, mode).await;
         assert_eq!(result, Ok(Action::Jab), "{mode}");
         assert_eq!(bot.log_text().len(), 10_000, "{mode}");
-        assert!(bot.log_dropped_bytes() > 10_000_000, "{mode}: {}", bot.log_dropped_bytes());
+        assert!(
+            bot.log_dropped_bytes() > 10_000_000,
+            "{mode}: {}",
+            bot.log_dropped_bytes()
+        );
     }
 }
 
@@ -173,10 +200,16 @@ async fn hundreds_of_hostile_decisions_leave_the_host_healthy() {
         for mode in ["panic-first", "alloc", "exit", "recurse", "loop"] {
             let mut bot = instance(&hostile, mode, round, Side::A);
             let bout = Bout::new(mode);
-            assert!(bot.decide(&bout.observation(Side::A)).await.is_err(), "{mode}");
+            assert!(
+                bot.decide(&bout.observation(Side::A)).await.is_err(),
+                "{mode}"
+            );
         }
         let mut good = instance(&jabber, "m", round, Side::B);
         let bout = Bout::new("m");
-        assert_eq!(good.decide(&bout.observation(Side::B)).await, Ok(Action::Jab));
+        assert_eq!(
+            good.decide(&bout.observation(Side::B)).await,
+            Ok(Action::Jab)
+        );
     }
 }

@@ -24,7 +24,8 @@ fn bytes_that_are_not_wasm_are_rejected() {
 
 #[test]
 fn a_core_module_is_rejected_with_a_hint() {
-    let module = wat::parse_str("(module (func (export \"decide\") (result i32) i32.const 0))").unwrap();
+    let module =
+        wat::parse_str("(module (func (export \"decide\") (result i32) i32.const 0))").unwrap();
     let err = load_error(&module);
     assert!(matches!(err, SandboxError::NotAComponent(_)), "{err}");
     assert!(err.to_string().contains("core wasm module"), "{err}");
@@ -40,7 +41,8 @@ fn a_component_without_decide_is_the_wrong_world() {
 
 #[test]
 fn a_component_of_another_duel_bot_version_is_rejected() {
-    let component = wat::parse_str(r#"(component (import "duel:bot/log@9.0.0" (instance)))"#).unwrap();
+    let component =
+        wat::parse_str(r#"(component (import "duel:bot/log@9.0.0" (instance)))"#).unwrap();
     let err = load_error(&component);
     assert!(matches!(err, SandboxError::WrongWorld(_)), "{err}");
     assert!(err.to_string().contains("duel:bot@9.0.0"), "{err}");
@@ -72,7 +74,10 @@ fn uploads_over_the_cap_are_rejected_before_parsing() {
         ..SandboxConfig::default()
     });
     let err = sandbox.load(&bot_bytes("jabber")).unwrap_err();
-    assert!(matches!(err, SandboxError::TooLarge { cap: 1000, .. }), "{err}");
+    assert!(
+        matches!(err, SandboxError::TooLarge { cap: 1000, .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -108,7 +113,10 @@ async fn the_disk_cache_is_hit_by_the_next_sandbox() {
     assert_eq!(second.stats().compiled, 0);
     let mut running = instance(&cached, "m", 1, Side::A);
     let bout = Bout::new("m");
-    assert_eq!(running.decide(&bout.observation(Side::A)).await.map(|_| ()), Ok(()));
+    assert_eq!(
+        running.decide(&bout.observation(Side::A)).await.map(|_| ()),
+        Ok(())
+    );
     drop(running);
 
     // A damaged artifact is dropped and the bot compiled again. (Replaced by a
@@ -135,6 +143,9 @@ async fn a_sandbox_with_the_pooling_allocator_runs_bots() {
     for seed in 0..20 {
         let mut bot = instance(&jabber, "m", seed, Side::A);
         let bout = Bout::new("m");
-        assert_eq!(bot.decide(&bout.observation(Side::A)).await, Ok(Action::Jab));
+        assert_eq!(
+            bot.decide(&bout.observation(Side::A)).await,
+            Ok(Action::Jab)
+        );
     }
 }

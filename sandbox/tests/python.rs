@@ -16,10 +16,17 @@ async fn the_python_bot_plays_a_match() {
     let mut b = instance(&jabber, "py-1", 5, Side::B);
     let bout = play_match(&mut a, &mut b, "py-1").await;
     assert!(bout.state.is_over());
-    assert!(bout.tape.iter().all(|e| e.sides[0].source == Source::Bot), "{:?}", a.log_text());
+    assert!(
+        bout.tape.iter().all(|e| e.sides[0].source == Source::Bot),
+        "{:?}",
+        a.log_text()
+    );
     assert_eq!(a.stats().instantiations, 1);
     let log = a.log_text();
-    assert!(log.contains("model refused: ModelError_Unavailable"), "{log}");
+    assert!(
+        log.contains("model refused: ModelError_Unavailable"),
+        "{log}"
+    );
     assert!(log.contains("decision 1 draw="), "{log}");
 }
 
@@ -61,7 +68,11 @@ async fn a_python_exception_is_a_fault_with_its_message() {
     let bout = Bout::new("raise");
     let failure = bot.decide(&bout.observation(Side::A)).await.unwrap_err();
     assert_eq!(failure.cause, FailureCause::Fault);
-    assert!(failure.reason.contains("python bot raises on purpose"), "{failure}\n{}", bot.log_text());
+    assert!(
+        failure.reason.contains("python bot raises on purpose"),
+        "{failure}\n{}",
+        bot.log_text()
+    );
 }
 
 #[tokio::test]
@@ -71,8 +82,17 @@ async fn the_python_bot_fits_the_default_memory_cap() {
     let mut bot = instance(&python, "bigdict", 1, Side::A);
     let bout = Bout::new("bigdict");
     let action = bot.decide(&bout.observation(Side::A)).await;
-    assert!(matches!(action, Ok(Action::Jab | Action::Dodge)), "{action:?}");
+    assert!(
+        matches!(action, Ok(Action::Jab | Action::Dodge)),
+        "{action:?}"
+    );
     let peak = bot.stats().memory_bytes;
-    eprintln!("python bot memory after a 100k-entry dict: {} MiB", peak / (1024 * 1024));
-    assert!(peak < SandboxConfig::default().memory_bytes_max / 2, "{peak}");
+    eprintln!(
+        "python bot memory after a 100k-entry dict: {} MiB",
+        peak / (1024 * 1024)
+    );
+    assert!(
+        peak < SandboxConfig::default().memory_bytes_max / 2,
+        "{peak}"
+    );
 }

@@ -6,11 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-use duel_rules::{Action, MatchState, Observation, Ruleset, Side, Source, TapeEntry, TapeSide, WeightClass};
+use duel_rules::{
+    Action, MatchState, Observation, Ruleset, Side, Source, TapeEntry, TapeSide, WeightClass,
+};
 use duel_sandbox::{BotContext, BotInstance, LoadedBot, NoModel, Sandbox, SandboxConfig};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The folder of built bots. Runs `scripts/build-bots` once per test process; the
@@ -40,7 +45,9 @@ pub fn bot_bytes(name: &str) -> Vec<u8> {
 }
 
 pub fn load(sandbox: &Sandbox, name: &str) -> LoadedBot {
-    sandbox.load(&bot_bytes(name)).unwrap_or_else(|err| panic!("load {name}: {err}"))
+    sandbox
+        .load(&bot_bytes(name))
+        .unwrap_or_else(|err| panic!("load {name}: {err}"))
 }
 
 /// A sandbox sharing one disk cache with every test (compiled once per engine
@@ -85,13 +92,23 @@ impl Bout {
     }
 
     pub fn observation(&self, side: Side) -> Observation<'_> {
-        Observation::new(&self.state, side, &self.match_id, WeightClass::Middle, 64_000, &self.tape)
+        Observation::new(
+            &self.state,
+            side,
+            &self.match_id,
+            WeightClass::Middle,
+            64_000,
+            &self.tape,
+        )
     }
 
     /// Plays one exchange with the given choices (after substitution).
     pub fn play(&mut self, chosen: [(Action, Source); 2]) {
         let round = self.state.round();
-        let step = self.state.play_exchange([chosen[0].0, chosen[1].0]).unwrap();
+        let step = self
+            .state
+            .play_exchange([chosen[0].0, chosen[1].0])
+            .unwrap();
         let side = |i: usize| TapeSide {
             action: chosen[i].0,
             exhausted: step.outcome.sides[i].exhausted,

@@ -1,0 +1,71 @@
+//! WASM bots through the real binary: the example bots built by
+//! `scripts/build-bots` (run by scripts/setup/bots.sh before the suite) play a
+//! full match whose replay verifies, and a file that is not a component is a
+//! one-line error before the match.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn bot(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bots")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/build-bots (scripts/test.sh does)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+#[test]
+fn two_example_wasm_bots_play_a_match_that_verifies() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let replay = dir.path().join("m.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_referee"))
+        .args([
+            "local",
+            &bot("counter"),
+            &bot("jabber"),
+            "--seed",
+            "3",
+            "--replay",
+        ])
+        .arg(&replay)
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let parsed = duel_replays::Replay::read(&replay).expect("replay");
+    assert_eq!(parsed.fighters[0].kind, duel_replays::FighterKind::Wasm);
+    assert!(parsed.fighters[0].digest.starts_with("sha256:"));
+    let verified = Command::new(env!("CARGO_BIN_EXE_referee"))
+        .args(["replay", "verify"])
+        .arg(&replay)
+        .output()
+        .expect("runs");
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_component_is_refused_before_the_match() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fake = dir.path().join("fake.wasm");
+    std::fs::write(&fake, b"not wasm").expect("write");
+    let output = Command::new(env!("CARGO_BIN_EXE_referee"))
+        .args(["local", fake.to_str().expect("utf-8"), "builtin:block"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("not a WebAssembly component"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}

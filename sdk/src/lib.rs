@@ -1,7 +1,7 @@
 //! Write a duel bot in Rust and build it as a WebAssembly component of the
 //! `duel:bot@1.0.0` world (`cargo build --release --target wasm32-wasip2`).
 //!
-//! ```ignore
+//! ```no_run
 //! use duel_bot_sdk::{Action, Bot, Observation};
 //!
 //! #[derive(Default)]

@@ -21,6 +21,7 @@ Bot specs:
 Examples:
   referee local builtin:random builtin:script:JAB,HEAVY,FEINT --seed 7
   referee local builtin:counter builtin:random --json > match.json
+  referee local target/bots/oracle.wasm builtin:counter --watch
   referee replay verify match.json
   referee replay serve --store ./replays --listen 127.0.0.1:8080
   referee replay fetch http://127.0.0.1:8080/replays/ID")]
@@ -160,6 +161,18 @@ pub struct LocalArgs {
     /// most the rules' 10; recorded in the replay.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wall_clock)]
     pub wall_clock: f64,
+    /// Serve the replay viewer locally and show the match in it live, then keep
+    /// serving the finished replay until ctrl-c. Prints the viewer's URL and
+    /// opens it in a browser when there is one ($BROWSER or a desktop session).
+    #[arg(long)]
+    pub watch: bool,
+    /// Where --watch serves (default: 127.0.0.1 on a free port).
+    #[arg(long, value_name = "ADDR", requires = "watch")]
+    pub watch_addr: Option<std::net::SocketAddr>,
+    /// With --watch, the match starts when the viewer connects, or after this
+    /// many seconds without one (0: at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub watch_wait: u64,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]

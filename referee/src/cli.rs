@@ -215,6 +215,18 @@ pub struct ServeArgs {
     /// Also serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Also serve replays and live feeds over HTTP on ADDR (the routes of
+    /// `referee replay serve`): spectators follow a match at
+    /// http://ADDR/live/<match_id>/view, then watch its signed replay.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Publish every finished replay, signed, into this store: a folder,
+    /// file:///path or s3://bucket/prefix. With --http and no --store, a
+    /// temporary folder that is removed when the server stops.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    #[command(flatten)]
+    pub key: SigningKeyArgs,
     /// Log lines as JSON objects instead of text.
     #[arg(long)]
     pub log_json: bool,

@@ -1,5 +1,6 @@
-//! `referee serve` over real loopback gRPC: watching, limits, shutdown, auth,
-//! health and argument checking.
+//! `referee serve` over real loopback gRPC: watching (over gRPC and, for HTTP
+//! spectators, server-sent events), limits, shutdown, auth, health and
+//! argument checking.
 
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
@@ -396,4 +397,133 @@ async fn metrics_count_matches_decisions_and_substitutions() {
     );
     let _ = stop.send(());
     server.await.unwrap().unwrap();
+}
+
+/// Reads server-sent events until the stream ends: (event name, JSON data).
+async fn read_events(response: reqwest::Response) -> Vec<(String, serde_json::Value)> {
+    let text = response.text().await.unwrap();
+    text.split("\n\n")
+        .filter_map(|block| {
+            let name = block
+                .lines()
+                .find_map(|line| line.strip_prefix("event: "))?;
+            let data = block.lines().find_map(|line| line.strip_prefix("data: "))?;
+            Some((name.to_owned(), serde_json::from_str(data).unwrap()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_spectators_follow_a_grpc_match_live_then_get_its_signed_replay() {
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let (gated, _) = serve_bot(Behaviour::Gated(std::sync::Arc::clone(&gate))).await;
+    let store_dir = tempfile::tempdir().unwrap();
+    let store =
+        duel_replays::store::ReplayStore::open(&store_dir.path().display().to_string()).unwrap();
+    let key = duel_replays::SigningKey::from_bytes(&[7; 32]);
+    let mut config = serve_config(4, Default::default());
+    config.publishing = Some(duel_referee::grpc::Publishing {
+        live: duel_referee::publish::LiveFeeds::new(),
+        store,
+        signing_key: key.clone(),
+    });
+    let (referee, http_address) = serve_referee_with_http(config).await;
+    let base = format!("http://{http_address}");
+    let mut client = referee_client(&referee).await;
+    let running = tokio::spawn(async move {
+        client
+            .run_match(request(&gated.url(), "builtin:counter", 5_000))
+            .await
+            .map(tonic::Response::into_inner)
+    });
+    // The gated bot holds the first exchange until the spectator is in.
+    let http = reqwest::Client::new();
+    let match_id = loop {
+        let live: serde_json::Value = serde_json::from_slice(
+            &http
+                .get(format!("{base}/live"))
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        if let Some(id) = live["live"][0].as_str() {
+            break id.to_owned();
+        }
+        assert!(
+            !running.is_finished(),
+            "the match cannot end before the gate opens"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let feed = http
+        .get(format!("{base}/live/{match_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status(), 200);
+    let reader = tokio::spawn(read_events(feed));
+    gate.add_permits(1);
+    let response = running.await.unwrap().unwrap();
+    let events = tokio::time::timeout(Duration::from_secs(60), reader)
+        .await
+        .expect("the feed ends with the match")
+        .unwrap();
+    assert_eq!(response.match_id, match_id);
+    let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
+
+    let exchanges: Vec<_> = replay.exchanges().collect();
+    assert_eq!(
+        events.len(),
+        exchanges.len() + 2,
+        "start, every exchange, end"
+    );
+    assert_eq!(events[0].0, "start");
+    assert_eq!(events[0].1["match_id"], match_id.as_str());
+    assert_eq!(events[0].1["fighters"][1]["name"], "builtin:counter");
+    for ((name, event), (round, exchange)) in events[1..].iter().zip(&exchanges) {
+        assert_eq!(name, "exchange");
+        assert_eq!(event["round"], *round);
+        assert_eq!(event["exchange"], serde_json::to_value(exchange).unwrap());
+    }
+    assert_eq!(events.last().unwrap().0, "end");
+    assert_eq!(
+        events.last().unwrap().1["result"],
+        serde_json::to_value(&replay.result).unwrap()
+    );
+
+    // RunMatch's replay is signed with the server's key and is the one served.
+    assert!(matches!(
+        duel_replays::check_signature(response.replay_json.as_bytes(), Some(&key.verifying_key()))
+            .unwrap(),
+        Ok(duel_replays::SignatureStatus::Valid { .. })
+    ));
+    let served = http
+        .get(format!("{base}/replays/{match_id}"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(duel_replays::Replay::from_slice(&served).unwrap(), replay);
+    let view = http
+        .get(format!("{base}/live/{match_id}/view"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        view.status(),
+        200,
+        "the live viewer URL works after the end"
+    );
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
+    );
+    referee.stop().await;
 }

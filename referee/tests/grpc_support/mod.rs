@@ -40,6 +40,9 @@ pub enum Behaviour {
     Steal { pause: Duration },
     /// Publishes its own credential to `stolen` and answers at once.
     Publish,
+    /// Waits until the test adds a permit to the gate, then answers JAB (and so
+    /// on every later decision: the permit is given back).
+    Gated(Arc<tokio::sync::Semaphore>),
 }
 
 /// What a test bot saw and got back.
@@ -161,6 +164,10 @@ impl Bot for TestBot {
                     let result = call_inference(&url, &token, message, 4).await;
                     self.log.inference.lock().unwrap().push(result);
                 }
+                pb::Action::Jab as i32
+            }
+            Behaviour::Gated(gate) => {
+                let _permit = gate.acquire().await;
                 pb::Action::Jab as i32
             }
             Behaviour::Publish => {
@@ -342,6 +349,7 @@ pub fn serve_config(max_concurrent_matches: usize, gateway: ModelGateway) -> Ser
         public_url: None,
         replay_dir: None,
         shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
+        publishing: None,
     }
 }
 
@@ -362,6 +370,39 @@ pub async fn serve_referee(config: ServeConfig) -> Running {
         stop: Some(stop),
         task,
     }
+}
+
+/// Starts `referee serve` with its replay service over HTTP (the config must
+/// publish); returns the server and the HTTP address.
+pub async fn serve_referee_with_http(config: ServeConfig) -> (Running, SocketAddr) {
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let http = loopback().await;
+    let http_address = http.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        duel_referee::grpc::serve_listeners(
+            duel_referee::grpc::Listeners {
+                grpc: listener,
+                metrics: None,
+                http: Some(http),
+            },
+            config,
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    (
+        Running {
+            address,
+            stop: Some(stop),
+            task,
+        },
+        http_address,
+    )
 }
 
 pub async fn referee_client(

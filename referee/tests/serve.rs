@@ -1,6 +1,6 @@
 //! `referee serve` over real loopback gRPC: watching (over gRPC and, for HTTP
-//! spectators, server-sent events), limits, shutdown, auth, health and
-//! argument checking.
+//! spectators, server-sent events), limits, shutdown, auth, health, argument
+//! checking, and WASM bots named in `RunMatch`.
 
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
@@ -525,5 +525,58 @@ async fn http_spectators_follow_a_grpc_match_live_then_get_its_signed_replay() {
             .unwrap()
             .is_ok()
     );
+    referee.stop().await;
+}
+
+/// An example WASM bot built by `scripts/build-bots`, as an absolute path.
+fn wasm_bot(name: &str) -> String {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bots")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/build-bots (scripts/test.sh does)",
+        path.display()
+    );
+    path.canonicalize().unwrap().display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_match_plays_example_wasm_bots_and_meters_their_model_calls() {
+    let (model, model_log) = serve_model("JAB").await;
+    let referee = serve_referee(serve_config(2, gateway_for(&model))).await;
+    let mut wasm = request(&wasm_bot("oracle"), &wasm_bot("jabber"), 5_000);
+    wasm.class = pb::WeightClass::Middle as i32;
+    let replay = run_match(&referee, wasm).await;
+    for (fighter, name) in replay.fighters.iter().zip(["oracle", "jabber"]) {
+        assert_eq!(fighter.kind, duel_replays::FighterKind::Wasm);
+        assert_eq!(fighter.name, name);
+        assert!(fighter.digest.starts_with("sha256:"), "{}", fighter.digest);
+    }
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok(),
+        "the replay of two WASM bots verifies"
+    );
+    // The oracle asks the model through its `model` import: each call is
+    // charged to the decision that made it, prompt plus completion exactly.
+    let requests = model_log.requests.lock().unwrap().clone();
+    assert!(!requests.is_empty(), "the oracle asked the model");
+    let expected: Vec<u64> = requests
+        .iter()
+        .map(|request| {
+            assert_eq!(request["max_tokens"], 8);
+            duel_referee::meter::count_tokens(request["messages"][0]["content"].as_str().unwrap())
+                + duel_referee::meter::count_tokens("JAB")
+        })
+        .collect();
+    let charged: Vec<u64> = sides(&replay, 0)
+        .iter()
+        .map(|side| side.tokens)
+        .filter(|tokens| *tokens > 0)
+        .collect();
+    assert_eq!(charged, expected);
+    assert_eq!(replay.result.tokens_used, [expected.iter().sum::<u64>(), 0]);
     referee.stop().await;
 }

@@ -9,21 +9,24 @@ use std::time::Duration;
 use duel_proto::v1 as pb;
 use duel_proto::v1::bot_client::BotClient;
 use duel_replays::{FighterInfo, FighterKind};
-use duel_rules::Observation;
+use duel_rules::{Observation, Side};
 use tonic::transport::{Channel, Endpoint};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture};
-use crate::credentials::Credential;
+use crate::credentials::Credentials;
 use crate::error::RefereeError;
 use crate::grpc::convert;
 use crate::limits::{MAX_BOT_RESPONSE_BYTES, MAX_GRPC_MESSAGE_BYTES};
-use crate::meter::FighterMeter;
+use crate::meter::{FighterMeter, Spent};
 
-/// Where an endpoint bot reaches `duel.v1.Inference`, and its credential there.
+/// Where an endpoint bot reaches `duel.v1.Inference`, and who issues its
+/// credentials there (a fresh one for each decision).
 #[derive(Debug)]
 pub struct InferenceGrant {
     pub url: String,
-    pub credential: Credential,
+    pub credentials: Credentials,
+    pub match_id: String,
+    pub side: Side,
 }
 
 /// A remote bot behind the [`Bot`] seam.
@@ -153,12 +156,18 @@ impl Bot for EndpointBot {
     }
 
     fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a> {
+        // This decision's credential: it opens the meter's decision window and
+        // is revoked when the future ends, answered or dropped at the clock.
+        let credential = self.grant.as_ref().map(|grant| {
+            grant
+                .credentials
+                .issue(&grant.match_id, grant.side, self.meter.clone())
+        });
         let request = pb::DecideRequest {
             observation: Some(convert::observation_to_proto(&observation)),
-            inference_token: self
-                .grant
+            inference_token: credential
                 .as_ref()
-                .map(|grant| grant.credential.token().to_owned())
+                .map(|credential| credential.token().to_owned())
                 .unwrap_or_default(),
             inference_url: self
                 .grant
@@ -167,9 +176,6 @@ impl Bot for EndpointBot {
                 .unwrap_or_default(),
         };
         Box::pin(async move {
-            // The decision window: the credential works until the answer arrives or
-            // the runner drops this future at the wall clock.
-            let window = self.grant.as_ref().map(|grant| grant.credential.deciding());
             let mut request = tonic::Request::new(request);
             request.set_timeout(self.wall_clock);
             let started = std::time::Instant::now();
@@ -186,12 +192,17 @@ impl Bot for EndpointBot {
                     Err(failure)
                 }
             };
-            drop(window);
+            let spent = self.meter.settle();
+            drop(credential);
             Decision {
                 answer,
-                tokens: self.meter.take_spent(),
-                gassed_out: self.meter.gassed_out(),
+                tokens: spent.tokens,
+                gassed_out: spent.gassed_out,
             }
         })
+    }
+
+    fn abandoned(&mut self) -> Spent {
+        self.meter.settle()
     }
 }

@@ -26,7 +26,7 @@ pub mod wasm;
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
 pub use bots::{BotContext, InferenceLink, make_bot};
 pub use error::RefereeError;
-pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway};
+pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway, Spent};
 pub use record::{MatchConfig, MatchRecorder};
 pub use runner::{run_bare_match, run_match};
 pub use spec::{BotSpec, BuiltinSpec};

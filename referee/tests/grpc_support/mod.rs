@@ -288,6 +288,14 @@ pub struct ModelLog {
 
 /// A small OpenAI-compatible chat-completions server returning `completion`.
 pub async fn serve_model(completion: &'static str) -> (Running, Arc<ModelLog>) {
+    serve_slow_model(completion, Duration::ZERO).await
+}
+
+/// [`serve_model`], answering each request only after `delay` (recorded at once).
+pub async fn serve_slow_model(
+    completion: &'static str,
+    delay: Duration,
+) -> (Running, Arc<ModelLog>) {
     use axum::extract::State;
     use axum::http::HeaderMap;
     let log = Arc::new(ModelLog::default());
@@ -305,6 +313,7 @@ pub async fn serve_model(completion: &'static str) -> (Running, Arc<ModelLog>) {
                             .and_then(|value| value.to_str().ok())
                             .map(str::to_owned),
                     );
+                    tokio::time::sleep(delay).await;
                     axum::Json(serde_json::json!({
                         "id": "chatcmpl-test",
                         "object": "chat.completion",

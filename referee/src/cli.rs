@@ -17,6 +17,8 @@ Bot specs:
   builtin:counter               reads the tape and counters the opponent's habits
   path/to/bot.wasm              a WASM component of the duel:bot world
   grpc://host:port              a remote endpoint implementing duel.v1.Bot
+  grpcs://host:port             the same over TLS (system roots, plus the PEM file
+                                named by DUEL_EXTRA_CA)
 
 Examples:
   referee local builtin:random builtin:script:JAB,HEAVY,FEINT --seed 7
@@ -183,8 +185,10 @@ pub struct LocalArgs {
 /// variable DUEL_MODEL_API_KEY.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// OpenAI-compatible chat-completions URL (e.g. http://127.0.0.1:8080/v1);
-    /// without it, bots' model calls are refused as unavailable and cost nothing.
+    /// OpenAI-compatible chat-completions URL (e.g. http://127.0.0.1:8080/v1, or
+    /// https://… trusting the system's roots and the PEM file named by
+    /// DUEL_EXTRA_CA); without it, bots' model calls are refused as unavailable
+    /// and cost nothing.
     #[arg(long, value_name = "URL", requires = "model")]
     pub model_url: Option<String>,
     /// The model name sent upstream.

@@ -10,7 +10,7 @@ use duel_proto::v1 as pb;
 use duel_proto::v1::bot_client::BotClient;
 use duel_replays::{FighterInfo, FighterKind};
 use duel_rules::{Observation, Side};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture};
 use crate::credentials::Credentials;
@@ -48,22 +48,32 @@ impl std::fmt::Debug for EndpointBot {
     }
 }
 
-/// The `http://` URI tonic dials for a `grpc://` or `http://` spec.
+/// The URI tonic dials for a spec: `grpc://` and `http://` in plain text,
+/// `grpcs://` and `https://` over TLS.
 pub fn endpoint_uri(url: &str) -> Result<String, RefereeError> {
     if let Some(rest) = url.strip_prefix("grpc://") {
         return Ok(format!("http://{rest}"));
     }
-    if url.starts_with("http://") {
+    if let Some(rest) = url.strip_prefix("grpcs://") {
+        return Ok(format!("https://{rest}"));
+    }
+    if url.starts_with("http://") || url.starts_with("https://") {
         return Ok(url.to_owned());
     }
-    if url.starts_with("https://") {
-        return Err(RefereeError::Unsupported(format!(
-            "bot {url}: https endpoints are not supported by this build yet (use grpc:// or http://)"
-        )));
-    }
     Err(RefereeError::Spec(format!(
-        "bot {url}: expected grpc://host:port"
+        "bot {url}: expected grpc://host:port or grpcs://host:port"
     )))
+}
+
+/// TLS for an `https` endpoint: the system's roots and `DUEL_EXTRA_CA`.
+fn with_tls(endpoint: Endpoint, url: &str) -> Result<Endpoint, RefereeError> {
+    let mut tls = ClientTlsConfig::new().with_native_roots();
+    if let Some(pem) = crate::tls::extra_ca_pem()? {
+        tls = tls.ca_certificate(Certificate::from_pem(pem));
+    }
+    endpoint
+        .tls_config(tls)
+        .map_err(|error| RefereeError::Spec(format!("bot {url}: TLS: {error}")))
 }
 
 fn client(endpoint: &Endpoint) -> BotClient<Channel> {
@@ -83,11 +93,15 @@ impl EndpointBot {
         grant: Option<InferenceGrant>,
     ) -> Result<EndpointBot, RefereeError> {
         let uri = endpoint_uri(url)?;
-        let endpoint = Endpoint::from_shared(uri)
+        let secure = uri.starts_with("https://");
+        let mut endpoint = Endpoint::from_shared(uri)
             .map_err(|error| RefereeError::Spec(format!("bot {url}: {error}")))?
             .connect_timeout(wall_clock)
             .timeout(wall_clock)
             .tcp_nodelay(true);
+        if secure {
+            endpoint = with_tls(endpoint, url)?;
+        }
         let mut client = client(&endpoint);
         let mut hello = tonic::Request::new(pb::HelloRequest {});
         hello.set_timeout(wall_clock);

@@ -20,6 +20,7 @@ pub mod publish;
 pub mod record;
 pub mod runner;
 pub mod spec;
+pub mod tls;
 pub mod verify;
 pub mod wasm;
 

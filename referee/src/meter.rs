@@ -16,11 +16,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tiktoken_rs::CoreBPE;
 
 use crate::error::RefereeError;
@@ -150,16 +145,16 @@ pub struct ModelGateway {
 }
 
 struct ModelClient {
-    uri: http::Uri,
+    url: reqwest::Url,
     model: String,
     authorization: Option<http::HeaderValue>,
-    http: Client<HttpConnector, Full<Bytes>>,
+    http: reqwest::Client,
 }
 
 impl fmt::Debug for ModelClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ModelClient")
-            .field("uri", &self.uri)
+            .field("url", &self.url.as_str())
             .field("model", &self.model)
             .finish_non_exhaustive()
     }
@@ -171,8 +166,9 @@ impl ModelGateway {
         ModelGateway { client: None }
     }
 
-    /// A gateway forwarding to `config`. Only `http://` URLs are supported by
-    /// this build (local llama.cpp / Ollama servers, or a TLS-terminating proxy).
+    /// A gateway forwarding to `config`: `http://` (a local llama.cpp or Ollama
+    /// server) or `https://` (a hosted service), trusting the system's roots and
+    /// `DUEL_EXTRA_CA` ([`crate::tls`]).
     pub fn new(config: ModelConfig) -> Result<ModelGateway, RefereeError> {
         let trimmed = config.url.trim_end_matches('/');
         let full = if trimmed.ends_with("/chat/completions") {
@@ -180,23 +176,14 @@ impl ModelGateway {
         } else {
             format!("{trimmed}/chat/completions")
         };
-        let uri: http::Uri = full.parse().map_err(|error| {
+        let url = reqwest::Url::parse(&full).map_err(|error| {
             RefereeError::Config(format!("model URL {:?}: {error}", config.url))
         })?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(RefereeError::Config(format!(
-                    "model URL {:?}: https is not supported by this build; use http:// (a local server or a TLS-terminating proxy)",
-                    config.url
-                )));
-            }
-            _ => {
-                return Err(RefereeError::Config(format!(
-                    "model URL {:?}: expected http://host:port/…",
-                    config.url
-                )));
-            }
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(RefereeError::Config(format!(
+                "model URL {:?}: expected http://host:port/… or https://host/…",
+                config.url
+            )));
         }
         if config.model.trim().is_empty() {
             return Err(RefereeError::Config(
@@ -216,12 +203,22 @@ impl ModelGateway {
             }
             None => None,
         };
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let http = Client::builder(TokioExecutor::new()).build(connector);
+        let mut builder = reqwest::Client::builder().tcp_nodelay(true);
+        if let Some(pem) = crate::tls::extra_ca_pem()? {
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
+                RefereeError::Config(format!(
+                    "{}: not PEM certificates: {error}",
+                    crate::tls::EXTRA_CA_ENV
+                ))
+            })?;
+            builder = builder.tls_certs_merge(certificates);
+        }
+        let http = builder.build().map_err(|error| {
+            RefereeError::Config(format!("cannot set up the model client: {}", chain(&error)))
+        })?;
         Ok(ModelGateway {
             client: Some(Arc::new(ModelClient {
-                uri,
+                url,
                 model: config.model,
                 authorization,
                 http,
@@ -257,27 +254,33 @@ impl ModelClient {
             "max_tokens": max_tokens,
             "stream": false,
         });
-        let mut request = http::Request::post(self.uri.clone())
+        let mut request = self
+            .http
+            .post(self.url.clone())
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|error| error.to_string())?;
+            .body(body.to_string());
         if let Some(authorization) = &self.authorization {
-            request
-                .headers_mut()
-                .insert(http::header::AUTHORIZATION, authorization.clone());
+            request = request.header(http::header::AUTHORIZATION, authorization.clone());
         }
         let call = async {
-            let response = self
-                .http
-                .request(request)
+            let mut response = request
+                .send()
                 .await
-                .map_err(|error| format!("cannot reach the model: {error}"))?;
+                .map_err(|error| format!("cannot reach the model: {}", chain(&error)))?;
             let status = response.status();
-            let bytes = Limited::new(response.into_body(), MAX_MODEL_RESPONSE_BYTES)
-                .collect()
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
                 .await
-                .map_err(|error| format!("cannot read the model's answer: {error}"))?
-                .to_bytes();
+                .map_err(|error| format!("cannot read the model's answer: {}", chain(&error)))?
+            {
+                if bytes.len() + chunk.len() > MAX_MODEL_RESPONSE_BYTES {
+                    return Err(format!(
+                        "the model's answer is larger than {MAX_MODEL_RESPONSE_BYTES} bytes"
+                    ));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
             if !status.is_success() {
                 return Err(format!("the model answered HTTP {status}"));
             }
@@ -291,6 +294,18 @@ impl ModelClient {
             )),
         }
     }
+}
+
+/// An error with its causes, on one line (a TLS failure's reason is a cause).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The text of `choices[0].message.content` of an OpenAI-style answer.
@@ -705,13 +720,21 @@ mod tests {
     }
 
     #[test]
-    fn refuses_https_and_keeps_the_key_out_of_debug() {
-        let https = ModelGateway::new(ModelConfig {
-            url: "https://example.invalid/v1".into(),
+    fn takes_http_and_https_only_and_keeps_the_key_out_of_debug() {
+        for url in ["https://example.invalid/v1", "http://127.0.0.1:1/v1"] {
+            let config = ModelConfig {
+                url: url.into(),
+                model: "m".into(),
+                api_key: None,
+            };
+            assert!(ModelGateway::new(config).is_ok(), "{url}");
+        }
+        let ftp = ModelGateway::new(ModelConfig {
+            url: "ftp://example.invalid/v1".into(),
             model: "m".into(),
             api_key: None,
         });
-        assert!(https.expect_err("https").to_string().contains("https"));
+        assert!(ftp.expect_err("ftp").to_string().contains("expected http"));
         let config = ModelConfig {
             url: "http://127.0.0.1:1/v1".into(),
             model: "m".into(),

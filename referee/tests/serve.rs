@@ -243,9 +243,9 @@ async fn bad_requests_get_clear_codes() {
             "not a WebAssembly component",
         ),
         (
-            request("https://127.0.0.1:1", "builtin:block", 100),
-            tonic::Code::Unimplemented,
-            "https",
+            request("ftp://127.0.0.1:1", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "not a bot spec",
         ),
     ];
     for (request, code, message) in cases {

@@ -580,3 +580,59 @@ async fn run_match_plays_example_wasm_bots_and_meters_their_model_calls() {
     assert_eq!(replay.result.tokens_used, [expected.iter().sum::<u64>(), 0]);
     referee.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_spectators_hear_aborted_when_shutdown_cuts_a_match_short() {
+    // The gate never opens: the match is stuck in its first decision.
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let (gated, _) = serve_bot(Behaviour::Gated(gate)).await;
+    let store_dir = tempfile::tempdir().unwrap();
+    let mut config = serve_config(4, Default::default());
+    config.shutdown_grace = Duration::from_millis(100);
+    config.publishing = Some(duel_referee::grpc::Publishing {
+        live: duel_referee::publish::LiveFeeds::new(),
+        store: duel_replays::store::ReplayStore::open(&store_dir.path().display().to_string())
+            .unwrap(),
+        signing_key: duel_replays::SigningKey::from_bytes(&[9; 32]),
+    });
+    let (mut referee, http_address) = serve_referee_with_http(config).await;
+    let mut detached = request(&gated.url(), "builtin:block", 10_000);
+    detached.detach = true;
+    let accepted = referee_client(&referee)
+        .await
+        .run_match(detached)
+        .await
+        .unwrap()
+        .into_inner();
+    let feed = reqwest::Client::new()
+        .get(format!("http://{http_address}/live/{}", accepted.match_id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status(), 200);
+    let reader = tokio::spawn(read_events(feed));
+    referee.signal_stop();
+    let events = tokio::time::timeout(Duration::from_secs(60), reader)
+        .await
+        .expect("the feed ends with the abort")
+        .unwrap();
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["start", "aborted"]);
+    assert!(
+        events[1].1["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shut down"),
+        "{:?}",
+        events[1].1
+    );
+    tokio::time::timeout(Duration::from_secs(10), referee.task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_dir(store_dir.path()).unwrap().count(),
+        0,
+        "no replay is published for an aborted match"
+    );
+}

@@ -1,9 +1,13 @@
 // The duel replay viewer: loads one duel-replay/1 JSON and plays it exchange by
-// exchange. No build step, no dependencies.
+// exchange, or follows a match live. No build step, no dependencies.
 //
-// Where the replay comes from: `?src=URL` when given, otherwise the page's own
-// path without its trailing `/view` (the service serves the viewer at
-// /replays/{id}/view and the JSON at /replays/{id}).
+// Where the match comes from:
+// - `?src=URL`: that replay JSON;
+// - `/live/{id}/view`: the live feed `/live/{id}` (server-sent events `start`,
+//   `exchange`, `end` or `aborted`) while the match runs, then the finished
+//   replay `/replays/{id}`; when no such match is live (any more), the replay;
+// - otherwise the page's own path without its trailing `/view` (the service
+//   serves the viewer at /replays/{id}/view and the JSON at /replays/{id}).
 (function () {
   "use strict";
 
@@ -13,10 +17,12 @@
 
   const $ = (id) => document.getElementById(id);
 
-  function replayUrl() {
+  function source() {
     const src = new URLSearchParams(location.search).get("src");
-    if (src) return src;
-    if (/\/view\/?$/.test(location.pathname)) return location.pathname.replace(/\/view\/?$/, "");
+    if (src) return { replay: src };
+    const live = /^(.*)\/live\/([^/]+)\/view\/?$/.exec(location.pathname);
+    if (live) return { live: live[1] + "/live/" + live[2], replay: live[1] + "/replays/" + live[2] };
+    if (/\/view\/?$/.test(location.pathname)) return { replay: location.pathname.replace(/\/view\/?$/, "") };
     return null;
   }
 
@@ -38,6 +44,9 @@
     (replay.rounds || []).forEach((round, roundIndex) => {
       const exchanges = round.exchanges || [];
       exchanges.forEach((exchange, index) => {
+        // A live round in progress has no result yet: its last exchange so far
+        // does not end it.
+        const ends = index === exchanges.length - 1 && !!round.result;
         frames.push({
           round: round.number,
           exchange: exchange.number,
@@ -45,8 +54,8 @@
           b: exchange.b,
           hp: [exchange.a.hp, exchange.b.hp],
           stamina: [exchange.a.stamina, exchange.b.stamina],
-          roundResult: index === exchanges.length - 1 ? round.result : null,
-          roundIndex: index === exchanges.length - 1 ? roundIndex : roundIndex - 1,
+          roundResult: ends ? round.result : null,
+          roundIndex: ends ? roundIndex : roundIndex - 1,
         });
       });
     });
@@ -88,28 +97,22 @@
     }
   }
 
-  function start(replay, url) {
-    const { frames, start: startState } = buildFrames(replay);
-    const last = frames.length - 1;
+  // One viewer per page; it is given the match again whenever it grows (live)
+  // or is replaced by the finished replay, and keeps the frame shown unless it
+  // was following the newest exchange.
+  function createViewer() {
+    let replay = null;
+    let frames = [];
+    let startState = RULESETS["1.0.0"];
+    let last = 0;
     let index = 0;
     let timer = null;
-
-    $("title").textContent = fighterName(replay, "a") + " vs " + fighterName(replay, "b");
-    $("meta").textContent = [replay.class, "ruleset " + replay.ruleset, "seed " + replay.seed,
-      replay.season ? "season " + replay.season : null, replay.accepted_at].filter(Boolean).join(" · ");
-    $("raw-link").href = url;
-    const signed = $("signed");
-    signed.textContent = replay.signature ? "signed" : "unsigned";
-    if (replay.signature) signed.title = "ed25519 key " + replay.signature.key;
-    $("name-a").textContent = fighterName(replay, "a");
-    $("name-b").textContent = fighterName(replay, "b");
+    let live = false;
     const rounds = $("rounds");
-    rounds.replaceChildren();
-    (replay.rounds || []).forEach(() => rounds.appendChild(el("li", "")));
     const scrub = $("scrub");
-    scrub.max = String(last);
 
     function show(next) {
+      if (!replay) return;
       index = Math.max(0, Math.min(last, next));
       const frame = frames[index];
       ["a", "b"].forEach((side, i) => {
@@ -119,7 +122,8 @@
         setBar($("stamina-" + side + "-bar"), frame.stamina[i], startState.stamina, false);
         renderAction($("action-" + side), frame[side]);
       });
-      $("frame-label").textContent = index === 0 ? "Opening bell"
+      $("frame-label").textContent = index === 0
+        ? (live && last === 0 ? "Opening bell · waiting for the first exchange" : "Opening bell")
         : "Round " + frame.round + " · exchange " + frame.exchange + " (" + index + "/" + last + ")";
       $("round-result").textContent = frame.roundResult
         ? "Round " + frame.round + ": " + winnerText(replay, frame.roundResult.winner) + " by " + frame.roundResult.by
@@ -127,14 +131,14 @@
       // Results of rounds not reached yet stay hidden, so scrubbing never spoils.
       Array.from(rounds.children).forEach((item, i) => {
         const round = replay.rounds[i];
-        const reached = i <= frame.roundIndex;
+        const reached = i <= frame.roundIndex && !!round.result;
         item.classList.toggle("reached", reached);
         item.textContent = "Round " + round.number + ": " +
           (reached ? winnerText(replay, round.result.winner) + " by " + round.result.by : "…");
       });
       const result = $("match-result");
-      result.hidden = index !== last;
-      if (index === last && replay.result) {
+      result.hidden = index !== last || !replay.result;
+      if (!result.hidden) {
         const r = replay.result;
         result.textContent = "Match: " + winnerText(replay, r.winner) + " (rounds " + r.round_wins[0] + "–" +
           r.round_wins[1] + ", damage " + r.damage[0] + "–" + r.damage[1] + ")";
@@ -173,21 +177,46 @@
       if (actions[event.key]) { event.preventDefault(); actions[event.key](); }
     });
 
-    $("status").hidden = true;
-    $("arena").hidden = false;
-    show(0);
-    document.body.dataset.frames = String(last);
-    document.body.dataset.state = "ready";
+    // `isLive`: the match is still being played (no signature, no result yet).
+    function setReplay(next, url, isLive) {
+      const first = replay === null;
+      const following = first ? isLive : index === last && timer === null;
+      replay = next;
+      live = isLive;
+      ({ frames, start: startState } = buildFrames(replay));
+      last = frames.length - 1;
+
+      $("title").textContent = fighterName(replay, "a") + " vs " + fighterName(replay, "b");
+      $("meta").textContent = [replay.class, "ruleset " + replay.ruleset,
+        replay.seed !== undefined ? "seed " + replay.seed : null,
+        replay.season ? "season " + replay.season : null, replay.accepted_at].filter(Boolean).join(" · ");
+      $("raw-link").href = url;
+      const badge = $("signed");
+      badge.classList.toggle("live", isLive);
+      badge.textContent = isLive ? "live" : replay.signature ? "signed" : "unsigned";
+      badge.title = !isLive && replay.signature ? "ed25519 key " + replay.signature.key : "";
+      $("name-a").textContent = fighterName(replay, "a");
+      $("name-b").textContent = fighterName(replay, "b");
+      rounds.replaceChildren();
+      (replay.rounds || []).forEach(() => rounds.appendChild(el("li", "")));
+      scrub.max = String(last);
+
+      $("status").hidden = true;
+      $("arena").hidden = false;
+      show(following ? last : index);
+      document.body.dataset.frames = String(last);
+    }
+
+    return { setReplay };
   }
 
   function fail(message) {
+    $("status").hidden = false;
     $("status").textContent = message;
     document.body.dataset.state = "error";
   }
 
-  async function load() {
-    const url = replayUrl();
-    if (!url) return fail("No replay given: open /replays/{id}/view, or add ?src=URL.");
+  async function loadReplay(viewer, url) {
     try {
       const response = await fetch(url, { headers: { Accept: "application/json" } });
       if (!response.ok) {
@@ -197,10 +226,77 @@
       }
       const replay = await response.json();
       if (!replay || replay.format !== "duel-replay/1") return fail("Not a duel-replay/1 file.");
-      start(replay, url);
+      viewer.setReplay(replay, url, false);
+      document.body.dataset.state = "ready";
     } catch (error) {
       fail("Cannot load the replay: " + error);
     }
+  }
+
+  // Follows a live feed, then shows the finished (signed) replay. A reconnect
+  // sends the whole history again from `start`, so the match is rebuilt then.
+  function followLive(viewer, src) {
+    const feed = new EventSource(src.live);
+    let match = null;
+    let received = 0;
+    let over = false;
+    const countEvent = () => { received += 1; document.body.dataset.liveEvents = String(received); };
+    const data = (event) => JSON.parse(event.data);
+
+    feed.addEventListener("start", (event) => {
+      const start = data(event);
+      match = { format: "duel-replay/1", match_id: start.match_id, ruleset: start.ruleset,
+        class: start.class, seed: start.seed, fighters: start.fighters, rounds: [], result: null };
+      received = 0;
+      countEvent();
+      viewer.setReplay(match, src.replay, true);
+      document.body.dataset.state = "live";
+    });
+    feed.addEventListener("exchange", (event) => {
+      if (!match) return;
+      const step = data(event);
+      let round = match.rounds[match.rounds.length - 1];
+      if (!round || round.number !== step.round) {
+        round = { number: step.round, exchanges: [] };
+        match.rounds.push(round);
+      }
+      round.exchanges.push(step.exchange);
+      if (step.round_result) round.result = step.round_result;
+      countEvent();
+      viewer.setReplay(match, src.replay, true);
+    });
+    feed.addEventListener("end", (event) => {
+      over = true;
+      feed.close();
+      if (match) {
+        match.result = data(event).result;
+        countEvent();
+        viewer.setReplay(match, src.replay, true);
+      }
+      loadReplay(viewer, src.replay);
+    });
+    feed.addEventListener("aborted", (event) => {
+      over = true;
+      feed.close();
+      countEvent();
+      fail("The match was aborted: " + data(event).reason);
+    });
+    feed.onerror = () => {
+      // CLOSED: the feed was refused (no such match is live, or it is over):
+      // the replay, if there is one. Otherwise the browser reconnects itself.
+      if (!over && feed.readyState === EventSource.CLOSED) {
+        over = true;
+        loadReplay(viewer, src.replay);
+      }
+    };
+  }
+
+  function load() {
+    const src = source();
+    if (!src) return fail("No replay given: open /replays/{id}/view, or add ?src=URL.");
+    const viewer = createViewer();
+    if (src.live) followLive(viewer, src);
+    else loadReplay(viewer, src.replay);
   }
 
   window.DuelViewer = { buildFrames };

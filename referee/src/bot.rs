@@ -7,6 +7,8 @@ use std::pin::Pin;
 use duel_replays::FighterInfo;
 use duel_rules::{Action, Observation, Source};
 
+use crate::meter::Spent;
+
 /// Why a bot's answer could not be used for this exchange (the fallback plays).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailureCause {
@@ -92,4 +94,12 @@ pub trait Bot: Send {
     /// Decides the next exchange. Never panics on any bot behaviour: failures are
     /// returned as [`BotFailure`]s.
     fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a>;
+
+    /// The runner gave up on the decision at the wall clock (its future was
+    /// dropped): what it spent until then, so its tokens and a gas-out are
+    /// recorded with that decision, not the next. Bots without a meter spent
+    /// nothing.
+    fn abandoned(&mut self) -> Spent {
+        Spent::default()
+    }
 }

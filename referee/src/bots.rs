@@ -78,11 +78,9 @@ pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bo
         BotSpec::Endpoint(url) => {
             let grant = context.inference.as_ref().map(|link| InferenceGrant {
                 url: link.url.clone(),
-                credential: link.credentials.issue(
-                    &context.match_id,
-                    context.side,
-                    context.meter.clone(),
-                ),
+                credentials: link.credentials.clone(),
+                match_id: context.match_id.clone(),
+                side: context.side,
             });
             let bot =
                 EndpointBot::connect(url, context.wall_clock, context.meter.clone(), grant).await?;

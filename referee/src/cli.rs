@@ -17,10 +17,13 @@ Bot specs:
   builtin:counter               reads the tape and counters the opponent's habits
   path/to/bot.wasm              a WASM component of the duel:bot world
   grpc://host:port              a remote endpoint implementing duel.v1.Bot
+  grpcs://host:port             the same over TLS (system roots, plus the PEM file
+                                named by DUEL_EXTRA_CA)
 
 Examples:
   referee local builtin:random builtin:script:JAB,HEAVY,FEINT --seed 7
   referee local builtin:counter builtin:random --json > match.json
+  referee local target/bots/oracle.wasm builtin:counter --watch
   referee replay verify match.json
   referee replay serve --store ./replays --listen 127.0.0.1:8080
   referee replay fetch http://127.0.0.1:8080/replays/ID")]
@@ -160,6 +163,18 @@ pub struct LocalArgs {
     /// most the rules' 10; recorded in the replay.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wall_clock)]
     pub wall_clock: f64,
+    /// Serve the replay viewer locally and show the match in it live, then keep
+    /// serving the finished replay until ctrl-c. Prints the viewer's URL and
+    /// opens it in a browser when there is one ($BROWSER or a desktop session).
+    #[arg(long)]
+    pub watch: bool,
+    /// Where --watch serves (default: 127.0.0.1 on a free port).
+    #[arg(long, value_name = "ADDR", requires = "watch")]
+    pub watch_addr: Option<std::net::SocketAddr>,
+    /// With --watch, the match starts when the viewer connects, or after this
+    /// many seconds without one (0: at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub watch_wait: u64,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -170,8 +185,10 @@ pub struct LocalArgs {
 /// variable DUEL_MODEL_API_KEY.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// OpenAI-compatible chat-completions URL (e.g. http://127.0.0.1:8080/v1);
-    /// without it, bots' model calls are refused as unavailable and cost nothing.
+    /// OpenAI-compatible chat-completions URL (e.g. http://127.0.0.1:8080/v1, or
+    /// https://… trusting the system's roots and the PEM file named by
+    /// DUEL_EXTRA_CA); without it, bots' model calls are refused as unavailable
+    /// and cost nothing.
     #[arg(long, value_name = "URL", requires = "model")]
     pub model_url: Option<String>,
     /// The model name sent upstream.
@@ -202,6 +219,18 @@ pub struct ServeArgs {
     /// Also serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Also serve replays and live feeds over HTTP on ADDR (the routes of
+    /// `referee replay serve`): spectators follow a match at
+    /// http://ADDR/live/<match_id>/view, then watch its signed replay.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Publish every finished replay, signed, into this store: a folder,
+    /// file:///path or s3://bucket/prefix. With --http and no --store, a
+    /// temporary folder that is removed when the server stops.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    #[command(flatten)]
+    pub key: SigningKeyArgs,
     /// Log lines as JSON objects instead of text.
     #[arg(long)]
     pub log_json: bool,

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use duel_referee::credentials::Credentials;
+use duel_referee::publish::LiveEvent;
 use duel_referee::runner::run_match_observed;
 use duel_referee::{
     BotContext, BotSpec, InferenceLink, MatchConfig, ModelConfig, ModelGateway, make_bot,
@@ -17,6 +18,7 @@ use duel_rules::Side;
 use crate::cli::{Cli, ColorArgs, ColorChoice, Command, LocalArgs, ModelArgs, ReplayCommand};
 use crate::render::{self, Palette, ReplayHead};
 use crate::replay_commands;
+use crate::watch::{Interrupt, Watch};
 
 /// Exit code when a replay does not verify.
 pub const EXIT_DISAGREES: u8 = 1;
@@ -204,10 +206,19 @@ fn local(args: LocalArgs) -> Result<Outcome> {
         seed,
     );
     config.decision_wall_clock = std::time::Duration::from_secs_f64(args.wall_clock);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    // --watch serves HTTP while the match plays: a WASM bot's decision must
+    // not stall the spectators, so it gets worker threads.
+    let runtime = if args.watch {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    }
+    .context("cannot start the async runtime")?;
     let (mut bot_a, mut bot_b, _inference_stop) = runtime.block_on(async {
         let inference = local_inference(&specs).await?;
         let link = inference.as_ref().map(|(link, _)| link.clone());
@@ -228,8 +239,41 @@ fn local(args: LocalArgs) -> Result<Outcome> {
     let ruleset = config.ruleset;
     let palette = palette(&args.color);
     let mut stdout = Stdout::new();
+    let fighters = [bot_a.info(), bot_b.info()];
+    let watch = if args.watch {
+        Some(runtime.block_on(Watch::start(args.watch_addr))?)
+    } else {
+        None
+    };
+    let publisher = match &watch {
+        Some(watch) => Some(watch.start_feed(
+            &config.match_id,
+            LiveEvent::start_of_match(&config, &fighters),
+        )?),
+        None => None,
+    };
+    if let (Some(watch), Some(publisher)) = (&watch, &publisher) {
+        let url = watch.view_url(&config.match_id);
+        notice(&mut stdout, args.json, &format!("watch live: {url}\n"))?;
+        if crate::watch::open_browser(&url) {
+            notice(&mut stdout, args.json, "(opened in your browser)\n")?;
+        }
+        if args.watch_wait > 0 {
+            notice(
+                &mut stdout,
+                args.json,
+                &format!(
+                    "the match starts when the viewer connects, or in {} s\n",
+                    args.watch_wait
+                ),
+            )?;
+            runtime.block_on(async {
+                let wait = std::time::Duration::from_secs(args.watch_wait);
+                let _ = tokio::time::timeout(wait, publisher.spectator_joined()).await;
+            });
+        }
+    }
     if !args.json {
-        let fighters = [bot_a.info(), bot_b.info()];
         stdout.print(&render::header(
             palette,
             &ReplayHead {
@@ -244,10 +288,13 @@ fn local(args: LocalArgs) -> Result<Outcome> {
         ))?;
     }
     let mut print_error = None;
-    let replay = runtime.block_on(run_match_observed(
+    let mut replay = runtime.block_on(run_match_observed(
         config,
         [bot_a.as_mut(), bot_b.as_mut()],
         |recorder, step| {
+            if let Some(publisher) = &publisher {
+                publisher.step(recorder, step);
+            }
             if args.json || print_error.is_some() {
                 return;
             }
@@ -275,6 +322,13 @@ fn local(args: LocalArgs) -> Result<Outcome> {
             }
         },
     ));
+    if let Some(watch) = &watch {
+        // Stored before spectators hear the end, so the viewer finds it.
+        runtime.block_on(watch.publish(&mut replay))?;
+    }
+    if let Some(publisher) = publisher {
+        publisher.finish(&replay.result);
+    }
     if let Some(error) = print_error {
         return Err(error);
     }
@@ -294,5 +348,32 @@ fn local(args: LocalArgs) -> Result<Outcome> {
             stdout.print(&format!("\nreplay written to {}\n", path.display()))?;
         }
     }
+    if let Some(watch) = watch {
+        let interrupt = {
+            let _context = runtime.enter();
+            Interrupt::register()?
+        };
+        notice(
+            &mut stdout,
+            args.json,
+            &format!(
+                "\nthe viewer stays on the replay at {} (JSON: {}); ctrl-c to stop\n",
+                watch.view_url(&replay.match_id),
+                watch.replay_url(&replay.match_id)
+            ),
+        )?;
+        runtime.block_on(watch.serve_until(interrupt))?;
+    }
     Ok(Outcome::Done)
+}
+
+/// What `--watch` tells the user: on stdout, or on stderr when stdout carries
+/// the replay JSON.
+fn notice(stdout: &mut Stdout, json: bool, text: &str) -> Result<()> {
+    if json {
+        eprint!("{text}");
+        Ok(())
+    } else {
+        stdout.print(text)
+    }
 }

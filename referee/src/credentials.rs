@@ -1,12 +1,14 @@
-//! Inference credentials: a random token per fighter per match that maps a
-//! `duel.v1.Inference` call to that fighter's meter. A token is accepted only
-//! while its fighter is being asked for a decision, and forgotten when the match
-//! ends (its [`Credential`] is dropped), so a fighter can never spend the other
-//! fighter's budget or another match's.
+//! Inference credentials: a random token per decision of one fighter of one
+//! match, mapping a `duel.v1.Inference` call to that fighter's meter and to
+//! that decision. A token exists only while its decision runs (its
+//! [`Credential`] is dropped when the decision ends, answered or abandoned), and
+//! the meter admits a call only while that very decision is open, so a call is
+//! always charged to the decision whose token it carries: a fighter can never
+//! spend the other fighter's budget or another match's, nor charge a late call
+//! to a later decision.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use duel_rules::Side;
@@ -17,12 +19,9 @@ use crate::meter::FighterMeter;
 /// Why a token was not accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CredentialError {
-    /// Never issued, or its match is over.
-    #[error("unknown or expired inference credential")]
+    /// Never issued, or its decision is over.
+    #[error("unknown or expired inference credential (a token is valid only during its decision)")]
     Unknown,
-    /// Issued, but its fighter is not being asked right now.
-    #[error("inference credential used while its fighter is not deciding")]
-    NotDeciding,
 }
 
 #[derive(Debug)]
@@ -30,8 +29,8 @@ struct Entry {
     meter: FighterMeter,
     match_id: String,
     side: Side,
-    /// Decisions in flight for this fighter (0 or 1 in practice).
-    deciding: AtomicUsize,
+    /// The meter's number of the decision this token was issued for.
+    decision: u64,
 }
 
 /// Every live credential of a process. Cheap to clone.
@@ -46,6 +45,8 @@ pub struct Holder {
     pub meter: FighterMeter,
     pub match_id: String,
     pub side: Side,
+    /// Pass to [`FighterMeter::complete_in_decision`].
+    pub decision: u64,
 }
 
 impl Credentials {
@@ -59,14 +60,17 @@ impl Credentials {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Issues a fresh token for one fighter of one match.
+    /// Opens a decision of one fighter of one match (its meter's decision
+    /// window) and issues a fresh token for it, valid until the returned
+    /// credential is dropped.
     pub fn issue(&self, match_id: &str, side: Side, meter: FighterMeter) -> Credential {
         let token = random_token();
+        let decision = meter.open_window();
         let entry = Arc::new(Entry {
             meter,
             match_id: match_id.to_owned(),
             side,
-            deciding: AtomicUsize::new(0),
+            decision,
         });
         self.entries().insert(token.clone(), Arc::clone(&entry));
         Credential {
@@ -76,24 +80,22 @@ impl Credentials {
         }
     }
 
-    /// The fighter a token belongs to, if it is live and its fighter is deciding.
+    /// The fighter and decision a token belongs to, if its decision runs.
     pub fn check(&self, token: &str) -> Result<Holder, CredentialError> {
         let entry = self
             .entries()
             .get(token)
             .cloned()
             .ok_or(CredentialError::Unknown)?;
-        if entry.deciding.load(Ordering::Acquire) == 0 {
-            return Err(CredentialError::NotDeciding);
-        }
         Ok(Holder {
             meter: entry.meter.clone(),
             match_id: entry.match_id.clone(),
             side: entry.side,
+            decision: entry.decision,
         })
     }
 
-    /// Live credentials (two per running match with endpoint bots).
+    /// Live credentials (one per endpoint fighter being asked now).
     pub fn len(&self) -> usize {
         self.entries().len()
     }
@@ -103,7 +105,7 @@ impl Credentials {
     }
 }
 
-/// One issued token; dropping it revokes the token.
+/// One issued token; dropping it revokes the token (at the end of its decision).
 pub struct Credential {
     token: String,
     entry: Arc<Entry>,
@@ -123,32 +125,11 @@ impl Credential {
     pub fn token(&self) -> &str {
         &self.token
     }
-
-    /// Opens the decision window: the token is accepted until the guard drops
-    /// (the answer arrived, or the runner abandoned the decision at the clock).
-    pub fn deciding(&self) -> DecidingGuard {
-        self.entry.deciding.fetch_add(1, Ordering::AcqRel);
-        DecidingGuard {
-            entry: Arc::clone(&self.entry),
-        }
-    }
 }
 
 impl Drop for Credential {
     fn drop(&mut self) {
         self.registry.entries().remove(&self.token);
-    }
-}
-
-/// Keeps a credential's decision window open while alive.
-#[derive(Debug)]
-pub struct DecidingGuard {
-    entry: Arc<Entry>,
-}
-
-impl Drop for DecidingGuard {
-    fn drop(&mut self) {
-        self.entry.deciding.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -171,29 +152,30 @@ mod tests {
     use crate::meter::ModelGateway;
 
     #[test]
-    fn a_token_works_only_while_deciding_and_until_dropped() {
+    fn a_token_works_only_for_its_decision() {
         let credentials = Credentials::new();
-        let credential = credentials.issue("m1", Side::A, ModelGateway::disabled().meter(10));
+        let meter = ModelGateway::disabled().meter(10);
+        let credential = credentials.issue("m1", Side::A, meter.clone());
         let token = credential.token().to_owned();
         assert_eq!(token.len(), CREDENTIAL_BYTES * 2);
-        assert_eq!(
-            credentials.check(&token).err(),
-            Some(CredentialError::NotDeciding)
-        );
-        let guard = credential.deciding();
+        assert!(meter.window_open());
         let holder = credentials.check(&token).expect("deciding");
         assert_eq!((holder.match_id.as_str(), holder.side), ("m1", Side::A));
-        drop(guard);
-        assert_eq!(
-            credentials.check(&token).err(),
-            Some(CredentialError::NotDeciding)
-        );
+        meter.settle();
+        assert!(!meter.window_open());
         drop(credential);
         assert_eq!(
             credentials.check(&token).err(),
             Some(CredentialError::Unknown)
         );
         assert!(credentials.is_empty());
+        // The next decision has a token of its own, for its own decision.
+        let next = credentials.issue("m1", Side::A, meter);
+        assert_ne!(next.token(), token);
+        assert_ne!(
+            credentials.check(next.token()).expect("deciding").decision,
+            holder.decision
+        );
     }
 
     #[test]

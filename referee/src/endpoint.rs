@@ -9,21 +9,24 @@ use std::time::Duration;
 use duel_proto::v1 as pb;
 use duel_proto::v1::bot_client::BotClient;
 use duel_replays::{FighterInfo, FighterKind};
-use duel_rules::Observation;
-use tonic::transport::{Channel, Endpoint};
+use duel_rules::{Observation, Side};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture};
-use crate::credentials::Credential;
+use crate::credentials::Credentials;
 use crate::error::RefereeError;
 use crate::grpc::convert;
 use crate::limits::{MAX_BOT_RESPONSE_BYTES, MAX_GRPC_MESSAGE_BYTES};
-use crate::meter::FighterMeter;
+use crate::meter::{FighterMeter, Spent};
 
-/// Where an endpoint bot reaches `duel.v1.Inference`, and its credential there.
+/// Where an endpoint bot reaches `duel.v1.Inference`, and who issues its
+/// credentials there (a fresh one for each decision).
 #[derive(Debug)]
 pub struct InferenceGrant {
     pub url: String,
-    pub credential: Credential,
+    pub credentials: Credentials,
+    pub match_id: String,
+    pub side: Side,
 }
 
 /// A remote bot behind the [`Bot`] seam.
@@ -45,22 +48,32 @@ impl std::fmt::Debug for EndpointBot {
     }
 }
 
-/// The `http://` URI tonic dials for a `grpc://` or `http://` spec.
+/// The URI tonic dials for a spec: `grpc://` and `http://` in plain text,
+/// `grpcs://` and `https://` over TLS.
 pub fn endpoint_uri(url: &str) -> Result<String, RefereeError> {
     if let Some(rest) = url.strip_prefix("grpc://") {
         return Ok(format!("http://{rest}"));
     }
-    if url.starts_with("http://") {
+    if let Some(rest) = url.strip_prefix("grpcs://") {
+        return Ok(format!("https://{rest}"));
+    }
+    if url.starts_with("http://") || url.starts_with("https://") {
         return Ok(url.to_owned());
     }
-    if url.starts_with("https://") {
-        return Err(RefereeError::Unsupported(format!(
-            "bot {url}: https endpoints are not supported by this build yet (use grpc:// or http://)"
-        )));
-    }
     Err(RefereeError::Spec(format!(
-        "bot {url}: expected grpc://host:port"
+        "bot {url}: expected grpc://host:port or grpcs://host:port"
     )))
+}
+
+/// TLS for an `https` endpoint: the system's roots and `DUEL_EXTRA_CA`.
+fn with_tls(endpoint: Endpoint, url: &str) -> Result<Endpoint, RefereeError> {
+    let mut tls = ClientTlsConfig::new().with_native_roots();
+    if let Some(pem) = crate::tls::extra_ca_pem()? {
+        tls = tls.ca_certificate(Certificate::from_pem(pem));
+    }
+    endpoint
+        .tls_config(tls)
+        .map_err(|error| RefereeError::Spec(format!("bot {url}: TLS: {error}")))
 }
 
 fn client(endpoint: &Endpoint) -> BotClient<Channel> {
@@ -80,11 +93,15 @@ impl EndpointBot {
         grant: Option<InferenceGrant>,
     ) -> Result<EndpointBot, RefereeError> {
         let uri = endpoint_uri(url)?;
-        let endpoint = Endpoint::from_shared(uri)
+        let secure = uri.starts_with("https://");
+        let mut endpoint = Endpoint::from_shared(uri)
             .map_err(|error| RefereeError::Spec(format!("bot {url}: {error}")))?
             .connect_timeout(wall_clock)
             .timeout(wall_clock)
             .tcp_nodelay(true);
+        if secure {
+            endpoint = with_tls(endpoint, url)?;
+        }
         let mut client = client(&endpoint);
         let mut hello = tonic::Request::new(pb::HelloRequest {});
         hello.set_timeout(wall_clock);
@@ -153,12 +170,18 @@ impl Bot for EndpointBot {
     }
 
     fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a> {
+        // This decision's credential: it opens the meter's decision window and
+        // is revoked when the future ends, answered or dropped at the clock.
+        let credential = self.grant.as_ref().map(|grant| {
+            grant
+                .credentials
+                .issue(&grant.match_id, grant.side, self.meter.clone())
+        });
         let request = pb::DecideRequest {
             observation: Some(convert::observation_to_proto(&observation)),
-            inference_token: self
-                .grant
+            inference_token: credential
                 .as_ref()
-                .map(|grant| grant.credential.token().to_owned())
+                .map(|credential| credential.token().to_owned())
                 .unwrap_or_default(),
             inference_url: self
                 .grant
@@ -167,9 +190,6 @@ impl Bot for EndpointBot {
                 .unwrap_or_default(),
         };
         Box::pin(async move {
-            // The decision window: the credential works until the answer arrives or
-            // the runner drops this future at the wall clock.
-            let window = self.grant.as_ref().map(|grant| grant.credential.deciding());
             let mut request = tonic::Request::new(request);
             request.set_timeout(self.wall_clock);
             let started = std::time::Instant::now();
@@ -186,12 +206,17 @@ impl Bot for EndpointBot {
                     Err(failure)
                 }
             };
-            drop(window);
+            let spent = self.meter.settle();
+            drop(credential);
             Decision {
                 answer,
-                tokens: self.meter.take_spent(),
-                gassed_out: self.meter.gassed_out(),
+                tokens: spent.tokens,
+                gassed_out: spent.gassed_out,
             }
         })
+    }
+
+    fn abandoned(&mut self) -> Spent {
+        self.meter.settle()
     }
 }

@@ -20,13 +20,14 @@ pub mod publish;
 pub mod record;
 pub mod runner;
 pub mod spec;
+pub mod tls;
 pub mod verify;
 pub mod wasm;
 
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
 pub use bots::{BotContext, InferenceLink, make_bot};
 pub use error::RefereeError;
-pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway};
+pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway, Spent};
 pub use record::{MatchConfig, MatchRecorder};
 pub use runner::{run_bare_match, run_match};
 pub use spec::{BotSpec, BuiltinSpec};

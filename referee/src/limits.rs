@@ -104,3 +104,7 @@ pub const CREDENTIAL_BYTES: usize = 32;
 
 const _: () = assert!(MAX_BOT_RESPONSE_BYTES <= MAX_GRPC_MESSAGE_BYTES);
 const _: () = assert!(MIN_WALL_CLOCK.as_nanos() < DECISION_WALL_CLOCK.as_nanos());
+
+/// The largest file of extra trusted certificates (`DUEL_EXTRA_CA`) read, in
+/// bytes: a PEM bundle of a few CAs is a few KiB.
+pub const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;

@@ -7,6 +7,7 @@ mod render;
 mod replay_commands;
 mod report;
 mod serve;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -4,15 +4,18 @@
 //! call's completion at what is left after the prompt, refuses a call whose
 //! prompt alone does not fit (gassing the fighter out), and forwards the rest to
 //! an OpenAI-compatible chat-completions endpoint.
+//!
+//! Every call belongs to the decision it was made in. [`FighterMeter::settle`]
+//! ends a decision: a call still running then is cut (its prompt, forwarded
+//! already, is charged; no completion reaches the bot), so what a decision spent
+//! is final when it is recorded, even for a decision the runner abandoned at the
+//! wall clock. An endpoint bot's meter also has a decision window
+//! ([`FighterMeter::open_window`]): outside it, calls are refused.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tiktoken_rs::CoreBPE;
 
 use crate::error::RefereeError;
@@ -82,6 +85,13 @@ pub enum ModelError {
     /// The request itself is unusable (no messages, too large); nothing was counted.
     #[error("invalid model request: {0}")]
     Invalid(String),
+    /// Made while the fighter is not deciding; nothing was counted.
+    #[error("model call made while the fighter is not deciding")]
+    NotDeciding,
+    /// The decision ended (answered, or abandoned at the wall clock) before the
+    /// model answered: the prompt was charged to that decision, no completion.
+    #[error("the decision ended before the model answered; its prompt was charged")]
+    Cut,
 }
 
 /// A metered completion.
@@ -135,16 +145,16 @@ pub struct ModelGateway {
 }
 
 struct ModelClient {
-    uri: http::Uri,
+    url: reqwest::Url,
     model: String,
     authorization: Option<http::HeaderValue>,
-    http: Client<HttpConnector, Full<Bytes>>,
+    http: reqwest::Client,
 }
 
 impl fmt::Debug for ModelClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ModelClient")
-            .field("uri", &self.uri)
+            .field("url", &self.url.as_str())
             .field("model", &self.model)
             .finish_non_exhaustive()
     }
@@ -156,8 +166,9 @@ impl ModelGateway {
         ModelGateway { client: None }
     }
 
-    /// A gateway forwarding to `config`. Only `http://` URLs are supported by
-    /// this build (local llama.cpp / Ollama servers, or a TLS-terminating proxy).
+    /// A gateway forwarding to `config`: `http://` (a local llama.cpp or Ollama
+    /// server) or `https://` (a hosted service), trusting the system's roots and
+    /// `DUEL_EXTRA_CA` ([`crate::tls`]).
     pub fn new(config: ModelConfig) -> Result<ModelGateway, RefereeError> {
         let trimmed = config.url.trim_end_matches('/');
         let full = if trimmed.ends_with("/chat/completions") {
@@ -165,23 +176,14 @@ impl ModelGateway {
         } else {
             format!("{trimmed}/chat/completions")
         };
-        let uri: http::Uri = full.parse().map_err(|error| {
+        let url = reqwest::Url::parse(&full).map_err(|error| {
             RefereeError::Config(format!("model URL {:?}: {error}", config.url))
         })?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(RefereeError::Config(format!(
-                    "model URL {:?}: https is not supported by this build; use http:// (a local server or a TLS-terminating proxy)",
-                    config.url
-                )));
-            }
-            _ => {
-                return Err(RefereeError::Config(format!(
-                    "model URL {:?}: expected http://host:port/…",
-                    config.url
-                )));
-            }
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(RefereeError::Config(format!(
+                "model URL {:?}: expected http://host:port/… or https://host/…",
+                config.url
+            )));
         }
         if config.model.trim().is_empty() {
             return Err(RefereeError::Config(
@@ -201,12 +203,22 @@ impl ModelGateway {
             }
             None => None,
         };
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let http = Client::builder(TokioExecutor::new()).build(connector);
+        let mut builder = reqwest::Client::builder().tcp_nodelay(true);
+        if let Some(pem) = crate::tls::extra_ca_pem()? {
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
+                RefereeError::Config(format!(
+                    "{}: not PEM certificates: {error}",
+                    crate::tls::EXTRA_CA_ENV
+                ))
+            })?;
+            builder = builder.tls_certs_merge(certificates);
+        }
+        let http = builder.build().map_err(|error| {
+            RefereeError::Config(format!("cannot set up the model client: {}", chain(&error)))
+        })?;
         Ok(ModelGateway {
             client: Some(Arc::new(ModelClient {
-                uri,
+                url,
                 model: config.model,
                 authorization,
                 http,
@@ -225,6 +237,7 @@ impl ModelGateway {
                 gateway: self.clone(),
                 budget_tokens,
                 state: Mutex::new(MeterState::default()),
+                decisions: tokio::sync::watch::channel(0).0,
             }),
         }
     }
@@ -241,27 +254,33 @@ impl ModelClient {
             "max_tokens": max_tokens,
             "stream": false,
         });
-        let mut request = http::Request::post(self.uri.clone())
+        let mut request = self
+            .http
+            .post(self.url.clone())
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|error| error.to_string())?;
+            .body(body.to_string());
         if let Some(authorization) = &self.authorization {
-            request
-                .headers_mut()
-                .insert(http::header::AUTHORIZATION, authorization.clone());
+            request = request.header(http::header::AUTHORIZATION, authorization.clone());
         }
         let call = async {
-            let response = self
-                .http
-                .request(request)
+            let mut response = request
+                .send()
                 .await
-                .map_err(|error| format!("cannot reach the model: {error}"))?;
+                .map_err(|error| format!("cannot reach the model: {}", chain(&error)))?;
             let status = response.status();
-            let bytes = Limited::new(response.into_body(), MAX_MODEL_RESPONSE_BYTES)
-                .collect()
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
                 .await
-                .map_err(|error| format!("cannot read the model's answer: {error}"))?
-                .to_bytes();
+                .map_err(|error| format!("cannot read the model's answer: {}", chain(&error)))?
+            {
+                if bytes.len() + chunk.len() > MAX_MODEL_RESPONSE_BYTES {
+                    return Err(format!(
+                        "the model's answer is larger than {MAX_MODEL_RESPONSE_BYTES} bytes"
+                    ));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
             if !status.is_success() {
                 return Err(format!("the model answered HTTP {status}"));
             }
@@ -275,6 +294,18 @@ impl ModelClient {
             )),
         }
     }
+}
+
+/// An error with its causes, on one line (a TLS failure's reason is a cause).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The text of `choices[0].message.content` of an OpenAI-style answer.
@@ -299,6 +330,27 @@ struct MeterInner {
     gateway: ModelGateway,
     budget_tokens: u64,
     state: Mutex<MeterState>,
+    /// Bumped by every [`FighterMeter::settle`]: calls in flight wake up and
+    /// find themselves cut.
+    decisions: tokio::sync::watch::Sender<u64>,
+}
+
+/// Whether calls are refused outside decisions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Window {
+    /// No window was ever opened: calls are always accepted (WASM bots, whose
+    /// model import exists only inside a decision anyway).
+    #[default]
+    None,
+    Open,
+    Closed,
+}
+
+/// A call between its reservation and its charge.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    prompt_tokens: u64,
+    cap_tokens: u64,
 }
 
 #[derive(Debug, Default)]
@@ -308,9 +360,12 @@ struct MeterState {
     /// Tokens held for calls in flight (prompt + completion cap), so concurrent
     /// calls of one fighter can never overspend together.
     reserved_tokens: u64,
-    /// Tokens already reported through [`FighterMeter::take_spent`].
+    /// Tokens already reported through [`FighterMeter::settle`].
     reported_tokens: u64,
     gassed_out: bool,
+    window: Window,
+    calls: HashMap<u64, InFlight>,
+    next_call: u64,
 }
 
 impl MeterState {
@@ -318,6 +373,58 @@ impl MeterState {
         budget_tokens
             .saturating_sub(self.used_tokens)
             .saturating_sub(self.reserved_tokens)
+    }
+
+    /// Drops a call's reservation and charges `charged_tokens` for it.
+    fn charge(&mut self, budget_tokens: u64, call: InFlight, charged_tokens: u64) {
+        self.reserved_tokens = self
+            .reserved_tokens
+            .saturating_sub(call.prompt_tokens + call.cap_tokens);
+        self.used_tokens = self
+            .used_tokens
+            .saturating_add(charged_tokens)
+            .min(budget_tokens);
+        if self.used_tokens >= budget_tokens {
+            self.gassed_out = true;
+        }
+    }
+}
+
+/// What one decision spent, final once settled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Prompt and completion tokens of the calls made in the decision (only the
+    /// prompt of a call cut at its end).
+    pub tokens: u64,
+    /// A call was refused or the budget reached zero: the fighter is gassed out
+    /// from its next decision on.
+    pub gassed_out: bool,
+}
+
+/// A call admitted by [`FighterMeter::reserve`].
+struct Reservation<'a> {
+    guard: CallGuard<'a>,
+    call: InFlight,
+    /// The decision counter, and the decision the call was made in: the call is
+    /// cut once the counter moves on.
+    decisions: tokio::sync::watch::Receiver<u64>,
+    decision: u64,
+}
+
+/// A call's claim on the meter. Dropped before it is finished (its future was
+/// dropped with an abandoned decision), the call counts as cut.
+struct CallGuard<'a> {
+    meter: &'a FighterMeter,
+    id: u64,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        let budget_tokens = self.meter.inner.budget_tokens;
+        let mut state = self.meter.state();
+        if let Some(call) = state.calls.remove(&self.id) {
+            state.charge(budget_tokens, call, call.prompt_tokens);
+        }
     }
 }
 
@@ -345,12 +452,48 @@ impl FighterMeter {
         self.state().gassed_out
     }
 
-    /// Tokens charged since the previous call (what one decision spent).
-    pub fn take_spent(&self) -> u64 {
+    /// Opens a decision window: from now on calls are accepted only between this
+    /// and the next [`FighterMeter::settle`] (endpoint bots, whose Inference calls
+    /// arrive over the network at any time). Returns the decision's number for
+    /// [`FighterMeter::complete_in_decision`].
+    pub fn open_window(&self) -> u64 {
         let mut state = self.state();
+        state.window = Window::Open;
+        // Read under the lock that settle() bumps it under.
+        *self.inner.decisions.borrow()
+    }
+
+    /// Whether a decision window is open now.
+    pub fn window_open(&self) -> bool {
+        self.state().window == Window::Open
+    }
+
+    /// Ends the current decision: cuts the calls still in flight (charging their
+    /// prompts), closes the window if one is used, and returns what the decision
+    /// spent. Call it once per decision, answered or abandoned.
+    pub fn settle(&self) -> Spent {
+        let budget_tokens = self.inner.budget_tokens;
+        let mut state = self.state();
+        let cut: Vec<InFlight> = state.calls.drain().map(|(_, call)| call).collect();
+        for call in cut {
+            state.charge(budget_tokens, call, call.prompt_tokens);
+        }
+        if state.window == Window::Open {
+            state.window = Window::Closed;
+        }
         let spent = state.used_tokens - state.reported_tokens;
         state.reported_tokens = state.used_tokens;
-        spent
+        // Under the lock, so a call reserving now sees the new number.
+        self.inner.decisions.send_modify(|decision| *decision += 1);
+        Spent {
+            tokens: spent,
+            gassed_out: state.gassed_out,
+        }
+    }
+
+    /// Tokens charged since the previous settlement ([`FighterMeter::settle`]).
+    pub fn take_spent(&self) -> u64 {
+        self.settle().tokens
     }
 
     /// One metered model call; the completion text.
@@ -368,6 +511,28 @@ impl FighterMeter {
     /// completion tokens as are left.
     pub async fn complete_detailed(
         &self,
+        messages: Vec<ChatMessage>,
+        max_tokens: u32,
+    ) -> Result<Completion, ModelError> {
+        self.complete_inner(None, messages, max_tokens).await
+    }
+
+    /// [`FighterMeter::complete_detailed`] for a call made in decision
+    /// `decision` (from [`FighterMeter::open_window`]): refused unless that very
+    /// decision is still open, so a late call is never charged to a later one.
+    pub async fn complete_in_decision(
+        &self,
+        decision: u64,
+        messages: Vec<ChatMessage>,
+        max_tokens: u32,
+    ) -> Result<Completion, ModelError> {
+        self.complete_inner(Some(decision), messages, max_tokens)
+            .await
+    }
+
+    async fn complete_inner(
+        &self,
+        in_decision: Option<u64>,
         messages: Vec<ChatMessage>,
         max_tokens: u32,
     ) -> Result<Completion, ModelError> {
@@ -392,36 +557,70 @@ impl FighterMeter {
             )));
         }
         let prompt_tokens = count_prompt_tokens(&messages);
-        let cap_tokens = self.reserve(prompt_tokens, max_tokens)?;
-        let text = if cap_tokens == 0 {
-            String::new()
+        let Reservation {
+            guard,
+            call,
+            mut decisions,
+            decision,
+        } = self.reserve(in_decision, prompt_tokens, max_tokens)?;
+        let answer = if call.cap_tokens == 0 {
+            Ok(String::new())
         } else {
-            match client.chat(&messages, cap_tokens).await {
-                Ok(text) => text,
-                Err(reason) => {
-                    self.release(prompt_tokens + cap_tokens, 0);
-                    return Err(ModelError::Unavailable(reason));
-                }
+            tokio::select! {
+                answer = client.chat(&messages, call.cap_tokens) => answer,
+                // The decision was settled meanwhile: this call is cut.
+                _ = decisions.wait_for(|now| *now != decision) => return Err(ModelError::Cut),
             }
         };
-        let (text, completion_tokens) = cut_to_tokens(text, cap_tokens);
-        let budget_left_tokens = self.release(
-            prompt_tokens + cap_tokens,
+        let text = match answer {
+            Ok(text) => text,
+            Err(reason) => {
+                // The model failed, not the bot: nothing is charged.
+                let mut state = self.state();
+                if let Some(call) = state.calls.remove(&guard.id) {
+                    state.charge(self.inner.budget_tokens, call, 0);
+                    return Err(ModelError::Unavailable(reason));
+                }
+                return Err(ModelError::Cut);
+            }
+        };
+        let (text, completion_tokens) = cut_to_tokens(text, call.cap_tokens);
+        let mut state = self.state();
+        let Some(call) = state.calls.remove(&guard.id) else {
+            return Err(ModelError::Cut);
+        };
+        state.charge(
+            self.inner.budget_tokens,
+            call,
             prompt_tokens + completion_tokens,
         );
         Ok(Completion {
             text,
             prompt_tokens,
             completion_tokens,
-            budget_left_tokens,
+            budget_left_tokens: self.inner.budget_tokens - state.used_tokens,
         })
     }
 
     /// Holds the prompt and the completion cap; refuses (and gasses out) when
-    /// the prompt alone does not fit. Returns the completion cap.
-    fn reserve(&self, prompt_tokens: u64, max_tokens: u32) -> Result<u64, ModelError> {
+    /// the prompt alone does not fit, and refuses a call outside the decision
+    /// window (or outside `in_decision`, when given).
+    fn reserve(
+        &self,
+        in_decision: Option<u64>,
+        prompt_tokens: u64,
+        max_tokens: u32,
+    ) -> Result<Reservation<'_>, ModelError> {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
+        let current = *self.inner.decisions.borrow();
+        let outside = match in_decision {
+            Some(decision) => state.window != Window::Open || decision != current,
+            None => state.window == Window::Closed,
+        };
+        if outside {
+            return Err(ModelError::NotDeciding);
+        }
         let left_tokens = state.left(budget_tokens);
         if state.gassed_out || prompt_tokens > left_tokens {
             state.gassed_out = true;
@@ -435,23 +634,20 @@ impl FighterMeter {
             cap_tokens = cap_tokens.min(u64::from(max_tokens));
         }
         state.reserved_tokens += prompt_tokens + cap_tokens;
-        Ok(cap_tokens)
-    }
-
-    /// Drops a reservation and charges what was really spent. Returns the budget
-    /// left.
-    fn release(&self, reserved_tokens: u64, charged_tokens: u64) -> u64 {
-        let budget_tokens = self.inner.budget_tokens;
-        let mut state = self.state();
-        state.reserved_tokens = state.reserved_tokens.saturating_sub(reserved_tokens);
-        state.used_tokens = state
-            .used_tokens
-            .saturating_add(charged_tokens)
-            .min(budget_tokens);
-        if state.used_tokens >= budget_tokens {
-            state.gassed_out = true;
-        }
-        budget_tokens - state.used_tokens
+        let call = InFlight {
+            prompt_tokens,
+            cap_tokens,
+        };
+        let id = state.next_call;
+        state.next_call += 1;
+        state.calls.insert(id, call);
+        let decisions = self.inner.decisions.subscribe();
+        Ok(Reservation {
+            guard: CallGuard { meter: self, id },
+            call,
+            decisions,
+            decision: current,
+        })
     }
 }
 
@@ -524,13 +720,21 @@ mod tests {
     }
 
     #[test]
-    fn refuses_https_and_keeps_the_key_out_of_debug() {
-        let https = ModelGateway::new(ModelConfig {
-            url: "https://example.invalid/v1".into(),
+    fn takes_http_and_https_only_and_keeps_the_key_out_of_debug() {
+        for url in ["https://example.invalid/v1", "http://127.0.0.1:1/v1"] {
+            let config = ModelConfig {
+                url: url.into(),
+                model: "m".into(),
+                api_key: None,
+            };
+            assert!(ModelGateway::new(config).is_ok(), "{url}");
+        }
+        let ftp = ModelGateway::new(ModelConfig {
+            url: "ftp://example.invalid/v1".into(),
             model: "m".into(),
             api_key: None,
         });
-        assert!(https.expect_err("https").to_string().contains("https"));
+        assert!(ftp.expect_err("ftp").to_string().contains("expected http"));
         let config = ModelConfig {
             url: "http://127.0.0.1:1/v1".into(),
             model: "m".into(),

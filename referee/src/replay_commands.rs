@@ -266,7 +266,7 @@ fn signing_key_path(args: &SigningKeyArgs) -> Result<PathBuf> {
     })
 }
 
-fn signing_key(args: &SigningKeyArgs) -> Result<SigningKey> {
+pub fn signing_key(args: &SigningKeyArgs) -> Result<SigningKey> {
     let path = signing_key_path(args)?;
     let (key, created) = load_or_create_signing_key(&path)?;
     if created {

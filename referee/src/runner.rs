@@ -43,14 +43,22 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
     }
     let wall_clock = recorder.config().decision_wall_clock;
     let started = Instant::now();
-    let decision =
-        match tokio::time::timeout(wall_clock, bot.decide(recorder.observation(side))).await {
-            Ok(decision) => decision,
-            Err(_elapsed) => Decision::failed(BotFailure::timeout(format!(
-                "no answer within {} ms",
-                wall_clock.as_millis()
-            ))),
-        };
+    // Bound first, so the decision's future is dropped before `abandoned`.
+    let answered = tokio::time::timeout(wall_clock, bot.decide(recorder.observation(side))).await;
+    let decision = match answered {
+        Ok(decision) => decision,
+        Err(_elapsed) => {
+            let spent = bot.abandoned();
+            Decision {
+                answer: Err(BotFailure::timeout(format!(
+                    "no answer within {} ms",
+                    wall_clock.as_millis()
+                ))),
+                tokens: spent.tokens,
+                gassed_out: spent.gassed_out,
+            }
+        }
+    };
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Answer::asked(decision, latency_ms)
 }

@@ -1,10 +1,12 @@
-//! `referee serve`: logging set-up, the listener, signals, then the library's
-//! server.
+//! `referee serve`: logging set-up, the listeners, the replay store and
+//! signing key when publishing, signals, then the library's server.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use duel_referee::grpc::{OPERATOR_TOKEN_ENV, ServeConfig};
+use duel_referee::grpc::{Listeners, OPERATOR_TOKEN_ENV, Publishing, ServeConfig};
+use duel_referee::publish::LiveFeeds;
+use duel_replays::store::ReplayStore;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::ServeArgs;
@@ -57,6 +59,34 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
     {
         anyhow::bail!("--replay-dir {}: not a folder", dir.display());
     }
+    // With --http but no --store, replays go to a temporary folder kept until
+    // the server stops.
+    let mut _temporary_store = None;
+    let publishing = if args.http.is_some() || args.store.is_some() {
+        let store = match &args.store {
+            Some(url) => ReplayStore::open(url)?,
+            None => {
+                let folder = tempfile::Builder::new()
+                    .prefix("duel-replays-")
+                    .tempdir()
+                    .context("cannot make a temporary replay store")?;
+                let store = ReplayStore::open(&folder.path().display().to_string())?;
+                tracing::warn!(
+                    store = store.description(),
+                    "no --store: replays are kept in a temporary folder until the server stops"
+                );
+                _temporary_store = Some(folder);
+                store
+            }
+        };
+        Some(Publishing {
+            live: LiveFeeds::new(),
+            store,
+            signing_key: crate::replay_commands::signing_key(&args.key)?,
+        })
+    } else {
+        None
+    };
     let config = ServeConfig {
         max_concurrent_matches: usize::try_from(args.max_matches)
             .context("--max-matches too large")?,
@@ -65,6 +95,7 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
         public_url: args.public_url,
         replay_dir: args.replay_dir,
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
+        publishing,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -82,9 +113,20 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
             ),
             None => None,
         };
-        duel_referee::grpc::serve_with_metrics(
-            listener,
-            metrics_listener,
+        let http_listener = match args.http {
+            Some(address) => Some(
+                tokio::net::TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen on {address} for --http"))?,
+            ),
+            None => None,
+        };
+        duel_referee::grpc::serve_listeners(
+            Listeners {
+                grpc: listener,
+                metrics: metrics_listener,
+                http: http_listener,
+            },
             config,
             shutdown_signal(),
         )

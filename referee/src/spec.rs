@@ -1,4 +1,5 @@
-//! Bot specs: `builtin:NAME[:ARGS]`, `path/to/bot.wasm`, `grpc://host:port`.
+//! Bot specs: `builtin:NAME[:ARGS]`, `path/to/bot.wasm`, `grpc://host:port`
+//! (`grpcs://` over TLS).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -16,7 +17,8 @@ pub enum BotSpec {
     Builtin(BuiltinSpec),
     /// A WASM component implementing the `duel:bot` world.
     Wasm(PathBuf),
-    /// A remote endpoint implementing `duel.v1.Bot` (`grpc://`, `http://`, `https://`).
+    /// A remote endpoint implementing `duel.v1.Bot` (`grpc://`, `http://`; over
+    /// TLS `grpcs://`, `https://`).
     Endpoint(String),
 }
 
@@ -80,7 +82,7 @@ impl BotSpec {
         if let Some(rest) = text.strip_prefix("builtin:") {
             return BuiltinSpec::parse(text, rest).map(BotSpec::Builtin);
         }
-        for scheme in ["grpc://", "http://", "https://"] {
+        for scheme in ["grpc://", "grpcs://", "http://", "https://"] {
             if let Some(rest) = text.strip_prefix(scheme) {
                 if rest.is_empty() || rest.starts_with('/') {
                     return Err(spec_error(text, "missing host:port after the scheme"));

@@ -12,7 +12,7 @@ use duel_sandbox::{LoadedBot, ModelFuture, ModelPort, Sandbox, SandboxConfig};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture, FailureCause};
 use crate::error::RefereeError;
-use crate::meter::{ChatMessage, FighterMeter, ModelError};
+use crate::meter::{ChatMessage, FighterMeter, ModelError, Spent};
 
 /// One sandbox (one wasmtime engine, compile caches) per wall clock in this
 /// process: the engine's epoch deadline is the clock, and matches of one process
@@ -177,11 +177,16 @@ impl Bot for WasmBot {
                 },
                 reason: failure.reason,
             });
+            let spent = self.meter.settle();
             Decision {
                 answer,
-                tokens: self.meter.take_spent(),
-                gassed_out: self.meter.gassed_out(),
+                tokens: spent.tokens,
+                gassed_out: spent.gassed_out,
             }
         })
+    }
+
+    fn abandoned(&mut self) -> Spent {
+        self.meter.settle()
     }
 }

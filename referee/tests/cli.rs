@@ -1,10 +1,15 @@
 //! Runs the real `referee` binary: full matches in text and JSON, replay files,
-//! and every kind of bad input (one line on stderr, non-zero exit, no panic).
+//! `--watch` over real HTTP, and every kind of bad input (one line on stderr,
+//! non-zero exit, no panic).
+
+#[path = "watch_support/mod.rs"]
+mod watch_support;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use duel_replays::Replay;
+use watch_support::{Watched, read_events, split_view_url};
 
 fn referee(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_referee"))
@@ -360,4 +365,144 @@ fn bad_flags_exit_2_via_clap() {
     assert!(stderr(&output).contains("invalid value 'feather'"));
     let output = referee(&["local", "builtin:block", "builtin:block", "--seed", "-1"]);
     assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn watch_streams_the_match_live_then_serves_its_replay_until_ctrl_c() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("watched.json");
+    let file_arg = file.display().to_string();
+    let mut watched = Watched::start(&[
+        "local",
+        "builtin:counter",
+        "builtin:random",
+        "--seed",
+        "11",
+        "--replay",
+        &file_arg,
+    ]);
+    let url = watched.view_url();
+    let (base, id) = split_view_url(&url);
+    assert!(base.starts_with("http://127.0.0.1:"), "{url}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let http = reqwest::Client::new();
+    let events = runtime.block_on(async {
+        let page = http.get(&url).send().await.expect("viewer page");
+        assert_eq!(page.status(), 200);
+        assert!(
+            page.text()
+                .await
+                .expect("html")
+                .contains("id=\"hp-a-value\"")
+        );
+        // The match waits for its first spectator: this feed sees it whole.
+        let feed = http
+            .get(format!("{base}/live/{id}"))
+            .send()
+            .await
+            .expect("live feed");
+        assert_eq!(feed.status(), 200);
+        assert_eq!(feed.headers()["content-type"], "text/event-stream");
+        read_events(feed).await
+    });
+    watched.line_containing("ctrl-c to stop");
+    assert!(
+        watched.seen.iter().any(|line| line.contains("Round 1")),
+        "the tape is printed as usual: {:?}",
+        watched.seen
+    );
+
+    let replay = Replay::read(&file).expect("the --replay file");
+    assert_eq!(replay.match_id, id);
+    let exchanges: Vec<_> = replay.exchanges().collect();
+    assert_eq!(
+        events.len(),
+        exchanges.len() + 2,
+        "start, every exchange, end"
+    );
+    let (name, start) = &events[0];
+    assert_eq!(name, "start");
+    assert_eq!(start["match_id"], id.as_str());
+    assert_eq!(start["seed"], 11);
+    assert_eq!(
+        start["fighters"][0]["name"],
+        replay.fighters[0].name.as_str()
+    );
+    for ((name, event), (round, exchange)) in events[1..].iter().zip(&exchanges) {
+        assert_eq!(name, "exchange");
+        assert_eq!(event["round"], *round);
+        assert_eq!(
+            event["exchange"],
+            serde_json::to_value(exchange).expect("JSON"),
+            "exchange {round}.{} as played",
+            exchange.number
+        );
+    }
+    let (name, end) = events.last().expect("end");
+    assert_eq!(name, "end");
+    assert_eq!(
+        end["result"],
+        serde_json::to_value(&replay.result).expect("JSON")
+    );
+
+    runtime.block_on(async {
+        let served = http
+            .get(format!("{base}/replays/{id}"))
+            .send()
+            .await
+            .expect("replay")
+            .bytes()
+            .await
+            .expect("body");
+        assert_eq!(Replay::from_slice(&served).expect("replay JSON"), replay);
+        let key: serde_json::Value = serde_json::from_slice(
+            &http
+                .get(format!("{base}/public-key"))
+                .send()
+                .await
+                .expect("key")
+                .bytes()
+                .await
+                .expect("body"),
+        )
+        .expect("key JSON");
+        let key = duel_replays::parse_public_key(key["key"].as_str().expect("key text"))
+            .expect("public key");
+        assert!(
+            matches!(
+                duel_replays::check_signature(&served, Some(&key)).expect("JSON"),
+                Ok(duel_replays::SignatureStatus::Valid { .. })
+            ),
+            "signed with the session key it publishes"
+        );
+        let over = http
+            .get(format!("{base}/live/{id}"))
+            .send()
+            .await
+            .expect("live");
+        assert_eq!(over.status(), 404, "the match is no longer live");
+        let page = http.get(&url).send().await.expect("viewer page");
+        assert_eq!(page.status(), 200, "the viewer stays on the replay");
+    });
+    let verified = referee(&["replay", "verify", &file_arg]);
+    assert!(verified.status.success(), "{}", stderr(&verified));
+
+    let status = watched.interrupt();
+    assert!(status.success(), "ctrl-c ends --watch cleanly: {status:?}");
+}
+
+#[test]
+fn watch_flags_need_watch() {
+    let output = referee(&[
+        "local",
+        "builtin:block",
+        "builtin:block",
+        "--watch-addr",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--watch"), "{}", stderr(&output));
 }

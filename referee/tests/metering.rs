@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use duel_proto::v1 as pb;
-use duel_referee::meter::{ChatMessage, ModelError, count_prompt_tokens, count_tokens};
+use duel_referee::meter::{ChatMessage, ModelError, Spent, count_prompt_tokens, count_tokens};
 use duel_replays::SourceName;
 use support::*;
 
@@ -217,12 +217,13 @@ async fn the_other_fighters_credential_is_refused() {
     );
     let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
     let replay = run_match(&referee, request(&thief.url(), &victim.url(), 1_000)).await;
+    // The victim's token died with the victim's decision.
     let results = log.inference.lock().unwrap().clone();
     assert!(!results.is_empty());
     assert!(
         results
             .iter()
-            .all(|result| *result == Err(tonic::Code::PermissionDenied)),
+            .all(|result| *result == Err(tonic::Code::Unauthenticated)),
         "{results:?}"
     );
     assert_eq!(replay.result.tokens_used, [0, 0]);
@@ -307,6 +308,116 @@ async fn without_a_model_inference_is_unavailable_and_free() {
             .unwrap()
             .iter()
             .all(|result| *result == Err(tonic::Code::Unavailable))
+    );
+    referee.stop().await;
+}
+
+/// Waits until the model has received `count` requests (the calls are in flight).
+async fn wait_for_requests(log: &ModelLog, count: usize) {
+    while log.requests.lock().unwrap().len() < count {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settling_a_decision_cuts_its_call_in_flight_and_charges_the_prompt_to_it() {
+    let (model, model_log) = serve_slow_model(COMPLETION, Duration::from_secs(600)).await;
+    let meter = gateway_for(&model).meter(8_000);
+    meter.open_window();
+    let messages = vec![
+        ChatMessage::new("system", SYSTEM),
+        ChatMessage::new("user", USER),
+    ];
+    let call = tokio::spawn({
+        let meter = meter.clone();
+        let messages = messages.clone();
+        async move { meter.complete_detailed(messages, 16).await }
+    });
+    wait_for_requests(&model_log, 1).await;
+    // The decision ends (answered or abandoned) with the call in flight: its
+    // prompt, already forwarded, is this decision's; no completion is.
+    assert_eq!(
+        meter.settle(),
+        Spent {
+            tokens: SYSTEM_TOKENS + USER_TOKENS,
+            gassed_out: false
+        }
+    );
+    let cut = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the cut call returns at once, without waiting for the model")
+        .unwrap();
+    assert_eq!(cut, Err(ModelError::Cut));
+    assert_eq!(meter.tokens_used(), SYSTEM_TOKENS + USER_TOKENS);
+    // Outside the window nothing is admitted, counted or forwarded, and the
+    // next settlement reports nothing more.
+    assert_eq!(
+        meter.complete(messages, 16).await,
+        Err(ModelError::NotDeciding)
+    );
+    assert_eq!(meter.settle(), Spent::default());
+    assert_eq!(model_log.requests.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_mid_flight_charges_its_prompt_and_frees_its_reservation() {
+    let (model, model_log) = serve_slow_model(COMPLETION, Duration::from_secs(600)).await;
+    let meter = gateway_for(&model).meter(100);
+    let prompt = vec![ChatMessage::new("user", "word ".repeat(10))];
+    let prompt_tokens = count_prompt_tokens(&prompt);
+    let call = |meter: duel_referee::FighterMeter| {
+        let prompt = prompt.clone();
+        // max_tokens 0: the call holds everything left of the budget.
+        tokio::spawn(async move { meter.complete_detailed(prompt, 0).await })
+    };
+    let first = call(meter.clone());
+    wait_for_requests(&model_log, 1).await;
+    // A WASM decision abandoned at the clock drops its call like this.
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    assert_eq!(meter.tokens_used(), prompt_tokens);
+    // Its reservation (the whole budget) is free again: a second call fits.
+    let second = call(meter.clone());
+    wait_for_requests(&model_log, 2).await;
+    assert_eq!(
+        meter.settle(),
+        Spent {
+            tokens: 2 * prompt_tokens,
+            gassed_out: false
+        }
+    );
+    assert_eq!(second.await.unwrap(), Err(ModelError::Cut));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_call_past_the_wall_clock_is_charged_to_the_decision_that_made_it() {
+    // The model never answers within the 200 ms clock: every decision is
+    // abandoned with its Inference call in flight.
+    let (model, model_log) = serve_slow_model(COMPLETION, Duration::from_secs(600)).await;
+    let (thinker, _) = serve_bot(think(&[("system", SYSTEM), ("user", USER)], 16)).await;
+    let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
+    let replay = run_match(&referee, request(&thinker.url(), "builtin:counter", 200)).await;
+    let prompt_tokens = SYSTEM_TOKENS + USER_TOKENS;
+    let a = sides(&replay, 0);
+    // Each decision is charged its own call's prompt, never a completion and
+    // never an earlier decision's late call: that one's token expired with its
+    // decision (0 when, on a loaded machine, the call had not been admitted
+    // before the clock ran out).
+    for side in &a {
+        assert_eq!(side.source, SourceName::Timeout, "{side:?}");
+        assert!(side.tokens == prompt_tokens || side.tokens == 0, "{side:?}");
+    }
+    let charged = a.iter().filter(|side| side.tokens > 0).count();
+    assert!(charged > 0, "the calls were charged");
+    assert!(
+        model_log.requests.lock().unwrap().len() <= charged,
+        "every call that reached the model was charged"
+    );
+    assert_eq!(replay.result.tokens_used[0], charged as u64 * prompt_tokens);
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
     );
     referee.stop().await;
 }

@@ -1,5 +1,6 @@
-//! `referee serve` over real loopback gRPC: watching, limits, shutdown, auth,
-//! health and argument checking.
+//! `referee serve` over real loopback gRPC: watching (over gRPC and, for HTTP
+//! spectators, server-sent events), limits, shutdown, auth, health, argument
+//! checking, and WASM bots named in `RunMatch`.
 
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
@@ -242,9 +243,9 @@ async fn bad_requests_get_clear_codes() {
             "not a WebAssembly component",
         ),
         (
-            request("https://127.0.0.1:1", "builtin:block", 100),
-            tonic::Code::Unimplemented,
-            "https",
+            request("ftp://127.0.0.1:1", "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "not a bot spec",
         ),
     ];
     for (request, code, message) in cases {
@@ -396,4 +397,242 @@ async fn metrics_count_matches_decisions_and_substitutions() {
     );
     let _ = stop.send(());
     server.await.unwrap().unwrap();
+}
+
+/// Reads server-sent events until the stream ends: (event name, JSON data).
+async fn read_events(response: reqwest::Response) -> Vec<(String, serde_json::Value)> {
+    let text = response.text().await.unwrap();
+    text.split("\n\n")
+        .filter_map(|block| {
+            let name = block
+                .lines()
+                .find_map(|line| line.strip_prefix("event: "))?;
+            let data = block.lines().find_map(|line| line.strip_prefix("data: "))?;
+            Some((name.to_owned(), serde_json::from_str(data).unwrap()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_spectators_follow_a_grpc_match_live_then_get_its_signed_replay() {
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let (gated, _) = serve_bot(Behaviour::Gated(std::sync::Arc::clone(&gate))).await;
+    let store_dir = tempfile::tempdir().unwrap();
+    let store =
+        duel_replays::store::ReplayStore::open(&store_dir.path().display().to_string()).unwrap();
+    let key = duel_replays::SigningKey::from_bytes(&[7; 32]);
+    let mut config = serve_config(4, Default::default());
+    config.publishing = Some(duel_referee::grpc::Publishing {
+        live: duel_referee::publish::LiveFeeds::new(),
+        store,
+        signing_key: key.clone(),
+    });
+    let (referee, http_address) = serve_referee_with_http(config).await;
+    let base = format!("http://{http_address}");
+    let mut client = referee_client(&referee).await;
+    let running = tokio::spawn(async move {
+        client
+            .run_match(request(&gated.url(), "builtin:counter", 5_000))
+            .await
+            .map(tonic::Response::into_inner)
+    });
+    // The gated bot holds the first exchange until the spectator is in.
+    let http = reqwest::Client::new();
+    let match_id = loop {
+        let live: serde_json::Value = serde_json::from_slice(
+            &http
+                .get(format!("{base}/live"))
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        if let Some(id) = live["live"][0].as_str() {
+            break id.to_owned();
+        }
+        assert!(
+            !running.is_finished(),
+            "the match cannot end before the gate opens"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let feed = http
+        .get(format!("{base}/live/{match_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status(), 200);
+    let reader = tokio::spawn(read_events(feed));
+    gate.add_permits(1);
+    let response = running.await.unwrap().unwrap();
+    let events = tokio::time::timeout(Duration::from_secs(60), reader)
+        .await
+        .expect("the feed ends with the match")
+        .unwrap();
+    assert_eq!(response.match_id, match_id);
+    let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
+
+    let exchanges: Vec<_> = replay.exchanges().collect();
+    assert_eq!(
+        events.len(),
+        exchanges.len() + 2,
+        "start, every exchange, end"
+    );
+    assert_eq!(events[0].0, "start");
+    assert_eq!(events[0].1["match_id"], match_id.as_str());
+    assert_eq!(events[0].1["fighters"][1]["name"], "builtin:counter");
+    for ((name, event), (round, exchange)) in events[1..].iter().zip(&exchanges) {
+        assert_eq!(name, "exchange");
+        assert_eq!(event["round"], *round);
+        assert_eq!(event["exchange"], serde_json::to_value(exchange).unwrap());
+    }
+    assert_eq!(events.last().unwrap().0, "end");
+    assert_eq!(
+        events.last().unwrap().1["result"],
+        serde_json::to_value(&replay.result).unwrap()
+    );
+
+    // RunMatch's replay is signed with the server's key and is the one served.
+    assert!(matches!(
+        duel_replays::check_signature(response.replay_json.as_bytes(), Some(&key.verifying_key()))
+            .unwrap(),
+        Ok(duel_replays::SignatureStatus::Valid { .. })
+    ));
+    let served = http
+        .get(format!("{base}/replays/{match_id}"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(duel_replays::Replay::from_slice(&served).unwrap(), replay);
+    let view = http
+        .get(format!("{base}/live/{match_id}/view"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        view.status(),
+        200,
+        "the live viewer URL works after the end"
+    );
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok()
+    );
+    referee.stop().await;
+}
+
+/// An example WASM bot built by `scripts/build-bots`, as an absolute path.
+fn wasm_bot(name: &str) -> String {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bots")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/build-bots (scripts/test.sh does)",
+        path.display()
+    );
+    path.canonicalize().unwrap().display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_match_plays_example_wasm_bots_and_meters_their_model_calls() {
+    let (model, model_log) = serve_model("JAB").await;
+    let referee = serve_referee(serve_config(2, gateway_for(&model))).await;
+    let mut wasm = request(&wasm_bot("oracle"), &wasm_bot("jabber"), 5_000);
+    wasm.class = pb::WeightClass::Middle as i32;
+    let replay = run_match(&referee, wasm).await;
+    for (fighter, name) in replay.fighters.iter().zip(["oracle", "jabber"]) {
+        assert_eq!(fighter.kind, duel_replays::FighterKind::Wasm);
+        assert_eq!(fighter.name, name);
+        assert!(fighter.digest.starts_with("sha256:"), "{}", fighter.digest);
+    }
+    assert!(
+        duel_referee::verify::verify_replay(&replay)
+            .unwrap()
+            .is_ok(),
+        "the replay of two WASM bots verifies"
+    );
+    // The oracle asks the model through its `model` import: each call is
+    // charged to the decision that made it, prompt plus completion exactly.
+    let requests = model_log.requests.lock().unwrap().clone();
+    assert!(!requests.is_empty(), "the oracle asked the model");
+    let expected: Vec<u64> = requests
+        .iter()
+        .map(|request| {
+            assert_eq!(request["max_tokens"], 8);
+            duel_referee::meter::count_tokens(request["messages"][0]["content"].as_str().unwrap())
+                + duel_referee::meter::count_tokens("JAB")
+        })
+        .collect();
+    let charged: Vec<u64> = sides(&replay, 0)
+        .iter()
+        .map(|side| side.tokens)
+        .filter(|tokens| *tokens > 0)
+        .collect();
+    assert_eq!(charged, expected);
+    assert_eq!(replay.result.tokens_used, [expected.iter().sum::<u64>(), 0]);
+    referee.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_spectators_hear_aborted_when_shutdown_cuts_a_match_short() {
+    // The gate never opens: the match is stuck in its first decision.
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let (gated, _) = serve_bot(Behaviour::Gated(gate)).await;
+    let store_dir = tempfile::tempdir().unwrap();
+    let mut config = serve_config(4, Default::default());
+    config.shutdown_grace = Duration::from_millis(100);
+    config.publishing = Some(duel_referee::grpc::Publishing {
+        live: duel_referee::publish::LiveFeeds::new(),
+        store: duel_replays::store::ReplayStore::open(&store_dir.path().display().to_string())
+            .unwrap(),
+        signing_key: duel_replays::SigningKey::from_bytes(&[9; 32]),
+    });
+    let (mut referee, http_address) = serve_referee_with_http(config).await;
+    let mut detached = request(&gated.url(), "builtin:block", 10_000);
+    detached.detach = true;
+    let accepted = referee_client(&referee)
+        .await
+        .run_match(detached)
+        .await
+        .unwrap()
+        .into_inner();
+    let feed = reqwest::Client::new()
+        .get(format!("http://{http_address}/live/{}", accepted.match_id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status(), 200);
+    let reader = tokio::spawn(read_events(feed));
+    referee.signal_stop();
+    let events = tokio::time::timeout(Duration::from_secs(60), reader)
+        .await
+        .expect("the feed ends with the abort")
+        .unwrap();
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["start", "aborted"]);
+    assert!(
+        events[1].1["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shut down"),
+        "{:?}",
+        events[1].1
+    );
+    tokio::time::timeout(Duration::from_secs(10), referee.task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_dir(store_dir.path()).unwrap().count(),
+        0,
+        "no replay is published for an aborted match"
+    );
 }

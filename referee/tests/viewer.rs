@@ -1,9 +1,12 @@
 //! The replay viewer in real headless Chromium, driven over the DevTools
 //! protocol: load a replay from the service, step to the end with real mouse
 //! clicks, check the final HP shown against the replay, save screenshots
-//! (desktop and phone width) under the target folder.
+//! (desktop and phone width) under the target folder; and follow a match of
+//! the real `referee local --watch` live to its end.
 
 mod support;
+#[path = "watch_support/mod.rs"]
+mod watch_support;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -316,4 +319,70 @@ fn the_viewer_plays_a_replay_to_its_final_hp() {
         "the viewer fits a phone-sized screen"
     );
     chromium.screenshot(&folder.join("viewer-phone.png"));
+}
+
+#[test]
+fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("watched.json");
+    let file_arg = file.display().to_string();
+    let mut watched = watch_support::Watched::start(&[
+        "local",
+        "builtin:counter",
+        "builtin:random",
+        "--seed",
+        "21",
+        "--replay",
+        &file_arg,
+    ]);
+    let url = watched.view_url();
+
+    let mut chromium = Chromium::launch();
+    chromium.call("Page.navigate", json!({ "url": url }));
+    // The match starts when this page subscribes to its feed; the page then
+    // follows it live and finally shows the signed replay.
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    watched.line_containing("ctrl-c to stop");
+    let replay = duel_replays::Replay::read(&file).expect("the --replay file");
+    let exchanges: Vec<_> = replay.exchanges().collect();
+    let (_, last) = *exchanges.last().expect("a match has exchanges");
+    assert_eq!(
+        chromium.eval("document.body.dataset.liveEvents"),
+        json!((exchanges.len() + 2).to_string()),
+        "the page received start, every exchange and the end over the live feed"
+    );
+    assert_eq!(
+        chromium.eval("document.body.dataset.frames"),
+        json!(exchanges.len().to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.body.dataset.frame"),
+        json!(exchanges.len().to_string()),
+        "following the match, the page is on its last exchange"
+    );
+    for (id, value) in [
+        ("hp-a-value", last.a.hp),
+        ("hp-b-value", last.b.hp),
+        ("stamina-a-value", last.a.stamina),
+    ] {
+        assert_eq!(
+            chromium.eval(&format!("document.getElementById('{id}').textContent")),
+            json!(value.to_string()),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        chromium.eval("document.getElementById('signed').textContent"),
+        json!("signed")
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('match-result').hidden"),
+        json!(false)
+    );
+    chromium.screenshot(&screenshot_folder().join("viewer-watch.png"));
+    drop(chromium);
+    assert!(watched.interrupt().success());
 }

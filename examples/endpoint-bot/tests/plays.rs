@@ -85,6 +85,7 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
         public_url: None,
         replay_dir: None,
         shutdown_grace: Duration::from_secs(5),
+        publishing: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(duel_referee::grpc::serve(listener, config, async {

@@ -55,7 +55,11 @@ impl Inference for InferenceService {
         let request = request.into_inner();
         let completion = holder
             .meter
-            .complete_detailed(messages_from_proto(request.messages), request.max_tokens)
+            .complete_in_decision(
+                holder.decision,
+                messages_from_proto(request.messages),
+                request.max_tokens,
+            )
             .await;
         match &completion {
             Ok(done) => tracing::info!(

@@ -1,6 +1,8 @@
 //! The matches a server runs: the bound on concurrent matches, each match as a
-//! spawned task with its live event log (for `WatchMatch`), finished replays kept
-//! for `GetReplay`, and the drain on shutdown (finish, or abort after the grace).
+//! spawned task with its live event log (for `WatchMatch`, and for HTTP
+//! spectators through [`Publishing`]), finished replays kept for `GetReplay`
+//! (and signed into a replay store when publishing), and the drain on shutdown
+//! (finish, or abort after the grace).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -9,7 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use duel_proto::v1 as pb;
-use duel_replays::{Replay, RoundResultRecord};
+use duel_replays::store::ReplayStore;
+use duel_replays::{Replay, RoundResultRecord, SigningKey};
 use duel_rules::Side;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
@@ -22,6 +25,7 @@ use crate::grpc::metrics::Metrics;
 use crate::grpc::status::ServiceError;
 use crate::limits::MAX_KEPT_MATCHES;
 use crate::meter::ModelGateway;
+use crate::publish::{LiveEvent, LiveFeeds, LivePublisher};
 use crate::record::MatchConfig;
 use crate::runner::run_match_observed;
 
@@ -104,6 +108,16 @@ impl LiveMatch {
     }
 }
 
+/// Where a server publishes its matches for spectators and downloads: each
+/// match live on `live` while it is played, then its replay, signed with
+/// `signing_key`, in `store` (before spectators hear the end).
+#[derive(Clone, Debug)]
+pub struct Publishing {
+    pub live: LiveFeeds,
+    pub store: ReplayStore,
+    pub signing_key: SigningKey,
+}
+
 /// What a server is configured with.
 #[derive(Clone, Debug)]
 pub struct MatchesConfig {
@@ -112,6 +126,7 @@ pub struct MatchesConfig {
     pub inference: Option<InferenceLink>,
     /// Where finished replays are also written, `<match_id>.json`.
     pub replay_dir: Option<PathBuf>,
+    pub publishing: Option<Publishing>,
 }
 
 /// The registry of a server's matches. Cheap to clone.
@@ -231,6 +246,25 @@ impl Matches {
             state: Mutex::new(LiveState::default()),
             version: watch::channel(0).0,
         });
+        // Spectating is secondary: a feed that cannot open (the registry is
+        // full) is logged, and the match is played all the same.
+        let publisher = self
+            .inner
+            .config
+            .publishing
+            .as_ref()
+            .and_then(|publishing| {
+                publishing
+                    .live
+                    .start(
+                        &config.match_id,
+                        LiveEvent::start_of_match(&config, &fighters),
+                    )
+                    .inspect_err(|error| {
+                        span.in_scope(|| tracing::warn!(%error, "no live feed for this match"));
+                    })
+                    .ok()
+            });
         self.table()
             .matches
             .insert(config.match_id.clone(), Arc::clone(&live));
@@ -249,7 +283,7 @@ impl Matches {
         let task_live = Arc::clone(&live);
         self.inner.tracker.spawn(
             matches
-                .play(config, bots, task_live, permit)
+                .play(config, bots, task_live, publisher, permit)
                 .instrument(span),
         );
         Ok(live)
@@ -260,6 +294,7 @@ impl Matches {
         config: MatchConfig,
         mut bots: Vec<Box<dyn crate::Bot>>,
         live: Arc<LiveMatch>,
+        publisher: Option<LivePublisher>,
         permit: OwnedSemaphorePermit,
     ) {
         let match_id = config.match_id.clone();
@@ -279,11 +314,18 @@ impl Matches {
                     });
                     live.push(convert::exchange_to_proto(round, exchange, round_result));
                 }
+                if let Some(publisher) = &publisher {
+                    publisher.step(recorder, step);
+                }
             },
         );
-        let end = tokio::select! {
-            replay = run => {
-                self.keep_replay(&replay);
+        let played = tokio::select! {
+            replay = run => Some(replay),
+            () = abort.cancelled() => None,
+        };
+        let end = match played {
+            Some(mut replay) => {
+                self.keep_replay(&mut replay).await;
                 tracing::info!(
                     winner = duel_rules::Winner::from(replay.result.winner).name(),
                     tokens_a = replay.result.tokens_used[0],
@@ -291,12 +333,19 @@ impl Matches {
                     "match finished"
                 );
                 self.inner.metrics.match_finished();
+                if let Some(publisher) = publisher {
+                    publisher.finish(&replay.result);
+                }
                 MatchEnd::Finished(Arc::new(replay))
             }
-            () = abort.cancelled() => {
+            None => {
                 tracing::warn!("match aborted: the referee shut down before it ended");
                 self.inner.metrics.match_aborted();
-                MatchEnd::Aborted("the referee shut down before the match ended".to_owned())
+                let reason = "the referee shut down before the match ended";
+                if let Some(publisher) = publisher {
+                    publisher.abort(reason);
+                }
+                MatchEnd::Aborted(reason.to_owned())
             }
         };
         // Bots (and their Inference credentials) go before the slot is freed.
@@ -306,13 +355,23 @@ impl Matches {
         drop(permit);
     }
 
-    fn keep_replay(&self, replay: &Replay) {
-        let Some(dir) = &self.inner.config.replay_dir else {
-            return;
-        };
-        let path = dir.join(format!("{}.json", replay.match_id));
-        if let Err(error) = replay.write(&path) {
-            tracing::error!(%error, "cannot write the replay");
+    /// Signs the replay when publishing, then writes it where configured. A
+    /// store or disk failure is logged: the match result stands regardless.
+    async fn keep_replay(&self, replay: &mut Replay) {
+        let publishing = self.inner.config.publishing.as_ref();
+        if let Some(publishing) = publishing {
+            duel_replays::sign(replay, &publishing.signing_key);
+        }
+        if let Some(dir) = &self.inner.config.replay_dir {
+            let path = dir.join(format!("{}.json", replay.match_id));
+            if let Err(error) = replay.write(&path) {
+                tracing::error!(%error, "cannot write the replay");
+            }
+        }
+        if let Some(publishing) = publishing
+            && let Err(error) = publishing.store.put(replay).await
+        {
+            tracing::error!(%error, "cannot publish the replay into the store");
         }
     }
 

@@ -1,6 +1,8 @@
 //! The referee's gRPC face: `duel.v1.Referee` and `duel.v1.Inference` served
 //! together with health checking and reflection, operator authentication, and a
-//! graceful shutdown that drains matches in flight.
+//! graceful shutdown that drains matches in flight. Beside it, optionally,
+//! Prometheus metrics and the replay service over HTTP (live feeds of the
+//! matches played here, then their signed replays).
 
 pub mod convert;
 pub mod inference;
@@ -26,7 +28,7 @@ use crate::limits::MAX_GRPC_MESSAGE_BYTES;
 use crate::meter::ModelGateway;
 
 pub use inference::InferenceService;
-pub use matches::{Matches, MatchesConfig};
+pub use matches::{Matches, MatchesConfig, Publishing};
 pub use referee::RefereeService;
 
 /// The environment variable holding the operator token of `referee serve`.
@@ -45,6 +47,19 @@ pub struct ServeConfig {
     pub public_url: Option<String>,
     pub replay_dir: Option<std::path::PathBuf>,
     pub shutdown_grace: Duration,
+    /// Publish every match live and its signed replay into a store (served over
+    /// HTTP when [`Listeners::http`] is given).
+    pub publishing: Option<Publishing>,
+}
+
+/// Where [`serve_listeners`] serves: gRPC, and optionally Prometheus metrics
+/// and the replay service over HTTP.
+#[derive(Debug)]
+pub struct Listeners {
+    pub grpc: TcpListener,
+    pub metrics: Option<TcpListener>,
+    /// Needs [`ServeConfig::publishing`]: its live feeds and store are served.
+    pub http: Option<TcpListener>,
 }
 
 /// Checks the operator token on Referee calls (health, reflection and
@@ -91,6 +106,31 @@ pub async fn serve_with_metrics(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
+    serve_listeners(
+        Listeners {
+            grpc: listener,
+            metrics: metrics_listener,
+            http: None,
+        },
+        config,
+        shutdown,
+    )
+    .await
+}
+
+/// [`serve`] on every listener given. The HTTP replay service stops after the
+/// gRPC server, so spectators see the matches drained at shutdown end (or
+/// abort).
+pub async fn serve_listeners(
+    listeners: Listeners,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RefereeError> {
+    let Listeners {
+        grpc: listener,
+        metrics: metrics_listener,
+        http: http_listener,
+    } = listeners;
     let address: SocketAddr = listener.local_addr().map_err(|error| {
         RefereeError::Serve(format!("cannot read the listening address: {error}"))
     })?;
@@ -115,7 +155,34 @@ pub async fn serve_with_metrics(
             credentials: credentials.clone(),
         }),
         replay_dir: config.replay_dir.clone(),
+        publishing: config.publishing.clone(),
     });
+    let http_stop = tokio_util::sync::CancellationToken::new();
+    if let Some(http_listener) = http_listener {
+        let Some(publishing) = &config.publishing else {
+            return Err(RefereeError::Config(
+                "an HTTP listener needs publishing (a replay store and a signing key)".to_owned(),
+            ));
+        };
+        let state = crate::publish::PublishState::new(
+            publishing.store.clone(),
+            publishing.signing_key.verifying_key(),
+            publishing.live.clone(),
+            crate::publish::RateConfig::default(),
+        );
+        if let Ok(http_address) = http_listener.local_addr() {
+            tracing::info!(%http_address, store = publishing.store.description(), "replay service listening");
+        }
+        let stop = http_stop.clone();
+        tokio::spawn(async move {
+            if let Err(error) =
+                crate::publish::serve(http_listener, state, stop.cancelled_owned()).await
+            {
+                tracing::error!(%error, "the replay service stopped");
+            }
+        });
+    }
+    let _stop_http = http_stop.drop_guard();
     let metrics_stop = tokio_util::sync::CancellationToken::new();
     if let Some(metrics_listener) = metrics_listener {
         let matches = matches.clone();

@@ -41,7 +41,6 @@ impl From<ServiceError> for Status {
             ServiceError::ShuttingDown => Code::Unavailable,
             ServiceError::Unauthenticated(_) => Code::Unauthenticated,
             ServiceError::Credential(CredentialError::Unknown) => Code::Unauthenticated,
-            ServiceError::Credential(CredentialError::NotDeciding) => Code::PermissionDenied,
             ServiceError::Referee(RefereeError::Spec(_)) => Code::InvalidArgument,
             ServiceError::Referee(RefereeError::Config(_)) => Code::InvalidArgument,
             ServiceError::Referee(RefereeError::Unsupported(_)) => Code::Unimplemented,
@@ -52,6 +51,8 @@ impl From<ServiceError> for Status {
             ServiceError::Model(ModelError::BudgetExhausted { .. }) => Code::ResourceExhausted,
             ServiceError::Model(ModelError::Unavailable(_)) => Code::Unavailable,
             ServiceError::Model(ModelError::Invalid(_)) => Code::InvalidArgument,
+            ServiceError::Model(ModelError::NotDeciding) => Code::PermissionDenied,
+            ServiceError::Model(ModelError::Cut) => Code::DeadlineExceeded,
         };
         Status::new(code, message)
     }

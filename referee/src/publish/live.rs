@@ -13,11 +13,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use duel_replays::{
     ClassName, ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundResultRecord,
 };
+use duel_rules::ExchangeStep;
 use serde::Serialize;
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 
 use crate::error::RefereeError;
 use crate::limits::{MAX_LIVE_EVENTS, MAX_LIVE_LISTED, MAX_LIVE_MATCHES};
+use crate::record::{MatchConfig, MatchRecorder};
 
 /// One event of a live match, as spectators receive it (JSON, tagged by `type`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -28,6 +30,7 @@ pub enum LiveEvent {
         match_id: String,
         ruleset: String,
         class: ClassName,
+        seed: u64,
         fighters: Box<[FighterInfo; 2]>,
     },
     /// One exchange was played; `round_result` when it ended its round.
@@ -39,6 +42,8 @@ pub enum LiveEvent {
     },
     /// The match is over; the replay is published under the same id.
     End { result: MatchResultRecord },
+    /// The match stopped before its end (the referee shut down); it has no replay.
+    Aborted { reason: String },
 }
 
 impl LiveEvent {
@@ -48,6 +53,23 @@ impl LiveEvent {
             LiveEvent::Start { .. } => "start",
             LiveEvent::Exchange { .. } => "exchange",
             LiveEvent::End { .. } => "end",
+            LiveEvent::Aborted { .. } => "aborted",
+        }
+    }
+
+    /// Whether this event closes the feed.
+    pub fn is_last(&self) -> bool {
+        matches!(self, LiveEvent::End { .. } | LiveEvent::Aborted { .. })
+    }
+
+    /// The start event of a match about to be played.
+    pub fn start_of_match(config: &MatchConfig, fighters: &[FighterInfo; 2]) -> LiveEvent {
+        LiveEvent::Start {
+            match_id: config.match_id.clone(),
+            ruleset: config.ruleset.version().to_owned(),
+            class: config.class.into(),
+            seed: config.seed,
+            fighters: Box::new(fighters.clone()),
         }
     }
 
@@ -57,6 +79,7 @@ impl LiveEvent {
             match_id: replay.match_id.clone(),
             ruleset: replay.ruleset.clone(),
             class: replay.class,
+            seed: replay.seed,
             fighters: Box::new(replay.fighters.clone()),
         }
     }
@@ -66,6 +89,8 @@ impl LiveEvent {
 struct LiveMatch {
     history: Vec<LiveEvent>,
     sender: broadcast::Sender<LiveEvent>,
+    /// Woken when a spectator subscribes (`referee local --watch` waits for one).
+    joined: Arc<Notify>,
 }
 
 type Registry = HashMap<String, Arc<Mutex<LiveMatch>>>;
@@ -116,6 +141,7 @@ impl LiveFeeds {
         let feed = Arc::new(Mutex::new(LiveMatch {
             history: Vec::new(),
             sender,
+            joined: Arc::new(Notify::new()),
         }));
         matches.insert(match_id.to_owned(), Arc::clone(&feed));
         drop(matches);
@@ -132,10 +158,17 @@ impl LiveFeeds {
     pub fn subscribe(&self, match_id: &str) -> Option<Subscription> {
         let feed = lock(&self.matches).get(match_id).cloned()?;
         let feed = lock(&feed);
+        // A stored permit wakes a publisher that starts waiting only later.
+        feed.joined.notify_one();
         Some(Subscription {
             history: feed.history.clone(),
             receiver: feed.sender.subscribe(),
         })
+    }
+
+    /// Whether a match of that id is live now.
+    pub fn is_live(&self, match_id: &str) -> bool {
+        lock(&self.matches).contains_key(match_id)
     }
 
     /// The ids of the matches live now (at most [`MAX_LIVE_LISTED`]), sorted.
@@ -182,11 +215,43 @@ impl LivePublisher {
         });
     }
 
+    /// Publishes the exchange the recorder has just committed (for
+    /// [`crate::runner::run_match_observed`]).
+    pub fn step(&self, recorder: &MatchRecorder, step: &ExchangeStep) {
+        if let Some((round, exchange)) = recorder.last_exchange() {
+            let round_result = step.round_result.map(|result| RoundResultRecord {
+                winner: result.winner.into(),
+                by: result.by.into(),
+            });
+            self.exchange(round, exchange, round_result);
+        }
+    }
+
     /// Publishes the end of the match and closes the feed.
     pub fn finish(self, result: &MatchResultRecord) {
         self.publish(LiveEvent::End {
             result: result.clone(),
         });
+    }
+
+    /// Publishes that the match stopped before its end and closes the feed.
+    pub fn abort(self, reason: &str) {
+        self.publish(LiveEvent::Aborted {
+            reason: reason.to_owned(),
+        });
+    }
+
+    /// Resolves once at least one spectator has subscribed to this feed (at
+    /// once if one already has).
+    pub async fn spectator_joined(&self) {
+        let joined = {
+            let feed = lock(&self.feed);
+            if feed.sender.receiver_count() > 0 {
+                return;
+            }
+            Arc::clone(&feed.joined)
+        };
+        joined.notified().await;
     }
 
     pub fn match_id(&self) -> &str {

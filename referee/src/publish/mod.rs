@@ -9,7 +9,8 @@
 //! - `GET /replays/{id}/view` — the viewer page; `GET /viewer/{file}` its assets.
 //! - `GET /public-key` — `{"alg": "ed25519", "key": "<base64>"}`.
 //! - `GET /live` — ids of live matches; `GET /live/{id}` — server-sent events
-//!   (`start`, `exchange`, `end`) of one match.
+//!   (`start`, `exchange`, then `end` or `aborted`) of one match;
+//!   `GET /live/{id}/view` — the viewer following that feed, then the replay.
 //!
 //! Handlers parse, call the store or the live registry, and format; every error
 //! becomes a response in `error.rs`. Reads need no token: all of this is public.
@@ -121,6 +122,7 @@ pub fn router(state: PublishState) -> Router {
         .route("/public-key", get(public_key))
         .route("/live", get(live_list))
         .route("/live/{id}", get(live_feed))
+        .route("/live/{id}/view", get(view_live))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .with_state(state)
 }
@@ -293,6 +295,17 @@ async fn list_replays(
     Ok(response)
 }
 
+fn viewer_page() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        viewer::VIEWER_HTML,
+    )
+        .into_response()
+}
+
 async fn view_replay(
     State(state): State<PublishState>,
     Path(id): Path<String>,
@@ -301,14 +314,22 @@ async fn view_replay(
     if state.inner.store.get_compressed(&id).await?.is_none() {
         return Err(ApiError::NotFound(format!("no replay with id {id}")));
     }
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        viewer::VIEWER_HTML,
-    )
-        .into_response())
+    Ok(viewer_page())
+}
+
+/// The viewer of a live match: it follows `/live/{id}` while the match runs and
+/// then loads `/replays/{id}`, so the page also works once the match is over.
+async fn view_live(
+    State(state): State<PublishState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    validate_id(&id)?;
+    if !state.inner.live.is_live(&id) && state.inner.store.get_compressed(&id).await?.is_none() {
+        return Err(ApiError::NotFound(format!(
+            "no live match or replay with id {id}"
+        )));
+    }
+    Ok(viewer_page())
 }
 
 async fn viewer_asset(Path(file): Path<String>) -> Result<Response, ApiError> {
@@ -358,7 +379,7 @@ async fn live_feed(
         .chain(live)
         .take_while(move |event| {
             let go_on = !ended;
-            ended = matches!(event, LiveEvent::End { .. });
+            ended = event.is_last();
             futures::future::ready(go_on)
         })
         .map(|event| Ok::<Event, Infallible>(sse_event(&event)));

@@ -40,6 +40,9 @@ pub enum Behaviour {
     Steal { pause: Duration },
     /// Publishes its own credential to `stolen` and answers at once.
     Publish,
+    /// Waits until the test adds a permit to the gate, then answers JAB (and so
+    /// on every later decision: the permit is given back).
+    Gated(Arc<tokio::sync::Semaphore>),
 }
 
 /// What a test bot saw and got back.
@@ -163,6 +166,10 @@ impl Bot for TestBot {
                 }
                 pb::Action::Jab as i32
             }
+            Behaviour::Gated(gate) => {
+                let _permit = gate.acquire().await;
+                pb::Action::Jab as i32
+            }
             Behaviour::Publish => {
                 *self.log.stolen.lock().unwrap() = Some((
                     request.inference_url.clone(),
@@ -281,32 +288,18 @@ pub struct ModelLog {
 
 /// A small OpenAI-compatible chat-completions server returning `completion`.
 pub async fn serve_model(completion: &'static str) -> (Running, Arc<ModelLog>) {
-    use axum::extract::State;
-    use axum::http::HeaderMap;
+    serve_slow_model(completion, Duration::ZERO).await
+}
+
+/// [`serve_model`], answering each request only after `delay` (recorded at once).
+pub async fn serve_slow_model(
+    completion: &'static str,
+    delay: Duration,
+) -> (Running, Arc<ModelLog>) {
     let log = Arc::new(ModelLog::default());
     let listener = loopback().await;
     let address = listener.local_addr().unwrap();
-    let app = axum::Router::new()
-        .route(
-            "/v1/chat/completions",
-            axum::routing::post(
-                move |State(log): State<Arc<ModelLog>>, headers: HeaderMap, axum::Json(body): axum::Json<serde_json::Value>| async move {
-                    log.requests.lock().unwrap().push(body);
-                    log.authorization.lock().unwrap().push(
-                        headers
-                            .get("authorization")
-                            .and_then(|value| value.to_str().ok())
-                            .map(str::to_owned),
-                    );
-                    axum::Json(serde_json::json!({
-                        "id": "chatcmpl-test",
-                        "object": "chat.completion",
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": completion}, "finish_reason": "stop"}],
-                    }))
-                },
-            ),
-        )
-        .with_state(Arc::clone(&log));
+    let app = model_app(completion, delay, Arc::clone(&log));
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app)
@@ -323,6 +316,149 @@ pub async fn serve_model(completion: &'static str) -> (Running, Arc<ModelLog>) {
         },
         log,
     )
+}
+
+/// A self-signed certificate for `localhost` and 127.0.0.1, and its key (PEM).
+#[derive(Clone, Debug)]
+pub struct SelfSigned {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+pub fn self_signed() -> SelfSigned {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .unwrap();
+    SelfSigned {
+        cert_pem: certified.cert.pem(),
+        key_pem: certified.signing_key.serialize_pem(),
+    }
+}
+
+/// [`serve_model`] over TLS (HTTP/1.1) with the certificate `tls`.
+pub async fn serve_tls_model(
+    completion: &'static str,
+    tls: &SelfSigned,
+) -> (Running, Arc<ModelLog>) {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tower_service_call::call;
+    let certificates = rustls::pki_types::CertificateDer::pem_slice_iter(tls.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(tls.key_pem.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certificates, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let log = Arc::new(ModelLog::default());
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let app = model_app(completion, Duration::ZERO, Arc::clone(&log));
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(_) => continue,
+                },
+                _ = &mut stopped => return,
+            };
+            let acceptor = acceptor.clone();
+            let app = app.clone();
+            tokio::spawn(async move {
+                // A client that refuses our certificate ends the handshake here.
+                let Ok(stream) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |request| call(app.clone(), request));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (
+        Running {
+            address,
+            stop: Some(stop),
+            task,
+        },
+        log,
+    )
+}
+
+/// Calls an axum router as a hyper service.
+mod tower_service_call {
+    use axum::body::Body;
+    use hyper::body::Incoming;
+    use tower_service::Service;
+
+    pub async fn call(
+        mut app: axum::Router,
+        request: hyper::Request<Incoming>,
+    ) -> Result<axum::response::Response, std::convert::Infallible> {
+        app.call(request.map(Body::new)).await
+    }
+}
+
+/// Serves a test bot on `listener` over TLS with the certificate `tls`.
+pub fn serve_tls_bot_on(listener: TcpListener, bot: TestBot, tls: &SelfSigned) -> Running {
+    let address = listener.local_addr().unwrap();
+    let identity = tonic::transport::Identity::from_pem(&tls.cert_pem, &tls.key_pem);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .unwrap()
+            .add_service(BotServer::new(bot))
+            .serve_with_incoming_shutdown(
+                TcpIncoming::from(listener).with_nodelay(Some(true)),
+                async {
+                    let _ = stopped.await;
+                },
+            )
+            .await;
+    });
+    Running {
+        address,
+        stop: Some(stop),
+        task,
+    }
+}
+
+/// The fake OpenAI chat-completions routes.
+fn model_app(completion: &'static str, delay: Duration, log: Arc<ModelLog>) -> axum::Router {
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+    axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(
+                move |State(log): State<Arc<ModelLog>>, headers: HeaderMap, axum::Json(body): axum::Json<serde_json::Value>| async move {
+                    log.requests.lock().unwrap().push(body);
+                    log.authorization.lock().unwrap().push(
+                        headers
+                            .get("authorization")
+                            .and_then(|value| value.to_str().ok())
+                            .map(str::to_owned),
+                    );
+                    tokio::time::sleep(delay).await;
+                    axum::Json(serde_json::json!({
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": completion}, "finish_reason": "stop"}],
+                    }))
+                },
+            ),
+        )
+        .with_state(log)
 }
 
 pub fn gateway_for(model: &Running) -> ModelGateway {
@@ -342,6 +478,7 @@ pub fn serve_config(max_concurrent_matches: usize, gateway: ModelGateway) -> Ser
         public_url: None,
         replay_dir: None,
         shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
+        publishing: None,
     }
 }
 
@@ -362,6 +499,39 @@ pub async fn serve_referee(config: ServeConfig) -> Running {
         stop: Some(stop),
         task,
     }
+}
+
+/// Starts `referee serve` with its replay service over HTTP (the config must
+/// publish); returns the server and the HTTP address.
+pub async fn serve_referee_with_http(config: ServeConfig) -> (Running, SocketAddr) {
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let http = loopback().await;
+    let http_address = http.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        duel_referee::grpc::serve_listeners(
+            duel_referee::grpc::Listeners {
+                grpc: listener,
+                metrics: None,
+                http: Some(http),
+            },
+            config,
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    (
+        Running {
+            address,
+            stop: Some(stop),
+            task,
+        },
+        http_address,
+    )
 }
 
 pub async fn referee_client(

@@ -8,6 +8,9 @@
 //! opponent plays every exchange itself, as re-running it from the tape gives.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../sandbox/tests/common/handmade.rs"]
+mod handmade;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -349,4 +352,30 @@ async fn outrunning_the_clock_before_the_fuel_is_a_timeout_on_time() {
     };
     let replay = play_limited(limits, &format!("spin:1000000000000{AT}")).await;
     assert_contained(&replay, at_2_and_5, Source::Timeout, "", Plays::Count);
+}
+
+#[tokio::test]
+async fn an_action_out_of_range_is_a_fault_at_every_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("out-of-range.wasm");
+    std::fs::write(&bad, handmade::component_answering(99)).unwrap();
+    let replay = play(&bad, "m", GENEROUS_CLOCK).await;
+    assert_contained(
+        &replay,
+        |_| true,
+        Source::Fault,
+        "unexpected discriminant: 99",
+        Plays::Always(Action::Block),
+    );
+    // The same component answering FEINT plays FEINT as itself throughout.
+    let good = dir.path().join("feint.wasm");
+    std::fs::write(&good, handmade::component_answering(4)).unwrap();
+    let replay = play(&good, "m", GENEROUS_CLOCK).await;
+    assert_contained(
+        &replay,
+        |_| false,
+        Source::Fault,
+        "",
+        Plays::Always(Action::Feint),
+    );
 }

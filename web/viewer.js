@@ -82,6 +82,11 @@
       if (side.reason) badge.title = side.reason;
       container.appendChild(badge);
     }
+    if (side.restarted) {
+      const badge = el("span", "badge restart", "restarted");
+      badge.title = "started afresh after an earlier failure: its memory of the match is lost";
+      container.appendChild(badge);
+    }
     if (side.exhausted) container.appendChild(el("span", "badge exh", "exhausted"));
     if (side.staggered) container.appendChild(el("span", "badge stag", "staggered"));
     if (side.damage_taken > 0) container.appendChild(el("span", "damage", "−" + side.damage_taken));

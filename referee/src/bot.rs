@@ -59,6 +59,9 @@ pub struct Decision {
     /// The meter refused a call or the budget reached zero during this decision:
     /// this answer still counts, the fallback plays the rest of the match.
     pub gassed_out: bool,
+    /// The bot answered from a fresh start after an earlier decision failed: its
+    /// memory of the match is lost (WASM bots, whose instance a trap poisons).
+    pub restarted: bool,
 }
 
 impl Decision {
@@ -68,6 +71,7 @@ impl Decision {
             answer: Ok(action),
             tokens: 0,
             gassed_out: false,
+            restarted: false,
         }
     }
 
@@ -76,6 +80,7 @@ impl Decision {
             answer: Err(failure),
             tokens: 0,
             gassed_out: false,
+            restarted: false,
         }
     }
 }

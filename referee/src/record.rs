@@ -83,6 +83,7 @@ struct Resolved {
     tokens: u64,
     latency_ms: u64,
     reason: Option<String>,
+    restarted: bool,
 }
 
 /// The state of a match being played and its replay so far.
@@ -165,6 +166,7 @@ impl MatchRecorder {
                 tokens,
                 latency_ms,
                 reason,
+                restarted,
                 ..
             } = resolved[index].clone();
             SideRecord {
@@ -178,6 +180,7 @@ impl MatchRecorder {
                 tokens,
                 latency_ms,
                 reason,
+                restarted,
             }
         });
         self.tape.push(TapeEntry {
@@ -214,6 +217,7 @@ impl MatchRecorder {
                 tokens: 0,
                 latency_ms: answer.latency_ms,
                 reason: None,
+                restarted: false,
             };
         };
         self.tokens_used[index] = self.tokens_used[index].saturating_add(decision.tokens);
@@ -234,6 +238,7 @@ impl MatchRecorder {
             tokens: decision.tokens,
             latency_ms: answer.latency_ms,
             reason,
+            restarted: decision.restarted,
         }
     }
 

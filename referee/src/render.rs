@@ -187,6 +187,12 @@ fn action_cell(palette: Palette, side: Side, mine: &SideRecord, dealt: i32) -> S
         plain_len += cause.len();
         cell.push_str(&palette.paint(WARNING, &cause));
     }
+    if mine.restarted {
+        // Started afresh after an earlier failure: the bot's memory is gone.
+        const RESTARTED: &str = " (restarted)";
+        plain_len += RESTARTED.len();
+        cell.push_str(&palette.paint(WARNING, RESTARTED));
+    }
     if dealt > 0 {
         let hit = format!(" → {dealt}");
         plain_len += hit.chars().count();
@@ -317,9 +323,15 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
             .map(|record| record.latency_ms)
             .collect();
         latencies.sort_unstable();
+        let restarts = records.iter().filter(|record| record.restarted).count();
+        let restarts = match restarts {
+            0 => String::new(),
+            1 => " · restarted once (memory of the match lost)".to_owned(),
+            n => format!(" · restarted {n} times (memory of the match lost)"),
+        };
         let _ = writeln!(
             out,
-            "  {}  {} decisions · substituted: {} timeout, {} budget, {} fault · tokens {} · latency p50 {} ms, p99 {} ms",
+            "  {}  {} decisions · substituted: {} timeout, {} budget, {} fault{restarts} · tokens {} · latency p50 {} ms, p99 {} ms",
             fighter_label(palette, side),
             records.len(),
             count(SourceName::Timeout),

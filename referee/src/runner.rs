@@ -56,6 +56,7 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
                 ))),
                 tokens: spent.tokens,
                 gassed_out: spent.gassed_out,
+                restarted: false,
             }
         }
     };

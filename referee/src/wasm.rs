@@ -109,6 +109,9 @@ pub struct WasmBot {
     /// Set while a decision runs: still set at the next decision means the runner
     /// gave up on it (its wall clock), so the instance is mid-call and is replaced.
     in_flight: bool,
+    /// A decision was asked before: a wasm instance created after that one is a
+    /// restart, and the replay says the bot's memory of the match is lost.
+    asked_before: bool,
     info: FighterInfo,
 }
 
@@ -149,6 +152,7 @@ impl WasmBot {
             meter,
             instance,
             in_flight: false,
+            asked_before: false,
             info,
         }
     }
@@ -167,9 +171,14 @@ impl Bot for WasmBot {
                 });
                 self.instance = self.loaded.instantiate(self.context.clone(), model);
             }
+            // Set before the call: the runner may drop this future at its clock.
+            let asked_before = std::mem::replace(&mut self.asked_before, true);
+            let instantiations_before = self.instance.stats().instantiations;
             self.in_flight = true;
             let result = self.instance.decide(&observation).await;
             self.in_flight = false;
+            let restarted =
+                asked_before && self.instance.stats().instantiations > instantiations_before;
             let answer = result.map_err(|failure| BotFailure {
                 cause: match failure.cause {
                     duel_sandbox::FailureCause::Timeout => FailureCause::Timeout,
@@ -182,6 +191,7 @@ impl Bot for WasmBot {
                 answer,
                 tokens: spent.tokens,
                 gassed_out: spent.gassed_out,
+                restarted,
             }
         })
     }

@@ -156,7 +156,7 @@ fn ctrl_c_stops_a_tournament_that_resume_continues() {
     let mut args: Vec<&str> = vec!["tournament"];
     args.extend(FOUR_BOTS);
     args.extend(["--rounds", "3000", "--jobs", "1", "--out", &out_text]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_referee"))
+    let child = Command::new(env!("CARGO_BIN_EXE_referee"))
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

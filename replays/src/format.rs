@@ -95,6 +95,16 @@ pub struct SideRecord {
     /// Why a substitution happened, in a few words (faults and timeouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The bot was started afresh for this decision because an earlier one ended
+    /// in a fault or timeout (a trap poisons a WASM instance): whatever it
+    /// remembered of the match is lost. Written only when true; older replays
+    /// lack it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub restarted: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 impl SideRecord {

@@ -213,3 +213,42 @@ async fn hundreds_of_hostile_decisions_leave_the_host_healthy() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_action_out_of_range_is_a_fault_and_one_in_range_is_played() {
+    let sandbox = sandbox(SandboxConfig::default());
+    // The same hand-made component answering FEINT (4) is a valid bot: what
+    // fails below is the value, not the way the component was made.
+    let feint = sandbox.load(&handmade::component_answering(4)).unwrap();
+    let mut bot = instance(&feint, "m", 1, Side::A);
+    let mut bout = Bout::new("m");
+    for _ in 0..3 {
+        assert_eq!(
+            bot.decide(&bout.observation(Side::A)).await,
+            Ok(Action::Feint)
+        );
+        bout.play([
+            (Action::Feint, duel_rules::Source::Bot),
+            (Action::Jab, duel_rules::Source::Bot),
+        ]);
+    }
+    assert_eq!(bot.stats().instantiations, 1);
+    // 6 is one past RECOVER; 260 would read as FEINT if truncated to a byte.
+    for discriminant in [6, 99, 260, u32::MAX] {
+        let bad = sandbox
+            .load(&handmade::component_answering(discriminant))
+            .unwrap();
+        let mut bot = instance(&bad, "m", 1, Side::A);
+        let mut bout = Bout::new("m");
+        for decision in 1..=2 {
+            let result = bot.decide(&bout.observation(Side::A)).await;
+            expect_failure(&result, FailureCause::Fault, "discriminant");
+            bout.play([
+                (Action::Block, duel_rules::Source::Fault),
+                (Action::Jab, duel_rules::Source::Bot),
+            ]);
+            assert_eq!(bot.stats().faults, decision);
+            assert_eq!(bot.stats().instantiations, decision, "afresh each time");
+        }
+    }
+}

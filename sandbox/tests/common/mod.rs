@@ -2,6 +2,8 @@
 //! `scripts/build-bots`), observations and a small match loop.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod handmade;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};

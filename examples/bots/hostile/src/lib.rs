@@ -1,7 +1,11 @@
-//! A deliberately hostile bot for the sandbox tests. Its behaviour is chosen by the
-//! match id (`obs.match_id`), e.g. `loop`, `alloc`, `recurse`, `panic-first`,
-//! `sleep`, `spam`, `log-spam`, `exit`, `model-twice`, `spin:N`, `count`.
-//! Anything else: plays JAB.
+//! A deliberately hostile bot for the sandbox and referee tests. Its behaviour is
+//! chosen by the match id (`obs.match_id`), e.g. `loop`, `alloc`, `recurse`,
+//! `panic`, `panic-first`, `sleep`, `spam`, `log-spam`, `exit`, `model-twice`, `spin:N`,
+//! `count`. Anything else: plays JAB.
+//!
+//! `MODE@N,M,…` misbehaves as MODE only at the match's exchanges N, M, … (1-based,
+//! counted across rounds) and plays `count` at the others: the count restarts
+//! from JAB on a fresh instance, so a replay shows when the bot lost its memory.
 
 use std::hint::black_box;
 
@@ -23,7 +27,17 @@ fn recurse(depth: u64, pad: [u64; 16]) -> u64 {
 impl Bot for Hostile {
     fn decide(&mut self, obs: &Observation) -> Action {
         self.decisions += 1;
-        let mode = obs.match_id;
+        let mode = match obs.match_id.split_once('@') {
+            None => obs.match_id,
+            Some((mode, at)) => {
+                let now = obs.tape.len() + 1;
+                if at.split(',').any(|n| n.parse::<usize>() == Ok(now)) {
+                    mode
+                } else {
+                    "count"
+                }
+            }
+        };
         match mode {
             "loop" => {
                 let mut x = 0u64;
@@ -40,6 +54,7 @@ impl Bot for Hostile {
                 let v = recurse(0, [1; 16]);
                 if v == 0 { Action::Block } else { Action::Jab }
             }
+            "panic" => panic!("hostile bot panics on purpose"),
             "panic-first" => {
                 if obs.round == 1 && obs.exchange == 1 {
                     panic!("hostile bot panics on purpose");

@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use crate::error::{LadderError, Result};
 use crate::grpc::LadderService;
 use crate::ladder::Ladder;
+use crate::limits::MAX_GRPC_MESSAGE_BYTES;
 use crate::store::Store;
-use crate::validate::StructuralValidator;
 use crate::worker::{self, BotFactory, BuiltinFactory, WorkerConfig};
 
 /// What `ladder serve` runs.
@@ -45,11 +45,7 @@ pub async fn serve(
             config.replays_dir.display()
         ))
     })?;
-    let ladder = Arc::new(Ladder::new(
-        store.clone(),
-        Arc::new(StructuralValidator),
-        config.allow_private_endpoints,
-    ));
+    let ladder = Arc::new(Ladder::new(store.clone(), config.allow_private_endpoints));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|error| LadderError::Io(format!("cannot listen on {}: {error}", config.listen)))?;
@@ -84,7 +80,12 @@ pub async fn serve(
     let mut stop = shutdown.clone();
     let served = tonic::transport::Server::builder()
         .add_service(health_service)
-        .add_service(LadderService::new(ladder).into_server())
+        .add_service(
+            LadderService::new(ladder)
+                .into_server()
+                .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES),
+        )
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
             async move {

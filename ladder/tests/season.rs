@@ -5,18 +5,15 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::TestDb;
 use duel_ladder::LadderError;
 use duel_ladder::auth::Role;
 use duel_ladder::ladder::{Ladder, Registration};
-use duel_ladder::validate::StructuralValidator;
 use duel_ladder::worker::{BuiltinFactory, Worked, WorkerConfig, work_once};
 use duel_rules::WeightClass;
 
 fn ladder(db: &TestDb) -> Ladder {
-    Ladder::new(db.store.clone(), Arc::new(StructuralValidator), false)
+    Ladder::new(db.store.clone(), false)
 }
 
 async fn season_end_to_end(db: &TestDb) {

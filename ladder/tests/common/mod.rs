@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod bots;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use duel_ladder::Store;

@@ -70,6 +70,11 @@ pub const SOFT_RESET_MIN_DEVIATION: f64 = 150.0;
 /// Most rows a list call returns.
 pub const MAX_LIST_ROWS: i64 = 1_000;
 
+/// A worker publishes a replay within this share of its lease (in parts per
+/// thousand), right after extending the lease, so a replay is only published by
+/// a worker that still holds the match when it settles.
+pub const PUBLISH_LEASE_SHARE_PERMILLE: i64 = 500;
+
 /// How long an idle worker waits before polling for a match again.
 pub const WORKER_IDLE_POLL_MS: u64 = 200;
 

@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::TestDb;
 use duel_ladder::LadderError;
 use duel_ladder::auth::Role;
@@ -84,7 +86,10 @@ async fn season_end_to_end(db: &TestDb) {
         (2, "builtin:counter")
     );
     let replays = tempfile::tempdir().expect("replays");
-    let config = WorkerConfig::new(replays.path().to_path_buf());
+    let store = duel_replays::store::ReplayStore::open(&replays.path().display().to_string())
+        .expect("replay store");
+    let key = Arc::new(duel_replays::SigningKey::from_bytes(&[3; 32]));
+    let config = WorkerConfig::new(store, key);
     let mut settled = 0;
     for _round in 0..3 {
         for (owner, bot) in &owners {

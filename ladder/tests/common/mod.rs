@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod bots;
+pub mod cli;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -39,6 +39,10 @@ enum Command {
         operator: String,
         #[arg(long)]
         token_file: PathBuf,
+        /// Also create the replay signing key here (mode 0600) if it is missing,
+        /// so workers started together all load one key.
+        #[arg(long, value_name = "PATH")]
+        signing_key: Option<PathBuf>,
     },
     /// Claim, run and settle matches until interrupted, publishing each
     /// match's signed replay.
@@ -209,7 +213,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             db,
             operator,
             token_file,
+            signing_key,
         } => {
+            if let Some(path) = &signing_key {
+                let (key, created) = duel_replays::load_or_create_signing_key(path)?;
+                println!(
+                    "signing key {} {} (public key {})",
+                    path.display(),
+                    if created { "created" } else { "exists" },
+                    duel_replays::public_key_text(&key.verifying_key())
+                );
+            }
             let store = Store::connect(&db)
                 .await
                 .with_context(|| format!("opening {db}"))?;

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, start_server};
+use common::cli::{Cli, LADDER, start_server, terminate};
 use serde_json::Value;
 
 /// How long the workers get to play every queued match.
@@ -233,21 +233,7 @@ async fn season_through_cli(db: &TestDb) {
     assert_eq!(cli.json(&root, &["ledger", "check"])["ok"], true);
 
     // Graceful shutdown on SIGTERM.
-    let pid = server.child.id().to_string();
-    let kill = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(kill.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = server.child.try_wait().expect("wait") {
-            assert!(status.success(), "serve exited with {status}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    terminate(&mut server.child, "ladder serve").await;
 }
 
 both_backends!(season_through_the_cli, season_through_cli);

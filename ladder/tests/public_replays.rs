@@ -1,6 +1,7 @@
 //! A ranked match's replay is public, end to end through the `ladder` binary:
-//! `ladder serve --http` runs the season (two WASM bots registered with
-//! `--wasm`, in-process workers), then over real HTTP the replay is listed by
+//! `ladder init` creates the signing key, `ladder serve --http --workers 0`
+//! runs the season (two WASM bots registered with `--wasm`) and a separate
+//! `ladder worker` process plays the match, then over real HTTP the replay is listed by
 //! season, bot and class, downloaded, its signature checked against the
 //! published key and its rules re-simulated, and its viewer page served.
 //! Runs on a SQLite file and on PostgreSQL.
@@ -8,11 +9,11 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, start_server};
+use common::cli::{Cli, LADDER, start_server, terminate};
 use duel_referee::publish::client;
 use duel_replays::{FighterKind, Replay};
 use serde_json::Value;
@@ -29,6 +30,16 @@ fn example_bot(name: &str) -> String {
         path.display()
     );
     path.display().to_string()
+}
+
+/// A `ladder worker` process, killed if the test fails before stopping it.
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 async fn get(http: &reqwest::Client, url: &str) -> (u16, String, Vec<u8>) {
@@ -59,6 +70,7 @@ async fn list(http: &reqwest::Client, base: &str, query: &str) -> Vec<String> {
 async fn ranked_replay_is_public(db: &TestDb) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| dir.path().join(name);
+    // init creates the signing key that serve (and any worker) then loads.
     let init = Command::new(LADDER)
         .args([
             "init",
@@ -69,6 +81,8 @@ async fn ranked_replay_is_public(db: &TestDb) {
             "--token-file",
         ])
         .arg(path("root.token"))
+        .arg("--signing-key")
+        .arg(path("signing.key"))
         .output()
         .expect("ladder init");
     assert!(
@@ -76,7 +90,25 @@ async fn ranked_replay_is_public(db: &TestDb) {
         "{}",
         String::from_utf8_lossy(&init.stderr)
     );
-    let mut server = start_server(&db.url, dir.path(), &["--http", "127.0.0.1:0"]);
+    let said = String::from_utf8_lossy(&init.stdout);
+    assert!(said.contains("created (public key"), "{said}");
+    // The match is played by a separate `ladder worker` process sharing the
+    // database, the replay store and the key; serve only serves.
+    let mut server = start_server(
+        &db.url,
+        dir.path(),
+        &["--http", "127.0.0.1:0", "--workers", "0"],
+    );
+    let mut worker = Worker(
+        Command::new(LADDER)
+            .args(["worker", "--db", &db.url, "--workers", "1", "--replays"])
+            .arg(path("replays"))
+            .arg("--signing-key")
+            .arg(path("signing.key"))
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start ladder worker"),
+    );
     let base = server.http.clone().expect("the replay service runs");
     let cli = Cli {
         server: &server.url.clone(),
@@ -141,13 +173,13 @@ async fn ranked_replay_is_public(db: &TestDb) {
     assert!(std::path::Path::new(location).exists(), "{location}");
 
     let http = client::http_client().expect("http client");
-    // The published key is the one the server created at first start.
+    // The published key is the one init created.
     let published = client::fetch_public_key(&http, &base)
         .await
         .expect("public key");
     let (key, created) =
         duel_replays::load_or_create_signing_key(&path("signing.key")).expect("key file");
-    assert!(!created, "the server created the key");
+    assert!(!created, "init created the key");
     assert_eq!(published, key.verifying_key());
 
     // Listed by season and bot, by class, and not under another season or class.
@@ -195,20 +227,7 @@ async fn ranked_replay_is_public(db: &TestDb) {
     let (status, _, _) = get(&http, &format!("{base}/replays/no-such-match")).await;
     assert_eq!(status, 404);
 
-    let pid = server.child.id().to_string();
-    let kill = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(kill.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = server.child.try_wait().expect("wait") {
-            assert!(status.success(), "serve exited with {status}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    terminate(&mut worker.0, "ladder worker").await;
+    terminate(&mut server.child, "ladder serve").await;
 }
 both_backends!(public_replay_of_a_ranked_match, ranked_replay_is_public);

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -34,16 +34,15 @@ fn field<'a>(line: &'a str, field: &str) -> Option<&'a str> {
 /// Starts `ladder serve` on an ephemeral port, with its replays and signing
 /// key under `dir` and `extra` flags, and reads its addresses from its log.
 pub fn start_server(db_url: &str, dir: &Path, extra: &[&str]) -> Server {
+    // Two in-process workers unless the caller says otherwise.
+    let workers: &[&str] = if extra.contains(&"--workers") {
+        &[]
+    } else {
+        &["--workers", "2"]
+    };
     let mut child = Command::new(LADDER)
-        .args([
-            "serve",
-            "--db",
-            db_url,
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "2",
-        ])
+        .args(["serve", "--db", db_url, "--listen", "127.0.0.1:0"])
+        .args(workers)
         .arg("--replays")
         .arg(dir.join("replays"))
         .arg("--signing-key")
@@ -123,5 +122,24 @@ impl Cli<'_> {
         assert!(!output.status.success(), "{args:?} should be refused");
         assert!(stderr.contains(reason), "{args:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+}
+
+/// Stops a `ladder` process with SIGTERM and asserts it exits cleanly within 20 s.
+pub async fn terminate(child: &mut Child, what: &str) {
+    let pid = child.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(status.success(), "{what} exited with {status}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} did not stop on SIGTERM");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

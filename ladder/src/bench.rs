@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use duel_referee::builtin::SplitMix64;
+use duel_referee::{BotContext, ModelGateway};
+use duel_replays::store::ReplayStore;
 use duel_rules::{Ruleset, Side, WeightClass};
 
 use crate::auth::Role;
@@ -26,7 +28,7 @@ pub struct BenchReport {
     pub workers: usize,
     /// Pairs accepted (stakes into escrow) per second, one after another.
     pub accepted_per_s: f64,
-    /// Claimed, run, replay written and settled per second over all workers.
+    /// Claimed, run, replay signed and published, and settled per second over all workers.
     pub settled_per_s: f64,
     /// The same matches run by the referee alone with the same concurrency.
     pub bare_per_s: f64,
@@ -49,6 +51,9 @@ pub async fn settle_bench(
             "ladder bench needs a fresh database (a season is running)".to_owned(),
         ));
     }
+    let replays = ReplayStore::open(&replays_dir.display().to_string())?;
+    // A throwaway key: signing costs the same with any key.
+    let signing_key = Arc::new(duel_replays::generate_signing_key()?);
     let run = uuid::Uuid::new_v4().simple().to_string();
     let run = &run[..8];
     store.start_season(&format!("bench-{run}")).await?;
@@ -108,7 +113,7 @@ pub async fn settle_bench(
     for _ in 0..workers.max(1) {
         let store = store.clone();
         let factory = Arc::clone(&factory);
-        let config = WorkerConfig::new(replays_dir.clone());
+        let config = WorkerConfig::new(replays.clone(), Arc::clone(&signing_key));
         tasks.push(tokio::spawn(async move {
             let mut settled = 0usize;
             loop {
@@ -143,8 +148,6 @@ pub async fn settle_bench(
                     created_ms: 0,
                 };
                 let seed = (task * per_task + index) as u64;
-                let mut a = factory.build(&version(BENCH_SPECS[index % 3]), seed, Side::A)?;
-                let mut b = factory.build(&version(BENCH_SPECS[(index + 1) % 3]), seed, Side::B)?;
                 let config = duel_referee::MatchConfig {
                     ruleset: Ruleset::CURRENT,
                     match_id: format!("bare-{seed}"),
@@ -153,6 +156,21 @@ pub async fn settle_bench(
                     seed,
                     decision_wall_clock: duel_referee::limits::DECISION_WALL_CLOCK,
                 };
+                let context = |side| {
+                    BotContext::new(
+                        &config,
+                        side,
+                        ModelGateway::disabled().meter(config.budget_tokens()),
+                        None,
+                    )
+                };
+                let (context_a, context_b) = (context(Side::A), context(Side::B));
+                let mut a = factory
+                    .build(&version(BENCH_SPECS[index % 3]), &context_a)
+                    .await?;
+                let mut b = factory
+                    .build(&version(BENCH_SPECS[(index + 1) % 3]), &context_b)
+                    .await?;
                 let replay = duel_referee::run_match(config, [&mut *a, &mut *b]).await;
                 std::hint::black_box(replay);
             }

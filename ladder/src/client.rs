@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
+use duel_ladder::limits::{MAX_GRPC_MESSAGE_BYTES, MAX_WASM_BYTES};
 use duel_proto::v1 as pb;
 use duel_proto::v1::ladder_client::LadderClient;
 use serde_json::{Value, json};
@@ -212,7 +213,10 @@ impl Client {
             anyhow!("cannot reach the ladder at {}: {error}", connection.server)
         })?;
         Ok(Client {
-            inner: LadderClient::new(channel),
+            // Uploads carry whole WASM components.
+            inner: LadderClient::new(channel)
+                .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+                .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES),
             authorization,
         })
     }
@@ -243,6 +247,15 @@ fn source(args: SourceArgs) -> Result<pb::LadderBotSource> {
     } else if let Some(url) = args.endpoint {
         Source::EndpointUrl(url)
     } else if let Some(path) = args.wasm {
+        let size = std::fs::metadata(&path)
+            .with_context(|| format!("cannot read the WASM file {}", path.display()))?
+            .len();
+        if size > MAX_WASM_BYTES as u64 {
+            bail!(
+                "the WASM file {} is {size} bytes, over the cap of {MAX_WASM_BYTES} bytes",
+                path.display()
+            );
+        }
         let bytes = std::fs::read(&path)
             .with_context(|| format!("cannot read the WASM file {}", path.display()))?;
         Source::Wasm(bytes)

@@ -3,17 +3,18 @@
 //! credits need an operator. A refusal happens before anything is written.
 //! The gRPC service and the CLI call these, never the store directly.
 
-use std::sync::Arc;
-
 use duel_rules::WeightClass;
 
 use crate::auth::{Role, User};
 use crate::error::{LadderError, Result};
 use crate::ledger::{LedgerReport, TransferOutcome};
 use crate::limits::MAX_RAKE_BP;
-use crate::model::{Bot, BotKind, BotSource, Match, MatchState, QueueEntry, Season, Standing};
+use crate::model::{
+    Bot, BotKind, BotSource, Match, MatchState, QueueEntry, Season, Standing, check_name,
+    class_from_name,
+};
 use crate::store::{Store, WaveReport};
-use crate::validate::{BotValidator, check_endpoint_url};
+use crate::validate::{check_endpoint, validate_wasm};
 
 /// What an owner uploads or names when registering a bot version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,20 +28,14 @@ pub enum Registration {
 #[derive(Clone, Debug)]
 pub struct Ladder {
     pub store: Store,
-    validator: Arc<dyn BotValidator>,
     /// Operator setting: accept endpoint URLs on loopback and private ranges.
     allow_private_endpoints: bool,
 }
 
 impl Ladder {
-    pub fn new(
-        store: Store,
-        validator: Arc<dyn BotValidator>,
-        allow_private_endpoints: bool,
-    ) -> Ladder {
+    pub fn new(store: Store, allow_private_endpoints: bool) -> Ladder {
         Ladder {
             store,
-            validator,
             allow_private_endpoints,
         }
     }
@@ -125,6 +120,18 @@ impl Ladder {
                 "bots are registered by owner accounts, not operators".to_owned(),
             ));
         }
+        // The cheap refusals first: validation compiles uploads and dials endpoints.
+        check_name("bot", name)?;
+        class_from_name(class)?;
+        match self.store.bot(name).await {
+            Ok(bot) if bot.owner_id != caller.id => {
+                return Err(LadderError::PermissionDenied(format!(
+                    "bot {name} belongs to another owner"
+                )));
+            }
+            Ok(_) | Err(LadderError::NotFound(_)) => {}
+            Err(error) => return Err(error),
+        }
         let source = match registration {
             Registration::Builtin(spec) => match duel_referee::BotSpec::parse(&spec) {
                 Ok(duel_referee::BotSpec::Builtin(builtin)) => {
@@ -144,8 +151,7 @@ impl Ladder {
                 Err(error) => return Err(LadderError::Invalid(error.to_string())),
             },
             Registration::Wasm(bytes) => {
-                self.validator.validate_wasm(&bytes)?;
-                let digest = duel_referee::spec::sha256_digest(&bytes);
+                let digest = validate_wasm(&bytes).await?.digest;
                 BotSource {
                     kind: BotKind::Wasm,
                     spec: digest.clone(),
@@ -154,7 +160,7 @@ impl Ladder {
                 }
             }
             Registration::Endpoint(url) => {
-                check_endpoint_url(&url, self.allow_private_endpoints)?;
+                check_endpoint(&url, self.allow_private_endpoints).await?;
                 BotSource {
                     kind: BotKind::Endpoint,
                     digest: duel_referee::spec::sha256_digest(url.as_bytes()),

@@ -1,8 +1,16 @@
 //! Every limit and default of the ladder, named and documented in one place.
 
-/// Largest WASM component accepted at registration, in bytes. Components are
-/// stored in the database, so this also bounds one row.
-pub const MAX_WASM_BYTES: usize = 16 * 1024 * 1024;
+/// Largest WASM component accepted at registration, in bytes: the sandbox's
+/// own upload cap, so the ladder accepts exactly what a referee runs.
+/// Components are stored in the database, so this also bounds one row.
+pub const MAX_WASM_BYTES: usize = duel_sandbox::limits::UPLOAD_BYTES_MAX_DEFAULT;
+
+/// The largest message the `duel.v1.Ladder` service decodes (and its client
+/// encodes), in bytes: a WASM upload at the cap plus room for the other fields.
+pub const MAX_GRPC_MESSAGE_BYTES: usize = MAX_WASM_BYTES + 64 * 1024;
+
+/// How long registration waits for an endpoint bot to answer `Hello`.
+pub const ENDPOINT_HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Longest bot, account and season name, in bytes (ASCII letters, digits, `-`, `_`, `.`).
 pub const MAX_NAME_BYTES: usize = 64;
@@ -61,6 +69,11 @@ pub const SOFT_RESET_MIN_DEVIATION: f64 = 150.0;
 
 /// Most rows a list call returns.
 pub const MAX_LIST_ROWS: i64 = 1_000;
+
+/// A worker publishes a replay within this share of its lease (in parts per
+/// thousand), right after extending the lease, so a replay is only published by
+/// a worker that still holds the match when it settles.
+pub const PUBLISH_LEASE_SHARE_PERMILLE: i64 = 500;
 
 /// How long an idle worker waits before polling for a match again.
 pub const WORKER_IDLE_POLL_MS: u64 = 200;

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use duel_ladder::Store;
-use duel_ladder::worker::{self, BotFactory, BuiltinFactory, WorkerConfig};
+use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
+use duel_referee::credentials::Credentials;
+use duel_referee::{InferenceLink, ModelConfig, ModelGateway};
+use duel_replays::store::ReplayStore;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,35 +39,51 @@ enum Command {
         operator: String,
         #[arg(long)]
         token_file: PathBuf,
+        /// Also create the replay signing key here (mode 0600) if it is missing,
+        /// so workers started together all load one key.
+        #[arg(long, value_name = "PATH")]
+        signing_key: Option<PathBuf>,
     },
-    /// Claim, run and settle matches until interrupted.
+    /// Claim, run and settle matches until interrupted, publishing each
+    /// match's signed replay.
     Worker {
         #[arg(long)]
         db: String,
-        #[arg(long, default_value = "replays")]
-        replays_dir: PathBuf,
         /// Workers in this process.
         #[arg(long, default_value_t = 1)]
         workers: usize,
+        /// Serve `duel.v1.Inference` for endpoint bots of this process's matches
+        /// here (without it, endpoint bots get no model credential).
+        #[arg(long, value_name = "ADDR")]
+        inference_listen: Option<std::net::SocketAddr>,
+        /// The Inference URL endpoint bots are told (default: http://<inference-listen>).
+        #[arg(long, value_name = "URL", requires = "inference_listen")]
+        public_url: Option<String>,
+        #[command(flatten)]
+        play: PlayArgs,
     },
-    /// Run the gRPC API, in-process workers and the pairing wave timer until
-    /// Ctrl-C or SIGTERM.
+    /// Run the gRPC API, in-process workers, the pairing wave timer and (with
+    /// --http) the public replay service until Ctrl-C or SIGTERM.
     Serve {
         #[arg(long, default_value = "sqlite://ladder.db")]
         db: String,
         #[arg(long, default_value = "127.0.0.1:50061")]
         listen: std::net::SocketAddr,
-        #[arg(long, default_value = "replays")]
-        replays: PathBuf,
+        /// Serve replays over HTTP here: listing, download, public key, viewer
+        /// and live feeds (e.g. 127.0.0.1:8080).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
         /// In-process workers (0: leave matches to `ladder worker` processes).
         #[arg(long, default_value_t = 2)]
         workers: usize,
         /// Milliseconds between pairing waves.
         #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_WAVE_INTERVAL_MS)]
         wave_interval_ms: u64,
-        /// Accept endpoint bots on loopback and private addresses.
-        #[arg(long)]
-        allow_private_endpoints: bool,
+        /// The Inference URL endpoint bots are told (default: http://<listen>).
+        #[arg(long, value_name = "URL")]
+        public_url: Option<String>,
+        #[command(flatten)]
+        play: PlayArgs,
     },
     /// Matches settled per second on a fresh database with built-in bots,
     /// against the referee alone (the bare baseline).
@@ -85,6 +104,69 @@ enum Command {
     },
     #[command(flatten)]
     Client(client::ClientCommand),
+}
+
+/// How matches are played and their replays published (`serve` and `worker`).
+#[derive(Debug, clap::Args)]
+struct PlayArgs {
+    /// The replay store: a folder, file:///path or s3://bucket/prefix (S3
+    /// endpoint, region and credentials from the AWS_* environment variables).
+    #[arg(
+        long,
+        alias = "replays-dir",
+        value_name = "URL",
+        default_value = "replays"
+    )]
+    replays: String,
+    /// The signing key file, created (mode 0600) if missing. Default:
+    /// $DUEL_SIGNING_KEY_FILE, else $XDG_DATA_HOME/duel/signing.key or
+    /// ~/.local/share/duel/signing.key. Every worker of one ladder needs the same key.
+    #[arg(long, value_name = "PATH")]
+    signing_key: Option<PathBuf>,
+    /// An OpenAI-compatible chat-completions URL for bots' metered model calls
+    /// (API key from $DUEL_MODEL_API_KEY). Without it every model call is refused.
+    #[arg(long, value_name = "URL", requires = "model")]
+    model_url: Option<String>,
+    /// The model name sent with each call.
+    #[arg(long, requires = "model_url")]
+    model: Option<String>,
+    /// Accept endpoint bots on loopback and private addresses.
+    #[arg(long)]
+    allow_private_endpoints: bool,
+}
+
+/// The environment variable naming the signing key file (as for `referee`).
+const SIGNING_KEY_ENV: &str = "DUEL_SIGNING_KEY_FILE";
+
+impl PlayArgs {
+    fn signing_key(&self) -> Result<Arc<duel_replays::SigningKey>> {
+        let path = match (&self.signing_key, std::env::var_os(SIGNING_KEY_ENV)) {
+            (Some(path), _) => path.clone(),
+            (None, Some(path)) if !path.is_empty() => PathBuf::from(path),
+            _ => duel_replays::default_signing_key_path().with_context(|| {
+                format!("no home folder: give --signing-key PATH or set {SIGNING_KEY_ENV}")
+            })?,
+        };
+        let (key, created) = duel_replays::load_or_create_signing_key(&path)?;
+        if created {
+            eprintln!(
+                "ladder: created a new signing key at {} (public key {})",
+                path.display(),
+                duel_replays::public_key_text(&key.verifying_key())
+            );
+        }
+        Ok(Arc::new(key))
+    }
+
+    fn gateway(&self) -> Result<ModelGateway> {
+        match (&self.model_url, &self.model) {
+            (Some(url), Some(model)) => Ok(ModelGateway::new(ModelConfig::from_env(
+                url.clone(),
+                model.clone(),
+            ))?),
+            _ => Ok(ModelGateway::disabled()),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,7 +213,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             db,
             operator,
             token_file,
+            signing_key,
         } => {
+            if let Some(path) = &signing_key {
+                let (key, created) = duel_replays::load_or_create_signing_key(path)?;
+                println!(
+                    "signing key {} {} (public key {})",
+                    path.display(),
+                    if created { "created" } else { "exists" },
+                    duel_replays::public_key_text(&key.verifying_key())
+                );
+            }
             let store = Store::connect(&db)
                 .await
                 .with_context(|| format!("opening {db}"))?;
@@ -150,17 +242,32 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Worker {
             db,
-            replays_dir,
             workers,
+            inference_listen,
+            public_url,
+            play,
         } => {
+            let signing_key = play.signing_key()?;
+            let gateway = play.gateway()?;
+            let replays = ReplayStore::open(&play.replays)
+                .with_context(|| format!("opening the replay store {}", play.replays))?;
             let store = Store::connect(&db)
                 .await
                 .with_context(|| format!("opening {db}"))?;
             let stop_rx = duel_ladder::serve::shutdown_on_signals();
-            let factory: Arc<dyn BotFactory> = Arc::new(BuiltinFactory);
+            let inference = match inference_listen {
+                Some(address) => Some(serve_inference(address, public_url, stop_rx.clone()).await?),
+                None => None,
+            };
+            let factory: Arc<dyn BotFactory> = Arc::new(LadderFactory::new(
+                store.clone(),
+                play.allow_private_endpoints,
+            ));
             let mut tasks = Vec::new();
             for _ in 0..workers.max(1) {
-                let config = WorkerConfig::new(replays_dir.clone());
+                let mut config = WorkerConfig::new(replays.clone(), Arc::clone(&signing_key));
+                config.gateway = gateway.clone();
+                config.inference = inference.clone();
                 tasks.push(tokio::spawn(worker::run(
                     store.clone(),
                     Arc::clone(&factory),
@@ -176,18 +283,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve {
             db,
             listen,
-            replays,
+            http,
             workers,
             wave_interval_ms,
-            allow_private_endpoints,
+            public_url,
+            play,
         } => {
             let config = duel_ladder::serve::ServeConfig {
                 db_url: db.clone(),
                 listen,
-                replays_dir: replays,
+                http,
+                replays: play.replays.clone(),
+                signing_key: play.signing_key()?,
                 workers,
                 wave_interval: std::time::Duration::from_millis(wave_interval_ms.max(1)),
-                allow_private_endpoints,
+                allow_private_endpoints: play.allow_private_endpoints,
+                gateway: play.gateway()?,
+                public_url,
             };
             let shutdown = duel_ladder::serve::shutdown_on_signals();
             duel_ladder::serve::serve(config, shutdown, None)
@@ -254,6 +366,32 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Serves `duel.v1.Inference` for a `ladder worker` process until `stop`.
+async fn serve_inference(
+    address: std::net::SocketAddr,
+    public_url: Option<String>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<InferenceLink> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address} for Inference"))?;
+    let local = listener
+        .local_addr()
+        .context("cannot read the Inference address")?;
+    let credentials = Credentials::new();
+    tokio::spawn(duel_referee::grpc::serve_inference(
+        listener,
+        credentials.clone(),
+        async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        },
+    ));
+    Ok(InferenceLink {
+        url: public_url.unwrap_or_else(|| format!("http://{local}")),
+        credentials,
+    })
 }
 
 /// Writes a secret to a new file only its owner can read.

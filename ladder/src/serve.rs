@@ -1,73 +1,129 @@
-//! `ladder serve`: the gRPC API, in-process workers and the matchmaking wave
-//! timer over one database, stopped together by one shutdown signal.
+//! `ladder serve`: the gRPC API (with `duel.v1.Inference` for endpoint bots),
+//! in-process workers, the matchmaking wave timer and, on its own address, the
+//! public replay service over HTTP — all over one database, stopped together by
+//! one shutdown signal.
 //! Architecture invariant: the server owns no state of its own; everything lives in
-//! the store, so any number of `ladder worker` processes may share the database.
+//! the store (and the replay store), so any number of `ladder worker` processes
+//! may share the database.
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use duel_proto::v1::inference_server::InferenceServer;
+use duel_referee::credentials::Credentials;
+use duel_referee::grpc::InferenceService;
+use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
+use duel_referee::{InferenceLink, ModelGateway};
+use duel_replays::SigningKey;
+use duel_replays::store::ReplayStore;
 use duel_rules::WeightClass;
 use tokio::sync::watch;
 
 use crate::error::{LadderError, Result};
 use crate::grpc::LadderService;
 use crate::ladder::Ladder;
+use crate::limits::MAX_GRPC_MESSAGE_BYTES;
 use crate::store::Store;
-use crate::validate::StructuralValidator;
-use crate::worker::{self, BotFactory, BuiltinFactory, WorkerConfig};
+use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 
 /// What `ladder serve` runs.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
     pub db_url: String,
-    pub listen: std::net::SocketAddr,
-    pub replays_dir: PathBuf,
+    /// The gRPC API (and `duel.v1.Inference`).
+    pub listen: SocketAddr,
+    /// The public replay service (HTTP); `None` runs none.
+    pub http: Option<SocketAddr>,
+    /// The replay store: a folder, `file:///path` or `s3://bucket/prefix`.
+    pub replays: String,
+    /// Signs every replay; its public key is served at `GET /public-key`.
+    pub signing_key: Arc<SigningKey>,
     /// In-process workers; 0 leaves all matches to `ladder worker` processes.
     pub workers: usize,
     pub wave_interval: Duration,
     /// Accept endpoint bots on loopback and private addresses.
     pub allow_private_endpoints: bool,
+    /// Where metered model calls of WASM and endpoint bots go.
+    pub gateway: ModelGateway,
+    /// The Inference URL endpoint bots are told; by default `http://<listen>`.
+    pub public_url: Option<String>,
+}
+
+/// The addresses `ladder serve` listens on (port 0 picks one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bound {
+    pub grpc: SocketAddr,
+    pub http: Option<SocketAddr>,
+}
+
+async fn bind(address: SocketAddr, what: &str) -> Result<(tokio::net::TcpListener, SocketAddr)> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| {
+            LadderError::Io(format!("cannot listen on {address} ({what}): {error}"))
+        })?;
+    let local = listener
+        .local_addr()
+        .map_err(|error| LadderError::Io(format!("{what} socket: {error}")))?;
+    Ok((listener, local))
 }
 
 /// Runs until `shutdown` turns true: then stops accepting calls, lets the workers
 /// finish or abandon their current match (its lease makes it re-run) and returns.
-/// `bound` receives the address actually listened on (port 0 picks one).
+/// `bound` receives the addresses actually listened on.
 pub async fn serve(
     config: ServeConfig,
     shutdown: watch::Receiver<bool>,
-    bound: Option<tokio::sync::oneshot::Sender<std::net::SocketAddr>>,
+    bound: Option<tokio::sync::oneshot::Sender<Bound>>,
 ) -> Result<()> {
     let store = Store::connect(&config.db_url).await?;
-    std::fs::create_dir_all(&config.replays_dir).map_err(|error| {
-        LadderError::Io(format!(
-            "cannot create the replays directory {}: {error}",
-            config.replays_dir.display()
-        ))
-    })?;
-    let ladder = Arc::new(Ladder::new(
-        store.clone(),
-        Arc::new(StructuralValidator),
-        config.allow_private_endpoints,
-    ));
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|error| LadderError::Io(format!("cannot listen on {}: {error}", config.listen)))?;
-    let local = listener
-        .local_addr()
-        .map_err(|error| LadderError::Io(format!("listening socket: {error}")))?;
-    tracing::info!(address = %local, backend = store.backend(), "ladder serving");
+    let replays = ReplayStore::open(&config.replays)?;
+    let ladder = Arc::new(Ladder::new(store.clone(), config.allow_private_endpoints));
+    let (listener, grpc_address) = bind(config.listen, "gRPC").await?;
+    let http = match config.http {
+        Some(address) => Some(bind(address, "HTTP").await?),
+        None => None,
+    };
+    let http_address = http.as_ref().map(|(_, address)| *address);
+    tracing::info!(
+        address = %grpc_address,
+        replays_http = %http_address.map_or_else(|| "off".to_owned(), |address| address.to_string()),
+        backend = store.backend(),
+        replays = replays.description(),
+        public_key = %duel_replays::public_key_text(&config.signing_key.verifying_key()),
+        "ladder serving"
+    );
     if let Some(bound) = bound {
-        let _ = bound.send(local);
+        let _ = bound.send(Bound {
+            grpc: grpc_address,
+            http: http_address,
+        });
     }
 
+    let live = LiveFeeds::new();
+    let credentials = Credentials::new();
+    let inference = InferenceLink {
+        url: config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{grpc_address}")),
+        credentials: credentials.clone(),
+    };
     let mut tasks = Vec::new();
-    let factory: Arc<dyn BotFactory> = Arc::new(BuiltinFactory);
+    let factory: Arc<dyn BotFactory> = Arc::new(LadderFactory::new(
+        store.clone(),
+        config.allow_private_endpoints,
+    ));
     for _ in 0..config.workers {
+        let mut worker_config = WorkerConfig::new(replays.clone(), Arc::clone(&config.signing_key));
+        worker_config.gateway = config.gateway.clone();
+        worker_config.inference = Some(inference.clone());
+        worker_config.live = Some(live.clone());
         tasks.push(tokio::spawn(worker::run(
             store.clone(),
             Arc::clone(&factory),
-            WorkerConfig::new(config.replays_dir.clone()),
+            worker_config,
             shutdown.clone(),
         )));
     }
@@ -76,15 +132,40 @@ pub async fn serve(
         config.wave_interval,
         shutdown.clone(),
     )));
+    if let Some((listener, _)) = http {
+        let state = PublishState::new(
+            replays.clone(),
+            config.signing_key.verifying_key(),
+            live,
+            RateConfig::default(),
+        );
+        let mut stop = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stop.wait_for(|stopped| *stopped).await;
+            };
+            if let Err(error) = publish::serve(listener, state, stopped).await {
+                tracing::error!(%error, "the replay HTTP service stopped");
+            }
+        }));
+    }
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<duel_proto::v1::ladder_server::LadderServer<LadderService>>()
         .await;
+    let inference_service = InferenceServer::new(InferenceService::new(credentials))
+        .max_decoding_message_size(duel_referee::limits::MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(duel_referee::limits::MAX_GRPC_MESSAGE_BYTES);
+    let ladder_service = LadderService::new(ladder)
+        .into_server()
+        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     let mut stop = shutdown.clone();
     let served = tonic::transport::Server::builder()
         .add_service(health_service)
-        .add_service(LadderService::new(ladder).into_server())
+        .add_service(ladder_service)
+        .add_service(inference_service)
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
             async move {

@@ -1,93 +1,106 @@
-//! Validation of what owners register: WASM uploads (a seam the sandbox's full
-//! check plugs into) and endpoint URLs (untrusted addresses).
+//! Validation of what owners register and what workers dial: WASM uploads go
+//! through the referee's own sandbox loader (so the ladder accepts exactly the
+//! components a referee runs, refusing with the sandbox's one-line reasons), and
+//! endpoint bots must pass the URL policy and answer `Hello` for this ruleset.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
-use wasmparser::{Encoding, Parser, Payload, Validator, WasmFeatures};
+use duel_rules::Ruleset;
 
 use crate::error::{LadderError, Result};
-use crate::limits::{MAX_URL_BYTES, MAX_WASM_BYTES};
+use crate::limits::{ENDPOINT_HELLO_TIMEOUT, MAX_URL_BYTES, MAX_WASM_BYTES};
 
-/// Decides whether an uploaded WASM binary may be registered as a bot.
-pub trait BotValidator: Send + Sync + std::fmt::Debug {
-    fn validate_wasm(&self, bytes: &[u8]) -> Result<()>;
+/// A WASM upload the sandbox loaded: valid, of the `duel:bot` world, compiled
+/// (into the sandbox's caches, so the first match does not compile it again).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidWasm {
+    /// `sha256:` of the bytes, as the sandbox computed it.
+    pub digest: String,
 }
 
-/// A structural check until the sandbox's instantiating check replaces it: size
-/// cap, a valid WebAssembly *component* (not a core module), and an export named
-/// `decide` somewhere in it (the `duel:bot` world's export).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct StructuralValidator;
-
-impl BotValidator for StructuralValidator {
-    fn validate_wasm(&self, bytes: &[u8]) -> Result<()> {
-        if bytes.len() > MAX_WASM_BYTES {
-            return Err(LadderError::BotRejected(format!(
-                "component is {} bytes, more than the {MAX_WASM_BYTES}-byte limit",
-                bytes.len()
-            )));
-        }
-        let mut validator = Validator::new_with_features(WasmFeatures::all());
-        validator.validate_all(bytes).map_err(|error| {
-            LadderError::BotRejected(format!("not valid WebAssembly: {}", error.message()))
-        })?;
-        let mut is_component = false;
-        let mut exports_decide = false;
-        for payload in Parser::new(0).parse_all(bytes) {
-            let payload = payload.map_err(|error| {
-                LadderError::BotRejected(format!("unreadable: {}", error.message()))
-            })?;
-            match payload {
-                Payload::Version {
-                    encoding: Encoding::Component,
-                    ..
-                } => is_component = true,
-                Payload::ComponentExportSection(reader) => {
-                    for export in reader {
-                        let export = export.map_err(|error| {
-                            LadderError::BotRejected(format!("bad export: {}", error.message()))
-                        })?;
-                        if export.name.name == "decide" || export.name.name.ends_with("/decide") {
-                            exports_decide = true;
-                        }
-                    }
-                }
-                Payload::ExportSection(reader) => {
-                    for export in reader {
-                        let export = export.map_err(|error| {
-                            LadderError::BotRejected(format!("bad export: {}", error.message()))
-                        })?;
-                        if export.name == "decide" || export.name.ends_with("#decide") {
-                            exports_decide = true;
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        if !is_component {
-            return Err(LadderError::BotRejected(
-                "a core WebAssembly module, not a component of the duel:bot world".to_owned(),
-            ));
-        }
-        if !exports_decide {
-            return Err(LadderError::BotRejected(
-                "the component exports no `decide`".to_owned(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Checks an endpoint URL: scheme, host, and unless `allow_private` (local
-/// ladders, tests) no loopback, private, link-local or unspecified address.
-/// Host names are checked again when a match resolves them.
-pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
-    if url.len() > MAX_URL_BYTES {
+/// Validates an upload as a component of the `duel:bot` world with the
+/// sandbox's loader, the one `referee local` and `referee serve` use. Compiling
+/// a large component takes seconds; it runs on a blocking thread.
+pub async fn validate_wasm(bytes: &[u8]) -> Result<ValidWasm> {
+    if bytes.len() > MAX_WASM_BYTES {
         return Err(LadderError::BotRejected(format!(
-            "endpoint URL longer than {MAX_URL_BYTES} bytes"
+            "upload is {} bytes, over the cap of {MAX_WASM_BYTES} bytes",
+            bytes.len()
         )));
     }
+    let loaded =
+        duel_referee::wasm::load_bytes(bytes.to_vec(), duel_referee::limits::DECISION_WALL_CLOCK)
+            .await
+            .map_err(|error| LadderError::BotRejected(error.to_string()))?;
+    Ok(ValidWasm {
+        digest: loaded.digest().to_owned(),
+    })
+}
+
+/// Checks an endpoint bot before it is registered: the URL policy
+/// ([`check_endpoint_url`], [`check_resolved`]), then a `Hello` within
+/// [`ENDPOINT_HELLO_TIMEOUT`] that lists the ruleset in force.
+pub async fn check_endpoint(url: &str, allow_private: bool) -> Result<()> {
+    check_endpoint_url(url, allow_private)?;
+    check_resolved(url, allow_private).await?;
+    hello(url, ENDPOINT_HELLO_TIMEOUT).await
+}
+
+async fn hello(url: &str, timeout: Duration) -> Result<()> {
+    let answer = duel_referee::endpoint::hello(url, timeout)
+        .await
+        .map_err(|error| {
+            LadderError::BotRejected(format!("endpoint did not answer Hello: {error}"))
+        })?;
+    let current = Ruleset::CURRENT.version();
+    if answer.rulesets.iter().any(|ruleset| ruleset == current) {
+        return Ok(());
+    }
+    let offered: Vec<String> = answer
+        .rulesets
+        .iter()
+        .take(8)
+        .map(|ruleset| {
+            ruleset
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(32)
+                .collect()
+        })
+        .collect();
+    Err(LadderError::BotRejected(format!(
+        "endpoint {url} plays rulesets [{}], not {current} (the ruleset this ladder runs)",
+        offered.join(", ")
+    )))
+}
+
+/// Resolves the endpoint's host name and, unless `allow_private`, refuses it
+/// when any address it resolves to is not public (a public name pointing at a
+/// private address). Checked at registration and again before every match.
+pub async fn check_resolved(url: &str, allow_private: bool) -> Result<()> {
+    if allow_private {
+        return Ok(());
+    }
+    let host = endpoint_host(url)?;
+    if host.parse::<IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let addresses = tokio::net::lookup_host((host.as_str(), 0))
+        .await
+        .map_err(|error| {
+            LadderError::BotRejected(format!("endpoint {url}: cannot resolve {host}: {error}"))
+        })?;
+    for address in addresses {
+        if !is_public(address.ip()) {
+            return Err(private_refused(url));
+        }
+    }
+    Ok(())
+}
+
+/// The host of an endpoint URL (without brackets for IPv6).
+fn endpoint_host(url: &str) -> Result<String> {
     let rest = ["grpc://", "http://", "https://"]
         .iter()
         .find_map(|scheme| url.strip_prefix(scheme))
@@ -108,6 +121,19 @@ pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
             "endpoint {url:?} has no host"
         )));
     }
+    Ok(host.to_owned())
+}
+
+/// Checks an endpoint URL: scheme, host, and unless `allow_private` (local
+/// ladders, tests) no loopback, private, link-local or unspecified address.
+/// Host names are resolved and checked by [`check_resolved`].
+pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
+    if url.len() > MAX_URL_BYTES {
+        return Err(LadderError::BotRejected(format!(
+            "endpoint URL longer than {MAX_URL_BYTES} bytes"
+        )));
+    }
+    let host = endpoint_host(url)?;
     if allow_private {
         return Ok(());
     }
@@ -179,25 +205,5 @@ mod tests {
         assert!(check_endpoint_url("grpc://8.8.8.8:443", false).is_ok());
         assert!(check_endpoint_url("ftp://x", true).is_err());
         assert!(check_endpoint_url("grpc://:80", true).is_err());
-    }
-
-    #[test]
-    fn refuses_core_modules_and_garbage() {
-        let validator = StructuralValidator;
-        assert!(validator.validate_wasm(b"not wasm").is_err());
-        // The smallest core module: magic and version 1.
-        let core = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-        let message = validator
-            .validate_wasm(&core)
-            .expect_err("core module")
-            .to_string();
-        assert!(message.contains("not a component"), "{message}");
-        // The smallest component: magic, version 0x0d, layer 1.
-        let component = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
-        let message = validator
-            .validate_wasm(&component)
-            .expect_err("no decide")
-            .to_string();
-        assert!(message.contains("exports no `decide`"), "{message}");
     }
 }

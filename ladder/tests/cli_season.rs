@@ -5,117 +5,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::TestDb;
+use common::cli::{Cli, LADDER, start_server, terminate};
 use serde_json::Value;
 
-const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 /// How long the workers get to play every queued match.
 const SETTLE_DEADLINE: Duration = Duration::from_secs(40);
-
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `ladder serve` on an ephemeral port and reads the port from its log.
-fn start_server(db_url: &str, dir: &Path) -> Server {
-    let mut child = Command::new(LADDER)
-        .args([
-            "serve",
-            "--db",
-            db_url,
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "2",
-        ])
-        .arg("--replays")
-        .arg(dir.join("replays"))
-        .args(["--wave-interval-ms", "200"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ladder serve");
-    let stderr = child.stderr.take().expect("serve stderr");
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent && let Some(rest) = line.split("address=").nth(1) {
-                let address = rest.split_whitespace().next().unwrap_or("").to_owned();
-                let _ = sender.send(address);
-                sent = true;
-            }
-            eprintln!("[serve] {line}");
-        }
-    });
-    let Ok(address) = receiver.recv_timeout(Duration::from_secs(30)) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("ladder serve did not log its address within 30 s");
-    };
-    Server {
-        child,
-        url: format!("http://{address}"),
-    }
-}
-
-struct Cli<'a> {
-    server: &'a str,
-}
-
-impl Cli<'_> {
-    fn run(&self, token: &Path, args: &[&str]) -> Output {
-        Command::new(LADDER)
-            .arg("--server")
-            .arg(self.server)
-            .arg("--token-file")
-            .arg(token)
-            .args(args)
-            .env_remove("DUEL_LADDER_TOKEN")
-            .output()
-            .expect("run ladder")
-    }
-
-    fn ok(&self, token: &Path, args: &[&str]) -> String {
-        let output = self.run(token, args);
-        assert!(
-            output.status.success(),
-            "ladder {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn json(&self, token: &Path, args: &[&str]) -> Value {
-        let mut args = args.to_vec();
-        args.push("--json");
-        let text = self.ok(token, &args);
-        serde_json::from_str(&text).unwrap_or_else(|error| panic!("{args:?}: {error}: {text}"))
-    }
-
-    /// A refused command: non-zero exit, one line naming the reason, nothing on stdout.
-    fn refused(&self, token: &Path, args: &[&str], reason: &str) {
-        let output = self.run(token, args);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{args:?} should be refused");
-        assert!(stderr.contains(reason), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-    }
-}
 
 fn states(matches: &Value) -> Vec<String> {
     matches
@@ -146,7 +45,7 @@ async fn season_through_cli(db: &TestDb) {
         "{}",
         String::from_utf8_lossy(&init.stderr)
     );
-    let mut server = start_server(&db.url, dir.path());
+    let mut server = start_server(&db.url, dir.path(), &[]);
     let cli = Cli {
         server: &server.url.clone(),
     };
@@ -334,21 +233,7 @@ async fn season_through_cli(db: &TestDb) {
     assert_eq!(cli.json(&root, &["ledger", "check"])["ok"], true);
 
     // Graceful shutdown on SIGTERM.
-    let pid = server.child.id().to_string();
-    let kill = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(kill.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = server.child.try_wait().expect("wait") {
-            assert!(status.success(), "serve exited with {status}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    terminate(&mut server.child, "ladder serve").await;
 }
 
 both_backends!(season_through_the_cli, season_through_cli);

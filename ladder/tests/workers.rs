@@ -12,12 +12,15 @@ use std::time::Duration;
 use common::TestDb;
 use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState};
 use duel_ladder::store::PairSide;
-use duel_ladder::worker::{BotFactory, BuiltinFactory, Worked, WorkerConfig, work_once};
+use duel_ladder::worker::{
+    BotFactory, BuildFuture, BuiltinFactory, Worked, WorkerConfig, work_once,
+};
 use duel_referee::bot::DecisionFuture;
 use duel_referee::builtin::BuiltinBot;
-use duel_referee::{Bot, BuiltinSpec};
-use duel_replays::{FighterInfo, Replay};
-use duel_rules::{Observation, Side};
+use duel_referee::{Bot, BotContext, BuiltinSpec};
+use duel_replays::store::ReplayStore;
+use duel_replays::{FighterInfo, Replay, SigningKey};
+use duel_rules::Observation;
 
 /// A built-in bot that takes `delay` per decision, so a match lasts long enough
 /// to kill its worker in the middle.
@@ -54,18 +57,21 @@ impl std::fmt::Debug for Slow {
 }
 
 impl BotFactory for SlowFactory {
-    fn build(
-        &self,
-        _version: &BotVersion,
-        seed: u64,
-        side: Side,
-    ) -> duel_ladder::Result<Box<dyn Bot>> {
-        Ok(Box::new(Slow {
-            inner: BuiltinBot::new(BuiltinSpec::Random, seed, side),
-            delay: self.delay,
-            decisions: Arc::clone(&self.decisions),
-        }))
+    fn build<'a>(&'a self, _version: &'a BotVersion, context: &'a BotContext) -> BuildFuture<'a> {
+        Box::pin(async move {
+            Ok(Box::new(Slow {
+                inner: BuiltinBot::new(BuiltinSpec::Random, context.seed, context.side),
+                delay: self.delay,
+                decisions: Arc::clone(&self.decisions),
+            }) as Box<dyn Bot>)
+        })
     }
+}
+
+/// A worker configuration publishing into a fresh folder.
+fn worker_config(dir: &tempfile::TempDir) -> WorkerConfig {
+    let replays = ReplayStore::open(&dir.path().display().to_string()).expect("replay store");
+    WorkerConfig::new(replays, Arc::new(SigningKey::from_bytes(&[5; 32])))
 }
 
 fn builtin(spec: &str) -> BotSource {
@@ -110,7 +116,7 @@ async fn one_match(db: &TestDb, source_b: BotSource) -> String {
 async fn killed_worker_is_rerun_once(db: &TestDb) {
     let match_id = one_match(db, builtin("builtin:counter")).await;
     let replays = tempfile::tempdir().expect("replays dir");
-    let mut config = WorkerConfig::new(replays.path().to_path_buf());
+    let mut config = worker_config(&replays);
     config.lease_ms = 400;
     config.heartbeat_ms = 100;
     let decisions = Arc::new(AtomicU64::new(0));
@@ -149,9 +155,22 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
     assert_eq!(settlement.match_id, match_id);
     let game = db.store.game(&match_id).await.expect("match");
     assert_eq!((game.state, game.attempts), (MatchState::Settled, 2));
-    let replay =
-        Replay::read(&replays.path().join(format!("{match_id}.json"))).expect("replay written");
+    let json = config
+        .replays
+        .get_json(&match_id)
+        .await
+        .expect("read the store")
+        .expect("replay published");
+    let replay = Replay::from_slice(&json).expect("replay parses");
     assert_eq!(replay.match_id, match_id);
+    assert_eq!(replay.season.as_deref(), Some("s1"));
+    assert_eq!(
+        game.replay_path.as_deref(),
+        Some(config.replays.location(&match_id).as_str())
+    );
+    let signature = duel_replays::check_signature(&json, Some(&config.signing_key.verifying_key()))
+        .expect("parses");
+    assert!(signature.is_ok(), "{signature:?}");
     assert_eq!(
         work_once(&db.store, &BuiltinFactory, &config)
             .await
@@ -190,13 +209,9 @@ async fn unrunnable_bot_is_voided(db: &TestDb) {
     };
     let match_id = one_match(db, endpoint).await;
     let replays = tempfile::tempdir().expect("replays dir");
-    let worked = work_once(
-        &db.store,
-        &BuiltinFactory,
-        &WorkerConfig::new(replays.path().to_path_buf()),
-    )
-    .await
-    .expect("work");
+    let worked = work_once(&db.store, &BuiltinFactory, &worker_config(&replays))
+        .await
+        .expect("work");
     assert!(
         matches!(worked, Worked::Voided { match_id: ref id, .. } if *id == match_id),
         "{worked:?}"

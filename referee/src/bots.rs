@@ -63,15 +63,10 @@ pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bo
         ))),
         BotSpec::Wasm(path) => {
             let loaded = crate::wasm::load(path, context.wall_clock).await?;
-            let sandbox_context = duel_sandbox::BotContext {
-                match_id: context.match_id.clone(),
-                seed: context.seed,
-                side: context.side,
-            };
             Ok(Box::new(crate::wasm::WasmBot::new(
                 path,
                 loaded,
-                sandbox_context,
+                sandbox_context(context),
                 context.meter.clone(),
             )))
         }
@@ -86,5 +81,32 @@ pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bo
                 EndpointBot::connect(url, context.wall_clock, context.meter.clone(), grant).await?;
             Ok(Box::new(bot))
         }
+    }
+}
+
+/// Builds a WASM fighter from component bytes kept elsewhere (a ladder keeps
+/// them by digest), through the same sandbox, caches and meter as [`make_bot`].
+/// `name` and `spec` are what the replay shows.
+pub async fn make_wasm_bot(
+    bytes: Vec<u8>,
+    name: String,
+    spec: Option<String>,
+    context: &BotContext,
+) -> Result<Box<dyn Bot>, RefereeError> {
+    let loaded = crate::wasm::load_bytes(bytes, context.wall_clock).await?;
+    Ok(Box::new(crate::wasm::WasmBot::named(
+        name,
+        spec,
+        loaded,
+        sandbox_context(context),
+        context.meter.clone(),
+    )))
+}
+
+fn sandbox_context(context: &BotContext) -> duel_sandbox::BotContext {
+    duel_sandbox::BotContext {
+        match_id: context.match_id.clone(),
+        seed: context.seed,
+        side: context.side,
     }
 }

@@ -92,22 +92,10 @@ impl EndpointBot {
         meter: FighterMeter,
         grant: Option<InferenceGrant>,
     ) -> Result<EndpointBot, RefereeError> {
-        let uri = endpoint_uri(url)?;
-        let secure = uri.starts_with("https://");
-        let mut endpoint = Endpoint::from_shared(uri)
-            .map_err(|error| RefereeError::Spec(format!("bot {url}: {error}")))?
-            .connect_timeout(wall_clock)
-            .timeout(wall_clock)
-            .tcp_nodelay(true);
-        if secure {
-            endpoint = with_tls(endpoint, url)?;
-        }
+        let endpoint = endpoint_for(url, wall_clock)?;
         let mut client = client(&endpoint);
-        let mut hello = tonic::Request::new(pb::HelloRequest {});
-        hello.set_timeout(wall_clock);
-        let name = match tokio::time::timeout(wall_clock, client.hello(hello)).await {
-            Ok(Ok(response)) => {
-                let hello = response.into_inner();
+        let name = match ask_hello(&mut client, wall_clock).await {
+            Ok(hello) => {
                 let name: String = hello
                     .name
                     .chars()
@@ -120,12 +108,8 @@ impl EndpointBot {
                     name
                 }
             }
-            Ok(Err(status)) => {
-                tracing::warn!(bot = url, code = ?status.code(), "endpoint bot did not answer Hello");
-                url.to_owned()
-            }
-            Err(_) => {
-                tracing::warn!(bot = url, "endpoint bot did not answer Hello in time");
+            Err(why) => {
+                tracing::warn!(bot = url, %why, "endpoint bot did not answer Hello");
                 url.to_owned()
             }
         };
@@ -143,6 +127,53 @@ impl EndpointBot {
             grant,
         })
     }
+}
+
+/// The channel settings of an endpoint bot: `timeout` bounds connecting and
+/// every call.
+fn endpoint_for(url: &str, timeout: Duration) -> Result<Endpoint, RefereeError> {
+    let uri = endpoint_uri(url)?;
+    let secure = uri.starts_with("https://");
+    let endpoint = Endpoint::from_shared(uri)
+        .map_err(|error| RefereeError::Spec(format!("bot {url}: {error}")))?
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .tcp_nodelay(true);
+    if secure {
+        return with_tls(endpoint, url);
+    }
+    Ok(endpoint)
+}
+
+/// One `Hello` call within `timeout`; the error is one line saying why not.
+async fn ask_hello(
+    client: &mut BotClient<Channel>,
+    timeout: Duration,
+) -> Result<pb::HelloResponse, String> {
+    let mut hello = tonic::Request::new(pb::HelloRequest {});
+    hello.set_timeout(timeout);
+    match tokio::time::timeout(timeout, client.hello(hello)).await {
+        Ok(Ok(response)) => Ok(response.into_inner()),
+        Ok(Err(status)) => Err(format!(
+            "Hello failed ({:?}): {}",
+            status.code(),
+            status.message().lines().next().unwrap_or_default()
+        )),
+        Err(_) => Err(format!(
+            "no answer to Hello within {} ms",
+            timeout.as_millis()
+        )),
+    }
+}
+
+/// Asks the endpoint bot at `url` who it is (the ladder checks this when a bot
+/// is registered). The error is one line: unreachable, an error status, or no
+/// answer within `timeout`.
+pub async fn hello(url: &str, timeout: Duration) -> Result<pb::HelloResponse, RefereeError> {
+    let endpoint = endpoint_for(url, timeout)?;
+    ask_hello(&mut client(&endpoint), timeout)
+        .await
+        .map_err(|why| RefereeError::Spec(format!("bot {url}: {why}")))
 }
 
 /// How a failed call counts: one that failed at or past the wall clock is a

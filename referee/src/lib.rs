@@ -25,7 +25,7 @@ pub mod verify;
 pub mod wasm;
 
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
-pub use bots::{BotContext, InferenceLink, make_bot};
+pub use bots::{BotContext, InferenceLink, make_bot, make_wasm_bot};
 pub use error::RefereeError;
 pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway, Spent};
 pub use record::{MatchConfig, MatchRecorder};

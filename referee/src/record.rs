@@ -273,6 +273,7 @@ impl MatchRecorder {
             wall_clock_ms: Some(
                 u64::try_from(self.config.decision_wall_clock.as_millis()).unwrap_or(u64::MAX),
             ),
+            season: None,
             fighters: self.fighters,
             rounds: self.rounds,
             result: MatchResultRecord {

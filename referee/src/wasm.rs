@@ -55,8 +55,7 @@ fn default_cache_dir() -> Option<PathBuf> {
 
 /// Loads (validates and compiles, or finds in a cache) the component at `path`.
 pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, RefereeError> {
-    let sandbox = sandbox_for(wall_clock)?;
-    let limit = sandbox.config().upload_bytes_max;
+    let limit = sandbox_for(wall_clock)?.config().upload_bytes_max;
     let size = std::fs::metadata(path)
         .map_err(|error| {
             RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
@@ -71,10 +70,26 @@ pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, Refere
     let bytes = tokio::fs::read(path).await.map_err(|error| {
         RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
     })?;
+    load_bytes(bytes, wall_clock)
+        .await
+        .map_err(|error| RefereeError::Spec(format!("bot {}: {error}", path.display())))
+}
+
+/// The largest component the sandbox of this process accepts, in bytes.
+pub fn upload_bytes_max() -> usize {
+    duel_sandbox::limits::UPLOAD_BYTES_MAX_DEFAULT
+}
+
+/// Loads a component from its bytes (an upload, or bytes kept by digest in a
+/// database) through the same sandbox and caches as [`load`]. The error is the
+/// sandbox's one-line reason, exactly as `referee local` and `referee serve`
+/// report it for a file (there prefixed by the path).
+pub async fn load_bytes(bytes: Vec<u8>, wall_clock: Duration) -> Result<LoadedBot, RefereeError> {
+    let sandbox = sandbox_for(wall_clock)?;
     sandbox
         .load_async(bytes)
         .await
-        .map_err(|error| RefereeError::Spec(format!("bot {}: {error}", path.display())))
+        .map_err(|error| RefereeError::Spec(error.to_string()))
 }
 
 /// Forwards the bot's `model.complete` to the fighter's meter.
@@ -124,8 +139,31 @@ impl std::fmt::Debug for WasmBot {
 }
 
 impl WasmBot {
+    /// A fighter from the component at `path`, named by the file's stem.
     pub fn new(
         path: &Path,
+        loaded: LoadedBot,
+        context: duel_sandbox::BotContext,
+        meter: FighterMeter,
+    ) -> WasmBot {
+        let name = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        WasmBot::named(
+            name,
+            Some(path.display().to_string()),
+            loaded,
+            context,
+            meter,
+        )
+    }
+
+    /// A fighter with the name (and spec) the replay shows: a ladder bot's name
+    /// and the digest its bytes are kept under, say.
+    pub fn named(
+        name: String,
+        spec: Option<String>,
         loaded: LoadedBot,
         context: duel_sandbox::BotContext,
         meter: FighterMeter,
@@ -136,15 +174,11 @@ impl WasmBot {
                 meter: meter.clone(),
             }),
         );
-        let name = path
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.display().to_string());
         let info = FighterInfo {
             name,
             kind: FighterKind::Wasm,
             digest: loaded.digest().to_owned(),
-            spec: Some(path.display().to_string()),
+            spec,
         };
         WasmBot {
             loaded,

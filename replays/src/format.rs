@@ -28,6 +28,10 @@ pub struct Replay {
     /// rules; shorter in tests). Absent in replays written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_clock_ms: Option<u64>,
+    /// The ladder season of a ranked match (its name); absent for other matches.
+    /// Replay listings filter on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub season: Option<String>,
     /// Fighter `a` (the first bot spec given), then `b`.
     pub fighters: [FighterInfo; 2],
     pub rounds: Vec<RoundRecord>,

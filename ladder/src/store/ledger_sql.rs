@@ -71,52 +71,46 @@ pub(crate) async fn load_account(conn: &mut AnyConnection, id: &str) -> Result<O
     row.as_ref().map(account_from_row).transpose()
 }
 
-/// One change to one account's sums.
-#[derive(Clone, Copy)]
-enum Change {
-    /// Adds to `debits_posted`, refusing to take the balance below zero.
-    DebitPosted,
-    DebitPending,
-    CreditPosted,
-    CreditPending,
-    /// Moves `amount` from pending to posted debits.
-    PostDebit,
-    PostCredit,
-    VoidDebit,
-    VoidCredit,
-}
-
-impl Change {
-    fn sql(self) -> &'static str {
-        match self {
-            Change::DebitPosted => {
-                "UPDATE ledger_accounts SET debits_posted = debits_posted + $1 WHERE id = $2 \
-                 AND (may_go_negative = 1 OR credits_posted - debits_posted - debits_pending >= $1)"
-            }
-            Change::DebitPending => {
-                "UPDATE ledger_accounts SET debits_pending = debits_pending + $1 WHERE id = $2 \
-                 AND (may_go_negative = 1 OR credits_posted - debits_posted - debits_pending >= $1)"
-            }
-            Change::CreditPosted => {
-                "UPDATE ledger_accounts SET credits_posted = credits_posted + $1 WHERE id = $2"
-            }
-            Change::CreditPending => {
-                "UPDATE ledger_accounts SET credits_pending = credits_pending + $1 WHERE id = $2"
-            }
-            Change::PostDebit => {
-                "UPDATE ledger_accounts SET debits_pending = debits_pending - $1, debits_posted = debits_posted + $1 \
-                 WHERE id = $2 AND debits_pending >= $1"
-            }
-            Change::PostCredit => {
-                "UPDATE ledger_accounts SET credits_pending = credits_pending - $1, credits_posted = credits_posted + $1 \
-                 WHERE id = $2 AND credits_pending >= $1"
-            }
-            Change::VoidDebit => {
-                "UPDATE ledger_accounts SET debits_pending = debits_pending - $1 WHERE id = $2 AND debits_pending >= $1"
-            }
-            Change::VoidCredit => {
-                "UPDATE ledger_accounts SET credits_pending = credits_pending - $1 WHERE id = $2 AND credits_pending >= $1"
-            }
+/// The one statement that applies a transfer of `kind` to both its accounts
+/// (`$1` amount, `$2` debit account, `$3` credit account). It changes two rows
+/// exactly when both accounts exist and both conditions hold: the debit of a
+/// single or pending transfer may not take the account below zero (unless it
+/// may go negative), and a post or void needs that much pending on both sides.
+///
+/// One statement locks both rows in an order the database picks. That cannot
+/// deadlock the ladder's transactions: every transfer of a match touches its
+/// private escrow and at most one shared account (an owner, or the house), and
+/// the shared ones are reached statement by statement in one global order
+/// (owners by id, the house last).
+fn apply_sql(kind: TransferKind) -> &'static str {
+    match kind {
+        TransferKind::Single => {
+            "UPDATE ledger_accounts SET \
+             debits_posted = debits_posted + CASE WHEN id = $2 THEN $1 ELSE 0 END, \
+             credits_posted = credits_posted + CASE WHEN id = $3 THEN $1 ELSE 0 END \
+             WHERE (id = $2 AND (may_go_negative = 1 OR credits_posted - debits_posted - debits_pending >= $1)) \
+             OR id = $3"
+        }
+        TransferKind::Pending => {
+            "UPDATE ledger_accounts SET \
+             debits_pending = debits_pending + CASE WHEN id = $2 THEN $1 ELSE 0 END, \
+             credits_pending = credits_pending + CASE WHEN id = $3 THEN $1 ELSE 0 END \
+             WHERE (id = $2 AND (may_go_negative = 1 OR credits_posted - debits_posted - debits_pending >= $1)) \
+             OR id = $3"
+        }
+        TransferKind::Post => {
+            "UPDATE ledger_accounts SET \
+             debits_pending = debits_pending - CASE WHEN id = $2 THEN $1 ELSE 0 END, \
+             debits_posted = debits_posted + CASE WHEN id = $2 THEN $1 ELSE 0 END, \
+             credits_pending = credits_pending - CASE WHEN id = $3 THEN $1 ELSE 0 END, \
+             credits_posted = credits_posted + CASE WHEN id = $3 THEN $1 ELSE 0 END \
+             WHERE (id = $2 AND debits_pending >= $1) OR (id = $3 AND credits_pending >= $1)"
+        }
+        TransferKind::Void => {
+            "UPDATE ledger_accounts SET \
+             debits_pending = debits_pending - CASE WHEN id = $2 THEN $1 ELSE 0 END, \
+             credits_pending = credits_pending - CASE WHEN id = $3 THEN $1 ELSE 0 END \
+             WHERE (id = $2 AND debits_pending >= $1) OR (id = $3 AND credits_pending >= $1)"
         }
     }
 }
@@ -131,7 +125,7 @@ pub(crate) async fn apply_transfer(
 ) -> Result<TransferOutcome> {
     request.validate()?;
     let kind = request.kind();
-    let (debit, credit, amount, pending_id) = match &request.op {
+    let (debit, credit, amount) = match &request.op {
         TransferOp::Single {
             debit,
             credit,
@@ -141,102 +135,149 @@ pub(crate) async fn apply_transfer(
             debit,
             credit,
             amount,
-        } => (debit.clone(), credit.clone(), *amount, None),
-        TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
-            let Some(pending) = load_transfer(conn, pending_id).await? else {
+        } => {
+            let inserted = sqlx::query(
+                "INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
+                 VALUES ($1, $2, $3, $4, $5, NULL, $6, $7) ON CONFLICT DO NOTHING",
+            )
+            .bind(request.id.clone())
+            .bind(kind.name())
+            .bind(debit.clone())
+            .bind(credit.clone())
+            .bind(*amount)
+            .bind(request.memo.clone())
+            .bind(now_ms)
+            .execute(&mut *conn)
+            .await?;
+            if inserted.rows_affected() == 0 {
                 return match load_transfer(conn, &request.id).await? {
+                    Some(existing) if existing.same_request(request) => {
+                        Ok(TransferOutcome::AlreadyExists)
+                    }
                     Some(existing) => Err(different_fields(&existing, request)),
-                    None => Err(LadderError::NotFound(format!(
-                        "pending transfer {pending_id}"
+                    None => Err(LadderError::corrupt(format!(
+                        "transfer {} was neither inserted nor found",
+                        request.id
                     ))),
                 };
-            };
-            if pending.kind != TransferKind::Pending {
-                return Err(LadderError::Invalid(format!(
-                    "transfer {pending_id} is a {} transfer, not a pending one",
-                    pending.kind.name()
-                )));
             }
+            (debit.clone(), credit.clone(), *amount)
+        }
+        // One statement copies the pending transfer's accounts and amount and
+        // claims both the id and the pending transfer (a conflict on either
+        // unique index inserts nothing); the reasons are looked up only then.
+        TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
+            let resolved = sqlx::query(
+                "INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
+                 SELECT $1, $2, debit_account, credit_account, amount, id, $3, $4 FROM transfers \
+                 WHERE id = $5 AND kind = 'pending' \
+                 ON CONFLICT DO NOTHING RETURNING debit_account, credit_account, amount",
+            )
+            .bind(request.id.clone())
+            .bind(kind.name())
+            .bind(request.memo.clone())
+            .bind(now_ms)
+            .bind(pending_id.clone())
+            .fetch_optional(&mut *conn)
+            .await?;
+            let Some(row) = resolved else {
+                return why_not_resolved(conn, request, pending_id).await;
+            };
             (
-                pending.debit,
-                pending.credit,
-                pending.amount,
-                Some(pending_id.clone()),
+                get::<String>(&row, "debit_account")?,
+                get::<String>(&row, "credit_account")?,
+                get::<i64>(&row, "amount")?,
             )
         }
     };
-    // Claims the id, and for post and void the pending transfer, in one statement:
-    // a conflict on either unique index inserts nothing.
-    let inserted = sqlx::query(
-        "INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
-    )
-    .bind(request.id.clone())
-    .bind(kind.name())
-    .bind(debit.clone())
-    .bind(credit.clone())
-    .bind(amount)
-    .bind(pending_id.clone())
-    .bind(request.memo.clone())
-    .bind(now_ms)
-    .execute(&mut *conn)
-    .await?;
-    if inserted.rows_affected() == 0 {
-        if let Some(existing) = load_transfer(conn, &request.id).await? {
-            return if existing.same_request(request) {
-                Ok(TransferOutcome::AlreadyExists)
-            } else {
-                Err(different_fields(&existing, request))
-            };
-        }
-        let pending_id = pending_id.unwrap_or_default();
-        let by = sqlx::query("SELECT id FROM transfers WHERE pending_id = $1")
-            .bind(pending_id.clone())
-            .fetch_optional(&mut *conn)
-            .await?
-            .map(|row| get::<String>(&row, "id"))
-            .transpose()?
-            .unwrap_or_default();
-        return Err(LadderError::Conflict(format!(
-            "pending transfer {pending_id} was already resolved by {by}"
-        )));
-    }
-    let (debit_change, credit_change) = match kind {
-        TransferKind::Single => (Change::DebitPosted, Change::CreditPosted),
-        TransferKind::Pending => (Change::DebitPending, Change::CreditPending),
-        TransferKind::Post => (Change::PostDebit, Change::PostCredit),
-        TransferKind::Void => (Change::VoidDebit, Change::VoidCredit),
-    };
-    // Ascending account order, so concurrent transfers cannot deadlock on PostgreSQL.
-    let mut changes = [(debit, debit_change), (credit, credit_change)];
-    changes.sort_by(|x, y| x.0.cmp(&y.0));
-    for (account, change) in changes {
-        let done = sqlx::query(change.sql())
-            .bind(amount)
-            .bind(account.clone())
-            .execute(&mut *conn)
-            .await?;
-        if done.rows_affected() == 1 {
-            continue;
-        }
-        return Err(match load_account(conn, &account).await? {
-            None => LadderError::NotFound(format!("ledger account {account}")),
-            Some(found) => match change {
-                Change::DebitPosted | Change::DebitPending => {
-                    LadderError::InsufficientCredits(format!(
-                        "account {account} has {} credits available, transfer {} needs {amount}",
-                        found.available(),
-                        request.id
-                    ))
-                }
-                _ => LadderError::corrupt(format!(
-                    "account {account} has less pending than transfer {}",
-                    request.id
-                )),
-            },
-        });
+    let done = sqlx::query(apply_sql(kind))
+        .bind(amount)
+        .bind(debit.clone())
+        .bind(credit.clone())
+        .execute(&mut *conn)
+        .await?;
+    if done.rows_affected() != 2 {
+        return Err(why_not_applied(conn, request, kind, &debit, &credit, amount).await?);
     }
     Ok(TransferOutcome::Created)
+}
+
+/// Why the accounts of a transfer could not take it (the caller rolls back).
+async fn why_not_applied(
+    conn: &mut AnyConnection,
+    request: &TransferRequest,
+    kind: TransferKind,
+    debit: &str,
+    credit: &str,
+    amount: i64,
+) -> Result<LadderError> {
+    let Some(debit_account) = load_account(conn, debit).await? else {
+        return Ok(LadderError::NotFound(format!("ledger account {debit}")));
+    };
+    if load_account(conn, credit).await?.is_none() {
+        return Ok(LadderError::NotFound(format!("ledger account {credit}")));
+    }
+    Ok(match kind {
+        // The credit side takes any amount, so the debit was refused. It is
+        // reported as the statement saw it: a concurrent settlement may have
+        // paid the owner since, so the balance is not checked again here.
+        TransferKind::Single | TransferKind::Pending => LadderError::InsufficientCredits(format!(
+            "account {debit} cannot cover transfer {} of {amount} credits ({} available now)",
+            request.id,
+            debit_account.available()
+        )),
+        TransferKind::Post | TransferKind::Void => {
+            let short = if debit_account.debits_pending < amount {
+                debit
+            } else {
+                credit
+            };
+            LadderError::corrupt(format!(
+                "account {short} has less pending than transfer {}",
+                request.id
+            ))
+        }
+    })
+}
+
+/// Why a post or void of `pending_id` inserted nothing: an unknown or
+/// non-pending transfer, a retry (same fields: a no-op), the id reused with
+/// other fields, or the pending transfer resolved already by another.
+async fn why_not_resolved(
+    conn: &mut AnyConnection,
+    request: &TransferRequest,
+    pending_id: &str,
+) -> Result<TransferOutcome> {
+    let existing = load_transfer(conn, &request.id).await?;
+    let Some(pending) = load_transfer(conn, pending_id).await? else {
+        return Err(match existing {
+            Some(existing) => different_fields(&existing, request),
+            None => LadderError::NotFound(format!("pending transfer {pending_id}")),
+        });
+    };
+    if pending.kind != TransferKind::Pending {
+        return Err(LadderError::Invalid(format!(
+            "transfer {pending_id} is a {} transfer, not a pending one",
+            pending.kind.name()
+        )));
+    }
+    if let Some(existing) = existing {
+        return if existing.same_request(request) {
+            Ok(TransferOutcome::AlreadyExists)
+        } else {
+            Err(different_fields(&existing, request))
+        };
+    }
+    let by = sqlx::query("SELECT id FROM transfers WHERE pending_id = $1")
+        .bind(pending_id.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| get::<String>(&row, "id"))
+        .transpose()?
+        .unwrap_or_default();
+    Err(LadderError::Conflict(format!(
+        "pending transfer {pending_id} was already resolved by {by}"
+    )))
 }
 
 fn different_fields(existing: &Transfer, request: &TransferRequest) -> LadderError {

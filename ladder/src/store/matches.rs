@@ -6,8 +6,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
-use super::registry::version_from_row;
-use super::seasons::{active_season_tx, ensure_rating, load_rating, store_rating};
+use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
 use super::{Store, get, now_ms, write_tx};
 use crate::auth;
 use crate::error::{LadderError, Result};
@@ -17,7 +16,9 @@ use crate::ledger::{
 };
 use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_ATTEMPTS};
 use crate::matchmaker::{self, Waiting};
-use crate::model::{Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name};
+use crate::model::{
+    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name,
+};
 use crate::rating::{self, Score};
 
 fn match_from_row(row: &AnyRow) -> Result<Match> {
@@ -97,17 +98,24 @@ async fn accept_tx(
             ));
         }
     }
+    let found = sqlx::query(
+        "SELECT id, name, owner_id, class, current_version FROM bots WHERE id = $1 OR id = $2",
+    )
+    .bind(sides[0].bot_id.clone())
+    .bind(sides[1].bot_id.clone())
+    .fetch_all(&mut *conn)
+    .await?;
     let mut rows = Vec::with_capacity(2);
     for side in sides {
-        let row = sqlx::query("SELECT owner_id, class, current_version FROM bots WHERE id = $1")
-            .bind(side.bot_id.clone())
-            .fetch_optional(&mut *conn)
-            .await?
+        let row = found
+            .iter()
+            .find(|row| get::<String>(row, "id").is_ok_and(|id| id == side.bot_id))
             .ok_or_else(|| LadderError::NotFound(format!("bot {}", side.bot_id)))?;
         rows.push((
-            get::<String>(&row, "owner_id")?,
-            get::<String>(&row, "class")?,
-            get::<i64>(&row, "current_version")?,
+            get::<String>(row, "owner_id")?,
+            get::<String>(row, "class")?,
+            get::<i64>(row, "current_version")?,
+            get::<String>(row, "name")?,
         ));
     }
     let (class_a, class_b) = (&rows[0].1, &rows[1].1);
@@ -148,8 +156,20 @@ async fn accept_tx(
     .await?;
     let escrow = escrow_account(match_id);
     create_account(conn, &escrow, "escrow").await?;
-    // Rows are locked in one global order (owner id), so two transactions on
-    // PostgreSQL never wait on each other in a cycle (a deadlock costs a second).
+    for side in sides {
+        ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
+    }
+    sqlx::query(
+        "UPDATE bots SET last_opponent = CASE WHEN id = $1 THEN $2 ELSE $1 END WHERE id = $1 OR id = $2",
+    )
+    .bind(sides[0].bot_id.clone())
+    .bind(sides[1].bot_id.clone())
+    .execute(&mut *conn)
+    .await?;
+    // The owners' ledger rows are what concurrent matches share, so they are
+    // locked last (held only until the commit that follows), and in one global
+    // order (owner id), so two transactions on PostgreSQL never wait on each
+    // other in a cycle (a deadlock costs a second).
     let order = if rows[1].0 < rows[0].0 {
         [1, 0]
     } else {
@@ -168,16 +188,30 @@ async fn accept_tx(
             memo: format!("stake of side {letter}"),
         };
         apply_transfer(conn, &request, now_ms()).await?;
-        ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
     }
-    sqlx::query(
-        "UPDATE bots SET last_opponent = CASE WHEN id = $1 THEN $2 ELSE $1 END WHERE id = $1 OR id = $2",
-    )
-    .bind(sides[0].bot_id.clone())
-    .bind(sides[1].bot_id.clone())
-    .execute(&mut *conn)
-    .await?;
-    load_match(conn, match_id).await
+    let side = |index: usize| MatchSide {
+        bot_id: sides[index].bot_id.clone(),
+        bot_name: rows[index].3.clone(),
+        version: rows[index].2,
+        owner_id: rows[index].0.clone(),
+        stake: sides[index].stake,
+    };
+    Ok(Match {
+        id: match_id.to_owned(),
+        season_id: season.id,
+        class,
+        ruleset: ruleset.version().to_owned(),
+        budget,
+        seed,
+        sides: [side(0), side(1)],
+        state: MatchState::Queued,
+        attempts: 0,
+        accepted_ms: now,
+        finished_ms: None,
+        winner: None,
+        replay_path: None,
+        note: None,
+    })
 }
 
 /// The sides in the order their owners' ledger rows are locked.
@@ -305,12 +339,39 @@ async fn complete_tx(
             )));
         }
     }
-    let rake_bp = sqlx::query("SELECT value FROM settings WHERE key = 'rake_bp'")
-        .fetch_optional(&mut *conn)
-        .await?
-        .map(|row| get::<i64>(&row, "value"))
-        .transpose()?
-        .unwrap_or(DEFAULT_RAKE_BP);
+    let rake_bp = get::<Option<i64>>(&row, "rake_bp")?.unwrap_or(DEFAULT_RAKE_BP);
+    // Ratings move only while the match's season runs; ended seasons stay frozen.
+    let season_open = get::<Option<i64>>(&row, "season_open")? == Some(1);
+    if season_open {
+        // Acceptance created both rating rows in the same transaction as the match.
+        let [a, b] = &game.sides;
+        let [rating_a, rating_b] =
+            load_ratings(conn, game.season_id, [&a.bot_id, &b.bot_id]).await?;
+        let (score_a, score_b) = match winner {
+            Outcome::A => (Score::Win, Score::Loss),
+            Outcome::B => (Score::Loss, Score::Win),
+            Outcome::Draw => (Score::Draw, Score::Draw),
+        };
+        let (new_a, new_b) = rating::update(rating_a, rating_b, score_a);
+        let mut updates = [(&a.bot_id, new_a, score_a), (&b.bot_id, new_b, score_b)];
+        updates.sort_by(|left, right| left.0.cmp(right.0));
+        for (bot_id, rating, score) in updates {
+            store_rating(conn, game.season_id, bot_id, rating, score).await?;
+        }
+    }
+    sqlx::query(
+        "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
+         WHERE id = $4",
+    )
+    .bind(winner.name())
+    .bind(now)
+    .bind(replay_path.to_owned())
+    .bind(match_id.to_owned())
+    .execute(&mut *conn)
+    .await?;
+    // The ledger last: owners' rows and the house's are shared by every match,
+    // so they are locked only for these statements and the commit (in one
+    // global order: each match's escrow, owners by id, the house).
     let (rake, payout) = match winner {
         Outcome::Draw => {
             for letter in letters_in_lock_order(&game) {
@@ -371,41 +432,6 @@ async fn complete_tx(
             (rake, payout)
         }
     };
-    // Ratings move only while the match's season runs; ended seasons stay frozen.
-    let season_open = sqlx::query("SELECT ended_ms FROM seasons WHERE id = $1")
-        .bind(game.season_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .map(|row| get::<Option<i64>>(&row, "ended_ms"))
-        .transpose()?
-        .is_some_and(|ended| ended.is_none());
-    if season_open {
-        // Acceptance created both rating rows in the same transaction as the match.
-        let [a, b] = &game.sides;
-        let rating_a = load_rating(conn, game.season_id, &a.bot_id).await?;
-        let rating_b = load_rating(conn, game.season_id, &b.bot_id).await?;
-        let (score_a, score_b) = match winner {
-            Outcome::A => (Score::Win, Score::Loss),
-            Outcome::B => (Score::Loss, Score::Win),
-            Outcome::Draw => (Score::Draw, Score::Draw),
-        };
-        let (new_a, new_b) = rating::update(rating_a, rating_b, score_a);
-        let mut updates = [(&a.bot_id, new_a, score_a), (&b.bot_id, new_b, score_b)];
-        updates.sort_by(|left, right| left.0.cmp(right.0));
-        for (bot_id, rating, score) in updates {
-            store_rating(conn, game.season_id, bot_id, rating, score).await?;
-        }
-    }
-    sqlx::query(
-        "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
-         WHERE id = $4",
-    )
-    .bind(winner.name())
-    .bind(now)
-    .bind(replay_path.to_owned())
-    .bind(match_id.to_owned())
-    .execute(&mut *conn)
-    .await?;
     Ok(Settlement {
         match_id: match_id.to_owned(),
         winner,
@@ -553,22 +579,39 @@ impl Store {
                 ClaimStep::Nothing => return Ok(None),
                 ClaimStep::Voided => continue,
                 ClaimStep::Claimed(match_id) => {
-                    let mut conn = self.pool().acquire().await?;
-                    let game = load_match(&mut conn, &match_id).await?;
-                    let mut versions = Vec::with_capacity(2);
-                    for side in &game.sides {
-                        let row = sqlx::query(
-                            "SELECT * FROM bot_versions WHERE bot_id = $1 AND version = $2",
-                        )
-                        .bind(side.bot_id.clone())
-                        .bind(side.version)
-                        .fetch_one(&mut *conn)
-                        .await?;
-                        versions.push(version_from_row(&row)?);
-                    }
-                    let [a, b]: [_; 2] = versions
-                        .try_into()
-                        .map_err(|_| LadderError::corrupt("a match without two bot versions"))?;
+                    // The match and both pinned versions in one read.
+                    let row = sqlx::query(
+                        "SELECT m.*, ba.name AS name_a, bb.name AS name_b, \
+                         va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
+                         vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
+                         FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
+                         JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
+                         JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
+                         WHERE m.id = $1",
+                    )
+                    .bind(match_id.clone())
+                    .fetch_optional(self.pool())
+                    .await?
+                    .ok_or_else(|| {
+                        LadderError::corrupt(format!("claimed match {match_id} without its bot versions"))
+                    })?;
+                    let game = match_from_row(&row)?;
+                    let version = |suffix: &str, number: i64| -> Result<BotVersion> {
+                        Ok(BotVersion {
+                            version: number,
+                            kind: BotKind::from_name(&get::<String>(
+                                &row,
+                                &format!("kind_{suffix}"),
+                            )?)?,
+                            spec: get(&row, &format!("spec_{suffix}"))?,
+                            digest: get(&row, &format!("digest_{suffix}"))?,
+                            created_ms: get(&row, &format!("created_{suffix}"))?,
+                        })
+                    };
+                    let (a, b) = (
+                        version("a", game.sides[0].version)?,
+                        version("b", game.sides[1].version)?,
+                    );
                     return Ok(Some(Claim {
                         lease_id,
                         lease_expires_ms: now.saturating_add(lease_ms),

@@ -36,7 +36,9 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Selects the oldest claimable match (`$1` = now): queued, or running with an
     /// expired lease; locked so concurrent claimers skip it where the backend can.
     fn select_claimable(&self) -> &'static str;
-    /// Reads one match row for settlement (`$1` = id), locked against concurrent settlement.
+    /// Reads one match row for settlement (`$1` = id), locked against concurrent
+    /// settlement, with the rake setting (`rake_bp`, NULL for the default) and
+    /// whether its season still runs (`season_open`: 1, 0, NULL without a season).
     fn select_match_for_update(&self) -> &'static str;
     /// Whether a failed transaction is worth running again.
     fn is_retryable(&self, error: &sqlx::Error) -> bool;

@@ -75,26 +75,35 @@ pub(crate) async fn ensure_rating(
     Ok(())
 }
 
-pub(crate) async fn load_rating(
+/// The ratings of two bots in a season, in the order given (one read).
+pub(crate) async fn load_ratings(
     conn: &mut AnyConnection,
     season_id: i64,
-    bot_id: &str,
-) -> Result<Rating> {
-    let row = sqlx::query(
-        "SELECT rating, deviation, volatility FROM ratings WHERE season_id = $1 AND bot_id = $2",
+    bot_ids: [&str; 2],
+) -> Result<[Rating; 2]> {
+    let rows = sqlx::query(
+        "SELECT bot_id, rating, deviation, volatility FROM ratings \
+         WHERE season_id = $1 AND (bot_id = $2 OR bot_id = $3)",
     )
     .bind(season_id)
-    .bind(bot_id.to_owned())
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or_else(|| {
-        LadderError::corrupt(format!("bot {bot_id} has no rating in season {season_id}"))
-    })?;
-    Ok(Rating {
-        rating: get(&row, "rating")?,
-        deviation: get(&row, "deviation")?,
-        volatility: get(&row, "volatility")?,
-    })
+    .bind(bot_ids[0].to_owned())
+    .bind(bot_ids[1].to_owned())
+    .fetch_all(&mut *conn)
+    .await?;
+    let rating_of = |bot_id: &str| -> Result<Rating> {
+        let row = rows
+            .iter()
+            .find(|row| get::<String>(row, "bot_id").is_ok_and(|id| id == bot_id))
+            .ok_or_else(|| {
+                LadderError::corrupt(format!("bot {bot_id} has no rating in season {season_id}"))
+            })?;
+        Ok(Rating {
+            rating: get(row, "rating")?,
+            deviation: get(row, "deviation")?,
+            volatility: get(row, "volatility")?,
+        })
+    };
+    Ok([rating_of(bot_ids[0])?, rating_of(bot_ids[1])?])
 }
 
 /// Stores a bot's rating after a match with its tally.

@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod bots;
+pub mod cli;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use duel_ladder::Store;

@@ -233,7 +233,14 @@ impl ReplayStore {
     pub async fn put_json(&self, json: &[u8]) -> Result<ReplayMeta, ReplayError> {
         let replay = Replay::from_slice(json)?;
         validate_id(&replay.match_id)?;
-        let season = season_of(json)?;
+        let season = replay.season.clone();
+        if let Some(season) = &season
+            && (season.is_empty() || season.len() > MAX_FILTER_BYTES)
+        {
+            return Err(ReplayError::Malformed(format!(
+                "season must be 1 to {MAX_FILTER_BYTES} bytes"
+            )));
+        }
         let order = order_name(&replay.accepted_at, &replay.match_id)?;
         let meta = ReplayMeta {
             id: replay.match_id.clone(),
@@ -346,6 +353,16 @@ impl ReplayStore {
         }
     }
 
+    /// Where replay `id` is kept in this store (a file path or an object URL),
+    /// for records and messages.
+    pub fn location(&self, id: &str) -> String {
+        format!(
+            "{}/{}",
+            self.description.trim_end_matches('/'),
+            replay_key(id)
+        )
+    }
+
     /// Where the store is (a folder path or `s3://bucket/prefix`), for messages.
     pub fn description(&self) -> &str {
         &self.description
@@ -416,22 +433,4 @@ fn check_query(query: &ListQuery) -> Result<(), ReplayError> {
         )));
     }
     Ok(())
-}
-
-/// The optional top-level `"season"` string of replay JSON (written by the
-/// ladder for ranked matches).
-fn season_of(json: &[u8]) -> Result<Option<String>, ReplayError> {
-    #[derive(Deserialize)]
-    struct SeasonOnly {
-        #[serde(default)]
-        season: Option<String>,
-    }
-    let parsed: SeasonOnly = serde_json::from_slice(json)
-        .map_err(|error| ReplayError::Malformed(format!("at season: {error}")))?;
-    match parsed.season {
-        Some(season) if season.is_empty() || season.len() > MAX_FILTER_BYTES => Err(
-            ReplayError::Malformed(format!("season must be 1 to {MAX_FILTER_BYTES} bytes")),
-        ),
-        other => Ok(other),
-    }
 }

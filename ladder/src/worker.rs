@@ -439,12 +439,7 @@ fn start_live(
     fighters: [FighterInfo; 2],
 ) -> Option<LivePublisher> {
     let feeds = config.live.as_ref()?;
-    let start = LiveEvent::Start {
-        match_id: match_config.match_id.clone(),
-        ruleset: match_config.ruleset.version().to_owned(),
-        class: match_config.class.into(),
-        fighters: Box::new(fighters),
-    };
+    let start = LiveEvent::start_of_match(match_config, &fighters);
     match feeds.start(&match_config.match_id, start) {
         Ok(publisher) => Some(publisher),
         Err(error) => {

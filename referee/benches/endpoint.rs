@@ -96,12 +96,23 @@ async fn endpoint_bot(
     config: &MatchConfig,
     side: Side,
 ) -> Box<dyn Bot> {
+    endpoint_bot_with(address, config, side, None).await
+}
+
+/// An endpoint bot that is offered Inference: each decision issues and revokes
+/// its own credential (the path of `referee serve`).
+async fn endpoint_bot_with(
+    address: std::net::SocketAddr,
+    config: &MatchConfig,
+    side: Side,
+    inference: Option<duel_referee::InferenceLink>,
+) -> Box<dyn Bot> {
     let spec = BotSpec::parse(&format!("grpc://{address}")).unwrap();
     let context = BotContext::new(
         config,
         side,
         ModelGateway::disabled().meter(config.budget_tokens()),
-        None,
+        inference,
     );
     make_bot(&spec, &context).await.unwrap()
 }
@@ -153,6 +164,16 @@ fn per_decision(c: &mut Criterion) {
     });
     let config = config(match_id.clone());
     let mut bot = runtime.block_on(endpoint_bot(address, &config, Side::A));
+    let inference = duel_referee::InferenceLink {
+        url: format!("http://{address}"),
+        credentials: duel_referee::credentials::Credentials::new(),
+    };
+    let mut bot_with_inference = runtime.block_on(endpoint_bot_with(
+        address,
+        &config,
+        Side::B,
+        Some(inference),
+    ));
     let mut group = c.benchmark_group("decision");
     group
         .sample_size(30)
@@ -177,6 +198,18 @@ fn per_decision(c: &mut Criterion) {
                 let started = Instant::now();
                 for _ in 0..iterations {
                     let decision = bot.decide(observation).await;
+                    assert!(decision.answer.is_ok());
+                }
+                started.elapsed()
+            })
+        })
+    });
+    group.bench_function("endpoint_bot_with_inference_credential", |b| {
+        b.iter_custom(|iterations| {
+            runtime.block_on(async {
+                let started = Instant::now();
+                for _ in 0..iterations {
+                    let decision = bot_with_inference.decide(observation).await;
                     assert!(decision.answer.is_ok());
                 }
                 started.elapsed()

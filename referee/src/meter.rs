@@ -203,7 +203,12 @@ impl ModelGateway {
             }
             None => None,
         };
-        let mut builder = reqwest::Client::builder().tcp_nodelay(true);
+        // No redirects: a metered call goes where it was configured to, with
+        // the key, or fails (as it did with the plain hyper client before).
+        let mut builder = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("duel-referee/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = crate::tls::extra_ca_pem()? {
             let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
                 RefereeError::Config(format!(

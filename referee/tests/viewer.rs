@@ -383,6 +383,27 @@ fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
         json!(false)
     );
     chromium.screenshot(&screenshot_folder().join("viewer-watch.png"));
+
+    // Opened after the match, the same URL finds no live feed and shows the replay.
+    chromium.call("Page.navigate", json!({ "url": "about:blank" }));
+    chromium.call("Page.navigate", json!({ "url": url }));
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    assert_eq!(
+        chromium.eval("document.body.dataset.liveEvents === undefined"),
+        json!(true),
+        "no live event this time"
+    );
+    assert_eq!(
+        chromium.eval("document.body.dataset.frames"),
+        json!(exchanges.len().to_string())
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('signed').textContent"),
+        json!("signed")
+    );
     drop(chromium);
     assert!(watched.interrupt().success());
 }

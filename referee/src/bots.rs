@@ -33,6 +33,9 @@ pub struct BotContext {
     pub meter: FighterMeter,
     /// Absent when no Inference service runs (endpoint bots then get no credential).
     pub inference: Option<InferenceLink>,
+    /// Set by runners that never play more than this many matches at once in this
+    /// process: WASM instances then come from a pool sized for them.
+    pub concurrent_matches: Option<usize>,
 }
 
 impl BotContext {
@@ -49,6 +52,7 @@ impl BotContext {
             wall_clock: config.decision_wall_clock,
             meter,
             inference,
+            concurrent_matches: None,
         }
     }
 }
@@ -62,7 +66,8 @@ pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bo
             context.side,
         ))),
         BotSpec::Wasm(path) => {
-            let loaded = crate::wasm::load(path, context.wall_clock).await?;
+            let loaded =
+                crate::wasm::load_for(path, context.wall_clock, context.concurrent_matches).await?;
             Ok(Box::new(crate::wasm::WasmBot::new(
                 path,
                 loaded,

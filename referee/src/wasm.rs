@@ -8,34 +8,44 @@ use std::time::Duration;
 
 use duel_replays::{FighterInfo, FighterKind};
 use duel_rules::Observation;
-use duel_sandbox::{LoadedBot, ModelFuture, ModelPort, Sandbox, SandboxConfig};
+use duel_sandbox::{Allocation, LoadedBot, ModelFuture, ModelPort, Sandbox, SandboxConfig};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture, FailureCause};
 use crate::error::RefereeError;
 use crate::meter::{ChatMessage, FighterMeter, ModelError, Spent};
 
-/// One sandbox (one wasmtime engine, compile caches) per wall clock in this
-/// process: the engine's epoch deadline is the clock, and matches of one process
-/// nearly always share one.
-fn sandbox_for(wall_clock: Duration) -> Result<Sandbox, RefereeError> {
-    static SANDBOXES: OnceLock<Mutex<HashMap<Duration, Sandbox>>> = OnceLock::new();
+/// One sandbox (one wasmtime engine, compile caches) per wall clock and instance
+/// allocation in this process: the engine's epoch deadline is the clock, and
+/// matches of one process nearly always share one.
+fn sandbox_for(wall_clock: Duration, pool: Option<u32>) -> Result<Sandbox, RefereeError> {
+    type Sandboxes = HashMap<(Duration, Option<u32>), Sandbox>;
+    static SANDBOXES: OnceLock<Mutex<Sandboxes>> = OnceLock::new();
     let mut sandboxes = SANDBOXES
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poison| poison.into_inner());
-    if let Some(sandbox) = sandboxes.get(&wall_clock) {
+    if let Some(sandbox) = sandboxes.get(&(wall_clock, pool)) {
         return Ok(sandbox.clone());
     }
     let config = SandboxConfig {
         decision_wall_clock: wall_clock,
         disk_cache_dir: default_cache_dir(),
+        allocation: pool.map_or(Allocation::OnDemand, |instances| Allocation::Pooling {
+            instances,
+        }),
         ..SandboxConfig::default()
     };
     let sandbox = Sandbox::new(config).map_err(|error| {
         RefereeError::Unsupported(format!("cannot start the WASM sandbox: {error}"))
     })?;
-    sandboxes.insert(wall_clock, sandbox.clone());
+    sandboxes.insert((wall_clock, pool), sandbox.clone());
     Ok(sandbox)
+}
+
+/// WASM instances a pool needs for `matches` matches at once: two fighters each
+/// (a failed instance is dropped before its replacement is made), two to spare.
+fn pool_instances(matches: usize) -> u32 {
+    u32::try_from(matches.saturating_mul(2).saturating_add(2)).unwrap_or(u32::MAX)
 }
 
 /// `$DUEL_WASM_CACHE`, else `$XDG_CACHE_HOME/duel/wasm`, else `~/.cache/duel/wasm`:
@@ -53,9 +63,24 @@ fn default_cache_dir() -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Loads (validates and compiles, or finds in a cache) the component at `path`.
+/// Loads (validates and compiles, or finds in a cache) the component at `path`,
+/// for a process that runs any number of matches at once: instances are
+/// allocated on demand.
 pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, RefereeError> {
-    let limit = sandbox_for(wall_clock)?.config().upload_bytes_max;
+    load_for(path, wall_clock, None).await
+}
+
+/// [`load`], for a process that never runs more than `concurrent_matches`
+/// matches at once (when `Some`): its instances then come from a pre-reserved
+/// pool, several times cheaper to set up per match (docs/perf/sandbox.md). More
+/// matches than that at once would find the pool empty, and their bots fault.
+pub async fn load_for(
+    path: &Path,
+    wall_clock: Duration,
+    concurrent_matches: Option<usize>,
+) -> Result<LoadedBot, RefereeError> {
+    let sandbox = sandbox_for(wall_clock, concurrent_matches.map(pool_instances))?;
+    let limit = sandbox.config().upload_bytes_max;
     let size = std::fs::metadata(path)
         .map_err(|error| {
             RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
@@ -70,7 +95,7 @@ pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, Refere
     let bytes = tokio::fs::read(path).await.map_err(|error| {
         RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
     })?;
-    load_bytes(bytes, wall_clock)
+    load_in(&sandbox, bytes)
         .await
         .map_err(|error| RefereeError::Spec(format!("bot {}: {error}", path.display())))
 }
@@ -85,7 +110,10 @@ pub fn upload_bytes_max() -> usize {
 /// sandbox's one-line reason, exactly as `referee local` and `referee serve`
 /// report it for a file (there prefixed by the path).
 pub async fn load_bytes(bytes: Vec<u8>, wall_clock: Duration) -> Result<LoadedBot, RefereeError> {
-    let sandbox = sandbox_for(wall_clock)?;
+    load_in(&sandbox_for(wall_clock, None)?, bytes).await
+}
+
+async fn load_in(sandbox: &Sandbox, bytes: Vec<u8>) -> Result<LoadedBot, RefereeError> {
     sandbox
         .load_async(bytes)
         .await

@@ -69,3 +69,47 @@ fn a_file_that_is_not_a_component_is_refused_before_the_match() {
     assert!(stderr.contains("not a WebAssembly component"), "{stderr}");
     assert!(output.stdout.is_empty());
 }
+
+/// A tournament of WASM bots takes its instances from a pool sized by `--jobs`:
+/// every match plays without a substitution, and the table does not depend on
+/// how many matches ran at once.
+#[test]
+fn a_tournament_of_wasm_bots_plays_from_an_instance_pool() {
+    let table = |jobs: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_referee"))
+            .args([
+                "tournament",
+                &bot("counter"),
+                &bot("jabber"),
+                &bot("pacer"),
+                "--rounds",
+                "4",
+                "--seed",
+                "5",
+                "--jobs",
+                jobs,
+                "--json",
+            ])
+            .output()
+            .expect("runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let mut value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        for bot in value["standings"]["bots"].as_array_mut().expect("bots") {
+            assert_eq!(
+                bot["substituted"],
+                serde_json::json!([0.0, 0.0, 0.0]),
+                "{bot}"
+            );
+            bot["latency_p50_ms"] = 0.into();
+            bot["latency_p99_ms"] = 0.into();
+        }
+        value
+    };
+    let one = table("1");
+    assert_eq!(one["standings"]["matches_played"], 24);
+    assert_eq!(one, table("3"));
+}

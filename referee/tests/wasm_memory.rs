@@ -1,8 +1,9 @@
 //! Hundreds of hostile WASM matches in one referee process leave its memory where
 //! it was: every failed instance (panic, memory cap, fuel) is freed, not kept.
 //! The resident set after a warm-up batch is the baseline; after many more
-//! matches it may have grown by a bounded amount only. Alone in its test binary,
-//! so no other test shares the process.
+//! matches it may have grown by a bounded amount only; with instances allocated
+//! on demand and from a pool. Alone in its test binary, so no other test shares
+//! the process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -13,7 +14,7 @@ use duel_referee::wasm::WasmBot;
 use duel_referee::{BotSpec, MatchConfig, ModelGateway, run_match};
 use duel_replays::Replay;
 use duel_rules::{Side, Source, WeightClass};
-use duel_sandbox::{LoadedBot, Sandbox, SandboxConfig};
+use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig};
 
 const MIB: u64 = 1024 * 1024;
 /// Matches played before the baseline is taken (caches, pools, allocator arenas
@@ -91,14 +92,16 @@ async fn batch(hostile: &LoadedBot, first: usize, count: usize) -> usize {
     failures
 }
 
-#[tokio::test]
-async fn hundreds_of_hostile_matches_return_memory_to_baseline() {
+/// Warm-up, baseline, many more matches, growth within the bound; then a clean
+/// match to show the process still healthy.
+async fn memory_returns_to_baseline(allocation: Allocation) {
     let sandbox = Sandbox::new(SandboxConfig {
         // Cheap failures: a spinning loop runs out of fuel in about a
         // millisecond, an allocating one hits the cap after 16 MiB.
         fuel_per_decision: 10_000_000,
         memory_bytes_max: 16 * MIB as usize,
         decision_wall_clock: Duration::from_secs(5),
+        allocation,
         ..SandboxConfig::default()
     })
     .unwrap();
@@ -115,25 +118,31 @@ async fn hundreds_of_hostile_matches_return_memory_to_baseline() {
     assert!(failures > MATCHES * 5, "{failures}");
     let growth = after.saturating_sub(baseline);
     eprintln!(
-        "resident: {} MiB after {WARM_UP_MATCHES} warm-up matches, {} MiB after {MATCHES} more \
-         ({failures} failures): +{} KiB",
+        "{allocation:?}: resident {} MiB after {WARM_UP_MATCHES} warm-up matches, {} MiB after \
+         {MATCHES} more ({failures} failures): +{} KiB",
         baseline / MIB,
         after / MIB,
         growth / 1024
     );
     assert!(
         growth <= GROWTH_MAX_BYTES,
-        "the process grew by {} MiB over {MATCHES} hostile matches (bound {} MiB)",
+        "{allocation:?}: the process grew by {} MiB over {MATCHES} hostile matches (bound {} MiB)",
         growth / MIB,
         GROWTH_MAX_BYTES / MIB
     );
 
-    // The process is still healthy: a well-behaved match plays without a single
-    // substitution.
     let replay = play(&hostile, "count", 1).await;
     assert!(
         replay
             .exchanges()
             .all(|(_, exchange)| Source::from(exchange.a.source) == Source::Bot)
     );
+}
+
+#[tokio::test]
+async fn hundreds_of_hostile_matches_return_memory_to_baseline() {
+    memory_returns_to_baseline(Allocation::OnDemand).await;
+    // A pool keeps freed slots' pages mapped for the next bot: that too must
+    // stay at a fixed size, whatever the bots did.
+    memory_returns_to_baseline(Allocation::Pooling { instances: 4 }).await;
 }

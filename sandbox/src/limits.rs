@@ -68,6 +68,17 @@ pub const ASYNC_STACK_BYTES: usize = 2 * MIB;
 /// live at once per process (two per running match).
 pub const POOL_INSTANCES_DEFAULT: u32 = 256;
 
+/// With the pooling allocator, this much of a freed slot's linear memory is reset
+/// in place (only its dirty pages, where the kernel's PAGEMAP_SCAN tells which)
+/// and stays mapped, instead of being given back to the kernel: the next bot in
+/// the slot then takes no page faults there.
+/// A small Rust bot touches well under 1 MiB; a Python bot's ~13 MiB at rest is
+/// mostly beyond this and is decommitted as before.
+pub const POOL_MEMORY_KEEP_RESIDENT_BYTES: usize = 2 * MIB;
+
+/// The same for tables (a Rust bot's are a few hundred entries).
+pub const POOL_TABLE_KEEP_RESIDENT_BYTES: usize = 64 * 1024;
+
 const _: () = assert!(
     FUEL_PER_DECISION_DEFAULT > 1_000_000,
     "a Python decision must fit"

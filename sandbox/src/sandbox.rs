@@ -10,7 +10,7 @@ use duel_rules::{Action, Observation, Side};
 use sha2::{Digest as _, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
     UpdateDeadline,
 };
 
@@ -18,7 +18,10 @@ use crate::bindings::{WorldVersion, convert_v1_0_0, v1_0_0};
 use crate::cache::{DiskCache, MemoryCache};
 use crate::error::{DecideFailure, FailureCause, SandboxError, short_reason};
 use crate::host::{HostState, LimitHit, Limiter, WallClockOut};
-use crate::limits::{ASYNC_STACK_BYTES, Allocation, SandboxConfig, WASM_STACK_BYTES_MAX};
+use crate::limits::{
+    ASYNC_STACK_BYTES, Allocation, POOL_MEMORY_KEEP_RESIDENT_BYTES, POOL_TABLE_KEEP_RESIDENT_BYTES,
+    SandboxConfig, WASM_STACK_BYTES_MAX,
+};
 use crate::model::ModelPort;
 use crate::wasi::{BotLog, SharedLog, closed_wasi};
 
@@ -121,7 +124,12 @@ fn engine_config(config: &SandboxConfig) -> Result<Config, SandboxError> {
             .max_memories_per_component(per_bot(config.memories_max))
             .max_tables_per_component(per_bot(config.tables_max))
             .max_memory_size(config.memory_bytes_max)
-            .table_elements(config.table_elements_max);
+            .table_elements(config.table_elements_max)
+            .linear_memory_keep_resident(POOL_MEMORY_KEEP_RESIDENT_BYTES)
+            .table_keep_resident(POOL_TABLE_KEEP_RESIDENT_BYTES)
+            // Linux 6.7+: reset only the pages a bot dirtied, not the whole
+            // kept region (a plain memset of it cost more than the faults).
+            .pagemap_scan(Enabled::Auto);
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     Ok(wasm)

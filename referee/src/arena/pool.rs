@@ -51,12 +51,13 @@ impl Entrant {
         };
         let runtime = new_runtime()?;
         let config = MatchConfig::new(String::new(), String::new(), settings.class, 0);
-        let context = BotContext::new(
+        let mut context = BotContext::new(
             &config,
             Side::A,
             settings.gateway.meter(config.budget_tokens()),
             None,
         );
+        context.concurrent_matches = Some(settings.jobs.max(1));
         runtime.block_on(make_bot(spec, &context)).map(|_| ())
     }
 
@@ -253,7 +254,9 @@ fn play_one(
         let mut bots = Vec::with_capacity(2);
         for (entrant, side) in [a, b].into_iter().zip(Side::BOTH) {
             let meter = settings.gateway.meter(config.budget_tokens());
-            let context = BotContext::new(&config, side, meter, None);
+            let mut context = BotContext::new(&config, side, meter, None);
+            // One match per job at a time: WASM instances come from a pool.
+            context.concurrent_matches = Some(settings.jobs.max(1));
             bots.push(make_bot(&entrant.spec(), &context).await?);
         }
         let [bot_a, bot_b] = bots.as_mut_slice() else {

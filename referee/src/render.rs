@@ -188,9 +188,10 @@ fn action_cell(palette: Palette, side: Side, mine: &SideRecord, dealt: i32) -> S
         cell.push_str(&palette.paint(WARNING, &cause));
     }
     if mine.restarted {
-        // Started afresh after an earlier failure: the bot's memory is gone.
-        const RESTARTED: &str = " (restarted)";
-        plain_len += RESTARTED.len();
+        // Started afresh after an earlier failure: the bot's memory is gone (the
+        // summary spells it out; one glyph keeps the widest cell in its column).
+        const RESTARTED: &str = " ↺";
+        plain_len += RESTARTED.chars().count();
         cell.push_str(&palette.paint(WARNING, RESTARTED));
     }
     if dealt > 0 {
@@ -326,8 +327,8 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
         let restarts = records.iter().filter(|record| record.restarted).count();
         let restarts = match restarts {
             0 => String::new(),
-            1 => " · restarted once (memory of the match lost)".to_owned(),
-            n => format!(" · restarted {n} times (memory of the match lost)"),
+            1 => " · ↺ restarted once (memory of the match lost)".to_owned(),
+            n => format!(" · ↺ restarted {n} times (memory of the match lost)"),
         };
         let _ = writeln!(
             out,

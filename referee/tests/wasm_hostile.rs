@@ -238,6 +238,28 @@ async fn a_panic_is_a_fault_that_keeps_the_panic_message() {
         "panicked: hostile bot panics on purpose",
         Plays::Count,
     );
+    // The tape shows it: the faults, the restarts (↺) and a summary.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("panic.json");
+    replay.write(&file).unwrap();
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_referee"))
+        .args(["replay", "show", "--color", "never"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(shown.status.success());
+    let tape = String::from_utf8(shown.stdout).unwrap();
+    let line = |n: &str| {
+        tape.lines()
+            .find(|line| line.trim_start().starts_with(&format!("{n} ")))
+            .unwrap_or_else(|| panic!("no exchange {n} in {tape}"))
+            .to_owned()
+    };
+    assert!(line("2").contains("BLOCK (fault)"), "{tape}");
+    assert!(line("3").contains("JAB ↺"), "{tape}");
+    assert!(!line("4").contains('↺'), "{tape}");
+    assert!(line("6").contains("JAB ↺"), "{tape}");
+    assert!(tape.contains("2 fault · ↺ restarted 2 times"), "{tape}");
 }
 
 #[tokio::test]

@@ -181,6 +181,9 @@ impl MatchRecorder {
                 latency_ms,
                 reason,
                 restarted,
+                latency_us: None,
+                log: Vec::new(),
+                log_truncated: false,
             }
         });
         self.tape.push(TapeEntry {

@@ -105,6 +105,19 @@ pub struct SideRecord {
     /// lack it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub restarted: bool,
+    /// `latency_ms` at microsecond resolution (a WASM decision takes a few µs).
+    /// Optional: older replays lack it, and `verify` ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<u64>,
+    /// What the bot logged during this decision (its `log` import, WASI stdout
+    /// and stderr, an endpoint's reply note), one line per entry, bounded per
+    /// decision and per match. Private by default: the ladder publishes ranked
+    /// replays without it. `verify` ignores it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<String>,
+    /// The bot logged more than the bounds keep: lines or bytes were dropped.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub log_truncated: bool,
 }
 
 fn is_false(value: &bool) -> bool {

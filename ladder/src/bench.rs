@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use duel_referee::builtin::SplitMix64;
-use duel_referee::{BotContext, ModelGateway};
+use duel_referee::{HostConfig, MatchHost, MatchOptions, ModelGateway};
 use duel_replays::store::ReplayStore;
-use duel_rules::{Ruleset, Side, WeightClass};
+use duel_rules::WeightClass;
 
 use crate::auth::Role;
 use crate::error::{LadderError, Result};
@@ -108,12 +108,13 @@ pub async fn settle_bench(
     let accepted_per_s = rate(matches, started.elapsed());
 
     let factory: Arc<dyn BotFactory> = Arc::new(BuiltinFactory);
+    let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..workers.max(1) {
         let store = store.clone();
         let factory = Arc::clone(&factory);
-        let config = WorkerConfig::new(replays.clone(), Arc::clone(&signing_key));
+        let config = WorkerConfig::new(host.clone(), replays.clone(), Arc::clone(&signing_key));
         tasks.push(tokio::spawn(async move {
             let mut settled = 0usize;
             loop {
@@ -138,6 +139,7 @@ pub async fn settle_bench(
     let mut tasks = Vec::new();
     for task in 0..workers.max(1) {
         let factory = Arc::clone(&factory);
+        let host = host.clone();
         tasks.push(tokio::spawn(async move {
             for index in 0..per_task {
                 let version = |spec: &str| BotVersion {
@@ -148,30 +150,18 @@ pub async fn settle_bench(
                     created_ms: 0,
                 };
                 let seed = (task * per_task + index) as u64;
-                let config = duel_referee::MatchConfig {
-                    ruleset: Ruleset::CURRENT,
-                    match_id: format!("bare-{seed}"),
-                    accepted_at: "2026-01-01T00:00:00Z".to_owned(),
-                    class: WeightClass::Light,
-                    seed,
-                    decision_wall_clock: duel_referee::limits::DECISION_WALL_CLOCK,
-                };
-                let context = |side| {
-                    BotContext::new(
-                        &config,
-                        side,
-                        ModelGateway::disabled().meter(config.budget_tokens()),
-                        None,
-                    )
-                };
-                let (context_a, context_b) = (context(Side::A), context(Side::B));
-                let mut a = factory
-                    .build(&version(BENCH_SPECS[index % 3]), &context_a)
+                let mut options = MatchOptions::new(WeightClass::Light).seed(seed);
+                options.match_id = Some(format!("bare-{seed}"));
+                options.accepted_at = Some("2026-01-01T00:00:00Z".to_owned());
+                let a = factory.fighter(&version(BENCH_SPECS[index % 3])).await?;
+                let b = factory
+                    .fighter(&version(BENCH_SPECS[(index + 1) % 3]))
                     .await?;
-                let mut b = factory
-                    .build(&version(BENCH_SPECS[(index + 1) % 3]), &context_b)
-                    .await?;
-                let replay = duel_referee::run_match(config, [&mut *a, &mut *b]).await;
+                let session = host
+                    .prepare([a, b], options)
+                    .await
+                    .map_err(|error| LadderError::Io(error.to_string()))?;
+                let replay = session.play(&mut |_: &_, _: &_| {}).await;
                 std::hint::black_box(replay);
             }
             Ok::<(), LadderError>(())

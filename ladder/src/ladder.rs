@@ -15,6 +15,7 @@ use crate::model::{
 };
 use crate::store::{Store, WaveReport};
 use crate::validate::{check_endpoint, validate_wasm};
+use duel_referee::MatchHost;
 
 /// What an owner uploads or names when registering a bot version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,14 +29,18 @@ pub enum Registration {
 #[derive(Clone, Debug)]
 pub struct Ladder {
     pub store: Store,
+    /// Validates uploads with the sandbox the workers play them in, and asks
+    /// endpoints `Hello` trusting what they trust.
+    host: MatchHost,
     /// Operator setting: accept endpoint URLs on loopback and private ranges.
     allow_private_endpoints: bool,
 }
 
 impl Ladder {
-    pub fn new(store: Store, allow_private_endpoints: bool) -> Ladder {
+    pub fn new(store: Store, host: MatchHost, allow_private_endpoints: bool) -> Ladder {
         Ladder {
             store,
+            host,
             allow_private_endpoints,
         }
     }
@@ -151,7 +156,7 @@ impl Ladder {
                 Err(error) => return Err(LadderError::Invalid(error.to_string())),
             },
             Registration::Wasm(bytes) => {
-                let digest = validate_wasm(&bytes).await?.digest;
+                let digest = validate_wasm(&self.host, &bytes).await?.digest;
                 BotSource {
                     kind: BotKind::Wasm,
                     spec: digest.clone(),
@@ -160,7 +165,7 @@ impl Ladder {
                 }
             }
             Registration::Endpoint(url) => {
-                check_endpoint(&url, self.allow_private_endpoints).await?;
+                check_endpoint(&self.host, &url, self.allow_private_endpoints).await?;
                 BotSource {
                     kind: BotKind::Endpoint,
                     digest: duel_referee::spec::sha256_digest(url.as_bytes()),

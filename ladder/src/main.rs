@@ -12,7 +12,8 @@ use clap::{Parser, Subcommand};
 use duel_ladder::Store;
 use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
-use duel_referee::{InferenceLink, ModelConfig, ModelGateway};
+use duel_referee::shutdown::Shutdown;
+use duel_referee::{HostConfig, InferenceLink, MatchHost, ModelConfig, ModelGateway};
 use duel_replays::store::ReplayStore;
 
 #[derive(Debug, Parser)]
@@ -158,14 +159,26 @@ impl PlayArgs {
         Ok(Arc::new(key))
     }
 
-    fn gateway(&self) -> Result<ModelGateway> {
-        match (&self.model_url, &self.model) {
-            (Some(url), Some(model)) => Ok(ModelGateway::new(ModelConfig::from_env(
-                url.clone(),
-                model.clone(),
-            ))?),
-            _ => Ok(ModelGateway::disabled()),
-        }
+    /// The match host's configuration from the model flags and the
+    /// environment (the model key, extra TLS roots, the compiled-bot cache):
+    /// the one place the ladder binary reads them.
+    fn host_config(&self) -> Result<HostConfig> {
+        let trust = duel_referee::env::trust()?;
+        let gateway = match (&self.model_url, &self.model) {
+            (Some(url), Some(model)) => ModelGateway::trusting(
+                ModelConfig::new(
+                    url.clone(),
+                    model.clone(),
+                    duel_referee::env::model_api_key(),
+                ),
+                &trust,
+            )?,
+            _ => ModelGateway::disabled(),
+        };
+        let mut config = HostConfig::new(gateway);
+        config.trust = trust;
+        config.wasm_cache_dir = duel_referee::env::wasm_cache_dir();
+        Ok(worker::ladder_host_config(config))
     }
 }
 
@@ -248,26 +261,31 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             play,
         } => {
             let signing_key = play.signing_key()?;
-            let gateway = play.gateway()?;
+            let mut host_config = play.host_config()?;
             let replays = ReplayStore::open(&play.replays)
                 .with_context(|| format!("opening the replay store {}", play.replays))?;
             let store = Store::connect(&db)
                 .await
                 .with_context(|| format!("opening {db}"))?;
-            let stop_rx = duel_ladder::serve::shutdown_on_signals();
-            let inference = match inference_listen {
+            let shutdown = Shutdown::install()?;
+            let stop_rx = shutdown.receiver();
+            host_config.inference = match inference_listen {
                 Some(address) => Some(serve_inference(address, public_url, stop_rx.clone()).await?),
                 None => None,
             };
+            // Loads the tokenizer (when a model is configured) before any match.
+            let host = tokio::task::spawn_blocking(move || MatchHost::new(host_config))
+                .await
+                .context("cannot start the match host")?;
             let factory: Arc<dyn BotFactory> = Arc::new(LadderFactory::new(
                 store.clone(),
+                host.clone(),
                 play.allow_private_endpoints,
             ));
             let mut tasks = Vec::new();
             for _ in 0..workers.max(1) {
-                let mut config = WorkerConfig::new(replays.clone(), Arc::clone(&signing_key));
-                config.gateway = gateway.clone();
-                config.inference = inference.clone();
+                let config =
+                    WorkerConfig::new(host.clone(), replays.clone(), Arc::clone(&signing_key));
                 tasks.push(tokio::spawn(worker::run(
                     store.clone(),
                     Arc::clone(&factory),
@@ -298,11 +316,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 workers,
                 wave_interval: std::time::Duration::from_millis(wave_interval_ms.max(1)),
                 allow_private_endpoints: play.allow_private_endpoints,
-                gateway: play.gateway()?,
+                host: play.host_config()?,
                 public_url,
             };
-            let shutdown = duel_ladder::serve::shutdown_on_signals();
-            duel_ladder::serve::serve(config, shutdown, None)
+            let shutdown = Shutdown::install()?;
+            duel_ladder::serve::serve(config, shutdown.receiver(), None)
                 .await
                 .with_context(|| format!("serving {db} on {listen}"))?;
             Ok(ExitCode::SUCCESS)

@@ -14,7 +14,7 @@ use duel_proto::v1::inference_server::InferenceServer;
 use duel_referee::credentials::Credentials;
 use duel_referee::grpc::InferenceService;
 use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
-use duel_referee::{InferenceLink, ModelGateway};
+use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::SigningKey;
 use duel_replays::store::ReplayStore;
 use duel_rules::WeightClass;
@@ -44,8 +44,9 @@ pub struct ServeConfig {
     pub wave_interval: Duration,
     /// Accept endpoint bots on loopback and private addresses.
     pub allow_private_endpoints: bool,
-    /// Where metered model calls of WASM and endpoint bots go.
-    pub gateway: ModelGateway,
+    /// How matches are built and played (the metered model gateway, the WASM
+    /// cache, TLS trust); its Inference link is set here, to this server.
+    pub host: HostConfig,
     /// The Inference URL endpoint bots are told; by default `http://<listen>`.
     pub public_url: Option<String>,
 }
@@ -79,8 +80,25 @@ pub async fn serve(
 ) -> Result<()> {
     let store = Store::connect(&config.db_url).await?;
     let replays = ReplayStore::open(&config.replays)?;
-    let ladder = Arc::new(Ladder::new(store.clone(), config.allow_private_endpoints));
+    let credentials = Credentials::new();
     let (listener, grpc_address) = bind(config.listen, "gRPC").await?;
+    let mut host_config = worker::ladder_host_config(config.host.clone());
+    host_config.inference = Some(InferenceLink {
+        url: config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{grpc_address}")),
+        credentials: credentials.clone(),
+    });
+    // Loads the tokenizer (when a model is configured) before any match.
+    let host = tokio::task::spawn_blocking(move || MatchHost::new(host_config))
+        .await
+        .map_err(|error| LadderError::Io(format!("cannot start the match host: {error}")))?;
+    let ladder = Arc::new(Ladder::new(
+        store.clone(),
+        host.clone(),
+        config.allow_private_endpoints,
+    ));
     let http = match config.http {
         Some(address) => Some(bind(address, "HTTP").await?),
         None => None,
@@ -102,23 +120,18 @@ pub async fn serve(
     }
 
     let live = LiveFeeds::new();
-    let credentials = Credentials::new();
-    let inference = InferenceLink {
-        url: config
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{grpc_address}")),
-        credentials: credentials.clone(),
-    };
     let mut tasks = Vec::new();
     let factory: Arc<dyn BotFactory> = Arc::new(LadderFactory::new(
         store.clone(),
+        host.clone(),
         config.allow_private_endpoints,
     ));
     for _ in 0..config.workers {
-        let mut worker_config = WorkerConfig::new(replays.clone(), Arc::clone(&config.signing_key));
-        worker_config.gateway = config.gateway.clone();
-        worker_config.inference = Some(inference.clone());
+        let mut worker_config = WorkerConfig::new(
+            host.clone(),
+            replays.clone(),
+            Arc::clone(&config.signing_key),
+        );
         worker_config.live = Some(live.clone());
         tasks.push(tokio::spawn(worker::run(
             store.clone(),
@@ -202,36 +215,4 @@ async fn wave_timer(store: Store, interval: Duration, mut shutdown: watch::Recei
             _ = shutdown.changed() => {}
         }
     }
-}
-
-/// Turns true on Ctrl-C or SIGTERM.
-pub fn shutdown_on_signals() -> watch::Receiver<bool> {
-    let (sender, receiver) = watch::channel(false);
-    tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("shutting down");
-        let _ = sender.send(true);
-    });
-    receiver
-}
-
-#[cfg(unix)]
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
-#[cfg(not(unix))]
-async fn wait_for_signal() {
-    let _ = tokio::signal::ctrl_c().await;
 }

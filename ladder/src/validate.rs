@@ -6,6 +6,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use duel_referee::MatchHost;
 use duel_rules::Ruleset;
 
 use crate::error::{LadderError, Result};
@@ -22,17 +23,17 @@ pub struct ValidWasm {
 /// Validates an upload as a component of the `duel:bot` world with the
 /// sandbox's loader, the one `referee local` and `referee serve` use. Compiling
 /// a large component takes seconds; it runs on a blocking thread.
-pub async fn validate_wasm(bytes: &[u8]) -> Result<ValidWasm> {
+pub async fn validate_wasm(host: &MatchHost, bytes: &[u8]) -> Result<ValidWasm> {
     if bytes.len() > MAX_WASM_BYTES {
         return Err(LadderError::BotRejected(format!(
             "upload is {} bytes, over the cap of {MAX_WASM_BYTES} bytes",
             bytes.len()
         )));
     }
-    let loaded =
-        duel_referee::wasm::load_bytes(bytes.to_vec(), duel_referee::limits::DECISION_WALL_CLOCK)
-            .await
-            .map_err(|error| LadderError::BotRejected(error.to_string()))?;
+    let loaded = host
+        .load_component(bytes.to_vec(), duel_referee::limits::DECISION_WALL_CLOCK)
+        .await
+        .map_err(|error| LadderError::BotRejected(error.to_string()))?;
     Ok(ValidWasm {
         digest: loaded.digest().to_owned(),
     })
@@ -41,14 +42,14 @@ pub async fn validate_wasm(bytes: &[u8]) -> Result<ValidWasm> {
 /// Checks an endpoint bot before it is registered: the URL policy
 /// ([`check_endpoint_url`], [`check_resolved`]), then a `Hello` within
 /// [`ENDPOINT_HELLO_TIMEOUT`] that lists the ruleset in force.
-pub async fn check_endpoint(url: &str, allow_private: bool) -> Result<()> {
+pub async fn check_endpoint(host: &MatchHost, url: &str, allow_private: bool) -> Result<()> {
     check_endpoint_url(url, allow_private)?;
     check_resolved(url, allow_private).await?;
-    hello(url, ENDPOINT_HELLO_TIMEOUT).await
+    hello(host, url, ENDPOINT_HELLO_TIMEOUT).await
 }
 
-async fn hello(url: &str, timeout: Duration) -> Result<()> {
-    let answer = duel_referee::endpoint::hello(url, timeout)
+async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
+    let answer = duel_referee::endpoint::hello(url, timeout, &host.config().trust)
         .await
         .map_err(|error| {
             LadderError::BotRejected(format!("endpoint did not answer Hello: {error}"))

@@ -1,26 +1,27 @@
-//! Workers: claim a match under a lease, build both fighters from their stored
-//! versions (built-in, WASM through the referee's sandbox, endpoint through its
-//! gRPC client), keep the lease alive while the referee library plays the match
-//! under the class budget the match row pins, sign the replay and publish it to
-//! the replay store, settle. A worker that dies simply stops heartbeating; its
-//! lease expires and the next claim re-runs the match from scratch (or voids it
-//! after [`crate::limits::MAX_MATCH_ATTEMPTS`]). Settlement only counts for the
-//! lease holder, so a stale worker can never settle.
+//! Workers: claim a match under a lease, have the match host build both
+//! fighters from their stored versions (built-in, WASM from the host's
+//! component cache or the stored bytes, endpoint after the address policy),
+//! keep the lease alive while the session plays the match under the class
+//! budget the match row pins, sign the replay and publish it to the replay
+//! store, settle. A worker that dies simply stops heartbeating; its lease
+//! expires and the next claim re-runs the match from scratch (or voids it after
+//! [`crate::limits::MAX_MATCH_ATTEMPTS`]). Settlement only counts for the lease
+//! holder, so a stale worker can never settle.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use duel_referee::bot::DecisionFuture;
-use duel_referee::builtin::BuiltinBot;
+use duel_referee::limits::DECISION_WALL_CLOCK;
 use duel_referee::publish::{LiveEvent, LiveFeeds, LivePublisher};
 use duel_referee::{
-    Bot, BotContext, BotSpec, InferenceLink, MatchConfig, ModelGateway, make_bot, make_wasm_bot,
+    BotSpec, EndpointPolicy, Fighter, FighterSource, HostConfig, MatchHost, MatchOptions,
+    MatchRecorder, MatchSession, ReplaySinks,
 };
 use duel_replays::store::ReplayStore;
-use duel_replays::{FighterInfo, RoundResultRecord, SigningKey};
-use duel_rules::{Observation, Ruleset, Side, Winner};
+use duel_replays::{RoundResultRecord, SigningKey};
+use duel_rules::{ExchangeStep, Ruleset, Side, Winner};
 use tokio::sync::watch;
 
 use crate::error::{LadderError, Result};
@@ -31,22 +32,19 @@ use crate::model::{BotKind, BotVersion, Claim, Outcome, Settlement};
 use crate::store::{Store, now_ms};
 use crate::validate::{check_endpoint_url, check_resolved};
 
-/// What [`BotFactory::build`] returns.
-pub type BuildFuture<'a> = Pin<Box<dyn Future<Output = Result<Box<dyn Bot>>> + Send + 'a>>;
+/// What [`BotFactory::fighter`] returns.
+pub type FighterFuture<'a> = Pin<Box<dyn Future<Output = Result<Fighter>> + Send + 'a>>;
 
-/// Builds the fighter for one side of a match from the exact stored version.
-/// `context` carries the side, seed, wall clock and the fighter's token meter
-/// (already holding the match's budget). A [`LadderError::BotRejected`] voids
-/// the match (stakes returned); any other error leaves it to be re-run.
+/// Says where the fighter of one side comes from, given its exact stored
+/// version; the match host builds it. A [`LadderError::BotRejected`] voids the
+/// match (stakes returned); any other error leaves it to be re-run.
 pub trait BotFactory: Send + Sync + std::fmt::Debug {
-    fn build<'a>(&'a self, version: &'a BotVersion, context: &'a BotContext) -> BuildFuture<'a>;
+    fn fighter<'a>(&'a self, version: &'a BotVersion) -> FighterFuture<'a>;
 }
 
-fn builtin_bot(version: &BotVersion, context: &BotContext) -> Result<Box<dyn Bot>> {
+fn builtin_fighter(version: &BotVersion) -> Result<Fighter> {
     match BotSpec::parse(&version.spec) {
-        Ok(BotSpec::Builtin(spec)) => {
-            Ok(Box::new(BuiltinBot::new(spec, context.seed, context.side)))
-        }
+        Ok(spec @ BotSpec::Builtin(_)) => Ok(Fighter::from(spec)),
         Ok(_) | Err(_) => Err(LadderError::corrupt(format!(
             "stored built-in spec {:?}",
             version.spec
@@ -60,10 +58,10 @@ fn builtin_bot(version: &BotVersion, context: &BotContext) -> Result<Box<dyn Bot
 pub struct BuiltinFactory;
 
 impl BotFactory for BuiltinFactory {
-    fn build<'a>(&'a self, version: &'a BotVersion, context: &'a BotContext) -> BuildFuture<'a> {
+    fn fighter<'a>(&'a self, version: &'a BotVersion) -> FighterFuture<'a> {
         Box::pin(async move {
             match version.kind {
-                BotKind::Builtin => builtin_bot(version, context),
+                BotKind::Builtin => builtin_fighter(version),
                 BotKind::Wasm | BotKind::Endpoint => Err(LadderError::BotRejected(format!(
                     "{} bots cannot run in the built-in-only worker",
                     version.kind.name()
@@ -73,79 +71,62 @@ impl BotFactory for BuiltinFactory {
     }
 }
 
-/// Builds every kind of bot through the referee library: WASM components from
-/// the bytes the store keeps by digest (the referee's sandbox compiles each once
-/// per machine, with its disk cache), endpoint bots through the referee's gRPC
-/// client after the endpoint policy is checked again (its name may resolve
-/// elsewhere now than at registration).
+/// Every kind of bot: WASM components from the host's cache by digest, or from
+/// the bytes the store keeps (compiled once per machine, with the sandbox's
+/// disk cache), endpoint bots after the endpoint policy is checked again (the
+/// name may resolve elsewhere now than at registration).
 #[derive(Clone, Debug)]
 pub struct LadderFactory {
     store: Store,
+    host: MatchHost,
     allow_private_endpoints: bool,
 }
 
 impl LadderFactory {
-    pub fn new(store: Store, allow_private_endpoints: bool) -> LadderFactory {
+    pub fn new(store: Store, host: MatchHost, allow_private_endpoints: bool) -> LadderFactory {
         LadderFactory {
             store,
+            host,
             allow_private_endpoints,
         }
     }
 }
 
 impl BotFactory for LadderFactory {
-    fn build<'a>(&'a self, version: &'a BotVersion, context: &'a BotContext) -> BuildFuture<'a> {
+    fn fighter<'a>(&'a self, version: &'a BotVersion) -> FighterFuture<'a> {
         Box::pin(async move {
             match version.kind {
-                BotKind::Builtin => builtin_bot(version, context),
+                BotKind::Builtin => builtin_fighter(version),
                 BotKind::Wasm => {
-                    let bytes = self.store.wasm_blob(&version.spec).await?;
-                    make_wasm_bot(
-                        bytes,
-                        version.spec.clone(),
-                        Some(version.spec.clone()),
-                        context,
-                    )
-                    .await
-                    .map_err(|error| LadderError::BotRejected(error.to_string()))
+                    let wall_clock = DECISION_WALL_CLOCK;
+                    let loaded = match self.host.cached_component(&version.spec, wall_clock) {
+                        Some(loaded) => loaded,
+                        None => {
+                            let bytes = self.store.wasm_blob(&version.spec).await?;
+                            self.host
+                                .load_component(bytes, wall_clock)
+                                .await
+                                .map_err(|error| LadderError::BotRejected(error.to_string()))?
+                        }
+                    };
+                    Ok(Fighter::new(FighterSource::Component(loaded)))
                 }
                 BotKind::Endpoint => {
                     check_endpoint_url(&version.spec, self.allow_private_endpoints)?;
                     check_resolved(&version.spec, self.allow_private_endpoints).await?;
-                    make_bot(&BotSpec::Endpoint(version.spec.clone()), context)
-                        .await
-                        .map_err(|error| LadderError::BotRejected(error.to_string()))
+                    Ok(Fighter::from(BotSpec::Endpoint(version.spec.clone())))
                 }
             }
         })
     }
 }
 
-/// A fighter shown in the replay under its ladder name and stored spec, so
-/// listings by bot name find it and the replay names the exact version.
-struct Named {
-    inner: Box<dyn Bot>,
-    name: String,
-    spec: String,
-}
-
-impl Bot for Named {
-    fn info(&self) -> FighterInfo {
-        FighterInfo {
-            name: self.name.clone(),
-            spec: Some(self.spec.clone()),
-            ..self.inner.info()
-        }
-    }
-
-    fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a> {
-        self.inner.decide(observation)
-    }
-}
-
-/// Where and how a worker plays, publishes and meters.
+/// Where and how a worker plays and publishes.
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
+    /// Builds and plays the matches: WASM sandboxes and their component cache,
+    /// the metered model gateway, the Inference link endpoint bots are told.
+    pub host: MatchHost,
     /// Where replays are published (a folder or an S3-compatible bucket).
     pub replays: ReplayStore,
     /// Signs every replay before it is published.
@@ -154,28 +135,38 @@ pub struct WorkerConfig {
     pub heartbeat_ms: i64,
     /// Per decision; the rules fix 10 s.
     pub decision_wall_clock: Duration,
-    /// Where metered model calls go (disabled: every call is refused, free).
-    pub gateway: ModelGateway,
-    /// The `duel.v1.Inference` service endpoint bots are told, if one runs.
-    pub inference: Option<InferenceLink>,
     /// Live feeds of the matches this worker plays (`ladder serve` shares them
     /// with its HTTP service).
     pub live: Option<LiveFeeds>,
 }
 
 impl WorkerConfig {
-    pub fn new(replays: ReplayStore, signing_key: Arc<SigningKey>) -> WorkerConfig {
+    pub fn new(
+        host: MatchHost,
+        replays: ReplayStore,
+        signing_key: Arc<SigningKey>,
+    ) -> WorkerConfig {
         WorkerConfig {
+            host,
             replays,
             signing_key,
             lease_ms: DEFAULT_LEASE_MS,
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
-            decision_wall_clock: duel_referee::limits::DECISION_WALL_CLOCK,
-            gateway: ModelGateway::disabled(),
-            inference: None,
+            decision_wall_clock: DECISION_WALL_CLOCK,
             live: None,
         }
     }
+}
+
+/// The host a ladder's workers play with: endpoint bots must answer `Hello`
+/// before a match (else it is voided), and their failures are recorded by
+/// category only, since ranked replays are public.
+pub fn ladder_host_config(mut config: HostConfig) -> HostConfig {
+    config.endpoints = EndpointPolicy {
+        require_hello: true,
+        peer_text_in_reasons: false,
+    };
+    config
 }
 
 /// What one pass of a worker did.
@@ -194,7 +185,8 @@ pub enum Worked {
     },
 }
 
-fn rfc3339(ms: i64) -> String {
+/// A stored acceptance time (ms since the epoch) in RFC 3339.
+fn rfc3339(ms: i64) -> Result<String> {
     let nanos = i128::from(ms) * 1_000_000;
     time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .ok()
@@ -202,7 +194,7 @@ fn rfc3339(ms: i64) -> String {
             at.format(&time::format_description::well_known::Rfc3339)
                 .ok()
         })
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+        .ok_or_else(|| LadderError::corrupt(format!("stored acceptance time {ms} ms")))
 }
 
 /// Stops the heartbeat when the match future is dropped, so a cancelled worker
@@ -229,12 +221,19 @@ pub async fn work_once(
     tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await
 }
 
-/// The match configuration the row pins: ruleset, class and budget must agree,
-/// or the match cannot be played as accepted.
-fn match_config(claim: &Claim, config: &WorkerConfig) -> Result<MatchConfig> {
+/// The match options the row pins: ruleset, class and budget must agree, or
+/// the match cannot be played as accepted.
+fn match_options(claim: &Claim, config: &WorkerConfig) -> Result<MatchOptions> {
     let game = &claim.game;
     let ruleset = Ruleset::from_version(&game.ruleset)
         .map_err(|error| LadderError::BotRejected(format!("match pins {error}")))?;
+    if ruleset != Ruleset::CURRENT {
+        return Err(LadderError::BotRejected(format!(
+            "match pins ruleset {}, this worker plays {}",
+            ruleset.version(),
+            Ruleset::CURRENT.version()
+        )));
+    }
     let budget = ruleset.budget_tokens(game.class);
     if u64::try_from(game.budget).ok() != Some(budget) {
         return Err(LadderError::BotRejected(format!(
@@ -244,44 +243,45 @@ fn match_config(claim: &Claim, config: &WorkerConfig) -> Result<MatchConfig> {
             game.class.name()
         )));
     }
-    Ok(MatchConfig {
-        ruleset,
-        match_id: game.id.clone(),
-        accepted_at: rfc3339(game.accepted_ms),
-        class: game.class,
-        seed: u64::try_from(game.seed).unwrap_or_default(),
-        decision_wall_clock: config.decision_wall_clock,
-    })
+    let seed = u64::try_from(game.seed)
+        .map_err(|_| LadderError::corrupt(format!("stored seed {} is negative", game.seed)))?;
+    let mut options = MatchOptions::new(game.class)
+        .seed(seed)
+        .wall_clock(config.decision_wall_clock);
+    options.match_id = Some(game.id.clone());
+    options.accepted_at = Some(rfc3339(game.accepted_ms)?);
+    Ok(options)
 }
 
-/// Both fighters, each metered with the match's budget.
-async fn build_bots(
+/// Both fighters, shown in the replay under their ladder names and stored
+/// specs (so listings by bot name find them), each metered with the budget.
+async fn prepare(
     factory: &dyn BotFactory,
     config: &WorkerConfig,
     claim: &Claim,
-    match_config: &MatchConfig,
-) -> Result<[Box<dyn Bot>; 2]> {
-    let contexts = Side::BOTH.map(|side| {
-        BotContext::new(
-            match_config,
-            side,
-            config.gateway.meter(match_config.budget_tokens()),
-            config.inference.clone(),
-        )
-    });
+) -> Result<MatchSession> {
+    let options = match_options(claim, config)?;
     let [version_a, version_b] = &claim.versions;
-    let (a, b) = tokio::join!(
-        factory.build(version_a, &contexts[0]),
-        factory.build(version_b, &contexts[1])
-    );
-    let named = |inner: Box<dyn Bot>, side: Side| -> Box<dyn Bot> {
-        Box::new(Named {
-            inner,
-            name: claim.game.sides[side.index()].bot_name.clone(),
-            spec: claim.versions[side.index()].spec.clone(),
-        })
+    let (a, b) = tokio::join!(factory.fighter(version_a), factory.fighter(version_b));
+    let shown = |fighter: Fighter, side: Side| {
+        fighter.shown(
+            claim.game.sides[side.index()].bot_name.clone(),
+            claim.versions[side.index()].spec.clone(),
+        )
     };
-    Ok([named(a?, Side::A), named(b?, Side::B)])
+    config
+        .host
+        .prepare([shown(a?, Side::A), shown(b?, Side::B)], options)
+        .await
+        .map_err(|error| {
+            if error.is_bad_input() {
+                // A component the sandbox refuses, an endpoint that does not
+                // answer: running again would not help.
+                LadderError::BotRejected(error.to_string())
+            } else {
+                LadderError::Io(error.to_string())
+            }
+        })
 }
 
 async fn run_claim(
@@ -291,14 +291,8 @@ async fn run_claim(
     claim: Claim,
 ) -> Result<Worked> {
     let game = &claim.game;
-    let prepared = match match_config(&claim, config) {
-        Ok(match_config) => build_bots(factory, config, &claim, &match_config)
-            .await
-            .map(|bots| (match_config, bots)),
-        Err(error) => Err(error),
-    };
-    let (match_config, [mut bot_a, mut bot_b]) = match prepared {
-        Ok(prepared) => prepared,
+    let session = match prepare(factory, config, &claim).await {
+        Ok(session) => session,
         // Neither a refused bot nor a corrupt row gets better by running again.
         Err(error @ (LadderError::BotRejected(_) | LadderError::Corrupt(_))) => {
             let reason = error.to_string();
@@ -339,27 +333,23 @@ async fn run_claim(
             }
         })
     });
-    let live = start_live(config, &match_config, [bot_a.info(), bot_b.info()]);
-    let played = duel_referee::runner::run_match_observed(
-        match_config,
-        [&mut *bot_a, &mut *bot_b],
-        |recorder, step| {
-            if let (Some(live), Some((round, exchange))) = (&live, recorder.last_exchange()) {
-                let round_result = step.round_result.map(|result| RoundResultRecord {
-                    winner: result.winner.into(),
-                    by: result.by.into(),
-                });
-                live.exchange(round, exchange, round_result);
-            }
-        },
-    );
+    let live = start_live(config, &session);
+    let mut follow = |recorder: &MatchRecorder, step: &ExchangeStep| {
+        if let (Some(live), Some((round, exchange))) = (&live, recorder.last_exchange()) {
+            let round_result = step.round_result.map(|result| RoundResultRecord {
+                winner: result.winner.into(),
+                by: result.by.into(),
+            });
+            live.exchange(round, exchange, round_result);
+        }
+    };
+    // The session (both bots and their Inference credentials) is gone when
+    // this select ends, before anything is published.
     let replay = tokio::select! {
-        replay = played => Some(replay),
+        replay = session.play(&mut follow) => Some(replay),
         _ = lost_rx.wait_for(|lost| *lost) => None,
     };
     drop(heartbeat);
-    // Bots (and their Inference credentials) go before publishing.
-    drop((bot_a, bot_b));
     let Some(mut replay) = replay else {
         tracing::warn!("lease lost mid-match; abandoning it");
         return Ok(Worked::LostLease {
@@ -379,16 +369,18 @@ async fn run_claim(
         });
     }
     replay.season = Some(season.name);
-    duel_replays::sign(&mut replay, &config.signing_key);
+    let sinks = ReplaySinks::new()
+        .sign_with(Arc::clone(&config.signing_key))
+        .put_into(config.replays.clone());
     let publish_ms = config.lease_ms.saturating_mul(PUBLISH_LEASE_SHARE_PERMILLE) / 1_000;
     match tokio::time::timeout(
         Duration::from_millis(u64::try_from(publish_ms).unwrap_or(0)),
-        config.replays.put(&replay),
+        sinks.keep(&mut replay),
     )
     .await
     {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => return Err(error.into()),
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(LadderError::Io(error.to_string())),
         Err(_) => {
             return Err(LadderError::Io(format!(
                 "publishing the replay to {} took more than {publish_ms} ms",
@@ -433,13 +425,10 @@ async fn run_claim(
 /// Opens the live feed of a match, when this worker has feeds. A feed that
 /// cannot open (a re-run while the last run's feed is still open) is skipped:
 /// spectators are never a reason not to play.
-fn start_live(
-    config: &WorkerConfig,
-    match_config: &MatchConfig,
-    fighters: [FighterInfo; 2],
-) -> Option<LivePublisher> {
+fn start_live(config: &WorkerConfig, session: &MatchSession) -> Option<LivePublisher> {
     let feeds = config.live.as_ref()?;
-    let start = LiveEvent::start_of_match(match_config, &fighters);
+    let match_config = session.config();
+    let start = LiveEvent::start_of_match(match_config, session.fighters());
     match feeds.start(&match_config.match_id, start) {
         Ok(publisher) => Some(publisher),
         Err(error) => {

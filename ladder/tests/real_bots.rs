@@ -22,7 +22,11 @@ use tokio::net::TcpListener;
 
 fn worker_config(dir: &tempfile::TempDir) -> WorkerConfig {
     let replays = ReplayStore::open(&dir.path().display().to_string()).expect("replay store");
-    WorkerConfig::new(replays, Arc::new(SigningKey::from_bytes(&[9; 32])))
+    WorkerConfig::new(
+        common::host(),
+        replays,
+        Arc::new(SigningKey::from_bytes(&[9; 32])),
+    )
 }
 
 /// An operator-run season with two owners holding `credits` each.
@@ -52,7 +56,7 @@ async fn play(
         waves += 1;
         assert!(waves < 20, "never paired: {report:?}");
     }
-    let factory = LadderFactory::new(ladder.store.clone(), true);
+    let factory = LadderFactory::new(ladder.store.clone(), common::host(), true);
     let mut worked = Vec::new();
     loop {
         match work_once(&db.store, &factory, config).await.expect("work") {
@@ -80,7 +84,7 @@ async fn published(config: &WorkerConfig, match_id: &str) -> Replay {
 }
 
 async fn wasm_bots_play_ranked_matches(db: &TestDb) {
-    let ladder = Ladder::new(db.store.clone(), false);
+    let ladder = Ladder::new(db.store.clone(), common::host(), false);
     let (alice, bob) = season(db, &ladder).await;
     let counter = ladder
         .register_bot(
@@ -219,7 +223,7 @@ async fn serve_model(completion: &'static str) -> (String, Arc<std::sync::atomic
 }
 
 async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
-    let ladder = Ladder::new(db.store.clone(), false);
+    let ladder = Ladder::new(db.store.clone(), common::host(), false);
     let (alice, bob) = season(db, &ladder).await;
     ladder
         .register_bot(
@@ -242,8 +246,12 @@ async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
     let (model_url, calls) = serve_model("JAB").await;
     let replays = tempfile::tempdir().expect("replays");
     let mut config = worker_config(&replays);
-    config.gateway =
-        ModelGateway::new(ModelConfig::from_env(model_url, "test-model".into())).expect("gateway");
+    config.host = duel_referee::MatchHost::new(duel_ladder::worker::ladder_host_config(
+        duel_referee::HostConfig::new(
+            ModelGateway::new(ModelConfig::new(model_url, "test-model".into(), None))
+                .expect("gateway"),
+        ),
+    ));
     ladder.enqueue(&alice, "oracle", 10).await.expect("enqueue");
     ladder.enqueue(&bob, "house", 10).await.expect("enqueue");
     let worked = play(db, &ladder, &config, WeightClass::Middle).await;
@@ -277,7 +285,7 @@ both_backends!(
 );
 
 async fn a_budget_the_rules_do_not_give_voids_the_match(db: &TestDb) {
-    let ladder = Ladder::new(db.store.clone(), false);
+    let ladder = Ladder::new(db.store.clone(), common::host(), false);
     let (alice, bob) = season(db, &ladder).await;
     for (owner, name) in [(&alice, "a"), (&bob, "b")] {
         ladder
@@ -302,7 +310,7 @@ async fn a_budget_the_rules_do_not_give_voids_the_match(db: &TestDb) {
         .expect("tamper");
     pool.close().await;
     let replays = tempfile::tempdir().expect("replays");
-    let factory = LadderFactory::new(db.store.clone(), false);
+    let factory = LadderFactory::new(db.store.clone(), common::host(), false);
     let worked = work_once(&db.store, &factory, &worker_config(&replays))
         .await
         .expect("work");
@@ -319,7 +327,7 @@ both_backends!(
 
 async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
     // A loopback endpoint, allowed by this ladder's operator.
-    let ladder = Ladder::new(db.store.clone(), true);
+    let ladder = Ladder::new(db.store.clone(), common::host(), true);
     let (alice, bob) = season(db, &ladder).await;
     let url = serve_endpoint_bot(&["1.0.0"]).await;
     ladder

@@ -13,7 +13,7 @@ use duel_ladder::ladder::{Ladder, Registration};
 
 async fn endpoint_bots_are_checked(db: &TestDb) {
     // A loopback endpoint, allowed by this ladder's operator.
-    let ladder = Ladder::new(db.store.clone(), true);
+    let ladder = Ladder::new(db.store.clone(), common::host(), true);
     let (alice, _) = db.owner("alice", 0).await;
     let url = serve_endpoint_bot(&["0.9.0", "1.0.0"]).await;
     ladder
@@ -53,7 +53,7 @@ async fn endpoint_bots_are_checked(db: &TestDb) {
         message.contains("plays rulesets [0.9.0], not 1.0.0"),
         "{message}"
     );
-    let strict = Ladder::new(db.store.clone(), false);
+    let strict = Ladder::new(db.store.clone(), common::host(), false);
     let message = strict
         .register_bot(&alice, "local", "light", Registration::Endpoint(url))
         .await
@@ -71,14 +71,15 @@ both_backends!(endpoint_registration, endpoint_bots_are_checked);
 
 /// What the referee says for these bytes: the sandbox's one-line reason.
 async fn referee_reason(bytes: &[u8]) -> String {
-    duel_referee::wasm::load_bytes(bytes.to_vec(), duel_referee::limits::DECISION_WALL_CLOCK)
+    common::host()
+        .load_component(bytes.to_vec(), duel_referee::limits::DECISION_WALL_CLOCK)
         .await
         .expect_err("the referee refuses it too")
         .to_string()
 }
 
 async fn uploads_are_validated_by_the_sandbox(db: &TestDb) {
-    let ladder = Ladder::new(db.store.clone(), false);
+    let ladder = Ladder::new(db.store.clone(), common::host(), false);
     let (alice, _) = db.owner("alice", 0).await;
     let counter = wasm("counter");
     let mut truncated = counter.clone();

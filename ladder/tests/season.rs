@@ -15,7 +15,7 @@ use duel_ladder::worker::{BuiltinFactory, Worked, WorkerConfig, work_once};
 use duel_rules::WeightClass;
 
 fn ladder(db: &TestDb) -> Ladder {
-    Ladder::new(db.store.clone(), false)
+    Ladder::new(db.store.clone(), common::host(), false)
 }
 
 async fn season_end_to_end(db: &TestDb) {
@@ -89,7 +89,7 @@ async fn season_end_to_end(db: &TestDb) {
     let store = duel_replays::store::ReplayStore::open(&replays.path().display().to_string())
         .expect("replay store");
     let key = Arc::new(duel_replays::SigningKey::from_bytes(&[3; 32]));
-    let config = WorkerConfig::new(store, key);
+    let config = WorkerConfig::new(common::host(), store, key);
     let mut settled = 0;
     for _round in 0..3 {
         for (owner, bot) in &owners {

@@ -13,11 +13,11 @@ use common::TestDb;
 use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState};
 use duel_ladder::store::PairSide;
 use duel_ladder::worker::{
-    BotFactory, BuildFuture, BuiltinFactory, Worked, WorkerConfig, work_once,
+    BotFactory, BuiltinFactory, FighterFuture, Worked, WorkerConfig, work_once,
 };
 use duel_referee::bot::DecisionFuture;
 use duel_referee::builtin::BuiltinBot;
-use duel_referee::{Bot, BotContext, BuiltinSpec};
+use duel_referee::{Bot, BotContext, BotMaker, BuiltinSpec, Fighter, FighterSource};
 use duel_replays::store::ReplayStore;
 use duel_replays::{FighterInfo, Replay, SigningKey};
 use duel_rules::Observation;
@@ -42,6 +42,10 @@ impl Bot for Slow {
             self.inner.decide(observation).await
         })
     }
+
+    fn abandoned(&mut self) -> duel_referee::Spent {
+        duel_referee::Spent::default()
+    }
 }
 
 #[derive(Debug)]
@@ -57,21 +61,27 @@ impl std::fmt::Debug for Slow {
 }
 
 impl BotFactory for SlowFactory {
-    fn build<'a>(&'a self, _version: &'a BotVersion, context: &'a BotContext) -> BuildFuture<'a> {
-        Box::pin(async move {
-            Ok(Box::new(Slow {
+    fn fighter<'a>(&'a self, _version: &'a BotVersion) -> FighterFuture<'a> {
+        let (delay, decisions) = (self.delay, Arc::clone(&self.decisions));
+        let make: BotMaker = Arc::new(move |context: &BotContext| {
+            Box::new(Slow {
                 inner: BuiltinBot::new(BuiltinSpec::Random, context.seed, context.side),
-                delay: self.delay,
-                decisions: Arc::clone(&self.decisions),
-            }) as Box<dyn Bot>)
-        })
+                delay,
+                decisions: Arc::clone(&decisions),
+            }) as Box<dyn Bot>
+        });
+        Box::pin(async move { Ok(Fighter::new(FighterSource::Made(make))) })
     }
 }
 
 /// A worker configuration publishing into a fresh folder.
 fn worker_config(dir: &tempfile::TempDir) -> WorkerConfig {
     let replays = ReplayStore::open(&dir.path().display().to_string()).expect("replay store");
-    WorkerConfig::new(replays, Arc::new(SigningKey::from_bytes(&[5; 32])))
+    WorkerConfig::new(
+        common::host(),
+        replays,
+        Arc::new(SigningKey::from_bytes(&[5; 32])),
+    )
 }
 
 fn builtin(spec: &str) -> BotSource {

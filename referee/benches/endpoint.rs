@@ -15,7 +15,7 @@ use duel_proto::v1::bot_client::BotClient;
 use duel_proto::v1::bot_server::{Bot as BotService, BotServer};
 use duel_referee::grpc::convert::observation_to_proto;
 use duel_referee::runner::run_match;
-use duel_referee::{Bot, BotContext, BotSpec, MatchConfig, ModelGateway, make_bot};
+use duel_referee::{Bot, MatchConfig, ModelGateway};
 use duel_rules::{
     Action, MatchState, Observation, Ruleset, Side, Source, TapeEntry, TapeSide, WeightClass,
 };
@@ -50,6 +50,7 @@ impl BotService for Blocker {
         };
         Ok(Response::new(pb::DecideResponse {
             action: action.into(),
+            log: Vec::new(),
         }))
     }
 }
@@ -107,14 +108,23 @@ async fn endpoint_bot_with(
     side: Side,
     inference: Option<duel_referee::InferenceLink>,
 ) -> Box<dyn Bot> {
-    let spec = BotSpec::parse(&format!("grpc://{address}")).unwrap();
-    let context = BotContext::new(
-        config,
+    let grant = inference.map(|link| duel_referee::endpoint::InferenceGrant {
+        url: link.url,
+        credentials: link.credentials,
+        match_id: config.match_id.clone(),
         side,
+    });
+    let bot = duel_referee::endpoint::EndpointBot::connect(
+        &format!("grpc://{address}"),
+        config.decision_wall_clock,
         ModelGateway::disabled().meter(config.budget_tokens()),
-        inference,
-    );
-    make_bot(&spec, &context).await.unwrap()
+        grant,
+        &duel_referee::tls::Trust::system(),
+        duel_referee::EndpointPolicy::LOCAL,
+    )
+    .await
+    .unwrap();
+    Box::new(bot)
 }
 
 /// A mid-match tape (12 earlier exchanges), so requests have a realistic size.

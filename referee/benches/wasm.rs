@@ -17,7 +17,10 @@ use duel_referee::bot::Bot;
 use duel_referee::builtin::BuiltinBot;
 use duel_referee::record::{Answer, MatchRecorder};
 use duel_referee::wasm::WasmBot;
-use duel_referee::{BuiltinSpec, Decision, MatchConfig, ModelGateway, run_match};
+use duel_referee::{
+    BuiltinSpec, Decision, HostConfig, MatchConfig, MatchHost, ModelGateway, WasmAllocation,
+    run_match,
+};
 use duel_replays::{FighterInfo, FighterKind};
 use duel_rules::{Action, Side, WeightClass};
 use duel_sandbox::LoadedBot;
@@ -82,10 +85,20 @@ fn wasm(c: &mut Criterion) {
         .expect("runtime");
     // On demand (any number of matches at once), and from an instance pool (as
     // tournaments get: one match per job at a time).
+    let hosts = |pool: Option<usize>| {
+        let mut config = HostConfig::new(ModelGateway::disabled());
+        if let Some(concurrent_matches) = pool {
+            config.wasm_allocation = WasmAllocation::Pooled { concurrent_matches };
+        }
+        MatchHost::new(config)
+    };
+    let (on_demand, pooled) = (hosts(None), hosts(Some(1)));
     let load = |name: &str, pool: Option<usize>| {
         let path = bot_path(name);
+        let host = if pool.is_some() { &pooled } else { &on_demand };
+        let bytes = std::fs::read(&path).expect("example bot built");
         let loaded = runtime
-            .block_on(duel_referee::wasm::load_for(&path, WALL_CLOCK, pool))
+            .block_on(host.load_component(bytes, WALL_CLOCK))
             .expect("loads");
         (path, loaded)
     };

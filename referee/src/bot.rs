@@ -62,6 +62,11 @@ pub struct Decision {
     /// The bot answered from a fresh start after an earlier decision failed: its
     /// memory of the match is lost (WASM bots, whose instance a trap poisons).
     pub restarted: bool,
+    /// What the bot logged while deciding, one entry per line (bounded again
+    /// by the recorder, per decision and per match).
+    pub log: Vec<String>,
+    /// The bot logged more than its own bounds kept.
+    pub log_truncated: bool,
 }
 
 impl Decision {
@@ -72,6 +77,8 @@ impl Decision {
             tokens: 0,
             gassed_out: false,
             restarted: false,
+            log: Vec::new(),
+            log_truncated: false,
         }
     }
 
@@ -81,6 +88,8 @@ impl Decision {
             tokens: 0,
             gassed_out: false,
             restarted: false,
+            log: Vec::new(),
+            log_truncated: false,
         }
     }
 }
@@ -102,9 +111,8 @@ pub trait Bot: Send {
 
     /// The runner gave up on the decision at the wall clock (its future was
     /// dropped): what it spent until then, so its tokens and a gas-out are
-    /// recorded with that decision, not the next. Bots without a meter spent
-    /// nothing.
-    fn abandoned(&mut self) -> Spent {
-        Spent::default()
-    }
+    /// recorded with that decision, not the next, and a model call in flight is
+    /// cut now. Required, so no wrapper can forget to pass it on; bots without a
+    /// meter return `Spent::default()`.
+    fn abandoned(&mut self) -> Spent;
 }

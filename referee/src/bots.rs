@@ -1,5 +1,6 @@
-//! The bot factory: builds the fighter a spec names, the same way for
-//! `referee local`, `referee serve` and ladder workers.
+//! What a fighter is built with ([`BotContext`]), and the builders of built-in
+//! and endpoint fighters. The match host ([`crate::host`]) is the one factory:
+//! it calls these, and builds WASM fighters through its sandboxes.
 
 use std::time::Duration;
 
@@ -8,11 +9,12 @@ use duel_rules::Side;
 use crate::bot::Bot;
 use crate::builtin::BuiltinBot;
 use crate::credentials::Credentials;
-use crate::endpoint::{EndpointBot, InferenceGrant};
+use crate::endpoint::{EndpointBot, EndpointPolicy, InferenceGrant};
 use crate::error::RefereeError;
 use crate::meter::FighterMeter;
 use crate::record::MatchConfig;
-use crate::spec::BotSpec;
+use crate::spec::BuiltinSpec;
+use crate::tls::Trust;
 
 /// Where endpoint bots of this process reach `duel.v1.Inference`.
 #[derive(Clone, Debug)]
@@ -33,9 +35,6 @@ pub struct BotContext {
     pub meter: FighterMeter,
     /// Absent when no Inference service runs (endpoint bots then get no credential).
     pub inference: Option<InferenceLink>,
-    /// Set by runners that never play more than this many matches at once in this
-    /// process: WASM instances then come from a pool sized for them.
-    pub concurrent_matches: Option<usize>,
 }
 
 impl BotContext {
@@ -52,63 +51,42 @@ impl BotContext {
             wall_clock: config.decision_wall_clock,
             meter,
             inference,
-            concurrent_matches: None,
         }
     }
 }
 
-/// Builds the bot `spec` names.
-pub async fn make_bot(spec: &BotSpec, context: &BotContext) -> Result<Box<dyn Bot>, RefereeError> {
-    match spec {
-        BotSpec::Builtin(builtin) => Ok(Box::new(BuiltinBot::new(
-            builtin.clone(),
-            context.seed,
-            context.side,
-        ))),
-        BotSpec::Wasm(path) => {
-            let loaded =
-                crate::wasm::load_for(path, context.wall_clock, context.concurrent_matches).await?;
-            Ok(Box::new(crate::wasm::WasmBot::new(
-                path,
-                loaded,
-                sandbox_context(context),
-                context.meter.clone(),
-            )))
-        }
-        BotSpec::Endpoint(url) => {
-            let grant = context.inference.as_ref().map(|link| InferenceGrant {
-                url: link.url.clone(),
-                credentials: link.credentials.clone(),
-                match_id: context.match_id.clone(),
-                side: context.side,
-            });
-            let bot =
-                EndpointBot::connect(url, context.wall_clock, context.meter.clone(), grant).await?;
-            Ok(Box::new(bot))
-        }
-    }
+/// A built-in fighter, seeded by the match.
+pub(crate) fn builtin_bot(spec: &BuiltinSpec, context: &BotContext) -> Box<dyn Bot> {
+    Box::new(BuiltinBot::new(spec.clone(), context.seed, context.side))
 }
 
-/// Builds a WASM fighter from component bytes kept elsewhere (a ladder keeps
-/// them by digest), through the same sandbox, caches and meter as [`make_bot`].
-/// `name` and `spec` are what the replay shows.
-pub async fn make_wasm_bot(
-    bytes: Vec<u8>,
-    name: String,
-    spec: Option<String>,
+/// An endpoint fighter: the channel prepared, its `Hello` asked.
+pub(crate) async fn endpoint_bot(
+    url: &str,
     context: &BotContext,
+    trust: &Trust,
+    policy: EndpointPolicy,
 ) -> Result<Box<dyn Bot>, RefereeError> {
-    let loaded = crate::wasm::load_bytes(bytes, context.wall_clock).await?;
-    Ok(Box::new(crate::wasm::WasmBot::named(
-        name,
-        spec,
-        loaded,
-        sandbox_context(context),
+    let grant = context.inference.as_ref().map(|link| InferenceGrant {
+        url: link.url.clone(),
+        credentials: link.credentials.clone(),
+        match_id: context.match_id.clone(),
+        side: context.side,
+    });
+    let bot = EndpointBot::connect(
+        url,
+        context.wall_clock,
         context.meter.clone(),
-    )))
+        grant,
+        trust,
+        policy,
+    )
+    .await?;
+    Ok(Box::new(bot))
 }
 
-fn sandbox_context(context: &BotContext) -> duel_sandbox::BotContext {
+/// What the sandbox needs of a fighter's context.
+pub(crate) fn sandbox_context(context: &BotContext) -> duel_sandbox::BotContext {
     duel_sandbox::BotContext {
         match_id: context.match_id.clone(),
         seed: context.seed,

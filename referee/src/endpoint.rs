@@ -18,6 +18,7 @@ use crate::error::RefereeError;
 use crate::grpc::convert;
 use crate::limits::{MAX_BOT_RESPONSE_BYTES, MAX_GRPC_MESSAGE_BYTES};
 use crate::meter::{FighterMeter, Spent};
+use crate::tls::Trust;
 
 /// Where an endpoint bot reaches `duel.v1.Inference`, and who issues its
 /// credentials there (a fresh one for each decision).
@@ -29,6 +30,34 @@ pub struct InferenceGrant {
     pub side: Side,
 }
 
+/// How endpoint bots are started and how their failures are recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndpointPolicy {
+    /// An endpoint must answer `Hello` (speaking this ruleset) before the match,
+    /// or the match is refused with [`RefereeError::Unreachable`] (`referee
+    /// local`, tournaments, ladder workers, which void it). Otherwise it plays,
+    /// named by its URL, and its decisions fault until it comes up.
+    pub require_hello: bool,
+    /// Substitution reasons carry the peer's own error text (a local run, for
+    /// the bot's author). Otherwise they name only a category (`unreachable`,
+    /// `bot error`, `protocol`, `deadline`): a public, signed replay never
+    /// carries what some other server answered, and the text goes to the log.
+    pub peer_text_in_reasons: bool,
+}
+
+impl EndpointPolicy {
+    /// For a bot author's own runs: fail fast, full reasons.
+    pub const LOCAL: EndpointPolicy = EndpointPolicy {
+        require_hello: true,
+        peer_text_in_reasons: true,
+    };
+    /// For replays others read: categories only.
+    pub const PUBLIC: EndpointPolicy = EndpointPolicy {
+        require_hello: false,
+        peer_text_in_reasons: false,
+    };
+}
+
 /// A remote bot behind the [`Bot`] seam.
 pub struct EndpointBot {
     info: FighterInfo,
@@ -37,6 +66,7 @@ pub struct EndpointBot {
     wall_clock: Duration,
     meter: FighterMeter,
     grant: Option<InferenceGrant>,
+    peer_text_in_reasons: bool,
 }
 
 impl std::fmt::Debug for EndpointBot {
@@ -65,10 +95,10 @@ pub fn endpoint_uri(url: &str) -> Result<String, RefereeError> {
     )))
 }
 
-/// TLS for an `https` endpoint: the system's roots and `DUEL_EXTRA_CA`.
-fn with_tls(endpoint: Endpoint, url: &str) -> Result<Endpoint, RefereeError> {
+/// TLS for an `https` endpoint: the system's roots and the extra ones trusted.
+fn with_tls(endpoint: Endpoint, url: &str, trust: &Trust) -> Result<Endpoint, RefereeError> {
     let mut tls = ClientTlsConfig::new().with_native_roots();
-    if let Some(pem) = crate::tls::extra_ca_pem()? {
+    if let Some(pem) = trust.extra_ca_pem() {
         tls = tls.ca_certificate(Certificate::from_pem(pem));
     }
     endpoint
@@ -84,17 +114,31 @@ fn client(endpoint: &Endpoint) -> BotClient<Channel> {
 
 impl EndpointBot {
     /// Prepares the channel (connecting lazily) and asks the bot its name with
-    /// `Hello`. A bot that does not answer `Hello` still plays, named by its URL:
-    /// its decisions will fault until it comes up.
+    /// `Hello`. A bot that does not answer is refused when `policy` requires
+    /// `Hello`; otherwise it still plays, named by its URL, and its decisions
+    /// fault until it comes up.
     pub async fn connect(
         url: &str,
         wall_clock: Duration,
         meter: FighterMeter,
         grant: Option<InferenceGrant>,
+        trust: &Trust,
+        policy: EndpointPolicy,
     ) -> Result<EndpointBot, RefereeError> {
-        let endpoint = endpoint_for(url, wall_clock)?;
+        let endpoint = endpoint_for(url, wall_clock, trust)?;
         let mut client = client(&endpoint);
-        let name = match ask_hello(&mut client, wall_clock).await {
+        let hello = ask_hello(&mut client, wall_clock)
+            .await
+            .and_then(check_ruleset);
+        if policy.require_hello
+            && let Err(reason) = &hello
+        {
+            return Err(RefereeError::Unreachable {
+                url: url.to_owned(),
+                reason: reason.clone(),
+            });
+        }
+        let name = match hello {
             Ok(hello) => {
                 let name: String = hello
                     .name
@@ -125,13 +169,27 @@ impl EndpointBot {
             wall_clock,
             meter,
             grant,
+            peer_text_in_reasons: policy.peer_text_in_reasons,
         })
     }
 }
 
+/// A `Hello` that lists a ruleset other than ours is refused: the bot would
+/// play rules it does not know.
+fn check_ruleset(hello: pb::HelloResponse) -> Result<pb::HelloResponse, String> {
+    let ours = duel_rules::Ruleset::CURRENT.version();
+    if hello.rulesets.is_empty() || hello.rulesets.iter().any(|version| version == ours) {
+        return Ok(hello);
+    }
+    Err(format!(
+        "speaks ruleset {}, not {ours}",
+        hello.rulesets.join(", ")
+    ))
+}
+
 /// The channel settings of an endpoint bot: `timeout` bounds connecting and
 /// every call.
-fn endpoint_for(url: &str, timeout: Duration) -> Result<Endpoint, RefereeError> {
+fn endpoint_for(url: &str, timeout: Duration, trust: &Trust) -> Result<Endpoint, RefereeError> {
     let uri = endpoint_uri(url)?;
     let secure = uri.starts_with("https://");
     let endpoint = Endpoint::from_shared(uri)
@@ -140,7 +198,7 @@ fn endpoint_for(url: &str, timeout: Duration) -> Result<Endpoint, RefereeError> 
         .timeout(timeout)
         .tcp_nodelay(true);
     if secure {
-        return with_tls(endpoint, url);
+        return with_tls(endpoint, url, trust);
     }
     Ok(endpoint)
 }
@@ -169,29 +227,74 @@ async fn ask_hello(
 /// Asks the endpoint bot at `url` who it is (the ladder checks this when a bot
 /// is registered). The error is one line: unreachable, an error status, or no
 /// answer within `timeout`.
-pub async fn hello(url: &str, timeout: Duration) -> Result<pb::HelloResponse, RefereeError> {
-    let endpoint = endpoint_for(url, timeout)?;
+pub async fn hello(
+    url: &str,
+    timeout: Duration,
+    trust: &Trust,
+) -> Result<pb::HelloResponse, RefereeError> {
+    let endpoint = endpoint_for(url, timeout, trust)?;
     ask_hello(&mut client(&endpoint), timeout)
         .await
-        .map_err(|why| RefereeError::Spec(format!("bot {url}: {why}")))
+        .map_err(|reason| RefereeError::Unreachable {
+            url: url.to_owned(),
+            reason,
+        })
 }
 
 /// How a failed call counts: one that failed at or past the wall clock is a
 /// timeout (tonic reports its own deadline as CANCELLED or DEADLINE_EXCEEDED);
 /// anything earlier, including a dropped connection, is a fault.
+///
+/// The reason names what happened: `unreachable` (no connection, or it broke),
+/// `bot error` (the bot answered with an error status of its own, such as an
+/// exception in its handler), or `protocol` (any other status). With
+/// `peer_text` the peer's message follows; without, it is only logged.
 fn failure_from_status(
     status: &tonic::Status,
     elapsed: Duration,
     wall_clock: Duration,
+    peer_text: bool,
 ) -> BotFailure {
     if elapsed >= wall_clock {
         return BotFailure::timeout(format!("no answer within {} ms", wall_clock.as_millis()));
     }
-    match status.code() {
-        tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
-            BotFailure::fault(format!("connection: {}", status.message()))
+    let code = status.code();
+    let category = match code {
+        tonic::Code::Unavailable | tonic::Code::Cancelled => "unreachable".to_owned(),
+        tonic::Code::DeadlineExceeded => "deadline".to_owned(),
+        tonic::Code::Unknown | tonic::Code::Internal => {
+            format!("bot error ({})", code_name(code))
         }
-        code => BotFailure::fault(format!("{code:?}: {}", status.message())),
+        other => format!("protocol ({})", code_name(other)),
+    };
+    let message = status.message().lines().next().unwrap_or_default().trim();
+    if peer_text && !message.is_empty() {
+        BotFailure::fault(format!("{category}: {message}"))
+    } else {
+        BotFailure::fault(category)
+    }
+}
+
+/// A status code as the gRPC specification spells it.
+fn code_name(code: tonic::Code) -> &'static str {
+    match code {
+        tonic::Code::Ok => "OK",
+        tonic::Code::Cancelled => "CANCELLED",
+        tonic::Code::Unknown => "UNKNOWN",
+        tonic::Code::InvalidArgument => "INVALID_ARGUMENT",
+        tonic::Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        tonic::Code::NotFound => "NOT_FOUND",
+        tonic::Code::AlreadyExists => "ALREADY_EXISTS",
+        tonic::Code::PermissionDenied => "PERMISSION_DENIED",
+        tonic::Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        tonic::Code::FailedPrecondition => "FAILED_PRECONDITION",
+        tonic::Code::Aborted => "ABORTED",
+        tonic::Code::OutOfRange => "OUT_OF_RANGE",
+        tonic::Code::Unimplemented => "UNIMPLEMENTED",
+        tonic::Code::Internal => "INTERNAL",
+        tonic::Code::Unavailable => "UNAVAILABLE",
+        tonic::Code::DataLoss => "DATA_LOSS",
+        tonic::Code::Unauthenticated => "UNAUTHENTICATED",
     }
 }
 
@@ -224,11 +327,36 @@ impl Bot for EndpointBot {
             let mut request = tonic::Request::new(request);
             request.set_timeout(self.wall_clock);
             let started = std::time::Instant::now();
+            let mut log = Vec::new();
             let answer = match self.client.decide(request).await {
-                Ok(response) => convert::action_from_proto(response.into_inner().action)
-                    .map_err(BotFailure::fault),
+                Ok(response) => {
+                    let response = response.into_inner();
+                    log = response.log;
+                    convert::action_from_proto(response.action)
+                }
+                .map_err(|reason| {
+                    if self.peer_text_in_reasons {
+                        BotFailure::fault(reason)
+                    } else {
+                        tracing::info!(bot = %self.info.name, %reason, "endpoint answered badly");
+                        BotFailure::fault("protocol: invalid action")
+                    }
+                }),
                 Err(status) => {
-                    let failure = failure_from_status(&status, started.elapsed(), self.wall_clock);
+                    let failure = failure_from_status(
+                        &status,
+                        started.elapsed(),
+                        self.wall_clock,
+                        self.peer_text_in_reasons,
+                    );
+                    if !self.peer_text_in_reasons {
+                        tracing::info!(
+                            bot = %self.info.name,
+                            code = ?status.code(),
+                            message = status.message(),
+                            "endpoint decision failed"
+                        );
+                    }
                     if status.code() == tonic::Code::Unavailable {
                         // A fresh channel for the next exchange.
                         self.client = client(&self.endpoint);
@@ -245,6 +373,10 @@ impl Bot for EndpointBot {
                 gassed_out: spent.gassed_out,
                 // An endpoint keeps its own state; the referee cannot tell.
                 restarted: false,
+                log,
+                // The recorder bounds what an endpoint sends; the reply size
+                // is bounded by MAX_BOT_RESPONSE_BYTES before that.
+                log_truncated: false,
             }
         })
     }

@@ -1,6 +1,8 @@
 //! The referee: runs matches between bots under a ruleset and records them as
 //! `duel-replay/1` replays.
 //!
+//! Every entry point (`referee local`, `referee serve`, tournaments, ladder
+//! workers) plays through one [`host::MatchHost`] and its [`host::MatchSession`].
 //! Start reading at [`runner`]: [`runner::run_match`] asks both fighters
 //! concurrently through the [`Bot`] seam, [`record::MatchRecorder`] turns their
 //! answers (or substitutions) into exchanges of the rules and lines of the replay.
@@ -12,21 +14,29 @@ pub mod bots;
 pub mod builtin;
 pub mod credentials;
 pub mod endpoint;
+pub mod env;
 pub mod error;
 pub mod grpc;
+pub mod host;
 pub mod limits;
 pub mod meter;
 pub mod publish;
 pub mod record;
 pub mod runner;
+pub mod shutdown;
 pub mod spec;
 pub mod tls;
 pub mod verify;
 pub mod wasm;
 
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
-pub use bots::{BotContext, InferenceLink, make_bot, make_wasm_bot};
+pub use bots::{BotContext, InferenceLink};
+pub use endpoint::EndpointPolicy;
 pub use error::RefereeError;
+pub use host::{
+    BotMaker, Fighter, FighterSource, HostConfig, MatchHost, MatchObserver, MatchOptions,
+    MatchSession, ReplaySinks, WasmAllocation,
+};
 pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway, Spent};
 pub use record::{MatchConfig, MatchRecorder};
 pub use runner::{run_bare_match, run_match};

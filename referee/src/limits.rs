@@ -58,10 +58,30 @@ const _: () = assert!(
 /// short clocks; below this, scheduling noise alone would time bots out).
 pub const MIN_WALL_CLOCK: Duration = Duration::from_millis(1);
 
-/// The largest `DecideResponse` accepted from an endpoint bot, in bytes. A real
-/// answer is a few bytes; the bound stops a hostile endpoint from making the
-/// referee buffer megabytes.
-pub const MAX_BOT_RESPONSE_BYTES: usize = 4 * 1024;
+/// The largest `DecideResponse` accepted from an endpoint bot, in bytes: an
+/// action and a log of a few KiB (the recorder keeps at most
+/// [`MAX_LOG_BYTES_PER_DECISION`] of it). A larger reply is a fault; the bound
+/// stops a hostile endpoint from making the referee buffer megabytes.
+pub const MAX_BOT_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// The longest log line kept in a replay, in bytes; longer lines are cut and
+/// end in `…`.
+pub const MAX_LOG_LINE_BYTES: usize = 300;
+
+/// The most log lines kept per decision.
+pub const MAX_LOG_LINES_PER_DECISION: usize = 32;
+
+/// The most log bytes kept per decision (after cutting lines).
+pub const MAX_LOG_BYTES_PER_DECISION: usize = 4 * 1024;
+
+/// The most log bytes kept per fighter per match: 36 decisions at the
+/// per-decision bound would be 144 KiB; a chatty bot keeps its early lines.
+/// Two fighters at this bound add at most 128 KiB to a replay.
+pub const MAX_LOG_BYTES_PER_MATCH: usize = 64 * 1024;
+
+const _: () = assert!(MAX_LOG_LINE_BYTES <= MAX_LOG_BYTES_PER_DECISION);
+const _: () = assert!(MAX_LOG_BYTES_PER_DECISION <= MAX_LOG_BYTES_PER_MATCH);
+const _: () = assert!(MAX_LOG_BYTES_PER_DECISION < MAX_BOT_RESPONSE_BYTES);
 
 /// The largest request or response the referee's own gRPC services decode or
 /// encode, in bytes (a replay is at most ~60 KiB of JSON).
@@ -108,3 +128,11 @@ const _: () = assert!(MIN_WALL_CLOCK.as_nanos() < DECISION_WALL_CLOCK.as_nanos()
 /// The largest file of extra trusted certificates (`DUEL_EXTRA_CA`) read, in
 /// bytes: a PEM bundle of a few CAs is a few KiB.
 pub const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Components a match host keeps loaded by digest (ladder workers fetch a
+/// bot's bytes from the database once, not once per match). Each holds its
+/// compiled code: ~0.5 MiB for a Rust bot, ~31 MiB for a Python one.
+pub const MAX_CACHED_COMPONENTS: usize = 64;
+
+/// Seeds the referee makes are below this: random, and short enough to retype.
+pub const SEED_MODULUS: u64 = 1_000_000_000;

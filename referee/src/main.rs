@@ -2,12 +2,8 @@
 //! error printing are handled here, in one place.
 
 mod cli;
-mod commands;
+mod cmd;
 mod render;
-mod replay_commands;
-mod report;
-mod serve;
-mod watch;
 
 use std::process::ExitCode;
 
@@ -15,12 +11,12 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match commands::run(cli) {
+    match cmd::run(cli) {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
             // `{:#}` prints the whole context chain on one line.
             eprintln!("referee: error: {error:#}");
-            ExitCode::from(commands::EXIT_BAD_INPUT)
+            ExitCode::from(cmd::EXIT_ERROR)
         }
     }
 }

@@ -18,13 +18,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tiktoken_rs::CoreBPE;
 
+use crate::env::MODEL_API_KEY_ENV;
 use crate::error::RefereeError;
 use crate::limits::{
     MAX_MODEL_RESPONSE_BYTES, MAX_PROMPT_BYTES, MAX_PROMPT_MESSAGES, MODEL_CALL_TIMEOUT,
 };
-
-/// The environment variable holding the model API key (never a flag, never logged).
-pub const MODEL_API_KEY_ENV: &str = "DUEL_MODEL_API_KEY";
+use crate::tls::Trust;
 
 /// The process-wide `o200k_base` tables: loading costs ~200 ms, so it happens
 /// once per process (tiktoken-rs keeps a singleton).
@@ -33,9 +32,32 @@ fn encoder() -> &'static CoreBPE {
 }
 
 /// Loads the tokenizer now, so the first metered call of a match does not pay
-/// for it. Servers call it at start-up.
+/// for it. The match host calls it once, before any match starts.
 pub fn warm_up() {
     let _ = encoder().encode_ordinary("warm up");
+}
+
+/// [`count_prompt_tokens`] on the blocking pool: a prompt of megabytes takes a
+/// second to count, and the async threads that count it also run both
+/// fighters' clocks. Counting there would make the *other* fighter late.
+async fn count_prompt_tokens_off_runtime(
+    messages: Vec<ChatMessage>,
+) -> Result<(Vec<ChatMessage>, u64), ModelError> {
+    tokio::task::spawn_blocking(move || {
+        let tokens = count_prompt_tokens(&messages);
+        (messages, tokens)
+    })
+    .await
+    // Counting cannot panic on any text: a join error means the runtime is
+    // shutting down. Nothing was counted, so nothing is charged.
+    .map_err(|_| ModelError::Unavailable("the referee is shutting down".to_owned()))
+}
+
+/// [`cut_to_tokens`] on the blocking pool, for the same reason.
+async fn cut_to_tokens_off_runtime(text: String, cap_tokens: u64) -> (String, u64) {
+    tokio::task::spawn_blocking(move || cut_to_tokens(text, cap_tokens))
+        .await
+        .unwrap_or((String::new(), 0))
 }
 
 /// Tokens of `text` under `o200k_base`. Special-token text is counted as plain
@@ -124,11 +146,8 @@ impl fmt::Debug for ModelConfig {
 }
 
 impl ModelConfig {
-    /// The configuration with the API key read from [`MODEL_API_KEY_ENV`].
-    pub fn from_env(url: String, model: String) -> ModelConfig {
-        let api_key = std::env::var(MODEL_API_KEY_ENV)
-            .ok()
-            .filter(|key| !key.trim().is_empty());
+    /// `api_key` is read by the binary ([`crate::env::model_api_key`]).
+    pub fn new(url: String, model: String, api_key: Option<String>) -> ModelConfig {
         ModelConfig {
             url,
             model,
@@ -167,9 +186,13 @@ impl ModelGateway {
     }
 
     /// A gateway forwarding to `config`: `http://` (a local llama.cpp or Ollama
-    /// server) or `https://` (a hosted service), trusting the system's roots and
-    /// `DUEL_EXTRA_CA` ([`crate::tls`]).
+    /// server) or `https://` (a hosted service), trusting the system's roots.
     pub fn new(config: ModelConfig) -> Result<ModelGateway, RefereeError> {
+        ModelGateway::trusting(config, &Trust::system())
+    }
+
+    /// [`ModelGateway::new`], trusting `trust` for `https://` (`DUEL_EXTRA_CA`).
+    pub fn trusting(config: ModelConfig, trust: &Trust) -> Result<ModelGateway, RefereeError> {
         let trimmed = config.url.trim_end_matches('/');
         let full = if trimmed.ends_with("/chat/completions") {
             trimmed.to_owned()
@@ -209,8 +232,8 @@ impl ModelGateway {
             .tcp_nodelay(true)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("duel-referee/", env!("CARGO_PKG_VERSION")));
-        if let Some(pem) = crate::tls::extra_ca_pem()? {
-            let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
+        if let Some(pem) = trust.extra_ca_pem() {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|error| {
                 RefereeError::Config(format!(
                     "{}: not PEM certificates: {error}",
                     crate::tls::EXTRA_CA_ENV
@@ -561,7 +584,7 @@ impl FighterMeter {
                 "prompt of {prompt_bytes} bytes, more than {MAX_PROMPT_BYTES}"
             )));
         }
-        let prompt_tokens = count_prompt_tokens(&messages);
+        let (messages, prompt_tokens) = count_prompt_tokens_off_runtime(messages).await?;
         let Reservation {
             guard,
             call,
@@ -589,7 +612,7 @@ impl FighterMeter {
                 return Err(ModelError::Cut);
             }
         };
-        let (text, completion_tokens) = cut_to_tokens(text, call.cap_tokens);
+        let (text, completion_tokens) = cut_to_tokens_off_runtime(text, call.cap_tokens).await;
         let mut state = self.state();
         let Some(call) = state.calls.remove(&guard.id) else {
             return Err(ModelError::Cut);
@@ -666,7 +689,9 @@ fn cut_to_tokens(text: String, cap_tokens: u64) -> (String, u64) {
     let keep = usize::try_from(cap_tokens)
         .unwrap_or(usize::MAX)
         .min(tokens.len());
-    let bytes = encoder().decode_bytes(&tokens[..keep]).unwrap_or_default();
+    let bytes = encoder()
+        .decode_bytes(&tokens[..keep])
+        .expect("tokens the encoder just made decode");
     let mut cut = match std::str::from_utf8(&bytes) {
         Ok(valid) => valid.to_owned(),
         Err(error) => String::from_utf8_lossy(&bytes[..error.valid_up_to()]).into_owned(),

@@ -13,7 +13,10 @@ use duel_rules::{
 };
 
 use crate::bot::Decision;
-use crate::limits::{DECISION_WALL_CLOCK, MAX_REASON_BYTES};
+use crate::limits::{
+    DECISION_WALL_CLOCK, MAX_LOG_BYTES_PER_DECISION, MAX_LOG_BYTES_PER_MATCH, MAX_LOG_LINE_BYTES,
+    MAX_LOG_LINES_PER_DECISION, MAX_REASON_BYTES,
+};
 
 /// Everything fixed when a match is accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +87,8 @@ struct Resolved {
     latency_ms: u64,
     reason: Option<String>,
     restarted: bool,
+    log: Vec<String>,
+    log_truncated: bool,
 }
 
 /// The state of a match being played and its replay so far.
@@ -97,6 +102,8 @@ pub struct MatchRecorder {
     fighters: [FighterInfo; 2],
     tokens_used: [u64; 2],
     gassed_out: [bool; 2],
+    /// Log bytes kept so far per fighter, against [`MAX_LOG_BYTES_PER_MATCH`].
+    log_bytes: [usize; 2],
 }
 
 impl MatchRecorder {
@@ -111,6 +118,7 @@ impl MatchRecorder {
             fighters,
             tokens_used: [0; 2],
             gassed_out: [false; 2],
+            log_bytes: [0; 2],
         }
     }
 
@@ -167,6 +175,8 @@ impl MatchRecorder {
                 latency_ms,
                 reason,
                 restarted,
+                log,
+                log_truncated,
                 ..
             } = resolved[index].clone();
             SideRecord {
@@ -182,8 +192,8 @@ impl MatchRecorder {
                 reason,
                 restarted,
                 latency_us: None,
-                log: Vec::new(),
-                log_truncated: false,
+                log,
+                log_truncated,
             }
         });
         self.tape.push(TapeEntry {
@@ -221,6 +231,8 @@ impl MatchRecorder {
                 latency_ms: answer.latency_ms,
                 reason: None,
                 restarted: false,
+                log: Vec::new(),
+                log_truncated: false,
             };
         };
         self.tokens_used[index] = self.tokens_used[index].saturating_add(decision.tokens);
@@ -235,6 +247,7 @@ impl MatchRecorder {
                 Some(truncate_reason(failure.reason)),
             ),
         };
+        let (log, cut) = bound_log(decision.log, &mut self.log_bytes[index]);
         Resolved {
             action,
             source,
@@ -242,6 +255,8 @@ impl MatchRecorder {
             latency_ms: answer.latency_ms,
             reason,
             restarted: decision.restarted,
+            log,
+            log_truncated: decision.log_truncated || cut,
         }
     }
 
@@ -288,6 +303,52 @@ impl MatchRecorder {
             signature: None,
         }
     }
+}
+
+/// Keeps what the replay may hold of one decision's log: each entry split into
+/// lines without control characters, each line cut to [`MAX_LOG_LINE_BYTES`],
+/// at most [`MAX_LOG_LINES_PER_DECISION`] lines and
+/// [`MAX_LOG_BYTES_PER_DECISION`] bytes, within what is left of the fighter's
+/// [`MAX_LOG_BYTES_PER_MATCH`] (`match_bytes`, updated). Says whether anything
+/// was dropped or cut.
+fn bound_log(entries: Vec<String>, match_bytes: &mut usize) -> (Vec<String>, bool) {
+    let mut kept = Vec::new();
+    let mut cut = false;
+    let mut decision_bytes = 0;
+    let lines = entries
+        .iter()
+        .flat_map(|entry| entry.lines())
+        .map(|line| line.trim_end());
+    for line in lines {
+        let clean: String = line
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let (line, shortened) = cut_line(clean, MAX_LOG_LINE_BYTES);
+        cut |= shortened;
+        let room = (MAX_LOG_BYTES_PER_DECISION - decision_bytes)
+            .min(MAX_LOG_BYTES_PER_MATCH.saturating_sub(*match_bytes));
+        if kept.len() == MAX_LOG_LINES_PER_DECISION || line.len() > room {
+            return (kept, true);
+        }
+        decision_bytes += line.len();
+        *match_bytes += line.len();
+        kept.push(line);
+    }
+    (kept, cut)
+}
+
+/// `line` cut to at most `max_bytes` on a character boundary, ending in `…`
+/// when cut (the mark counts towards the bound).
+fn cut_line(line: String, max_bytes: usize) -> (String, bool) {
+    if line.len() <= max_bytes {
+        return (line, false);
+    }
+    let mut end = max_bytes - '…'.len_utf8();
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    (format!("{}…", &line[..end]), true)
 }
 
 /// Cuts a reason to [`MAX_REASON_BYTES`] on a character boundary, on one line.

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use duel_replays::Replay;
+use duel_replays::{FighterInfo, Replay};
 use duel_rules::{ExchangeStep, Side};
 
 use crate::bot::{Bot, BotFailure, Decision};
@@ -21,10 +21,21 @@ pub async fn run_match(config: MatchConfig, bots: [&mut dyn Bot; 2]) -> Replay {
 pub async fn run_match_observed(
     config: MatchConfig,
     bots: [&mut dyn Bot; 2],
+    on_exchange: impl FnMut(&MatchRecorder, &ExchangeStep),
+) -> Replay {
+    let fighters = [bots[0].info(), bots[1].info()];
+    run_fighters(config, fighters, bots, on_exchange).await
+}
+
+/// [`run_match_observed`] with the fighters shown in the replay as `fighters`
+/// (a ladder bot's name, say) rather than as the bots name themselves.
+pub async fn run_fighters(
+    config: MatchConfig,
+    fighters: [FighterInfo; 2],
+    bots: [&mut dyn Bot; 2],
     mut on_exchange: impl FnMut(&MatchRecorder, &ExchangeStep),
 ) -> Replay {
     let [bot_a, bot_b] = bots;
-    let fighters = [bot_a.info(), bot_b.info()];
     let mut recorder = MatchRecorder::new(config, fighters);
     while !recorder.is_over() {
         let (answer_a, answer_b) = tokio::join!(
@@ -57,6 +68,8 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
                 tokens: spent.tokens,
                 gassed_out: spent.gassed_out,
                 restarted: false,
+                log: Vec::new(),
+                log_truncated: false,
             }
         }
     };

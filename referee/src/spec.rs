@@ -84,9 +84,7 @@ impl BotSpec {
         }
         for scheme in ["grpc://", "grpcs://", "http://", "https://"] {
             if let Some(rest) = text.strip_prefix(scheme) {
-                if rest.is_empty() || rest.starts_with('/') {
-                    return Err(spec_error(text, "missing host:port after the scheme"));
-                }
+                check_endpoint_address(text, scheme, rest)?;
                 return Ok(BotSpec::Endpoint(text.to_owned()));
             }
         }
@@ -99,6 +97,59 @@ impl BotSpec {
                 "not a bot spec: expected builtin:NAME ({BUILTIN_HELP}), a .wasm file, or grpc://host:port"
             ),
         ))
+    }
+}
+
+/// An endpoint's address, strictly: a host and a port in 1..=65535 (which
+/// `http://` and `https://` may leave to their defaults), and no path. A typo
+/// here must be an error before the match, not a match of faults.
+fn check_endpoint_address(text: &str, scheme: &str, rest: &str) -> Result<(), RefereeError> {
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    if !path.is_empty() && path != "/" {
+        return Err(spec_error(
+            text,
+            "an endpoint address has no path: use grpc://host:port",
+        ));
+    }
+    if authority.is_empty() {
+        return Err(spec_error(text, "missing host:port after the scheme"));
+    }
+    if authority.contains('@') {
+        return Err(spec_error(
+            text,
+            "credentials in an endpoint address are not accepted",
+        ));
+    }
+    let authority: http::uri::Authority = authority
+        .parse()
+        .map_err(|_| spec_error(text, "not a host:port address"))?;
+    if authority.host().is_empty() || authority.host() == "[]" {
+        return Err(spec_error(text, "missing host before the port"));
+    }
+    let explicit_port = authority
+        .as_str()
+        .rsplit_once(':')
+        .and_then(|(host, port)| {
+            // `[::1]` has colons inside its brackets; the port follows the `]`.
+            (!host.ends_with(':') && (host.ends_with(']') || !host.contains('['))).then_some(port)
+        });
+    match explicit_port {
+        Some(port) => match port.parse::<u16>() {
+            Ok(0) => Err(spec_error(text, "port 0 is not a port a bot can listen on")),
+            Ok(_) => Ok(()),
+            Err(_) => Err(spec_error(
+                text,
+                format!("port {port:?} is not a number from 1 to 65535"),
+            )),
+        },
+        None if matches!(scheme, "http://" | "https://") => Ok(()),
+        None => Err(spec_error(
+            text,
+            "missing port: use grpc://host:port (grpcs://host:port over TLS)",
+        )),
     }
 }
 
@@ -190,6 +241,18 @@ mod tests {
                 "grpc://127.0.0.1:50051",
                 BotSpec::Endpoint("grpc://127.0.0.1:50051".into()),
             ),
+            (
+                "grpc://[::1]:50051",
+                BotSpec::Endpoint("grpc://[::1]:50051".into()),
+            ),
+            (
+                "grpcs://bots.example:443/",
+                BotSpec::Endpoint("grpcs://bots.example:443/".into()),
+            ),
+            (
+                "https://bots.example",
+                BotSpec::Endpoint("https://bots.example".into()),
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(BotSpec::parse(text).expect(text), expected, "{text}");
@@ -205,6 +268,14 @@ mod tests {
             ("builtin:script:JAB,,HEAVY", "unknown action \"\""),
             ("builtin:block:3", "takes no arguments"),
             ("grpc://", "missing host:port"),
+            ("grpc://127.0.0.1", "missing port"),
+            ("grpc://127.0.0.1:99999", "not a host:port address"),
+            ("grpc://127.0.0.1:abc", "not a host:port address"),
+            ("grpc://127.0.0.1:0", "port 0"),
+            ("grpc://:5", "missing host"),
+            ("grpcs://bots.example:443/x", "no path"),
+            ("grpc://user@127.0.0.1:5", "credentials"),
+            ("grpc://[::1]", "missing port"),
             ("bot.exe", "not a bot spec"),
         ];
         for (text, expected) in cases {

@@ -1,123 +1,62 @@
 //! WASM bots behind the `Bot` seam: one sandbox instance per fighter per match,
 //! whose `model` import is metered by the fighter's own token meter.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::path::Path;
+use std::sync::Arc;
 
 use duel_replays::{FighterInfo, FighterKind};
 use duel_rules::Observation;
-use duel_sandbox::{Allocation, LoadedBot, ModelFuture, ModelPort, Sandbox, SandboxConfig};
+use duel_sandbox::{LoadedBot, ModelFuture, ModelPort, Sandbox};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture, FailureCause};
 use crate::error::RefereeError;
 use crate::meter::{ChatMessage, FighterMeter, ModelError, Spent};
 
-/// One sandbox (one wasmtime engine, compile caches) per wall clock and instance
-/// allocation in this process: the engine's epoch deadline is the clock, and
-/// matches of one process nearly always share one.
-fn sandbox_for(wall_clock: Duration, pool: Option<u32>) -> Result<Sandbox, RefereeError> {
-    type Sandboxes = HashMap<(Duration, Option<u32>), Sandbox>;
-    static SANDBOXES: OnceLock<Mutex<Sandboxes>> = OnceLock::new();
-    let mut sandboxes = SANDBOXES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
-    if let Some(sandbox) = sandboxes.get(&(wall_clock, pool)) {
-        return Ok(sandbox.clone());
-    }
-    let config = SandboxConfig {
-        decision_wall_clock: wall_clock,
-        disk_cache_dir: default_cache_dir(),
-        allocation: pool.map_or(Allocation::OnDemand, |instances| Allocation::Pooling {
-            instances,
-        }),
-        ..SandboxConfig::default()
+/// Reads the component at `path` for [`load_in`]: a regular file only (never a
+/// device, FIFO or socket, which could stream forever or block), and at most
+/// `cap_bytes` + 1 bytes of it, so an oversized file is refused without being
+/// read whole. Blocking: call it off the async threads.
+pub fn read_component(path: &Path, cap_bytes: usize) -> Result<Vec<u8>, RefereeError> {
+    use std::io::Read;
+    let refuse = |reason: String| RefereeError::BotFile {
+        path: path.to_owned(),
+        reason,
     };
-    let sandbox = Sandbox::new(config).map_err(|error| {
-        RefereeError::Unsupported(format!("cannot start the WASM sandbox: {error}"))
-    })?;
-    sandboxes.insert((wall_clock, pool), sandbox.clone());
-    Ok(sandbox)
-}
-
-/// WASM instances a pool needs for `matches` matches at once: two fighters each
-/// (a failed instance is dropped before its replacement is made), two to spare.
-fn pool_instances(matches: usize) -> u32 {
-    u32::try_from(matches.saturating_mul(2).saturating_add(2)).unwrap_or(u32::MAX)
-}
-
-/// `$DUEL_WASM_CACHE`, else `$XDG_CACHE_HOME/duel/wasm`, else `~/.cache/duel/wasm`:
-/// precompiled bots, so a bot is compiled once per machine, not once per match.
-fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("DUEL_WASM_CACHE").filter(|dir| !dir.is_empty()) {
-        return Some(PathBuf::from(dir));
+    // `metadata` follows symlinks: a link to /dev/zero is judged as the device.
+    let metadata = std::fs::metadata(path).map_err(|error| refuse(error.to_string()))?;
+    if !metadata.is_file() {
+        return Err(refuse("not a regular file".to_owned()));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-    let dir = base.join("duel").join("wasm");
-    std::fs::create_dir_all(&dir).ok()?;
-    Some(dir)
-}
-
-/// Loads (validates and compiles, or finds in a cache) the component at `path`,
-/// for a process that runs any number of matches at once: instances are
-/// allocated on demand.
-pub async fn load(path: &Path, wall_clock: Duration) -> Result<LoadedBot, RefereeError> {
-    load_for(path, wall_clock, None).await
-}
-
-/// [`load`], for a process that never runs more than `concurrent_matches`
-/// matches at once (when `Some`): its instances then come from a pre-reserved
-/// pool, several times cheaper to set up per match (docs/perf/sandbox.md). More
-/// matches than that at once would find the pool empty, and their bots fault.
-pub async fn load_for(
-    path: &Path,
-    wall_clock: Duration,
-    concurrent_matches: Option<usize>,
-) -> Result<LoadedBot, RefereeError> {
-    let sandbox = sandbox_for(wall_clock, concurrent_matches.map(pool_instances))?;
-    let limit = sandbox.config().upload_bytes_max;
-    let size = std::fs::metadata(path)
-        .map_err(|error| {
-            RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
-        })?
-        .len();
-    if size > limit as u64 {
-        return Err(RefereeError::Spec(format!(
-            "bot {} is {size} bytes, more than the {limit}-byte limit",
-            path.display()
+    if metadata.len() > cap_bytes as u64 {
+        return Err(refuse(format!(
+            "{} bytes, more than the {cap_bytes}-byte limit",
+            metadata.len()
         )));
     }
-    let bytes = tokio::fs::read(path).await.map_err(|error| {
-        RefereeError::Spec(format!("cannot read bot {}: {error}", path.display()))
-    })?;
-    load_in(&sandbox, bytes)
-        .await
-        .map_err(|error| RefereeError::Spec(format!("bot {}: {error}", path.display())))
+    let file = std::fs::File::open(path).map_err(|error| refuse(error.to_string()))?;
+    // Opened after the check: the file may have been swapped meanwhile, so
+    // the read is bounded again and the type checked on the open handle.
+    let opened = file.metadata().map_err(|error| refuse(error.to_string()))?;
+    if !opened.is_file() {
+        return Err(refuse("not a regular file".to_owned()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0).min(cap_bytes));
+    file.take(cap_bytes as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| refuse(error.to_string()))?;
+    if bytes.len() > cap_bytes {
+        return Err(refuse(format!("more than the {cap_bytes}-byte limit")));
+    }
+    Ok(bytes)
 }
 
-/// The largest component the sandbox of this process accepts, in bytes.
-pub fn upload_bytes_max() -> usize {
-    duel_sandbox::limits::UPLOAD_BYTES_MAX_DEFAULT
-}
-
-/// Loads a component from its bytes (an upload, or bytes kept by digest in a
-/// database) through the same sandbox and caches as [`load`]. The error is the
-/// sandbox's one-line reason, exactly as `referee local` and `referee serve`
-/// report it for a file (there prefixed by the path).
-pub async fn load_bytes(bytes: Vec<u8>, wall_clock: Duration) -> Result<LoadedBot, RefereeError> {
-    load_in(&sandbox_for(wall_clock, None)?, bytes).await
-}
-
-async fn load_in(sandbox: &Sandbox, bytes: Vec<u8>) -> Result<LoadedBot, RefereeError> {
-    sandbox
-        .load_async(bytes)
-        .await
-        .map_err(|error| RefereeError::Spec(error.to_string()))
+/// Validates and compiles `bytes` in `sandbox` (or finds them in its caches),
+/// off the async threads. The error is the sandbox's one-line reason.
+pub async fn load_in(
+    sandbox: &Sandbox,
+    bytes: Vec<u8>,
+) -> Result<LoadedBot, duel_sandbox::SandboxError> {
+    sandbox.load_async(bytes).await
 }
 
 /// Forwards the bot's `model.complete` to the fighter's meter.
@@ -254,6 +193,8 @@ impl Bot for WasmBot {
                 tokens: spent.tokens,
                 gassed_out: spent.gassed_out,
                 restarted,
+                log: Vec::new(),
+                log_truncated: false,
             }
         })
     }

@@ -121,9 +121,8 @@ async fn a_bot_comes_back_after_faults() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
-    use duel_referee::runner::run_match_observed;
-    use duel_referee::{BotContext, BotSpec, MatchConfig, make_bot};
-    use duel_rules::{Side, WeightClass};
+    use duel_referee::{BotSpec, Fighter, HostConfig, MatchHost, MatchOptions};
+    use duel_rules::WeightClass;
 
     let listener = loopback().await;
     let address = listener.local_addr().unwrap();
@@ -134,29 +133,18 @@ async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
         log: std::sync::Arc::clone(&log),
     };
     let mut server = Some(serve_bot_on(listener, bot.clone()));
-    let mut config = MatchConfig::new(
-        uuid::Uuid::new_v4().to_string(),
-        "2026-01-01T00:00:00Z".into(),
-        WeightClass::Light,
-        1,
-    );
-    config.decision_wall_clock = Duration::from_millis(CLOCK_MS.into());
-    let gateway = duel_referee::ModelGateway::disabled();
-    let spec = BotSpec::parse(&format!("grpc://{address}")).unwrap();
-    let context = BotContext::new(
-        &config,
-        Side::A,
-        gateway.meter(config.budget_tokens()),
-        None,
-    );
-    let mut endpoint = make_bot(&spec, &context).await.unwrap();
-    let context = BotContext::new(
-        &config,
-        Side::B,
-        gateway.meter(config.budget_tokens()),
-        None,
-    );
-    let mut block = make_bot(&BotSpec::parse("builtin:block").unwrap(), &context)
+    let host = MatchHost::new(HostConfig::new(duel_referee::ModelGateway::disabled()));
+    let options = MatchOptions::new(WeightClass::Light)
+        .seed(1)
+        .wall_clock(Duration::from_millis(CLOCK_MS.into()));
+    let session = host
+        .prepare(
+            [
+                Fighter::from(BotSpec::parse(&format!("grpc://{address}")).unwrap()),
+                Fighter::from(BotSpec::parse("builtin:block").unwrap()),
+            ],
+            options,
+        )
         .await
         .unwrap();
     // Take the bot down after exchange 3 and bring it back (same port) after 8.
@@ -181,11 +169,12 @@ async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
         }
     });
     let mut count = 0;
-    let replay = run_match_observed(config, [endpoint.as_mut(), block.as_mut()], |_, _| {
-        count += 1;
-        let _ = events.send(count);
-    })
-    .await;
+    let replay = session
+        .play(&mut |_: &_, _: &_| {
+            count += 1;
+            let _ = events.send(count);
+        })
+        .await;
     drop(events);
     controller.await.unwrap();
     let sources: Vec<SourceName> = sides(&replay, 0).iter().map(|side| side.source).collect();

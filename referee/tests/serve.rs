@@ -425,7 +425,7 @@ async fn http_spectators_follow_a_grpc_match_live_then_get_its_signed_replay() {
     config.publishing = Some(duel_referee::grpc::Publishing {
         live: duel_referee::publish::LiveFeeds::new(),
         store,
-        signing_key: key.clone(),
+        signing_key: std::sync::Arc::new(key.clone()),
     });
     let (referee, http_address) = serve_referee_with_http(config).await;
     let base = format!("http://{http_address}");
@@ -593,7 +593,7 @@ async fn http_spectators_hear_aborted_when_shutdown_cuts_a_match_short() {
         live: duel_referee::publish::LiveFeeds::new(),
         store: duel_replays::store::ReplayStore::open(&store_dir.path().display().to_string())
             .unwrap(),
-        signing_key: duel_replays::SigningKey::from_bytes(&[9; 32]),
+        signing_key: std::sync::Arc::new(duel_replays::SigningKey::from_bytes(&[9; 32])),
     });
     let (mut referee, http_address) = serve_referee_with_http(config).await;
     let mut detached = request(&gated.url(), "builtin:block", 10_000);

@@ -21,7 +21,10 @@ use duel_referee::limits::MAX_REASON_BYTES;
 use duel_referee::record::{Answer, MatchRecorder};
 use duel_referee::verify::verify_replay;
 use duel_referee::wasm::WasmBot;
-use duel_referee::{BotContext, BotSpec, Decision, MatchConfig, ModelGateway, make_bot, run_match};
+use duel_referee::{
+    BotSpec, Decision, Fighter, HostConfig, MatchConfig, MatchHost, MatchOptions, ModelGateway,
+    run_match,
+};
 use duel_replays::{FighterInfo, FighterKind, Replay, SideRecord};
 use duel_rules::{Action, Side, Source, WeightClass};
 use duel_sandbox::{NoModel, Sandbox, SandboxConfig};
@@ -71,14 +74,23 @@ fn opponent() -> BuiltinBot {
 /// A match of the WASM bot at `path`, built as `referee local` builds it (the
 /// process's sandbox, default limits), against the built-in opponent.
 async fn play(path: &Path, match_id: &str, clock: Duration) -> Replay {
-    let config = match_config(match_id, clock);
-    let meter = ModelGateway::disabled().meter(config.budget_tokens());
-    let context = BotContext::new(&config, Side::A, meter, None);
-    let mut wasm = make_bot(&BotSpec::Wasm(path.to_owned()), &context)
+    let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()));
+    let mut options = MatchOptions::new(WeightClass::Middle)
+        .seed(SEED)
+        .wall_clock(clock);
+    options.match_id = Some(match_id.to_owned());
+    options.accepted_at = Some("2026-11-29T12:00:00Z".to_owned());
+    let session = host
+        .prepare(
+            [
+                Fighter::from(BotSpec::Wasm(path.to_owned())),
+                Fighter::from(BotSpec::parse(OPPONENT).unwrap()),
+            ],
+            options,
+        )
         .await
         .unwrap();
-    let mut builtin = opponent();
-    run_match(config, [wasm.as_mut(), &mut builtin]).await
+    session.play(&mut |_: &_, _: &_| {}).await
 }
 
 /// The same with the hostile bot in a sandbox of its own limits (fuel caps).

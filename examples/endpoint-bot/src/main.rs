@@ -182,6 +182,7 @@ impl Bot for CounterBot {
         }
         Ok(Response::new(pb::DecideResponse {
             action: action.into(),
+            log: Vec::new(),
         }))
     }
 }

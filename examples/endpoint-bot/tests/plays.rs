@@ -61,11 +61,6 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
     );
     tokio::spawn(async move { axum::serve(model, app).await });
 
-    // Load the tokenizer first: on a loaded machine its one-off load could
-    // outlast the bot's thinking time on the first decision.
-    tokio::task::spawn_blocking(duel_referee::meter::warm_up)
-        .await
-        .unwrap();
     let port = free_port();
     let _bot = Process(start(port));
     wait_for(port).await;
@@ -80,7 +75,7 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
     let referee_address = listener.local_addr().unwrap();
     let config = ServeConfig {
         max_concurrent_matches: 2,
-        gateway,
+        host: duel_referee::HostConfig::new(gateway),
         operator_token: None,
         public_url: None,
         replay_dir: None,

@@ -8,7 +8,6 @@ use sqlx::any::AnyRow;
 use super::ledger_sql::{apply_transfer, create_account, load_account};
 use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
 use super::{Store, get, now_ms, write_tx};
-use crate::auth;
 use crate::error::{LadderError, Result};
 use crate::ledger::{
     HOUSE_ACCOUNT, TransferOp, TransferRequest, escrow_account, owner_account, payout_transfer_id,
@@ -488,12 +487,19 @@ pub struct WaveReport {
     pub dropped: Vec<String>,
 }
 
+/// A fresh match seed from the referee's one generator, as the database stores
+/// it (seeds are below `SEED_MODULUS`, so they always fit an `i64`).
+fn stored_seed() -> i64 {
+    const _: () = assert!(duel_referee::limits::SEED_MODULUS <= i64::MAX as u64);
+    duel_referee::host::new_seed() as i64
+}
+
 impl Store {
     /// Accepts one pairing outside the queue (tests, benchmarks, house matches):
     /// same transaction as a wave's.
     pub async fn accept_pair(&self, sides: [PairSide; 2]) -> Result<Match> {
-        let match_id = uuid::Uuid::new_v4().to_string();
-        let seed = auth::random_u63()? % 1_000_000_000;
+        let match_id = duel_referee::host::new_match_id();
+        let seed = stored_seed();
         write_tx!(self, |conn| accept_tx(conn, &sides, false, &match_id, seed))
     }
 
@@ -535,8 +541,8 @@ impl Store {
                 bot_id: waiting[index].bot_id.clone(),
                 stake: stakes[index],
             });
-            let match_id = uuid::Uuid::new_v4().to_string();
-            let seed = auth::random_u63()? % 1_000_000_000;
+            let match_id = duel_referee::host::new_match_id();
+            let seed = stored_seed();
             match write_tx!(self, |conn| accept_tx(conn, &sides, true, &match_id, seed)) {
                 Ok(game) => report.matches.push(game.id),
                 Err(LadderError::InsufficientCredits(_)) => {

@@ -141,3 +141,10 @@ macro_rules! both_backends {
         }
     };
 }
+
+/// The match host a ladder's workers and registry use, without a model.
+pub fn host() -> duel_referee::MatchHost {
+    duel_referee::MatchHost::new(duel_ladder::worker::ladder_host_config(
+        duel_referee::HostConfig::new(duel_referee::ModelGateway::disabled()),
+    ))
+}

@@ -8,15 +8,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use duel_replays::{Replay, SourceName, WinnerName};
-use duel_rules::{Side, WeightClass};
+use duel_rules::WeightClass;
 use serde::{Deserialize, Serialize};
 
-use crate::bots::{BotContext, make_bot};
 use crate::builtin::BuiltinFighter;
 use crate::error::RefereeError;
-use crate::meter::ModelGateway;
-use crate::record::MatchConfig;
-use crate::runner::{run_bare_match, run_match};
+use crate::host::{Fighter, MatchHost, MatchOptions};
+use crate::runner::run_bare_match;
 use crate::spec::BotSpec;
 
 /// A bot taking part in a tournament or an SPRT run.
@@ -43,22 +41,19 @@ impl Entrant {
         }
     }
 
-    /// Builds the bot once (an endpoint is connected to), so a bad spec fails
-    /// before any match is played.
+    /// Builds the bot once (an endpoint is asked `Hello`, a component is
+    /// compiled), so a bad spec fails before any match is played.
     pub fn check(&self, settings: &PoolSettings) -> Result<(), RefereeError> {
         let Entrant::Bot(spec) = self else {
             return Ok(());
         };
         let runtime = new_runtime()?;
-        let config = MatchConfig::new(String::new(), String::new(), settings.class, 0);
-        let mut context = BotContext::new(
-            &config,
-            Side::A,
-            settings.gateway.meter(config.budget_tokens()),
-            None,
-        );
-        context.concurrent_matches = Some(settings.jobs.max(1));
-        runtime.block_on(make_bot(spec, &context)).map(|_| ())
+        let options = MatchOptions::new(settings.class)
+            .seed(0)
+            .wall_clock(settings.wall_clock);
+        runtime
+            .block_on(settings.host.check(&Fighter::from(spec.clone()), options))
+            .map(|_| ())
     }
 
     fn spec(&self) -> BotSpec {
@@ -153,8 +148,9 @@ pub struct PoolSettings {
     pub wall_clock: Duration,
     /// Where each match's replay is written (`match-NNNNNN.json`), if anywhere.
     pub replay_dir: Option<PathBuf>,
-    /// The metered model gateway bots think through (disabled: `unavailable`).
-    pub gateway: ModelGateway,
+    /// Builds and plays the matches that are not built-in against built-in
+    /// (its WASM instances pooled for `jobs` matches at once).
+    pub host: MatchHost,
 }
 
 /// What the caller wants after seeing a result.
@@ -236,33 +232,22 @@ fn play_one(
     runtime: &mut Option<tokio::runtime::Runtime>,
 ) -> Result<Replay, RefereeError> {
     let [a, b] = scheduled.entrants.map(|index| &entrants[index]);
-    let mut config = MatchConfig::new(
-        uuid::Uuid::new_v4().to_string(),
-        now_rfc3339(),
-        settings.class,
-        scheduled.seed,
-    );
-    config.decision_wall_clock = settings.wall_clock;
+    let options = MatchOptions::new(settings.class)
+        .seed(scheduled.seed)
+        .wall_clock(settings.wall_clock);
     if let (Entrant::Builtin(a), Entrant::Builtin(b)) = (a, b) {
-        return Ok(run_bare_match(config, [a, b]));
+        return Ok(run_bare_match(options.into_config()?, [a, b]));
     }
     let runtime = match runtime {
         Some(runtime) => runtime,
         None => runtime.insert(new_runtime()?),
     };
     runtime.block_on(async {
-        let mut bots = Vec::with_capacity(2);
-        for (entrant, side) in [a, b].into_iter().zip(Side::BOTH) {
-            let meter = settings.gateway.meter(config.budget_tokens());
-            let mut context = BotContext::new(&config, side, meter, None);
-            // One match per job at a time: WASM instances come from a pool.
-            context.concurrent_matches = Some(settings.jobs.max(1));
-            bots.push(make_bot(&entrant.spec(), &context).await?);
-        }
-        let [bot_a, bot_b] = bots.as_mut_slice() else {
-            return Err(RefereeError::Unsupported("two bots expected".to_owned()));
-        };
-        Ok(run_match(config, [bot_a.as_mut(), bot_b.as_mut()]).await)
+        let session = settings
+            .host
+            .prepare([Fighter::from(a.spec()), Fighter::from(b.spec())], options)
+            .await?;
+        Ok(session.play(&mut |_: &_, _: &_| {}).await)
     })
 }
 
@@ -270,12 +255,5 @@ fn new_runtime() -> Result<tokio::runtime::Runtime, RefereeError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| RefereeError::Unsupported(format!("cannot start a runtime: {error}")))
-}
-
-/// The current time in RFC 3339 (UTC), for `accepted_at`.
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
+        .map_err(RefereeError::Runtime)
 }

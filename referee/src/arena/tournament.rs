@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::pool::{CAUSES, MatchSummary, ScheduledMatch};
+use super::pool::{MatchSummary, ScheduledMatch};
 use super::stats::{EloEstimate, Wdl};
 use crate::builtin::SplitMix64;
 use crate::error::RefereeError;
@@ -96,7 +96,8 @@ impl TournamentDir {
         }
         std::fs::create_dir_all(self.replays())
             .map_err(|error| io_error(&self.replays(), error))?;
-        let text = serde_json::to_string_pretty(plan).unwrap_or_default();
+        let text = serde_json::to_string_pretty(plan)
+            .expect("a plan is strings and numbers: it always serialises");
         std::fs::write(self.plan_path(), text).map_err(|error| io_error(&self.plan_path(), error))
     }
 
@@ -149,7 +150,8 @@ impl TournamentDir {
         file: &mut std::fs::File,
         summary: &MatchSummary,
     ) -> Result<(), RefereeError> {
-        let mut line = serde_json::to_string(summary).unwrap_or_default();
+        let mut line = serde_json::to_string(summary)
+            .expect("a summary is strings and numbers: it always serialises");
         line.push('\n');
         file.write_all(line.as_bytes())
             .and_then(|()| file.flush())
@@ -275,8 +277,11 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
             }
             records[entrant].add(wdl_of(summary, entrant));
             decisions[entrant] += u64::from(summary.decisions[side]);
-            for cause in 0..CAUSES.len() {
-                substitutions[entrant][cause] += u64::from(summary.substitutions[side][cause]);
+            for (total, &count) in substitutions[entrant]
+                .iter_mut()
+                .zip(&summary.substitutions[side])
+            {
+                *total += u64::from(count);
             }
             tokens[entrant] += summary.tokens[side];
             matches[entrant] += 1;

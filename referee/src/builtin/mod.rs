@@ -166,4 +166,8 @@ impl Bot for BuiltinBot {
         let action = self.strategy.decide(&observation);
         Box::pin(std::future::ready(Decision::action(action)))
     }
+
+    fn abandoned(&mut self) -> crate::meter::Spent {
+        crate::meter::Spent::default()
+    }
 }

@@ -13,21 +13,19 @@ use std::time::Duration;
 use duel_proto::v1 as pb;
 use duel_replays::store::ReplayStore;
 use duel_replays::{Replay, RoundResultRecord, SigningKey};
-use duel_rules::Side;
+use duel_rules::ExchangeStep;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::bots::{BotContext, InferenceLink, make_bot};
 use crate::grpc::convert::{self, MatchRequest};
 use crate::grpc::metrics::Metrics;
 use crate::grpc::status::ServiceError;
+use crate::host::{Fighter, MatchHost, MatchOptions, MatchSession, ReplaySinks};
 use crate::limits::MAX_KEPT_MATCHES;
-use crate::meter::ModelGateway;
 use crate::publish::{LiveEvent, LiveFeeds, LivePublisher};
-use crate::record::MatchConfig;
-use crate::runner::run_match_observed;
+use crate::record::MatchRecorder;
 
 /// How a match ended.
 #[derive(Clone, Debug)]
@@ -115,15 +113,15 @@ impl LiveMatch {
 pub struct Publishing {
     pub live: LiveFeeds,
     pub store: ReplayStore,
-    pub signing_key: SigningKey,
+    pub signing_key: Arc<SigningKey>,
 }
 
 /// What a server is configured with.
 #[derive(Clone, Debug)]
 pub struct MatchesConfig {
     pub max_concurrent_matches: usize,
-    pub gateway: ModelGateway,
-    pub inference: Option<InferenceLink>,
+    /// Builds and plays every match of this server.
+    pub host: MatchHost,
     /// Where finished replays are also written, `<match_id>.json`.
     pub replay_dir: Option<PathBuf>,
     pub publishing: Option<Publishing>,
@@ -187,12 +185,22 @@ impl Matches {
         self.inner.config.max_concurrent_matches - self.inner.permits.available_permits()
     }
 
-    /// Accepts a match: takes a slot (or refuses), builds both bots and spawns the
-    /// match. Returns it at once; await [`LiveMatch::wait_end`] for the result.
+    /// Accepts a match: builds both bots (a bad spec or file is refused before
+    /// any slot is taken), takes a slot (or refuses) and spawns the match.
+    /// Returns it at once; await [`LiveMatch::wait_end`] for the result.
     pub async fn start(&self, request: MatchRequest) -> Result<Arc<LiveMatch>, ServiceError> {
         if self.inner.shutting_down.load(Ordering::Acquire) {
             return Err(ServiceError::ShuttingDown);
         }
+        let mut options = MatchOptions::new(request.class).wall_clock(request.wall_clock);
+        options.seed = request.seed;
+        let [spec_a, spec_b] = request.specs;
+        let session = self
+            .inner
+            .config
+            .host
+            .prepare([Fighter::from(spec_a), Fighter::from(spec_b)], options)
+            .await?;
         let permit = Arc::clone(&self.inner.permits)
             .try_acquire_owned()
             .map_err(|_| {
@@ -201,41 +209,16 @@ impl Matches {
                     self.inner.config.max_concurrent_matches
                 ))
             })?;
-        let accepted_at = time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .map_err(|error| {
-                ServiceError::InvalidArgument(format!("cannot format the current time: {error}"))
-            })?;
-        let seed = request
-            .seed
-            .unwrap_or_else(|| uuid::Uuid::new_v4().as_u64_pair().0 % 1_000_000_000);
-        let mut config = MatchConfig::new(
-            uuid::Uuid::new_v4().to_string(),
-            accepted_at,
-            request.class,
-            seed,
-        );
-        config.decision_wall_clock = request.wall_clock;
+        let config = session.config().clone();
+        let fighters = session.fighters().clone();
         let span = tracing::info_span!("match", match_id = %config.match_id);
-        let gateway = &self.inner.config.gateway;
-        let mut bots = Vec::with_capacity(2);
-        for (spec, side) in request.specs.iter().zip(Side::BOTH) {
-            let context = BotContext::new(
-                &config,
-                side,
-                gateway.meter(config.budget_tokens()),
-                self.inner.config.inference.clone(),
-            );
-            bots.push(make_bot(spec, &context).instrument(span.clone()).await?);
-        }
-        let fighters = [bots[0].info(), bots[1].info()];
         let live = Arc::new(LiveMatch {
             started: pb::MatchStarted {
                 match_id: config.match_id.clone(),
                 ruleset: config.ruleset.version().to_owned(),
                 class: convert::class_to_proto(config.class).into(),
                 budget_tokens: config.budget_tokens(),
-                seed,
+                seed: config.seed,
                 wall_clock_ms: u64::try_from(config.decision_wall_clock.as_millis())
                     .unwrap_or(u64::MAX),
                 fighters: fighters
@@ -274,7 +257,7 @@ impl Matches {
                 a = %fighters[0].name,
                 b = %fighters[1].name,
                 class = config.class.name(),
-                seed,
+                seed = config.seed,
                 wall_clock_ms = live.started.wall_clock_ms,
                 "match accepted"
             );
@@ -283,7 +266,7 @@ impl Matches {
         let task_live = Arc::clone(&live);
         self.inner.tracker.spawn(
             matches
-                .play(config, bots, task_live, publisher, permit)
+                .play(session, task_live, publisher, permit)
                 .instrument(span),
         );
         Ok(live)
@@ -291,36 +274,32 @@ impl Matches {
 
     async fn play(
         self,
-        config: MatchConfig,
-        mut bots: Vec<Box<dyn crate::Bot>>,
+        session: MatchSession,
         live: Arc<LiveMatch>,
         publisher: Option<LivePublisher>,
         permit: OwnedSemaphorePermit,
     ) {
-        let match_id = config.match_id.clone();
+        let match_id = session.config().match_id.clone();
         let abort = self.inner.abort.clone();
-        let (first, second) = bots.split_at_mut(1);
         let metrics = &self.inner.metrics;
-        let run = run_match_observed(
-            config,
-            [first[0].as_mut(), second[0].as_mut()],
-            |recorder, step| {
-                if let Some((round, exchange)) = recorder.last_exchange() {
-                    metrics.side(&exchange.a);
-                    metrics.side(&exchange.b);
-                    let round_result = step.round_result.map(|result| RoundResultRecord {
-                        winner: result.winner.into(),
-                        by: result.by.into(),
-                    });
-                    live.push(convert::exchange_to_proto(round, exchange, round_result));
-                }
-                if let Some(publisher) = &publisher {
-                    publisher.step(recorder, step);
-                }
-            },
-        );
+        let mut watchers = |recorder: &MatchRecorder, step: &ExchangeStep| {
+            if let Some((round, exchange)) = recorder.last_exchange() {
+                metrics.side(&exchange.a);
+                metrics.side(&exchange.b);
+                let round_result = step.round_result.map(|result| RoundResultRecord {
+                    winner: result.winner.into(),
+                    by: result.by.into(),
+                });
+                live.push(convert::exchange_to_proto(round, exchange, round_result));
+            }
+            if let Some(publisher) = &publisher {
+                publisher.step(recorder, step);
+            }
+        };
+        // The session (and with it both bots and their Inference credentials)
+        // is gone when this select ends, before the slot is freed.
         let played = tokio::select! {
-            replay = run => Some(replay),
+            replay = session.play(&mut watchers) => Some(replay),
             () = abort.cancelled() => None,
         };
         let end = match played {
@@ -348,8 +327,6 @@ impl Matches {
                 MatchEnd::Aborted(reason.to_owned())
             }
         };
-        // Bots (and their Inference credentials) go before the slot is freed.
-        drop(bots);
         live.end(end);
         self.retire(match_id);
         drop(permit);
@@ -358,20 +335,17 @@ impl Matches {
     /// Signs the replay when publishing, then writes it where configured. A
     /// store or disk failure is logged: the match result stands regardless.
     async fn keep_replay(&self, replay: &mut Replay) {
-        let publishing = self.inner.config.publishing.as_ref();
-        if let Some(publishing) = publishing {
-            duel_replays::sign(replay, &publishing.signing_key);
-        }
+        let mut sinks = ReplaySinks::new();
         if let Some(dir) = &self.inner.config.replay_dir {
-            let path = dir.join(format!("{}.json", replay.match_id));
-            if let Err(error) = replay.write(&path) {
-                tracing::error!(%error, "cannot write the replay");
-            }
+            sinks = sinks.write_to(dir.join(format!("{}.json", replay.match_id)));
         }
-        if let Some(publishing) = publishing
-            && let Err(error) = publishing.store.put(replay).await
-        {
-            tracing::error!(%error, "cannot publish the replay into the store");
+        if let Some(publishing) = &self.inner.config.publishing {
+            sinks = sinks
+                .sign_with(Arc::clone(&publishing.signing_key))
+                .put_into(publishing.store.clone());
+        }
+        if let Err(error) = sinks.keep(replay).await {
+            tracing::error!(%error, "cannot keep the replay");
         }
     }
 

@@ -24,8 +24,8 @@ use tonic::transport::server::TcpIncoming;
 use crate::bots::InferenceLink;
 use crate::credentials::Credentials;
 use crate::error::RefereeError;
+use crate::host::{HostConfig, MatchHost};
 use crate::limits::MAX_GRPC_MESSAGE_BYTES;
-use crate::meter::ModelGateway;
 
 pub use inference::InferenceService;
 pub use matches::{Matches, MatchesConfig, Publishing};
@@ -38,7 +38,10 @@ pub const OPERATOR_TOKEN_ENV: &str = "DUEL_REFEREE_TOKEN";
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
     pub max_concurrent_matches: usize,
-    pub gateway: ModelGateway,
+    /// How matches are built and played: the model gateway, WASM caches, TLS
+    /// trust and endpoint policy. Its Inference link is set here, to this
+    /// server's own service.
+    pub host: HostConfig,
     /// Required as `authorization: Bearer …` on Referee calls when set; must be
     /// set to listen beyond loopback.
     pub operator_token: Option<String>,
@@ -139,21 +142,23 @@ pub async fn serve_listeners(
             "listening on {address} (beyond loopback) needs an operator token in {OPERATOR_TOKEN_ENV}"
         )));
     }
-    // Load the tokenizer in the background: the first metered call waits for it,
-    // nothing else does.
-    tokio::task::spawn_blocking(crate::meter::warm_up);
     let credentials = Credentials::new();
     let public_url = config
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{address}"));
+    let mut host_config = config.host.clone();
+    host_config.inference = Some(InferenceLink {
+        url: public_url,
+        credentials: credentials.clone(),
+    });
+    // The host loads the tokenizer (a few hundred ms) before any match starts.
+    let host = tokio::task::spawn_blocking(move || MatchHost::new(host_config))
+        .await
+        .map_err(|error| RefereeError::Serve(format!("cannot start the match host: {error}")))?;
     let matches = Matches::new(MatchesConfig {
         max_concurrent_matches: config.max_concurrent_matches,
-        gateway: config.gateway.clone(),
-        inference: Some(InferenceLink {
-            url: public_url,
-            credentials: credentials.clone(),
-        }),
+        host,
         replay_dir: config.replay_dir.clone(),
         publishing: config.publishing.clone(),
     });

@@ -43,7 +43,15 @@ impl From<ServiceError> for Status {
             ServiceError::Credential(CredentialError::Unknown) => Code::Unauthenticated,
             ServiceError::Referee(RefereeError::Spec(_)) => Code::InvalidArgument,
             ServiceError::Referee(RefereeError::Config(_)) => Code::InvalidArgument,
-            ServiceError::Referee(RefereeError::Unsupported(_)) => Code::Unimplemented,
+            ServiceError::Referee(RefereeError::BotFile { .. }) => Code::InvalidArgument,
+            ServiceError::Referee(RefereeError::Component { .. }) => Code::InvalidArgument,
+            // The caller named an endpoint that does not answer Hello: a state
+            // of the world the request depends on, not a malformed request.
+            ServiceError::Referee(RefereeError::Unreachable { .. }) => Code::FailedPrecondition,
+            // The machine's fault, not the request's: a retry elsewhere may work.
+            ServiceError::Referee(RefereeError::Sandbox(_)) => Code::Unavailable,
+            ServiceError::Referee(RefereeError::Runtime(_)) => Code::Unavailable,
+            ServiceError::Referee(RefereeError::Bind { .. }) => Code::Internal,
             ServiceError::Referee(RefereeError::Replay(_)) => Code::Internal,
             ServiceError::Referee(RefereeError::Serve(_)) => Code::Internal,
             ServiceError::Referee(RefereeError::Live(_)) => Code::Internal,

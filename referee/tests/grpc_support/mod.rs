@@ -178,7 +178,10 @@ impl Bot for TestBot {
                 pb::Action::Block as i32
             }
         };
-        Ok(Response::new(pb::DecideResponse { action }))
+        Ok(Response::new(pb::DecideResponse {
+            action,
+            log: Vec::new(),
+        }))
     }
 }
 
@@ -473,7 +476,7 @@ pub fn gateway_for(model: &Running) -> ModelGateway {
 pub fn serve_config(max_concurrent_matches: usize, gateway: ModelGateway) -> ServeConfig {
     ServeConfig {
         max_concurrent_matches,
-        gateway,
+        host: duel_referee::HostConfig::new(gateway),
         operator_token: None,
         public_url: None,
         replay_dir: None,

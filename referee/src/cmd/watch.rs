@@ -4,12 +4,15 @@
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use duel_referee::ReplaySinks;
 use duel_referee::publish::{self, LiveEvent, LiveFeeds, LivePublisher, PublishState, RateConfig};
+use duel_referee::shutdown::Shutdown;
 use duel_replays::store::ReplayStore;
-use duel_replays::{Replay, SigningKey, generate_signing_key};
+use duel_replays::{SigningKey, generate_signing_key};
 
 /// The service of one watched match. Its store is a temporary folder, removed
 /// when the command ends.
@@ -19,7 +22,7 @@ pub struct Watch {
     store: ReplayStore,
     /// Made for this session only: the replay is signed so that `referee replay
     /// fetch` works against the session, but the key is never stored.
-    key: SigningKey,
+    key: Arc<SigningKey>,
     _folder: tempfile::TempDir,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -34,7 +37,7 @@ impl Watch {
             .tempdir()
             .context("cannot make a temporary folder for the replay")?;
         let store = ReplayStore::open(&folder.path().display().to_string())?;
-        let key = generate_signing_key()?;
+        let key = Arc::new(generate_signing_key()?);
         let live = LiveFeeds::new();
         let listener = tokio::net::TcpListener::bind(address)
             .await
@@ -77,21 +80,18 @@ impl Watch {
         format!("http://{}/replays/{match_id}", self.address)
     }
 
-    /// Signs the finished replay with the session key and stores it, so
-    /// `/replays/{id}` serves it before spectators hear the end.
-    pub async fn publish(&self, replay: &mut Replay) -> Result<()> {
-        duel_replays::sign(replay, &self.key);
-        self.store
-            .put(replay)
-            .await
-            .context("cannot store the replay for the viewer")?;
-        Ok(())
+    /// Where the finished replay goes: signed with the session key and stored,
+    /// so `/replays/{id}` serves it before spectators hear the end.
+    pub fn sinks(&self) -> ReplaySinks {
+        ReplaySinks::new()
+            .sign_with(Arc::clone(&self.key))
+            .put_into(self.store.clone())
     }
 
-    /// Serves until ctrl-c or SIGTERM (registered before this is called, so a
-    /// signal sent as soon as the URL is printed is not lost), then stops.
-    pub async fn serve_until(mut self, interrupt: Interrupt) -> Result<()> {
-        interrupt.wait().await;
+    /// Serves until ctrl-c or SIGTERM (listened for before the URL was
+    /// printed, so an early signal is not lost), then stops.
+    pub async fn serve_until(mut self, shutdown: &Shutdown) -> Result<()> {
+        shutdown.wait().await;
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -101,44 +101,6 @@ impl Watch {
             Ok(Ok(result)) => result.context("the --watch service failed"),
             Ok(Err(error)) => Err(error).context("the --watch service panicked"),
             Err(_) => Ok(()),
-        }
-    }
-}
-
-/// ctrl-c or SIGTERM, listened for from the moment it is made.
-pub struct Interrupt {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Interrupt {
-    /// Registers the handlers (inside a runtime). From now on ctrl-c no longer
-    /// kills the process: [`Interrupt::wait`] sees it.
-    pub fn register() -> Result<Interrupt> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok(Interrupt {
-                interrupt: signal(SignalKind::interrupt()).context("cannot listen for ctrl-c")?,
-                terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Interrupt {})
-    }
-
-    pub async fn wait(mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = &mut self;
-            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

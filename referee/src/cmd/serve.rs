@@ -1,59 +1,22 @@
 //! `referee serve`: logging set-up, the listeners, the replay store and
 //! signing key when publishing, signals, then the library's server.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use duel_referee::grpc::{Listeners, OPERATOR_TOKEN_ENV, Publishing, ServeConfig};
 use duel_referee::publish::LiveFeeds;
 use duel_replays::store::ReplayStore;
-use tracing_subscriber::EnvFilter;
 
+use super::{Outcome, host_config, init_logging};
 use crate::cli::ServeArgs;
-use crate::commands::{Outcome, gateway};
+use duel_referee::shutdown::Shutdown;
 
-fn init_logging(json: bool) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // A second initialisation (tests) is harmless; ignore it.
-    let _ = if json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
-}
-
-/// Resolves on ctrl-c or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("ctrl-c received"),
-        () = terminate => tracing::info!("SIGTERM received"),
-    }
-}
-
-pub fn serve(args: ServeArgs) -> Result<Outcome> {
-    init_logging(args.log_json);
-    let operator_token = std::env::var(OPERATOR_TOKEN_ENV)
-        .ok()
-        .filter(|token| !token.trim().is_empty());
+pub fn run(args: ServeArgs) -> Result<Outcome> {
+    init_logging(args.log_json, "info");
+    let shutdown = Shutdown::install()?;
+    let operator_token = duel_referee::env::secret(OPERATOR_TOKEN_ENV);
     if let Some(dir) = &args.replay_dir
         && !dir.is_dir()
     {
@@ -82,7 +45,7 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
         Some(Publishing {
             live: LiveFeeds::new(),
             store,
-            signing_key: crate::replay_commands::signing_key(&args.key)?,
+            signing_key: Arc::new(super::replay::signing_key(&args.key)?),
         })
     } else {
         None
@@ -90,7 +53,7 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
     let config = ServeConfig {
         max_concurrent_matches: usize::try_from(args.max_matches)
             .context("--max-matches too large")?,
-        gateway: gateway(&args.model)?,
+        host: host_config(&args.model)?,
         operator_token,
         public_url: args.public_url,
         replay_dir: args.replay_dir,
@@ -128,7 +91,10 @@ pub fn serve(args: ServeArgs) -> Result<Outcome> {
                 http: http_listener,
             },
             config,
-            shutdown_signal(),
+            async move {
+                shutdown.wait().await;
+                tracing::info!("ctrl-c or SIGTERM received");
+            },
         )
         .await?;
         anyhow::Ok(())

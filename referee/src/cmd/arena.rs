@@ -14,11 +14,12 @@ use duel_referee::arena::stats::{Sprt, Verdict};
 use duel_referee::arena::tournament::{
     EloInterval, Format, Standings, TournamentDir, TournamentPlan, percentile, standings,
 };
-use duel_referee::meter::ModelGateway;
+use duel_referee::shutdown::Shutdown;
+use duel_referee::{EndpointPolicy, MatchHost, WasmAllocation};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{FormatArg, SprtArgs, TournamentArgs};
-use crate::commands::{Outcome, Stdout};
+use super::{Outcome, Stdout};
+use crate::cli::{FormatArg, ModelArgs, SprtArgs, TournamentArgs};
 
 /// The longest per-decision clock these commands accept, in seconds: the rules'.
 const MAX_WALL_CLOCK_SECONDS: f64 = 10.0;
@@ -32,6 +33,32 @@ fn wall_clock(seconds: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// How the pool plays: `jobs` matches at once, their WASM instances pooled for
+/// that many, endpoints failing fast with their own reasons on the tape (no
+/// model: these commands take no model flags, so model calls are refused).
+fn pool_settings(
+    jobs: usize,
+    class: duel_rules::WeightClass,
+    wall_clock: Duration,
+    replay_dir: Option<std::path::PathBuf>,
+) -> Result<PoolSettings> {
+    let mut config = super::host_config(&ModelArgs {
+        model_url: None,
+        model: None,
+    })?;
+    config.endpoints = EndpointPolicy::LOCAL;
+    config.wasm_allocation = WasmAllocation::Pooled {
+        concurrent_matches: jobs.max(1),
+    };
+    Ok(PoolSettings {
+        jobs,
+        class,
+        wall_clock,
+        replay_dir,
+        host: MatchHost::new(config),
+    })
+}
+
 fn jobs(requested: Option<u32>) -> usize {
     requested.map(|jobs| jobs as usize).unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -40,12 +67,20 @@ fn jobs(requested: Option<u32>) -> usize {
     })
 }
 
-/// Sets a flag on ctrl-c so the pool stops taking new matches.
+/// Sets a flag on ctrl-c or SIGTERM so the pool stops taking new matches.
 fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let shutdown = Shutdown::install()?;
     let interrupted = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&interrupted);
-    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
-        .context("cannot install the ctrl-c handler")?;
+    // The pool runs on plain threads: a watcher thread turns the signal into
+    // the flag they check between matches.
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().build();
+        if let Ok(runtime) = runtime {
+            runtime.block_on(shutdown.wait());
+            flag.store(true, Ordering::SeqCst);
+        }
+    });
     Ok(interrupted)
 }
 
@@ -104,13 +139,12 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
     if let Some(limit) = args.limit {
         remaining.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
-    let settings = PoolSettings {
-        jobs: jobs(args.jobs),
-        class: args.class.into(),
-        wall_clock: settings_clock,
-        replay_dir: dir.as_ref().map(TournamentDir::replays),
-        gateway: ModelGateway::disabled(),
-    };
+    let settings = pool_settings(
+        jobs(args.jobs),
+        args.class.into(),
+        settings_clock,
+        dir.as_ref().map(TournamentDir::replays),
+    )?;
     check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
     let bar = progress_bar(
@@ -126,11 +160,11 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
     };
     let mut write_error = None;
     play_matches(&entrants, &settings, &interrupted, &next, |summary| {
-        if let (Some(dir), Some(file)) = (&dir, results_file.as_mut()) {
-            if let Err(error) = dir.append(file, &summary) {
-                write_error.get_or_insert(error);
-                return Control::Stop;
-            }
+        if let (Some(dir), Some(file)) = (&dir, results_file.as_mut())
+            && let Err(error) = dir.append(file, &summary)
+        {
+            write_error.get_or_insert(error);
+            return Control::Stop;
         }
         summaries.push(summary);
         bar.inc(1);
@@ -290,13 +324,12 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     }
-    let settings = PoolSettings {
-        jobs: jobs(args.jobs),
-        class: args.class.into(),
-        wall_clock: wall_clock(args.wall_clock)?,
-        replay_dir: args.out.clone(),
-        gateway: ModelGateway::disabled(),
-    };
+    let settings = pool_settings(
+        jobs(args.jobs),
+        args.class.into(),
+        wall_clock(args.wall_clock)?,
+        args.out.clone(),
+    )?;
     check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
     let (lower, upper) = test.bounds();
@@ -327,7 +360,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
                     run.wdl.score().unwrap_or(0.5)
                 )
             );
-            if show_lines && run.pairs_done % 100 == 0 {
+            if show_lines && run.pairs_done.is_multiple_of(100) {
                 eprintln!("pairs {} · {message}", run.pairs_done);
             }
             bar.set_message(message);
@@ -419,7 +452,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     }
     Ok(match run.verdict {
         Verdict::AcceptH1 => Outcome::Done,
-        Verdict::AcceptH0 => Outcome::AcceptedH0,
+        Verdict::AcceptH0 => Outcome::Negative,
         Verdict::Continue if interrupted.load(Ordering::SeqCst) => Outcome::Interrupted,
         Verdict::Continue => Outcome::NoVerdict,
     })

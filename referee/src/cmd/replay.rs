@@ -13,8 +13,10 @@ use duel_replays::{
     check_signature, load_or_create_signing_key, parse_public_key, public_key_text,
 };
 
+use duel_referee::shutdown::Shutdown;
+
+use super::{Outcome, Stdout};
 use crate::cli::{FetchArgs, ReplayServeArgs, SigningKeyArgs};
-use crate::commands::{Outcome, Stdout};
 use crate::render::{self, Palette};
 
 /// The environment variable naming the signing key file.
@@ -168,7 +170,7 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
             } else {
                 eprintln!("referee: {source} does not verify: signature check failed: {failure}");
             }
-            Ok(Outcome::Disagrees)
+            Ok(Outcome::Negative)
         }
         Verdict::RulesFail {
             signature,
@@ -191,7 +193,7 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
                     "referee: {source} does not verify: rules check failed at {disagreement}"
                 );
             }
-            Ok(Outcome::Disagrees)
+            Ok(Outcome::Negative)
         }
     }
 }
@@ -281,6 +283,7 @@ pub fn signing_key(args: &SigningKeyArgs) -> Result<SigningKey> {
 
 pub fn serve(args: ReplayServeArgs) -> Result<Outcome> {
     let key = signing_key(&args.key)?;
+    let shutdown = Shutdown::install()?;
     let runtime = runtime()?;
     runtime.block_on(async {
         let store = ReplayStore::open(&args.store)?;
@@ -301,11 +304,9 @@ pub fn serve(args: ReplayServeArgs) -> Result<Outcome> {
             LiveFeeds::new(),
             RateConfig::default(),
         );
-        publish::serve(listener, state, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("the replay service stopped")
+        publish::serve(listener, state, async move { shutdown.wait().await })
+            .await
+            .context("the replay service stopped")
     })?;
     Ok(Outcome::Done)
 }

@@ -244,7 +244,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 .with_context(|| format!("opening {db}"))?;
             match store.bootstrap_operator(&operator).await? {
                 Some((user, token)) => {
-                    write_secret(&token_file, &token)?;
+                    client::write_secret(&token_file, &token)?;
                     println!(
                         "operator {} created; token written to {}",
                         user.name,
@@ -408,24 +408,4 @@ async fn serve_inference(
         url: public_url.unwrap_or_else(|| format!("http://{local}")),
         credentials,
     })
-}
-
-/// Writes a secret to a new file only its owner can read.
-pub(crate) fn write_secret(path: &std::path::Path, secret: &str) -> Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).with_context(|| {
-        format!(
-            "cannot create token file {} (it must not exist yet)",
-            path.display()
-        )
-    })?;
-    writeln!(file, "{secret}").with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }

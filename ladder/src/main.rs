@@ -179,7 +179,10 @@ impl PlayArgs {
         let mut config = HostConfig::new(gateway);
         config.trust = trust;
         config.wasm_cache_dir = duel_referee::env::wasm_cache_dir();
-        Ok(worker::ladder_host_config(config))
+        Ok(worker::ladder_host_config(
+            config,
+            self.allow_private_endpoints,
+        ))
     }
 }
 

@@ -82,7 +82,8 @@ pub async fn serve(
     let replays = ReplayStore::open(&config.replays)?;
     let credentials = Credentials::new();
     let (listener, grpc_address) = bind(config.listen, "gRPC").await?;
-    let mut host_config = worker::ladder_host_config(config.host.clone());
+    let mut host_config =
+        worker::ladder_host_config(config.host.clone(), config.allow_private_endpoints);
     host_config.inference = Some(InferenceLink {
         url: config
             .public_url

@@ -6,7 +6,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use duel_referee::MatchHost;
+use duel_referee::address_policy::AddressPolicy;
+use duel_referee::{MatchHost, RefereeError};
 use duel_rules::Ruleset;
 
 use crate::error::{LadderError, Result};
@@ -40,20 +41,26 @@ pub async fn validate_wasm(host: &MatchHost, bytes: &[u8]) -> Result<ValidWasm> 
 }
 
 /// Checks an endpoint bot before it is registered: the URL policy
-/// ([`check_endpoint_url`], [`check_resolved`]), then a `Hello` within
+/// ([`check_endpoint_url`]; the referee resolves the name and checks every
+/// address against the host's address policy), then a `Hello` within
 /// [`ENDPOINT_HELLO_TIMEOUT`] that lists the ruleset in force.
 pub async fn check_endpoint(host: &MatchHost, url: &str, allow_private: bool) -> Result<()> {
     check_endpoint_url(url, allow_private)?;
-    check_resolved(url, allow_private).await?;
     hello(host, url, ENDPOINT_HELLO_TIMEOUT).await
 }
 
 async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
-    let answer = duel_referee::endpoint::hello(url, timeout, &host.config().trust)
-        .await
-        .map_err(|error| {
-            LadderError::BotRejected(format!("endpoint did not answer Hello: {error}"))
-        })?;
+    let answer = duel_referee::endpoint::hello(
+        url,
+        timeout,
+        &host.config().trust,
+        host.config().endpoints.addresses,
+    )
+    .await
+    .map_err(|error| match error {
+        RefereeError::AddressRefused { .. } => private_refused(url),
+        error => LadderError::BotRejected(format!("endpoint did not answer Hello: {error}")),
+    })?;
     let current = Ruleset::CURRENT.version();
     if answer.rulesets.iter().any(|ruleset| ruleset == current) {
         return Ok(());
@@ -74,30 +81,6 @@ async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
         "endpoint {url} plays rulesets [{}], not {current} (the ruleset this ladder runs)",
         offered.join(", ")
     )))
-}
-
-/// Resolves the endpoint's host name and, unless `allow_private`, refuses it
-/// when any address it resolves to is not public (a public name pointing at a
-/// private address). Checked at registration and again before every match.
-pub async fn check_resolved(url: &str, allow_private: bool) -> Result<()> {
-    if allow_private {
-        return Ok(());
-    }
-    let host = endpoint_host(url)?;
-    if host.parse::<IpAddr>().is_ok() {
-        return Ok(());
-    }
-    let addresses = tokio::net::lookup_host((host.as_str(), 0))
-        .await
-        .map_err(|error| {
-            LadderError::BotRejected(format!("endpoint {url}: cannot resolve {host}: {error}"))
-        })?;
-    for address in addresses {
-        if !is_public(address.ip()) {
-            return Err(private_refused(url));
-        }
-    }
-    Ok(())
 }
 
 /// The host of an endpoint URL (without brackets for IPv6).
@@ -138,12 +121,12 @@ pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
     if allow_private {
         return Ok(());
     }
-    let lowered = host.to_ascii_lowercase();
-    if lowered == "localhost" || lowered.ends_with(".localhost") {
+    let policy = AddressPolicy::PublicOnly;
+    if policy.check_name(&host).is_err() {
         return Err(private_refused(url));
     }
     if let Ok(address) = host.parse::<IpAddr>()
-        && !is_public(address)
+        && !policy.allows(address)
     {
         return Err(private_refused(url));
     }
@@ -154,33 +137,6 @@ fn private_refused(url: &str) -> LadderError {
     LadderError::BotRejected(format!(
         "endpoint {url:?} is a loopback, private or link-local address (the operator may allow them with --allow-private-endpoints)"
     ))
-}
-
-/// Whether an address is reachable on the public internet.
-pub fn is_public(address: IpAddr) -> bool {
-    match address {
-        IpAddr::V4(v4) => {
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                // 100.64.0.0/10, carrier-grade NAT.
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                // fc00::/7 unique local, fe80::/10 link-local.
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80)
-        }
-    }
 }
 
 #[cfg(test)]

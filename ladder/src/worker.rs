@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use duel_referee::address_policy::AddressPolicy;
 use duel_referee::limits::DECISION_WALL_CLOCK;
 use duel_referee::publish::{LiveEvent, LiveFeeds, LivePublisher};
 use duel_referee::{
@@ -30,7 +31,7 @@ use crate::limits::{
 };
 use crate::model::{BotKind, BotVersion, Claim, Outcome, Settlement};
 use crate::store::{Store, now_ms};
-use crate::validate::{check_endpoint_url, check_resolved};
+use crate::validate::check_endpoint_url;
 
 /// What [`BotFactory::fighter`] returns.
 pub type FighterFuture<'a> = Pin<Box<dyn Future<Output = Result<Fighter>> + Send + 'a>>;
@@ -112,8 +113,10 @@ impl BotFactory for LadderFactory {
                     Ok(Fighter::new(FighterSource::Component(loaded)))
                 }
                 BotKind::Endpoint => {
+                    // Resolving and checking the addresses happens once per
+                    // match in the referee, which then dials only the address
+                    // it checked (no DNS rebinding between check and use).
                     check_endpoint_url(&version.spec, self.allow_private_endpoints)?;
-                    check_resolved(&version.spec, self.allow_private_endpoints).await?;
                     Ok(Fighter::from(BotSpec::Endpoint(version.spec.clone())))
                 }
             }
@@ -161,10 +164,13 @@ impl WorkerConfig {
 /// The host a ladder's workers play with: endpoint bots must answer `Hello`
 /// before a match (else it is voided), and their failures are recorded by
 /// category only, since ranked replays are public.
-pub fn ladder_host_config(mut config: HostConfig) -> HostConfig {
+/// `allow_private_endpoints` (the operator's flag) decides which addresses
+/// endpoint bots may have.
+pub fn ladder_host_config(mut config: HostConfig, allow_private_endpoints: bool) -> HostConfig {
     config.endpoints = EndpointPolicy {
         require_hello: true,
         peer_text_in_reasons: false,
+        addresses: AddressPolicy::allowing_private(allow_private_endpoints),
     };
     config
 }

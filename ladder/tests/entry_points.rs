@@ -116,7 +116,10 @@ async fn a_ranked_match_records_what_referee_local_records() {
     }
     let replays = tempfile::tempdir().expect("replays");
     let store = ReplayStore::open(&replays.path().display().to_string()).expect("replay store");
-    let host = MatchHost::new(ladder_host_config(HostConfig::new(gateway(&model_url))));
+    let host = MatchHost::new(ladder_host_config(
+        HostConfig::new(gateway(&model_url)),
+        true,
+    ));
     let mut config = WorkerConfig::new(
         host.clone(),
         store.clone(),

@@ -251,6 +251,7 @@ async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
             ModelGateway::new(ModelConfig::new(model_url, "test-model".into(), None))
                 .expect("gateway"),
         ),
+        true,
     ));
     ladder.enqueue(&alice, "oracle", 10).await.expect("enqueue");
     ladder.enqueue(&bob, "house", 10).await.expect("enqueue");

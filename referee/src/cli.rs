@@ -232,6 +232,13 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub key: SigningKeyArgs,
     /// Log lines as JSON objects instead of text.
+    /// Also dial endpoint bots at loopback, private, link-local and other
+    /// non-public addresses. Off by default: callers of a public referee must
+    /// not make it reach into the network it runs in. Bot specs that name
+    /// server-side `.wasm` paths are for the operator's callers only (see the
+    /// operator token).
+    #[arg(long)]
+    pub allow_private_endpoints: bool,
     #[arg(long)]
     pub log_json: bool,
     #[command(flatten)]

@@ -4,6 +4,10 @@
 //! `fault` for that exchange only: the bot is asked again next exchange, over a
 //! reconnected channel when needed.
 
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use duel_proto::v1 as pb;
@@ -12,6 +16,7 @@ use duel_replays::{FighterInfo, FighterKind};
 use duel_rules::{Observation, Side};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+use crate::address_policy::{self, AddressPolicy};
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture};
 use crate::credentials::Credentials;
 use crate::error::RefereeError;
@@ -43,18 +48,24 @@ pub struct EndpointPolicy {
     /// `bot error`, `protocol`, `deadline`): a public, signed replay never
     /// carries what some other server answered, and the text goes to the log.
     pub peer_text_in_reasons: bool,
+    /// Which addresses may be dialed ([`crate::address_policy`]). The name is
+    /// resolved once per match and the match keeps that address.
+    pub addresses: AddressPolicy,
 }
 
 impl EndpointPolicy {
-    /// For a bot author's own runs: fail fast, full reasons.
+    /// For a bot author's own runs: fail fast, full reasons, any address.
     pub const LOCAL: EndpointPolicy = EndpointPolicy {
         require_hello: true,
         peer_text_in_reasons: true,
+        addresses: AddressPolicy::Any,
     };
-    /// For replays others read: categories only.
+    /// For replays others read, on a service others call: categories only,
+    /// public addresses only.
     pub const PUBLIC: EndpointPolicy = EndpointPolicy {
         require_hello: false,
         peer_text_in_reasons: false,
+        addresses: AddressPolicy::PublicOnly,
     };
 }
 
@@ -62,6 +73,8 @@ impl EndpointPolicy {
 pub struct EndpointBot {
     info: FighterInfo,
     endpoint: Endpoint,
+    /// Resolved and checked once; every reconnect dials exactly this.
+    address: SocketAddr,
     client: BotClient<Channel>,
     wall_clock: Duration,
     meter: FighterMeter,
@@ -106,8 +119,58 @@ fn with_tls(endpoint: Endpoint, url: &str, trust: &Trust) -> Result<Endpoint, Re
         .map_err(|error| RefereeError::Spec(format!("bot {url}: TLS: {error}")))
 }
 
-fn client(endpoint: &Endpoint) -> BotClient<Channel> {
-    BotClient::new(endpoint.connect_lazy())
+/// A connector that always dials one checked address, whatever the URI says:
+/// the URI's host name still goes into `:authority` and TLS SNI.
+#[derive(Clone, Copy, Debug)]
+struct FixedAddress(SocketAddr);
+
+impl tower_service::Service<http::Uri> for FixedAddress {
+    type Response = hyper_util::rt::TokioIo<tokio::net::TcpStream>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _uri: http::Uri) -> Self::Future {
+        let address = self.0;
+        Box::pin(async move {
+            let stream = tokio::net::TcpStream::connect(address).await?;
+            stream.set_nodelay(true)?;
+            Ok(hyper_util::rt::TokioIo::new(stream))
+        })
+    }
+}
+
+/// Resolves the endpoint's host once and checks it against `policy`.
+async fn checked_address(
+    url: &str,
+    endpoint: &Endpoint,
+    policy: AddressPolicy,
+) -> Result<SocketAddr, RefereeError> {
+    let uri = endpoint.uri();
+    let host = uri
+        .host()
+        .map(|host| host.trim_start_matches('[').trim_end_matches(']'))
+        .ok_or_else(|| RefereeError::Spec(format!("bot {url}: no host")))?;
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    address_policy::resolve(host, port, policy)
+        .await
+        .map_err(|reason| RefereeError::AddressRefused {
+            url: url.to_owned(),
+            reason,
+        })
+}
+
+fn client(endpoint: &Endpoint, address: SocketAddr) -> BotClient<Channel> {
+    BotClient::new(endpoint.connect_with_connector_lazy(FixedAddress(address)))
         .max_decoding_message_size(MAX_BOT_RESPONSE_BYTES)
         .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES)
 }
@@ -126,7 +189,8 @@ impl EndpointBot {
         policy: EndpointPolicy,
     ) -> Result<EndpointBot, RefereeError> {
         let endpoint = endpoint_for(url, wall_clock, trust)?;
-        let mut client = client(&endpoint);
+        let address = checked_address(url, &endpoint, policy.addresses).await?;
+        let mut client = client(&endpoint, address);
         let hello = ask_hello(&mut client, wall_clock)
             .await
             .and_then(check_ruleset);
@@ -165,6 +229,7 @@ impl EndpointBot {
                 spec: Some(url.to_owned()),
             },
             endpoint,
+            address,
             client,
             wall_clock,
             meter,
@@ -231,9 +296,11 @@ pub async fn hello(
     url: &str,
     timeout: Duration,
     trust: &Trust,
+    addresses: AddressPolicy,
 ) -> Result<pb::HelloResponse, RefereeError> {
     let endpoint = endpoint_for(url, timeout, trust)?;
-    ask_hello(&mut client(&endpoint), timeout)
+    let address = checked_address(url, &endpoint, addresses).await?;
+    ask_hello(&mut client(&endpoint, address), timeout)
         .await
         .map_err(|reason| RefereeError::Unreachable {
             url: url.to_owned(),
@@ -354,7 +421,7 @@ impl Bot for EndpointBot {
                     }
                     if status.code() == tonic::Code::Unavailable {
                         // A fresh channel for the next exchange.
-                        self.client = client(&self.endpoint);
+                        self.client = client(&self.endpoint, self.address);
                     }
                     tracing::debug!(bot = %self.info.name, code = ?status.code(), "endpoint decision failed");
                     Err(failure)

@@ -25,6 +25,10 @@ pub enum RefereeError {
     /// wrong protocol, wrong ruleset).
     #[error("bot {url}: {reason}")]
     Unreachable { url: String, reason: String },
+    /// An endpoint whose address this host may not dial (a private address on
+    /// a public service, see `address_policy`), or whose name does not resolve.
+    #[error("bot {url}: {reason}")]
+    AddressRefused { url: String, reason: String },
     /// The WASM sandbox of this process could not start (engine set-up): the
     /// machine's fault, not the request's.
     #[error("cannot start the WASM sandbox: {0}")]
@@ -62,6 +66,7 @@ impl RefereeError {
             | RefereeError::BotFile { .. }
             | RefereeError::Component { .. }
             | RefereeError::Unreachable { .. }
+            | RefereeError::AddressRefused { .. }
             | RefereeError::Config(_) => true,
             RefereeError::Sandbox(_)
             | RefereeError::Runtime(_)

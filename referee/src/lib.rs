@@ -8,6 +8,7 @@
 //! answers (or substitutions) into exchanges of the rules and lines of the replay.
 //! Built-in bots live in [`builtin`]; bot specs are parsed in [`spec`].
 
+pub mod address_policy;
 pub mod arena;
 pub mod bot;
 pub mod bots;

@@ -133,7 +133,10 @@ async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
         log: std::sync::Arc::clone(&log),
     };
     let mut server = Some(serve_bot_on(listener, bot.clone()));
-    let host = MatchHost::new(HostConfig::new(duel_referee::ModelGateway::disabled()));
+    let mut config = HostConfig::new(duel_referee::ModelGateway::disabled());
+    // The bot listens on loopback.
+    config.endpoints.addresses = duel_referee::address_policy::AddressPolicy::Any;
+    let host = MatchHost::new(config);
     let options = MatchOptions::new(WeightClass::Light)
         .seed(1)
         .wall_clock(Duration::from_millis(CLOCK_MS.into()));

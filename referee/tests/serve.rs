@@ -269,6 +269,29 @@ async fn bad_requests_get_clear_codes() {
     referee.stop().await;
 }
 
+/// By default a referee dials public addresses only: naming a loopback or
+/// private endpoint is refused before the match, and the bot is never asked.
+/// (Only loopback is dialed here; the policy over other addresses is tested as
+/// a pure function in `address_policy.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_referee_refuses_private_endpoints() {
+    let (bot, log) = serve_bot(Behaviour::Fixed(pb::Action::Jab)).await;
+    let mut config = serve_config(4, Default::default());
+    config.host.endpoints.addresses = duel_referee::address_policy::AddressPolicy::PublicOnly;
+    let referee = serve_referee(config).await;
+    let mut client = referee_client(&referee).await;
+    for url in [bot.url(), "grpc://localhost:1".to_owned()] {
+        let status = client
+            .run_match(request(&url, "builtin:block", 100))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+        assert!(status.message().contains("non-public"), "{status:?}");
+    }
+    assert_eq!(log.decisions.load(std::sync::atomic::Ordering::SeqCst), 0);
+    referee.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_token_guards_the_referee_but_not_health() {
     let mut config = serve_config(4, Default::default());

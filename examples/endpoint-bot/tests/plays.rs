@@ -73,9 +73,12 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let referee_address = listener.local_addr().unwrap();
+    let mut host = duel_referee::HostConfig::new(gateway);
+    // The example bot listens on loopback.
+    host.endpoints.addresses = duel_referee::address_policy::AddressPolicy::Any;
     let config = ServeConfig {
         max_concurrent_matches: 2,
-        host: duel_referee::HostConfig::new(gateway),
+        host,
         operator_token: None,
         public_url: None,
         replay_dir: None,

@@ -170,5 +170,7 @@ macro_rules! both_backends {
 pub fn host() -> duel_referee::MatchHost {
     duel_referee::MatchHost::new(duel_ladder::worker::ladder_host_config(
         duel_referee::HostConfig::new(duel_referee::ModelGateway::disabled()),
+        // The tests' endpoint bots listen on loopback.
+        true,
     ))
 }

@@ -53,7 +53,14 @@ pub fn run(args: ServeArgs) -> Result<Outcome> {
     let config = ServeConfig {
         max_concurrent_matches: usize::try_from(args.max_matches)
             .context("--max-matches too large")?,
-        host: host_config(&args.model)?,
+        host: {
+            let mut host = host_config(&args.model)?;
+            host.endpoints.addresses =
+                duel_referee::address_policy::AddressPolicy::allowing_private(
+                    args.allow_private_endpoints,
+                );
+            host
+        },
         operator_token,
         public_url: args.public_url,
         replay_dir: args.replay_dir,

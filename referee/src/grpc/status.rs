@@ -48,6 +48,7 @@ impl From<ServiceError> for Status {
             // The caller named an endpoint that does not answer Hello: a state
             // of the world the request depends on, not a malformed request.
             ServiceError::Referee(RefereeError::Unreachable { .. }) => Code::FailedPrecondition,
+            ServiceError::Referee(RefereeError::AddressRefused { .. }) => Code::PermissionDenied,
             // The machine's fault, not the request's: a retry elsewhere may work.
             ServiceError::Referee(RefereeError::Sandbox(_)) => Code::Unavailable,
             ServiceError::Referee(RefereeError::Runtime(_)) => Code::Unavailable,

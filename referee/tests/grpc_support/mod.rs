@@ -473,10 +473,14 @@ pub fn gateway_for(model: &Running) -> ModelGateway {
     .unwrap()
 }
 
+/// The test bots listen on loopback, which a public referee refuses to dial
+/// unless told (`--allow-private-endpoints`), as these tests do.
 pub fn serve_config(max_concurrent_matches: usize, gateway: ModelGateway) -> ServeConfig {
+    let mut host = duel_referee::HostConfig::new(gateway);
+    host.endpoints.addresses = duel_referee::address_policy::AddressPolicy::Any;
     ServeConfig {
         max_concurrent_matches,
-        host: duel_referee::HostConfig::new(gateway),
+        host,
         operator_token: None,
         public_url: None,
         replay_dir: None,

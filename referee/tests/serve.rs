@@ -212,11 +212,33 @@ async fn shutdown_past_the_grace_aborts_matches_without_half_written_replays() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_clear_codes() {
-    let referee = serve_referee(serve_config(4, Default::default())).await;
+    // One slot: a refused request must not hold it (the last request plays).
+    let referee = serve_referee(serve_config(1, Default::default())).await;
     let mut client = referee_client(&referee).await;
     let wasm = tempfile::Builder::new().suffix(".wasm").tempfile().unwrap();
     let wasm_path = wasm.path().display().to_string();
+    // Files that would stream forever or block a match slot (issue 13): a
+    // link to /dev/zero, a FIFO with no writer.
+    let folder = tempfile::tempdir().unwrap();
+    let zero_link = folder.path().join("zero.wasm");
+    std::os::unix::fs::symlink("/dev/zero", &zero_link).unwrap();
+    let fifo = folder.path().join("fifo.wasm");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
     let cases = [
+        (
+            request(&zero_link.display().to_string(), "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "not a regular file",
+        ),
+        (
+            request(&fifo.display().to_string(), "builtin:block", 100),
+            tonic::Code::InvalidArgument,
+            "not a regular file",
+        ),
         (
             request("", "builtin:block", 100),
             tonic::Code::InvalidArgument,
@@ -253,6 +275,10 @@ async fn bad_requests_get_clear_codes() {
         assert_eq!(status.code(), code, "{status:?}");
         assert!(status.message().contains(message), "{status:?}");
     }
+    client
+        .run_match(request("builtin:block", "builtin:counter", 100))
+        .await
+        .expect("the one slot is free after every refusal");
     let unknown = uuid::Uuid::new_v4().to_string();
     let status = client
         .get_replay(pb::GetReplayRequest { match_id: unknown })

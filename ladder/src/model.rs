@@ -200,7 +200,7 @@ pub struct Standing {
 }
 
 /// What settling a match did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settlement {
     pub match_id: String,
     pub winner: Outcome,
@@ -209,6 +209,8 @@ pub struct Settlement {
     pub payout: i64,
     /// True when this call found the match already settled by the same lease.
     pub already_settled: bool,
+    /// The plan this call applied (`None` when it was already settled).
+    pub plan: Option<crate::ledger::Plan>,
 }
 
 pub fn class_from_name(name: &str) -> Result<WeightClass> {

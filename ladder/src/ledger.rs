@@ -776,6 +776,7 @@ mod tests {
             class: duel_rules::WeightClass::Light,
             ruleset: "1.0.0".to_owned(),
             budget: 0,
+            rake_bp: 500,
             seed: 7,
             sides: [
                 side("bot-z", owner_a, stakes[0]),

@@ -153,6 +153,9 @@ pub struct Match {
     pub class: WeightClass,
     pub ruleset: String,
     pub budget: i64,
+    /// The rake in force at acceptance, in basis points: a later change of the
+    /// setting applies only to matches accepted after it.
+    pub rake_bp: i64,
     pub seed: i64,
     pub sides: [MatchSide; 2],
     pub state: MatchState,

@@ -212,6 +212,7 @@ impl Model {
                     class: WeightClass::Light,
                     ruleset: String::new(),
                     budget: 0,
+                    rake_bp,
                     seed: 0,
                     sides: picked.map(|(owner, bot, stake)| MatchSide {
                         bot_id: bot,
@@ -270,7 +271,8 @@ impl Model {
                                 .rating
                         })
                     });
-                    let plan = ledger::settle(&game, winner, rake_bp, ratings);
+                    // The rake pinned at acceptance, whatever it is now.
+                    let plan = ledger::settle(&game, winner, game.rake_bp, ratings);
                     for request in &plan.transfers {
                         model.book.apply(request, 0).expect("settle");
                     }

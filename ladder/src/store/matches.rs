@@ -34,6 +34,7 @@ fn match_from_row(row: &AnyRow) -> Result<Match> {
         class: class_from_name(&get::<String>(row, "class")?)?,
         ruleset: get(row, "ruleset")?,
         budget: get(row, "budget")?,
+        rake_bp: get(row, "rake_bp")?,
         seed: get(row, "seed")?,
         sides: [side("a")?, side("b")?],
         state: MatchState::from_name(&get::<String>(row, "state")?)?,
@@ -70,7 +71,7 @@ pub struct PairSide {
 }
 
 /// Accepts a pairing: removes both bots from the queue, pins the ruleset in force,
-/// the class and the budget, and moves both stakes into escrow, all in one
+/// the class, the budget and the rake, and moves both stakes into escrow, all in one
 /// transaction. The bots' queue rows must still be there.
 async fn accept_tx(
     conn: &mut AnyConnection,
@@ -129,10 +130,16 @@ async fn accept_tx(
     let class = class_from_name(class_a)?;
     let ruleset = Ruleset::CURRENT;
     let budget = i64::try_from(ruleset.budget_tokens(class)).unwrap_or(i64::MAX);
+    let rake_bp = sqlx::query("SELECT value FROM settings WHERE key = 'rake_bp'")
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| get::<i64>(&row, "value"))
+        .transpose()?
+        .unwrap_or(DEFAULT_RAKE_BP);
     sqlx::query(
         "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, stake_a, \
-         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15)",
+         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15, $16)",
     )
     .bind(match_id.to_owned())
     .bind(season.id)
@@ -149,6 +156,7 @@ async fn accept_tx(
     .bind(rows[1].0.clone())
     .bind(sides[1].stake)
     .bind(now)
+    .bind(rake_bp)
     .execute(&mut *conn)
     .await?;
     let escrow = escrow_account(match_id);
@@ -176,6 +184,7 @@ async fn accept_tx(
         class,
         ruleset: ruleset.version().to_owned(),
         budget,
+        rake_bp,
         seed,
         sides: [side(0), side(1)],
         state: MatchState::Queued,
@@ -308,7 +317,6 @@ async fn complete_tx(
             )));
         }
     }
-    let rake_bp = get::<Option<i64>>(&row, "rake_bp")?.unwrap_or(DEFAULT_RAKE_BP);
     // Ratings move only while the match's season runs; ended seasons stay frozen.
     let season_open = get::<Option<i64>>(&row, "season_open")? == Some(1);
     let ratings = if season_open {
@@ -320,7 +328,8 @@ async fn complete_tx(
     } else {
         None
     };
-    let plan = ledger::settle(&game, winner, rake_bp, ratings);
+    // The rake pinned at acceptance, not the setting now.
+    let plan = ledger::settle(&game, winner, game.rake_bp, ratings);
     apply_plan(conn, &game, &plan, replay_path, now).await?;
     Ok(Settlement {
         match_id: match_id.to_owned(),

@@ -38,8 +38,7 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// expired lease; locked so concurrent claimers skip it where the backend can.
     fn select_claimable(&self) -> &'static str;
     /// Reads one match row for settlement (`$1` = id), locked against concurrent
-    /// settlement, with the rake setting (`rake_bp`, NULL for the default) and
-    /// whether its season still runs (`season_open`: 1, 0, NULL without a season).
+    /// settlement, with whether its season still runs (`season_open`: 1, 0, NULL without a season).
     fn select_match_for_update(&self) -> &'static str;
     /// Reads two bots' ratings in a season (`$1` season, `$2`, `$3` bot ids) and
     /// locks both rows in bot-id order until the transaction ends, where the

@@ -25,7 +25,7 @@ impl Dialect for Postgres {
     }
 
     fn select_match_for_update(&self) -> &'static str {
-        "SELECT m.*, (SELECT value FROM settings WHERE key = 'rake_bp') AS rake_bp, \
+        "SELECT m.*, \
          (SELECT CAST(CASE WHEN ended_ms IS NULL THEN 1 ELSE 0 END AS BIGINT) FROM seasons s \
           WHERE s.id = m.season_id) AS season_open \
          FROM matches m WHERE m.id = $1 FOR UPDATE OF m"

@@ -5,7 +5,7 @@
 //! budget the match row pins, sign the replay and publish it to the replay
 //! store, settle. A worker that dies simply stops heartbeating; its lease
 //! expires and the next claim re-runs the match from scratch (or voids it after
-//! [`crate::limits::MAX_MATCH_ATTEMPTS`]). Settlement only counts for the lease
+//! [`crate::limits::MAX_MATCH_RUNS`] runs: its third claim). Settlement only counts for the lease
 //! holder, so a stale worker can never settle.
 
 use std::future::Future;

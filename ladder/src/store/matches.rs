@@ -12,7 +12,7 @@ use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::ledger::{self, Plan, escrow_account, owner_account, rake_transfer_id};
-use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_ATTEMPTS};
+use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_RUNS};
 use crate::matchmaker::{self, Waiting};
 use crate::model::{
     BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name,
@@ -244,12 +244,16 @@ async fn claim_tx(
     };
     let id: String = get(&row, "id")?;
     let attempts: i64 = get(&row, "attempts")?;
-    if attempts >= MAX_MATCH_ATTEMPTS {
+    // `attempts` counts the runs so far: the claim after the last run voids.
+    if attempts >= MAX_MATCH_RUNS {
         let game = load_match(conn, &id).await?;
         void_tx(
             conn,
             &game,
-            &format!("voided after {attempts} attempts without a result"),
+            &format!(
+                "voided at claim {} after {attempts} runs without a result",
+                attempts + 1
+            ),
             now,
         )
         .await?;

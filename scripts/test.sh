@@ -11,11 +11,16 @@ for setup in scripts/setup/*.sh; do
   bash "$setup"
 done
 
+# Here every service a test names is installed above, so a missing one is a
+# failure, not a skip (a plain `cargo test` elsewhere skips them and says so).
+export DUEL_TEST_SERVICES=required
+
+# Doctests first (nextest does not run them), so the last lines are nextest's
+# summary of the whole suite.
+cargo test --workspace --doc --quiet
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast
 else
   echo "cargo-nextest not found: running cargo test (slower)"
   cargo test --workspace --no-fail-fast
 fi
-# nextest does not run doctests.
-cargo test --workspace --doc --quiet

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use duel_ladder::Store;
 use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
+use duel_referee::outcome::{EXIT_ERROR, Outcome};
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{HostConfig, InferenceLink, MatchHost, ModelConfig, ModelGateway};
 use duel_replays::store::ReplayStore;
@@ -207,20 +208,21 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("ladder: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
+            eprintln!("ladder: error: cannot start the async runtime: {error}");
+            return ExitCode::from(EXIT_ERROR);
         }
     };
     match runtime.block_on(run(cli)) {
-        Ok(code) => code,
+        Ok(outcome) => outcome.exit_code(),
         Err(error) => {
-            eprintln!("ladder: {error:#}");
-            ExitCode::FAILURE
+            // `{:#}` prints the whole context chain on one line.
+            eprintln!("ladder: error: {error:#}");
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }
 
-async fn run(cli: Cli) -> Result<ExitCode> {
+async fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Init {
             db,
@@ -242,7 +244,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 .with_context(|| format!("opening {db}"))?;
             match store.bootstrap_operator(&operator).await? {
                 Some((user, token)) => {
-                    write_secret(&token_file, &token)?;
+                    client::write_secret(&token_file, &token)?;
                     println!(
                         "operator {} created; token written to {}",
                         user.name,
@@ -251,7 +253,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 None => println!("an operator exists already; nothing created"),
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(Outcome::Done)
         }
         Command::Worker {
             db,
@@ -296,7 +298,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             for task in tasks {
                 let _ = task.await;
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(Outcome::Done)
         }
         Command::Serve {
             db,
@@ -323,7 +325,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             duel_ladder::serve::serve(config, shutdown.receiver(), None)
                 .await
                 .with_context(|| format!("serving {db} on {listen}"))?;
-            Ok(ExitCode::SUCCESS)
+            Ok(Outcome::Done)
         }
         Command::Bench {
             db,
@@ -344,14 +346,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 report.bare_per_s,
                 report.settled_per_s / report.bare_per_s.max(1e-9)
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(Outcome::Done)
         }
         Command::Ledger {
             command: LedgerCommand::Check { db: None, json },
         } => Ok(if client::ledger_check(cli.connection, json).await? {
-            ExitCode::SUCCESS
+            Outcome::Done
         } else {
-            ExitCode::FAILURE
+            Outcome::Negative
         }),
         Command::Ledger {
             command: LedgerCommand::Check { db: Some(db), json },
@@ -373,15 +375,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 ),
                 Err(violation) => client::print_ledger(json, Err(violation), 0, 0, 0, 0, 0),
             }
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(if ok { Outcome::Done } else { Outcome::Negative })
         }
         Command::Client(command) => {
             client::run(cli.connection, command).await?;
-            Ok(ExitCode::SUCCESS)
+            Ok(Outcome::Done)
         }
     }
 }
@@ -410,24 +408,4 @@ async fn serve_inference(
         url: public_url.unwrap_or_else(|| format!("http://{local}")),
         credentials,
     })
-}
-
-/// Writes a secret to a new file only its owner can read.
-pub(crate) fn write_secret(path: &std::path::Path, secret: &str) -> Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).with_context(|| {
-        format!(
-            "cannot create token file {} (it must not exist yet)",
-            path.display()
-        )
-    })?;
-    writeln!(file, "{secret}").with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }

@@ -373,3 +373,57 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
     }
 }
 both_backends!(endpoint_bots_play, endpoint_bots_play_ranked_matches);
+
+/// docs/areas/ladder.md: an endpoint that does not answer `Hello` when its
+/// match starts voids the match (stakes back, unrated), rather than playing 36
+/// faults that would be rated and paid.
+async fn an_endpoint_down_at_match_time_voids_the_match(db: &TestDb) {
+    let ladder = Ladder::new(db.store.clone(), common::host(), true);
+    let (alice, bob) = season(db, &ladder).await;
+    let (url, server) = common::bots::serve_stoppable_endpoint_bot(&["1.0.0"]).await;
+    ladder
+        .register_bot(&alice, "remote", "light", Registration::Endpoint(url))
+        .await
+        .expect("endpoint registers while it is up");
+    ladder
+        .register_bot(
+            &bob,
+            "w-counter",
+            "light",
+            Registration::Wasm(wasm("counter")),
+        )
+        .await
+        .expect("counter registers");
+    ladder.enqueue(&alice, "remote", 20).await.expect("enqueue");
+    ladder
+        .enqueue(&bob, "w-counter", 20)
+        .await
+        .expect("enqueue");
+    server.abort();
+    let _ = server.await;
+    let replays = tempfile::tempdir().expect("replays");
+    let config = worker_config(&replays);
+    let worked = play(db, &ladder, &config, WeightClass::Light).await;
+    let [Worked::Voided { match_id, reason }] = worked.as_slice() else {
+        panic!("expected one voided match, got {worked:?}");
+    };
+    assert!(reason.contains("Hello failed"), "{reason}");
+    let game = db.store.game(match_id).await.expect("match");
+    assert_eq!(game.state, duel_ladder::model::MatchState::Voided);
+    for owner in [&alice, &bob] {
+        assert_eq!(
+            db.store.available(&owner.id).await.expect("balance"),
+            1_000,
+            "stake returned"
+        );
+    }
+    db.store
+        .ledger_check()
+        .await
+        .expect("check")
+        .expect("clean");
+}
+both_backends!(
+    endpoint_down_voids,
+    an_endpoint_down_at_match_time_voids_the_match
+);

@@ -334,14 +334,9 @@ impl Bot for EndpointBot {
                     log = response.log;
                     convert::action_from_proto(response.action)
                 }
-                .map_err(|reason| {
-                    if self.peer_text_in_reasons {
-                        BotFailure::fault(reason)
-                    } else {
-                        tracing::info!(bot = %self.info.name, %reason, "endpoint answered badly");
-                        BotFailure::fault("protocol: invalid action")
-                    }
-                }),
+                // The referee's own words about a value it checked (an
+                // integer), never the peer's text: safe in public replays.
+                .map_err(|reason| BotFailure::fault(format!("protocol: {reason}"))),
                 Err(status) => {
                     let failure = failure_from_status(
                         &status,

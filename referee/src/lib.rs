@@ -20,6 +20,7 @@ pub mod grpc;
 pub mod host;
 pub mod limits;
 pub mod meter;
+pub mod outcome;
 pub mod publish;
 pub mod record;
 pub mod runner;

@@ -187,12 +187,20 @@ impl Drop for Moto {
     }
 }
 
-fn start_moto() -> Moto {
+/// A moto server, or `None` (the test skipped) where moto is not installed.
+fn start_moto() -> Option<Moto> {
+    let Some(moto_server) = support::services::program(&["moto_server"]) else {
+        support::services::skip(
+            "moto",
+            "moto_server is not on PATH; scripts/ensure-moto.sh installs it",
+        );
+        return None;
+    };
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
         .port();
-    let child = Command::new("moto_server")
+    let child = Command::new(moto_server)
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -204,7 +212,7 @@ fn start_moto() -> Moto {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return moto;
+            return Some(moto);
         }
         if let Ok(Some(status)) = moto.child.try_wait() {
             panic!(
@@ -221,7 +229,9 @@ fn start_moto() -> Moto {
 
 #[test]
 fn s3_bucket_round_trip() {
-    let moto = start_moto();
+    let Some(moto) = start_moto() else {
+        return;
+    };
     let endpoint = format!("http://127.0.0.1:{}", moto.port);
     let runtime = support::runtime();
     runtime.block_on(async {

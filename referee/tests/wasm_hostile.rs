@@ -25,7 +25,7 @@ use duel_referee::{
     BotSpec, Decision, Fighter, HostConfig, MatchConfig, MatchHost, MatchOptions, ModelGateway,
     run_match,
 };
-use duel_replays::{FighterInfo, FighterKind, Replay, SideRecord};
+use duel_replays::{FighterInfo, FighterKind, Replay, SideRecord, SourceName};
 use duel_rules::{Action, Side, Source, WeightClass};
 use duel_sandbox::{NoModel, Sandbox, SandboxConfig};
 
@@ -285,7 +285,13 @@ async fn exiting_is_a_fault() {
 /// `misbehaving` picks the exchanges where the bot answers `answer`.
 fn assert_harmless(replay: &Replay, misbehaving: impl Fn(usize) -> bool, answer: Action) {
     let verified = verify_replay(replay).unwrap().unwrap();
-    assert_eq!(verified.substitutions, [0, 0]);
+    let substituted: Vec<_> = replay
+        .exchanges()
+        .flat_map(|(_, exchange)| [&exchange.a, &exchange.b])
+        .filter(|side| side.source != SourceName::Bot)
+        .map(|side| (side.source, side.reason.clone()))
+        .collect();
+    assert_eq!(verified.substitutions, [0, 0], "{substituted:?}");
     for (index, (_, exchange)) in replay.exchanges().enumerate() {
         let n = index + 1;
         let expected = if misbehaving(n) {

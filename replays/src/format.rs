@@ -291,8 +291,8 @@ impl Replay {
 
     /// The replay as pretty JSON, fields in contract order, with a final newline.
     pub fn to_json_pretty(&self) -> String {
-        // Serializing plain structs with string keys cannot fail.
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        let mut text = serde_json::to_string_pretty(self)
+            .expect("a Replay is plain structs with string keys, which always serialize");
         text.push('\n');
         text
     }

@@ -4,11 +4,13 @@
 //! The signature travels inside the replay as the optional top-level field
 //! `"signature": {"alg": "ed25519", "key": "<base64 public key>", "sig": "<base64>"}`.
 //! It covers the replay's *canonical bytes*: the replay JSON with the top-level
-//! `signature` member removed, written compactly (no whitespace) with every
-//! object's keys sorted by their UTF-8 bytes, strings escaped as `serde_json`
-//! escapes them, and numbers as written by `serde_json`. Computing the form from
-//! the parsed JSON (not from this crate's structs) makes a signature cover fields
-//! a newer writer added that this reader does not know.
+//! `signature` member removed, in the JSON Canonicalization Scheme of RFC 8785
+//! (JCS), so anyone can check a signature with an off-the-shelf JCS library.
+//! For the replays this project writes (ASCII keys, integers below 2^53) JCS is
+//! byte for byte the form signatures covered before JCS was named here, so
+//! every replay signed earlier still verifies (tested against the golden files).
+//! Computing the form from the parsed JSON (not from this crate's structs) makes
+//! a signature cover fields a newer writer added that this reader does not know.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -112,73 +114,19 @@ fn canonical_bytes_of_value(value: &serde_json::Value) -> Result<Vec<u8>, Replay
     let Some(object) = value.as_object() else {
         return Err(ReplayError::Malformed("expected a JSON object".to_owned()));
     };
-    let mut out = Vec::with_capacity(4096);
-    let mut keys: Vec<&String> = object.keys().filter(|key| *key != "signature").collect();
-    keys.sort_unstable();
-    out.push(b'{');
-    for (index, key) in keys.into_iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        write_canonical_string(key, &mut out);
-        out.push(b':');
-        if let Some(member) = object.get(key) {
-            write_canonical(member, &mut out);
-        }
-    }
-    out.push(b'}');
-    Ok(out)
-}
-
-fn write_canonical_string(text: &str, out: &mut Vec<u8>) {
-    // Serializing a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
-}
-
-/// Recursion depth is bounded by serde_json's parser (128 levels).
-fn write_canonical(value: &serde_json::Value, out: &mut Vec<u8>) {
-    match value {
-        serde_json::Value::Object(object) => {
-            let mut keys: Vec<&String> = object.keys().collect();
-            keys.sort_unstable();
-            out.push(b'{');
-            for (index, key) in keys.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_canonical_string(key, out);
-                out.push(b':');
-                if let Some(member) = object.get(key) {
-                    write_canonical(member, out);
-                }
-            }
-            out.push(b'}');
-        }
-        serde_json::Value::Array(items) => {
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        serde_json::Value::String(text) => write_canonical_string(text, out),
-        scalar => {
-            let _ = serde_json::to_writer(&mut *out, scalar);
-        }
-    }
+    let mut unsigned = object.clone();
+    unsigned.remove("signature");
+    serde_json_canonicalizer::to_vec(&unsigned)
+        .map_err(|error| ReplayError::Malformed(format!("cannot canonicalise: {error}")))
 }
 
 /// Signs the replay in place with `key`, replacing any earlier signature.
 pub fn sign(replay: &mut Replay, key: &SigningKey) {
     replay.signature = None;
-    // A replay struct always serializes to a JSON object.
     let canonical = serde_json::to_value(&*replay)
         .map_err(|error| ReplayError::Malformed(error.to_string()))
         .and_then(|value| canonical_bytes_of_value(&value))
-        .unwrap_or_default();
+        .expect("a Replay serializes to a JSON object of strings, integers and arrays");
     let signature = key.sign(&canonical);
     replay.signature = Some(ReplaySignature {
         alg: SIGNATURE_ALG.to_owned(),
@@ -370,6 +318,43 @@ mod tests {
         let mut replay = Replay::from_slice(FIXTURE.as_bytes()).expect("fixture parses");
         sign(&mut replay, signer);
         replay.to_json_pretty().into_bytes()
+    }
+
+    /// Signed before the canonical form was named RFC 8785, by a script outside
+    /// this crate (Python's `json.dumps(sort_keys=True, separators=(",", ":"))`
+    /// and the `cryptography` package, key seed `[7; 32]`): it must still verify.
+    const SIGNED_BEFORE_JCS: &str = include_str!("../tests/fixtures/random-vs-counter.signed.json");
+
+    #[test]
+    fn replays_signed_before_jcs_still_verify() {
+        let status = check_signature(SIGNED_BEFORE_JCS.as_bytes(), Some(&key(7).verifying_key()))
+            .expect("parses")
+            .expect("verifies");
+        assert_eq!(
+            status,
+            SignatureStatus::Valid {
+                key: "6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw=".to_owned()
+            }
+        );
+        // And this crate's own signature of the same replay is the same bytes.
+        let mut replay = Replay::from_slice(SIGNED_BEFORE_JCS.as_bytes()).expect("parses");
+        let theirs = replay.signature.clone();
+        sign(&mut replay, &key(7));
+        assert_eq!(replay.signature, theirs);
+    }
+
+    #[test]
+    fn canonical_form_is_rfc8785() {
+        // Keys sorted by UTF-16 code units (here they differ from UTF-8 order),
+        // numbers in their shortest ECMAScript form.
+        let canonical = canonical_bytes(
+            "{\"\u{e000}\": 1, \"\u{1f600}\": 2, \"n\": 1.0e2, \"f\": 0.5}".as_bytes(),
+        )
+        .expect("object");
+        assert_eq!(
+            String::from_utf8(canonical).expect("utf-8"),
+            "{\"f\":0.5,\"n\":100,\"\u{1f600}\":2,\"\u{e000}\":1}"
+        );
     }
 
     #[test]

@@ -50,6 +50,17 @@ impl pb::bot_server::Bot for Jabber {
 
 /// Serves a [`Jabber`] on loopback; returns its `grpc://` URL.
 pub async fn serve_endpoint_bot(rulesets: &[&str]) -> String {
+    serve_stoppable_endpoint_bot(rulesets).await.0
+}
+
+/// [`serve_endpoint_bot`], with the server task: aborting it takes the bot
+/// down (its port then refuses connections).
+pub async fn serve_stoppable_endpoint_bot(
+    rulesets: &[&str],
+) -> (
+    String,
+    tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
     let bot = Jabber {
@@ -58,10 +69,10 @@ pub async fn serve_endpoint_bot(rulesets: &[&str]) -> String {
             .map(|ruleset| (*ruleset).to_owned())
             .collect(),
     };
-    tokio::spawn(
+    let server = tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(pb::bot_server::BotServer::new(bot))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
     );
-    format!("grpc://{address}")
+    (format!("grpc://{address}"), server)
 }

@@ -115,11 +115,16 @@ impl Cli<'_> {
         serde_json::from_str(&text).unwrap_or_else(|error| panic!("{args:?}: {error}: {text}"))
     }
 
-    /// A refused command: non-zero exit, one line naming the reason, nothing on stdout.
+    /// A refused command: exit code 2 (bad input, the rule both binaries
+    /// share), one line naming the reason.
     pub fn refused(&self, token: &Path, args: &[&str], reason: &str) {
         let output = self.run(token, args);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{args:?} should be refused");
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?} should be refused with exit code 2: {stderr}"
+        );
         assert!(stderr.contains(reason), "{args:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     }

@@ -10,7 +10,6 @@ pub mod serve;
 mod watch;
 
 use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use duel_referee::{HostConfig, ModelConfig, ModelGateway};
@@ -19,34 +18,7 @@ use tracing_subscriber::EnvFilter;
 use crate::cli::{Cli, ColorArgs, ColorChoice, Command, ModelArgs, ReplayCommand};
 use crate::render::Palette;
 
-/// How a command ended. The exit codes are one rule for both binaries
-/// (README, "Exit codes"): 0 done, 1 a negative verdict, 2 bad input or any
-/// error that stopped the command, 3 no verdict, 130 interrupted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Done (a match played, whatever its result; a replay that verifies; H1).
-    Done,
-    /// A negative verdict: the replay disagrees with the rules; SPRT accepted H0.
-    Negative,
-    /// No verdict: SPRT ran out of pairs.
-    NoVerdict,
-    /// Stopped by ctrl-c or SIGTERM before the end.
-    Interrupted,
-}
-
-/// Exit code of an error (bad input, or anything that stopped the command).
-pub const EXIT_ERROR: u8 = 2;
-
-impl Outcome {
-    pub fn exit_code(self) -> ExitCode {
-        ExitCode::from(match self {
-            Outcome::Done => 0,
-            Outcome::Negative => 1,
-            Outcome::NoVerdict => 3,
-            Outcome::Interrupted => 130,
-        })
-    }
-}
+pub use duel_referee::outcome::{EXIT_ERROR, Outcome};
 
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {

@@ -1,190 +1,195 @@
 //! Prometheus metrics of `referee serve`: matches running and ended, decisions
-//! and substitutions by cause, decision latency, model tokens; served as text on
-//! a small separate HTTP listener (`--metrics-listen`).
+//! and substitutions by cause, decision latency, model tokens; served in the
+//! OpenMetrics text format (prometheus-client) on a small separate HTTP
+//! listener (`--metrics-listen`).
 
-use std::fmt::Write as _;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::Bytes;
 use duel_replays::{SideRecord, SourceName};
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 /// Upper bounds of the decision latency histogram, in milliseconds.
-const LATENCY_BUCKETS_MS: [u64; 10] = [1, 2, 5, 10, 25, 50, 100, 500, 1_000, 10_000];
+const LATENCY_BUCKETS_MS: [f64; 10] = [
+    1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 500.0, 1_000.0, 10_000.0,
+];
 
-/// Counters of one server process.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    matches_started: AtomicU64,
-    matches_finished: AtomicU64,
-    matches_aborted: AtomicU64,
-    /// By source: bot, timeout, budget, fault.
-    decisions: [AtomicU64; 4],
-    latency_buckets: [AtomicU64; LATENCY_BUCKETS_MS.len()],
-    latency_count: AtomicU64,
-    latency_sum_ms: AtomicU64,
-    model_tokens: AtomicU64,
+/// The content type of the exposition.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)] // label values are written as the variants' names
+enum MatchState {
+    started,
+    finished,
+    aborted,
 }
 
-fn source_index(source: SourceName) -> usize {
-    match source {
-        SourceName::Bot => 0,
-        SourceName::Timeout => 1,
-        SourceName::Budget => 2,
-        SourceName::Fault => 3,
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: MatchState,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: &'static str,
+}
+
+/// The metrics of one server process and the registry that exposes them.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    running: Gauge,
+    matches: Family<StateLabel, Counter>,
+    decisions: Family<SourceLabel, Counter>,
+    latency_ms: Histogram,
+    model_tokens: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::with_prefix("duel");
+        let running = Gauge::default();
+        let matches = Family::<StateLabel, Counter>::default();
+        let decisions = Family::<SourceLabel, Counter>::default();
+        let latency_ms = Histogram::new(LATENCY_BUCKETS_MS);
+        let model_tokens = Counter::default();
+        registry.register(
+            "matches_running",
+            "Matches being played now",
+            running.clone(),
+        );
+        registry.register(
+            "matches",
+            "Matches by how they ended (started counts all)",
+            matches.clone(),
+        );
+        registry.register(
+            "decisions",
+            "Decisions by source (bot, or the substitution's cause)",
+            decisions.clone(),
+        );
+        registry.register(
+            "decision_latency_ms",
+            "Time from sending an observation to the answer",
+            latency_ms.clone(),
+        );
+        registry.register(
+            "model_tokens",
+            "Model tokens metered (prompt + completion)",
+            model_tokens.clone(),
+        );
+        // Zero rows from the start, so that a scrape before the first match
+        // already shows every series.
+        for state in [
+            MatchState::started,
+            MatchState::finished,
+            MatchState::aborted,
+        ] {
+            drop(matches.get_or_create(&StateLabel { state }));
+        }
+        for source in [
+            SourceName::Bot,
+            SourceName::Timeout,
+            SourceName::Budget,
+            SourceName::Fault,
+        ] {
+            drop(decisions.get_or_create(&SourceLabel {
+                source: source_label(source),
+            }));
+        }
+        Metrics {
+            registry,
+            running,
+            matches,
+            decisions,
+            latency_ms,
+            model_tokens,
+        }
     }
 }
 
-const SOURCE_NAMES: [&str; 4] = ["bot", "timeout", "budget", "fault"];
+fn source_label(source: SourceName) -> &'static str {
+    match source {
+        SourceName::Bot => "bot",
+        SourceName::Timeout => "timeout",
+        SourceName::Budget => "budget",
+        SourceName::Fault => "fault",
+    }
+}
 
 impl Metrics {
+    fn count_match(&self, state: MatchState) {
+        self.matches.get_or_create(&StateLabel { state }).inc();
+    }
+
     pub fn match_started(&self) {
-        self.matches_started.fetch_add(1, Ordering::Relaxed);
+        self.count_match(MatchState::started);
     }
 
     pub fn match_finished(&self) {
-        self.matches_finished.fetch_add(1, Ordering::Relaxed);
+        self.count_match(MatchState::finished);
     }
 
     pub fn match_aborted(&self) {
-        self.matches_aborted.fetch_add(1, Ordering::Relaxed);
+        self.count_match(MatchState::aborted);
     }
 
     /// One fighter's half of an exchange.
     pub fn side(&self, side: &SideRecord) {
-        self.decisions[source_index(side.source)].fetch_add(1, Ordering::Relaxed);
-        self.model_tokens.fetch_add(side.tokens, Ordering::Relaxed);
+        self.decisions
+            .get_or_create(&SourceLabel {
+                source: source_label(side.source),
+            })
+            .inc();
+        self.model_tokens.inc_by(side.tokens);
         if side.source == SourceName::Budget {
             // Not asked: no latency to record.
             return;
         }
-        for (bucket, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS_MS) {
-            if side.latency_ms <= bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        self.latency_count.fetch_add(1, Ordering::Relaxed);
-        self.latency_sum_ms
-            .fetch_add(side.latency_ms, Ordering::Relaxed);
+        // Microseconds where the replay has them, so fast bots do not all fall
+        // in the first bucket as 0 ms.
+        let latency_ms = side
+            .latency_us
+            .map_or(side.latency_ms as f64, |us| us as f64 / 1_000.0);
+        self.latency_ms.observe(latency_ms);
     }
 
-    /// The Prometheus text exposition.
+    /// The exposition, with `running` matches in flight now.
     pub fn render(&self, running: usize) -> String {
-        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        self.running.set(i64::try_from(running).unwrap_or(i64::MAX));
         let mut text = String::new();
-        let _ = writeln!(
-            text,
-            "# HELP duel_matches_running Matches being played now."
-        );
-        let _ = writeln!(text, "# TYPE duel_matches_running gauge");
-        let _ = writeln!(text, "duel_matches_running {running}");
-        let _ = writeln!(
-            text,
-            "# HELP duel_matches_total Matches by how they ended (started counts all)."
-        );
-        let _ = writeln!(text, "# TYPE duel_matches_total counter");
-        let _ = writeln!(
-            text,
-            "duel_matches_total{{state=\"started\"}} {}",
-            get(&self.matches_started)
-        );
-        let _ = writeln!(
-            text,
-            "duel_matches_total{{state=\"finished\"}} {}",
-            get(&self.matches_finished)
-        );
-        let _ = writeln!(
-            text,
-            "duel_matches_total{{state=\"aborted\"}} {}",
-            get(&self.matches_aborted)
-        );
-        let _ = writeln!(
-            text,
-            "# HELP duel_decisions_total Decisions by source (bot, or the substitution's cause)."
-        );
-        let _ = writeln!(text, "# TYPE duel_decisions_total counter");
-        for (name, counter) in SOURCE_NAMES.iter().zip(&self.decisions) {
-            let _ = writeln!(
-                text,
-                "duel_decisions_total{{source=\"{name}\"}} {}",
-                get(counter)
-            );
-        }
-        let _ = writeln!(
-            text,
-            "# HELP duel_decision_latency_ms Time from sending an observation to the answer."
-        );
-        let _ = writeln!(text, "# TYPE duel_decision_latency_ms histogram");
-        for (bound, bucket) in LATENCY_BUCKETS_MS.iter().zip(&self.latency_buckets) {
-            let _ = writeln!(
-                text,
-                "duel_decision_latency_ms_bucket{{le=\"{bound}\"}} {}",
-                get(bucket)
-            );
-        }
-        let count = get(&self.latency_count);
-        let _ = writeln!(
-            text,
-            "duel_decision_latency_ms_bucket{{le=\"+Inf\"}} {count}"
-        );
-        let _ = writeln!(
-            text,
-            "duel_decision_latency_ms_sum {}",
-            get(&self.latency_sum_ms)
-        );
-        let _ = writeln!(text, "duel_decision_latency_ms_count {count}");
-        let _ = writeln!(
-            text,
-            "# HELP duel_model_tokens_total Model tokens metered (prompt + completion)."
-        );
-        let _ = writeln!(text, "# TYPE duel_model_tokens_total counter");
-        let _ = writeln!(text, "duel_model_tokens_total {}", get(&self.model_tokens));
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing into a String cannot fail");
         text
     }
 }
 
 /// Serves `GET /metrics` on `listener` until `shutdown` resolves. `render`
-/// produces the current text.
+/// produces the current exposition.
 pub async fn serve_metrics(
     listener: TcpListener,
     render: impl Fn() -> String + Clone + Send + Sync + 'static,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "metrics listener cannot accept");
-                    continue;
-                }
-            },
-            () = &mut shutdown => return,
-        };
-        let render = render.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+    let router = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
                 let render = render.clone();
-                async move {
-                    if request.uri().path() == "/metrics" {
-                        hyper::Response::builder()
-                            .header("content-type", "text/plain; version=0.0.4")
-                            .body(Full::new(Bytes::from(render())))
-                    } else {
-                        hyper::Response::builder()
-                            .status(404)
-                            .body(Full::new(Bytes::from_static(b"see /metrics\n")))
-                    }
-                }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
+                async move { ([(http::header::CONTENT_TYPE, CONTENT_TYPE)], render()) }
+            }),
+        )
+        .fallback(|| async { (http::StatusCode::NOT_FOUND, "see /metrics\n") });
+    if let Err(error) = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        tracing::warn!(%error, "the metrics listener stopped");
     }
 }

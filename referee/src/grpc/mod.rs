@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use duel_proto::v1::inference_server::InferenceServer;
 use duel_proto::v1::referee_server::RefereeServer;
+use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
@@ -78,17 +79,13 @@ impl tonic::service::Interceptor for OperatorAuth {
             return Ok(request);
         };
         match inference::bearer(&request) {
-            Some(given) if constant_time_eq(given.as_bytes(), expected.as_bytes()) => Ok(request),
+            Some(given) if bool::from(given.as_bytes().ct_eq(expected.as_bytes())) => Ok(request),
             Some(_) => Err(tonic::Status::unauthenticated("wrong operator token")),
             None => Err(tonic::Status::unauthenticated(
                 "missing `authorization: Bearer <token>` (the operator token)",
             )),
         }
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Serves `duel.v1.Referee`, `duel.v1.Inference`, `grpc.health.v1.Health` and

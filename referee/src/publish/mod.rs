@@ -358,7 +358,8 @@ async fn live_list(State(state): State<PublishState>) -> Response {
 }
 
 fn sse_event(event: &LiveEvent) -> Event {
-    let data = serde_json::to_string(event).unwrap_or_default();
+    let data = serde_json::to_string(event)
+        .expect("a LiveEvent is plain structs with string keys, which always serialize");
     Event::default().event(event.kind()).data(data)
 }
 

@@ -1,0 +1,292 @@
+//! `ladder bot register|version|list|show`: the bots registry, and the
+//! renderings of a bot.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use duel_ladder::limits::MAX_WASM_BYTES;
+use duel_proto::v1 as pb;
+use serde_json::{Value, json};
+
+use super::{Client, ClientError, Result, emit, failed, json_line, required};
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct SourceArgs {
+    /// A built-in bot spec, e.g. builtin:counter.
+    #[arg(long)]
+    builtin: Option<String>,
+    /// A WASM component file of the duel:bot world.
+    #[arg(long)]
+    wasm: Option<PathBuf>,
+    /// An endpoint bot's URL.
+    #[arg(long)]
+    endpoint: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BotCommand {
+    /// Register a bot (owner).
+    Register {
+        name: String,
+        /// light, middle or heavy.
+        #[arg(long)]
+        class: String,
+        #[command(flatten)]
+        source: SourceArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a version to one of your bots (owner).
+    Version {
+        name: String,
+        #[command(flatten)]
+        source: SourceArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Your bots (all bots for an operator).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One bot with its versions.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(super) async fn run(client: &mut Client, command: BotCommand) -> Result<()> {
+    match command {
+        BotCommand::Register {
+            name,
+            class,
+            source,
+            json,
+        } => register(client, name, class, source, json).await,
+        BotCommand::Version { name, source, json } => version(client, name, source, json).await,
+        BotCommand::List { json } => list(client, json).await,
+        BotCommand::Show { name, json } => show(client, name, json).await,
+    }
+}
+
+/// `ladder bot register NAME --class CLASS SOURCE [--json]`.
+async fn register(
+    client: &mut Client,
+    name: String,
+    class: String,
+    source: SourceArgs,
+    json: bool,
+) -> Result<()> {
+    let request = client.request(pb::LadderRegisterBotRequest {
+        name,
+        weight_class: class,
+        source: Some(bot_source(source)?),
+    });
+    let reply = client
+        .inner
+        .register_bot(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_registered(reply.bot, json)?);
+    Ok(())
+}
+
+fn render_registered(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
+    let bot = required(bot, "bot")?;
+    Ok(if json {
+        json_line(&bot_json(&bot))
+    } else {
+        format!("registered {} version {}\n", bot.name, bot.current_version)
+    })
+}
+
+/// `ladder bot version NAME SOURCE [--json]`.
+async fn version(client: &mut Client, name: String, source: SourceArgs, json: bool) -> Result<()> {
+    let request = client.request(pb::LadderNewBotVersionRequest {
+        name,
+        source: Some(bot_source(source)?),
+    });
+    let reply = client
+        .inner
+        .new_bot_version(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_new_version(reply.bot, json)?);
+    Ok(())
+}
+
+fn render_new_version(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
+    let bot = required(bot, "bot")?;
+    Ok(if json {
+        json_line(&bot_json(&bot))
+    } else {
+        format!("{} is now at version {}\n", bot.name, bot.current_version)
+    })
+}
+
+/// `ladder bot list [--json]`.
+async fn list(client: &mut Client, json: bool) -> Result<()> {
+    let request = client.request(pb::LadderListBotsRequest {});
+    let reply = client
+        .inner
+        .list_bots(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_list(&reply.bots, json));
+    Ok(())
+}
+
+fn render_list(bots: &[pb::LadderBot], json: bool) -> String {
+    if json {
+        json_line(&Value::Array(bots.iter().map(bot_json).collect()))
+    } else {
+        bots.iter().map(bot_line).collect()
+    }
+}
+
+/// `ladder bot show NAME [--json]`.
+async fn show(client: &mut Client, name: String, json: bool) -> Result<()> {
+    let request = client.request(pb::LadderShowBotRequest { name });
+    let reply = client
+        .inner
+        .show_bot(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_show(reply.bot, json)?);
+    Ok(())
+}
+
+fn render_show(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
+    let bot = required(bot, "bot")?;
+    if json {
+        return Ok(json_line(&bot_json(&bot)));
+    }
+    let mut text = bot_line(&bot);
+    for version in &bot.versions {
+        text.push_str(&format!(
+            "  v{} {} {} {}\n",
+            version.version, version.kind, version.spec, version.digest
+        ));
+    }
+    Ok(text)
+}
+
+/// The request's bot source from the one source flag given (clap allows exactly one).
+fn bot_source(args: SourceArgs) -> Result<pb::LadderBotSource> {
+    use pb::ladder_bot_source::Source;
+    let source = if let Some(spec) = args.builtin {
+        Source::Builtin(spec)
+    } else if let Some(url) = args.endpoint {
+        Source::EndpointUrl(url)
+    } else if let Some(path) = args.wasm {
+        let size = std::fs::metadata(&path)
+            .map_err(|source| ClientError::WasmRead {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        if size > MAX_WASM_BYTES as u64 {
+            return Err(ClientError::WasmTooBig {
+                path,
+                size,
+                cap: MAX_WASM_BYTES,
+            });
+        }
+        let bytes = std::fs::read(&path).map_err(|source| ClientError::WasmRead {
+            path: path.clone(),
+            source,
+        })?;
+        Source::Wasm(bytes)
+    } else {
+        return Err(ClientError::NoSource);
+    };
+    Ok(pb::LadderBotSource {
+        source: Some(source),
+    })
+}
+
+/// A bot's one-line summary.
+fn bot_line(bot: &pb::LadderBot) -> String {
+    format!(
+        "{} (owner {}, class {}, version {})\n",
+        bot.name, bot.owner, bot.weight_class, bot.current_version
+    )
+}
+
+fn bot_json(bot: &pb::LadderBot) -> Value {
+    json!({
+        "id": bot.id,
+        "name": bot.name,
+        "owner": bot.owner,
+        "class": bot.weight_class,
+        "current_version": bot.current_version,
+        "versions": bot.versions.iter().map(|version| json!({
+            "version": version.version,
+            "kind": version.kind,
+            "spec": version.spec,
+            "digest": version.digest,
+            "created_ms": version.created_ms,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter() -> pb::LadderBot {
+        pb::LadderBot {
+            id: "b1".into(),
+            name: "counter".into(),
+            owner: "alice".into(),
+            weight_class: "light".into(),
+            current_version: 2,
+            versions: vec![pb::LadderBotVersion {
+                version: 1,
+                kind: "builtin".into(),
+                spec: "builtin:counter".into(),
+                digest: "d1".into(),
+                created_ms: 5,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_bot_renders_as_text_and_json() {
+        assert_eq!(
+            render_show(Some(counter()), false).expect("text"),
+            "counter (owner alice, class light, version 2)\n  v1 builtin builtin:counter d1\n"
+        );
+        assert_eq!(
+            render_registered(Some(counter()), false).expect("text"),
+            "registered counter version 2\n"
+        );
+        assert_eq!(
+            render_new_version(Some(counter()), false).expect("text"),
+            "counter is now at version 2\n"
+        );
+        assert_eq!(
+            render_show(Some(counter()), true).expect("json"),
+            "{\"class\":\"light\",\"current_version\":2,\"id\":\"b1\",\"name\":\"counter\",\
+             \"owner\":\"alice\",\"versions\":[{\"created_ms\":5,\"digest\":\"d1\",\
+             \"kind\":\"builtin\",\"spec\":\"builtin:counter\",\"version\":1}]}\n"
+        );
+        assert_eq!(render_list(&[], false), "");
+        assert_eq!(render_list(&[], true), "[]\n");
+    }
+
+    #[test]
+    fn a_reply_without_its_bot_is_an_error() {
+        for render in [render_show, render_registered, render_new_version] {
+            let error = render(None, true).expect_err("no bot");
+            assert_eq!(error.to_string(), "the ladder's reply has no `bot`");
+        }
+    }
+}

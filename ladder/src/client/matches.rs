@@ -1,0 +1,202 @@
+//! The queue and the matches it leads to: `ladder enqueue`, `ladder leave` and
+//! `ladder matches [--id ID]`.
+
+use duel_proto::v1 as pb;
+use serde_json::{Value, json};
+
+use super::{Client, Result, emit, failed, json_line, required};
+
+/// `ladder enqueue BOT --stake CREDITS`.
+pub(super) async fn enqueue(client: &mut Client, bot: String, stake: i64) -> Result<()> {
+    let request = client.request(pb::LadderEnqueueRequest { bot, stake });
+    let reply = client
+        .inner
+        .enqueue(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_enqueued(reply)?);
+    Ok(())
+}
+
+fn render_enqueued(reply: pb::LadderEnqueueResponse) -> Result<String> {
+    let entry = required(reply.entry, "entry")?;
+    Ok(format!(
+        "{} queued in {} with a stake of {} credits\n",
+        entry.bot, entry.weight_class, entry.stake
+    ))
+}
+
+/// `ladder leave BOT`.
+pub(super) async fn leave(client: &mut Client, bot: String) -> Result<()> {
+    let request = client.request(pb::LadderLeaveQueueRequest { bot: bot.clone() });
+    client.inner.leave_queue(request).await.map_err(failed)?;
+    emit(&format!("{bot} left the queue\n"));
+    Ok(())
+}
+
+/// `ladder matches --id ID [--json]`.
+pub(super) async fn show(client: &mut Client, id: String, json: bool) -> Result<()> {
+    let request = client.request(pb::LadderShowMatchRequest { id });
+    let reply = client
+        .inner
+        .show_match(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_show(reply, json)?);
+    Ok(())
+}
+
+fn render_show(reply: pb::LadderShowMatchResponse, json: bool) -> Result<String> {
+    let game = required(reply.r#match, "match")?;
+    if json {
+        Ok(json_line(&match_json(&game)?))
+    } else {
+        match_line(&game)
+    }
+}
+
+/// `ladder matches [--state STATE] [--bot NAME] [--json]`.
+pub(super) async fn list(
+    client: &mut Client,
+    state: Option<String>,
+    bot: Option<String>,
+    json: bool,
+) -> Result<()> {
+    let request = client.request(pb::LadderListMatchesRequest {
+        // Filters; empty is the proto's "all".
+        state: state.unwrap_or_default(),
+        bot: bot.unwrap_or_default(),
+    });
+    let reply = client
+        .inner
+        .list_matches(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_list(&reply.matches, json)?);
+    Ok(())
+}
+
+fn render_list(matches: &[pb::LadderMatch], json: bool) -> Result<String> {
+    if json {
+        let matches = matches.iter().map(match_json).collect::<Result<Vec<_>>>()?;
+        Ok(json_line(&Value::Array(matches)))
+    } else {
+        matches.iter().map(match_line).collect()
+    }
+}
+
+/// Both sides of a match: every accepted match has two.
+fn sides(game: &pb::LadderMatch) -> Result<(&pb::LadderMatchSide, &pb::LadderMatchSide)> {
+    Ok((
+        required(game.a.as_ref(), "match.a")?,
+        required(game.b.as_ref(), "match.b")?,
+    ))
+}
+
+fn match_json(game: &pb::LadderMatch) -> Result<Value> {
+    let side = |side: &pb::LadderMatchSide| json!({ "bot": side.bot, "version": side.version, "stake": side.stake });
+    let (a, b) = sides(game)?;
+    // Empty strings and 0 on the wire mean "not yet": null here.
+    Ok(json!({
+        "id": game.id,
+        "season_id": game.season_id,
+        "class": game.weight_class,
+        "ruleset": game.ruleset,
+        "budget": game.budget,
+        "seed": game.seed,
+        "a": side(a),
+        "b": side(b),
+        "state": game.state,
+        "attempts": game.attempts,
+        "accepted_ms": game.accepted_ms,
+        "finished_ms": (game.finished_ms > 0).then_some(game.finished_ms),
+        "winner": (!game.winner.is_empty()).then_some(&game.winner),
+        "replay_path": (!game.replay_path.is_empty()).then_some(&game.replay_path),
+        "note": (!game.note.is_empty()).then_some(&game.note),
+    }))
+}
+
+/// A match's one-line summary.
+fn match_line(game: &pb::LadderMatch) -> Result<String> {
+    let side =
+        |side: &pb::LadderMatchSide| format!("{} v{} ({} cr)", side.bot, side.version, side.stake);
+    let (a, b) = sides(game)?;
+    let result = if game.winner.is_empty() {
+        String::new()
+    } else {
+        format!(" winner {}", game.winner)
+    };
+    Ok(format!(
+        "{} {} {} vs {} {}{}\n",
+        game.id,
+        game.weight_class,
+        side(a),
+        side(b),
+        game.state,
+        result
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn game() -> pb::LadderMatch {
+        let side = |bot: &str, stake| {
+            Some(pb::LadderMatchSide {
+                bot: bot.into(),
+                version: 1,
+                stake,
+            })
+        };
+        pb::LadderMatch {
+            id: "m1".into(),
+            season_id: 1,
+            weight_class: "light".into(),
+            ruleset: "1.0.0".into(),
+            budget: 1000,
+            seed: 7,
+            a: side("counter", 10),
+            b: side("block", 15),
+            state: "settled".into(),
+            attempts: 1,
+            accepted_ms: 100,
+            finished_ms: 200,
+            winner: "a".into(),
+            replay_path: "replays/m1.json".into(),
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_match_renders_as_a_line_and_as_json() {
+        assert_eq!(
+            render_list(&[game()], false).expect("text"),
+            "m1 light counter v1 (10 cr) vs block v1 (15 cr) settled winner a\n"
+        );
+        let text = render_list(&[game()], true).expect("json");
+        let value: Value = serde_json::from_str(&text).expect("one JSON document");
+        assert_eq!(value[0]["a"]["stake"], 10);
+        assert_eq!(value[0]["finished_ms"], 200);
+        assert!(value[0]["note"].is_null());
+        assert_eq!(render_list(&[], false).expect("text"), "");
+    }
+
+    #[test]
+    fn a_reply_without_a_side_or_entry_is_an_error() {
+        let one_sided = pb::LadderMatch { b: None, ..game() };
+        for json in [false, true] {
+            let error = render_list(&[game(), one_sided.clone()], json).expect_err("no side b");
+            assert_eq!(error.to_string(), "the ladder's reply has no `match.b`");
+        }
+        let error = render_show(pb::LadderShowMatchResponse { r#match: None }, false)
+            .expect_err("no match");
+        assert_eq!(error.to_string(), "the ladder's reply has no `match`");
+        let error =
+            render_enqueued(pb::LadderEnqueueResponse { entry: None }).expect_err("no entry");
+        assert_eq!(error.to_string(), "the ladder's reply has no `entry`");
+    }
+}

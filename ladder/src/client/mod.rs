@@ -1,0 +1,312 @@
+//! The `ladder` CLI's client side: commands that talk to a `ladder serve` over
+//! `duel.v1.Ladder`, the token lookup (`DUEL_LADDER_TOKEN` or `--token-file`,
+//! never a flag value) and the text and `--json` renderings of every read.
+//!
+//! One function per command, grouped by what it touches: [`accounts`],
+//! [`bots`], [`money`] (credits, rake, balance, ledger), [`seasons`]
+//! (seasons and standings) and [`matches`] (the queue and matches). Each
+//! command sends one request and prints the rendering of its reply; the
+//! renderings are pure functions of the reply, so they are tested without a
+//! server. A field the server always sets is required: a reply without it is
+//! a [`ClientError::MissingField`], never blanks.
+
+mod accounts;
+mod bots;
+mod matches;
+mod money;
+mod seasons;
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use duel_ladder::limits::MAX_GRPC_MESSAGE_BYTES;
+use duel_proto::v1::ladder_client::LadderClient;
+use serde_json::Value;
+use tonic::transport::Channel;
+
+pub use accounts::AccountCommand;
+pub use bots::BotCommand;
+pub use money::{CreditsCommand, RakeCommand, ledger_check, print_ledger};
+pub use seasons::SeasonCommand;
+
+/// The environment variable holding the caller's token.
+pub const TOKEN_ENV: &str = "DUEL_LADDER_TOKEN";
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:50061";
+
+/// Why a client command failed. Each message is one line: it reaches the user
+/// as it is (`ladder: <message>`), with the cause after a colon.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no token: set {TOKEN_ENV} or pass --token-file PATH")]
+    NoToken,
+    #[error("cannot read the token file {}", path.display())]
+    TokenFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the token is empty")]
+    EmptyToken,
+    #[error("the token holds characters a header cannot carry")]
+    TokenHeader,
+    #[error("bad --server URL {url:?}")]
+    ServerUrl {
+        url: String,
+        #[source]
+        source: tonic::codegen::http::uri::InvalidUri,
+    },
+    /// The transport error is part of the line (its own causes are not).
+    #[error("cannot reach the ladder at {server}: {error}")]
+    Unreachable {
+        server: String,
+        error: tonic::transport::Error,
+    },
+    #[error("the ladder server is unavailable: {0}")]
+    Unavailable(String),
+    /// The server refused the call; its message names the reason.
+    #[error("{0}")]
+    Refused(String),
+    #[error("cannot read the WASM file {}", path.display())]
+    WasmRead {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the WASM file {} is {size} bytes, over the cap of {cap} bytes", path.display())]
+    WasmTooBig {
+        path: PathBuf,
+        size: u64,
+        cap: usize,
+    },
+    #[error("name the bot: --builtin SPEC, --wasm FILE or --endpoint URL")]
+    NoSource,
+    #[error("cannot create token file {} (it must not exist yet)", path.display())]
+    SecretCreate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("writing {}", path.display())]
+    SecretWrite {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A field the server always sets is absent: a server of another version,
+    /// or a bug. Named by its proto path, e.g. `season` or `match.a`.
+    #[error("the ladder's reply has no `{0}`")]
+    MissingField(&'static str),
+}
+
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+#[derive(Debug, Args)]
+pub struct Connection {
+    /// The ladder server.
+    #[arg(long, global = true, default_value = DEFAULT_SERVER)]
+    pub server: String,
+    /// A file holding the token (otherwise $DUEL_LADDER_TOKEN).
+    #[arg(long, global = true)]
+    pub token_file: Option<PathBuf>,
+}
+
+/// Commands that go through the server.
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// Accounts (create: operator).
+    Account {
+        #[command(subcommand)]
+        command: AccountCommand,
+    },
+    /// Credits (operator).
+    Credits {
+        #[command(subcommand)]
+        command: CreditsCommand,
+    },
+    /// Seasons (operator).
+    Season {
+        #[command(subcommand)]
+        command: SeasonCommand,
+    },
+    /// The rake (operator).
+    Rake {
+        #[command(subcommand)]
+        command: RakeCommand,
+    },
+    /// The bots registry.
+    Bot {
+        #[command(subcommand)]
+        command: BotCommand,
+    },
+    /// Queue one of your bots with a stake (owner).
+    Enqueue {
+        bot: String,
+        #[arg(long)]
+        stake: i64,
+    },
+    /// Take one of your bots out of the queue (owner).
+    Leave { bot: String },
+    /// Available credits: yours, or any account's for an operator.
+    Balance {
+        account: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Standings of the running season, or of an ended one.
+    Standings {
+        #[arg(long)]
+        season: Option<i64>,
+        #[arg(long)]
+        class: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Matches, newest first; `--id` shows one.
+    Matches {
+        #[arg(long)]
+        id: Option<String>,
+        /// queued, running, settled or voided.
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        bot: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs one client command; the exit code is the caller's.
+pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
+    let mut client = Client::connect(&connection).await?;
+    let client = &mut client;
+    match command {
+        ClientCommand::Account { command } => accounts::run(client, command).await,
+        ClientCommand::Credits { command } => money::credits(client, command).await,
+        ClientCommand::Rake { command } => money::rake(client, command).await,
+        ClientCommand::Balance { account, json } => money::balance(client, account, json).await,
+        ClientCommand::Season { command } => seasons::run(client, command).await,
+        ClientCommand::Standings {
+            season,
+            class,
+            json,
+        } => seasons::standings(client, season, class, json).await,
+        ClientCommand::Bot { command } => bots::run(client, command).await,
+        ClientCommand::Enqueue { bot, stake } => matches::enqueue(client, bot, stake).await,
+        ClientCommand::Leave { bot } => matches::leave(client, bot).await,
+        ClientCommand::Matches {
+            id: Some(id), json, ..
+        } => matches::show(client, id, json).await,
+        ClientCommand::Matches {
+            id: None,
+            state,
+            bot,
+            json,
+        } => matches::list(client, state, bot, json).await,
+    }
+}
+
+/// Reads the token: `--token-file` wins, then `$DUEL_LADDER_TOKEN`.
+pub fn read_token(token_file: Option<&Path>) -> Result<String> {
+    let token = match token_file {
+        Some(path) => std::fs::read_to_string(path).map_err(|source| ClientError::TokenFile {
+            path: path.to_owned(),
+            source,
+        })?,
+        None => std::env::var(TOKEN_ENV).map_err(|_| ClientError::NoToken)?,
+    };
+    let token = token.trim().to_owned();
+    if token.is_empty() {
+        return Err(ClientError::EmptyToken);
+    }
+    Ok(token)
+}
+
+/// Writes a secret to a new file only its owner can read.
+pub fn write_secret(path: &Path, secret: &str) -> Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(path)
+        .map_err(|source| ClientError::SecretCreate {
+            path: path.to_owned(),
+            source,
+        })?;
+    writeln!(file, "{secret}").map_err(|source| ClientError::SecretWrite {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// A connection to the server with the caller's token.
+#[derive(Debug)]
+struct Client {
+    inner: LadderClient<Channel>,
+    authorization: tonic::metadata::MetadataValue<tonic::metadata::Ascii>,
+}
+
+impl Client {
+    async fn connect(connection: &Connection) -> Result<Client> {
+        let token = read_token(connection.token_file.as_deref())?;
+        let authorization = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| ClientError::TokenHeader)?;
+        let endpoint = Channel::from_shared(connection.server.clone()).map_err(|source| {
+            ClientError::ServerUrl {
+                url: connection.server.clone(),
+                source,
+            }
+        })?;
+        let channel = endpoint
+            .connect()
+            .await
+            .map_err(|error| ClientError::Unreachable {
+                server: connection.server.clone(),
+                error,
+            })?;
+        Ok(Client {
+            // Uploads carry whole WASM components.
+            inner: LadderClient::new(channel)
+                .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+                .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES),
+            authorization,
+        })
+    }
+
+    /// `message` with the caller's token.
+    fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        request
+            .metadata_mut()
+            .insert("authorization", self.authorization.clone());
+        request
+    }
+}
+
+/// A refused call as one line: the server's message already names the reason.
+fn failed(status: tonic::Status) -> ClientError {
+    match status.code() {
+        tonic::Code::Unavailable => ClientError::Unavailable(status.message().to_owned()),
+        _ => ClientError::Refused(status.message().to_owned()),
+    }
+}
+
+/// A field the server always sets, or the error naming it.
+fn required<T>(value: Option<T>, field: &'static str) -> Result<T> {
+    value.ok_or(ClientError::MissingField(field))
+}
+
+/// `--json` output: one JSON document on one line.
+fn json_line(value: &Value) -> String {
+    format!("{value}\n")
+}
+
+/// Prints a command's rendering (every line already ends in `\n`).
+fn emit(text: &str) {
+    print!("{text}");
+}

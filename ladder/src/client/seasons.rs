@@ -1,0 +1,205 @@
+//! Seasons and their standings: `ladder season start|end` and `ladder standings`.
+
+use clap::Subcommand;
+use duel_proto::v1 as pb;
+use serde_json::{Value, json};
+
+use super::{Client, Result, emit, failed, json_line, required};
+
+#[derive(Debug, Subcommand)]
+pub enum SeasonCommand {
+    /// Start a season (operator).
+    Start { name: String },
+    /// End the running season and freeze its standings (operator).
+    End,
+}
+
+pub(super) async fn run(client: &mut Client, command: SeasonCommand) -> Result<()> {
+    match command {
+        SeasonCommand::Start { name } => start(client, name).await,
+        SeasonCommand::End => end(client).await,
+    }
+}
+
+/// `ladder season start NAME`.
+async fn start(client: &mut Client, name: String) -> Result<()> {
+    let request = client.request(pb::LadderStartSeasonRequest { name });
+    let reply = client
+        .inner
+        .start_season(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    let season = required(reply.season, "season")?;
+    emit(&format!("season {} ({}) started\n", season.id, season.name));
+    Ok(())
+}
+
+/// `ladder season end`.
+async fn end(client: &mut Client) -> Result<()> {
+    let request = client.request(pb::LadderEndSeasonRequest {});
+    let reply = client
+        .inner
+        .end_season(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    let season = required(reply.season, "season")?;
+    emit(&format!(
+        "season {} ({}) ended; standings frozen\n",
+        season.id, season.name
+    ));
+    Ok(())
+}
+
+/// `ladder standings [--season ID] [--class CLASS] [--json]`.
+pub(super) async fn standings(
+    client: &mut Client,
+    season: Option<i64>,
+    class: Option<String>,
+    json: bool,
+) -> Result<()> {
+    let request = client.request(pb::LadderStandingsRequest {
+        // Filters; 0 and empty are the proto's "the running season" and "every class".
+        season_id: season.unwrap_or(0),
+        weight_class: class.unwrap_or_default(),
+    });
+    let reply = client
+        .inner
+        .standings(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_standings(reply, json)?);
+    Ok(())
+}
+
+fn render_standings(reply: pb::LadderStandingsResponse, json: bool) -> Result<String> {
+    let season = required(reply.season, "season")?;
+    if json {
+        let standings: Vec<Value> = reply.standings.iter().map(standing_json).collect();
+        return Ok(json_line(
+            &json!({ "season": season_json(&season), "standings": standings }),
+        ));
+    }
+    let state = if season.ended_ms > 0 {
+        "ended, frozen"
+    } else {
+        "running"
+    };
+    let mut text = format!("season {} ({}, {state})\n", season.id, season.name);
+    for standing in &reply.standings {
+        text.push_str(&standing_line(standing));
+    }
+    Ok(text)
+}
+
+fn standing_line(standing: &pb::LadderStanding) -> String {
+    format!(
+        "{:>3}. {:<20} {:<12} {:<6} {:>7.1} ±{:>5.1} {}W {}L {}D{}\n",
+        standing.rank,
+        standing.bot,
+        standing.owner,
+        standing.weight_class,
+        standing.rating,
+        standing.deviation,
+        standing.wins,
+        standing.losses,
+        standing.draws,
+        if standing.provisional {
+            " provisional"
+        } else {
+            ""
+        }
+    )
+}
+
+fn standing_json(standing: &pb::LadderStanding) -> Value {
+    json!({
+        "rank": standing.rank,
+        "bot": standing.bot,
+        "owner": standing.owner,
+        "class": standing.weight_class,
+        "rating": standing.rating,
+        "deviation": standing.deviation,
+        "volatility": standing.volatility,
+        "conservative": standing.conservative,
+        "provisional": standing.provisional,
+        "games": standing.games,
+        "wins": standing.wins,
+        "losses": standing.losses,
+        "draws": standing.draws,
+    })
+}
+
+fn season_json(season: &pb::LadderSeason) -> Value {
+    json!({
+        "id": season.id,
+        "name": season.name,
+        "started_ms": season.started_ms,
+        // 0 on the wire while the season runs.
+        "ended_ms": (season.ended_ms > 0).then_some(season.ended_ms),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply() -> pb::LadderStandingsResponse {
+        pb::LadderStandingsResponse {
+            season: Some(pb::LadderSeason {
+                id: 1,
+                name: "autumn".into(),
+                started_ms: 10,
+                ended_ms: 0,
+            }),
+            standings: vec![pb::LadderStanding {
+                rank: 1,
+                bot: "counter".into(),
+                owner: "alice".into(),
+                weight_class: "light".into(),
+                rating: 1662.3,
+                deviation: 290.0,
+                volatility: 0.06,
+                conservative: 1082.25,
+                provisional: true,
+                games: 3,
+                wins: 2,
+                losses: 1,
+                draws: 0,
+            }],
+        }
+    }
+
+    #[test]
+    fn standings_render_as_a_table() {
+        assert_eq!(
+            render_standings(reply(), false).expect("text"),
+            "season 1 (autumn, running)\n  \
+             1. counter              alice        light   1662.3 ±290.0 2W 1L 0D provisional\n"
+        );
+    }
+
+    #[test]
+    fn a_running_season_has_no_end_in_json() {
+        let text = render_standings(reply(), true).expect("json");
+        let value: Value = serde_json::from_str(&text).expect("one JSON document");
+        assert!(value["season"]["ended_ms"].is_null());
+        assert_eq!(value["standings"][0]["class"], "light");
+        assert_eq!(value["standings"][0]["games"], 3);
+    }
+
+    #[test]
+    fn a_reply_without_its_season_is_an_error() {
+        let error = render_standings(
+            pb::LadderStandingsResponse {
+                season: None,
+                ..reply()
+            },
+            false,
+        )
+        .expect_err("no season");
+        assert_eq!(error.to_string(), "the ladder's reply has no `season`");
+    }
+}

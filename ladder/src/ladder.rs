@@ -77,6 +77,8 @@ impl Ladder {
         self.store.grant_credits(&owner, amount, transfer_id).await
     }
 
+    /// Sets the rake for matches accepted from now on; matches already queued or
+    /// running keep the rake pinned at their acceptance.
     pub async fn set_rake(&self, caller: &User, rake_bp: i64) -> Result<()> {
         caller.require_operator("setting the rake")?;
         if !(0..=MAX_RAKE_BP).contains(&rake_bp) {

@@ -37,9 +37,9 @@ pub const MAX_RAKE_BP: i64 = 5_000;
 pub const DEFAULT_LEASE_MS: i64 = 30_000;
 /// How often a worker extends its lease while a match runs.
 pub const DEFAULT_HEARTBEAT_MS: i64 = 5_000;
-/// After this many claims without a settlement, the next claim voids the match
-/// (stakes returned) instead of running it again.
-pub const MAX_MATCH_ATTEMPTS: i64 = 3;
+/// A match is run at most this many times: the next claim of a match that never
+/// settled (its third) voids it (stakes returned) instead of running it again.
+pub const MAX_MATCH_RUNS: i64 = 2;
 
 /// Matchmaking: the rating gap every bot accepts on its first wave, and how much
 /// it widens for each wave it waited without a partner.

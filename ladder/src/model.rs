@@ -153,6 +153,9 @@ pub struct Match {
     pub class: WeightClass,
     pub ruleset: String,
     pub budget: i64,
+    /// The rake in force at acceptance, in basis points: a later change of the
+    /// setting applies only to matches accepted after it.
+    pub rake_bp: i64,
     pub seed: i64,
     pub sides: [MatchSide; 2],
     pub state: MatchState,
@@ -200,7 +203,7 @@ pub struct Standing {
 }
 
 /// What settling a match did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settlement {
     pub match_id: String,
     pub winner: Outcome,
@@ -209,6 +212,8 @@ pub struct Settlement {
     pub payout: i64,
     /// True when this call found the match already settled by the same lease.
     pub already_settled: bool,
+    /// The plan this call applied (`None` when it was already settled).
+    pub plan: Option<crate::ledger::Plan>,
 }
 
 pub fn class_from_name(name: &str) -> Result<WeightClass> {

@@ -5,7 +5,7 @@
 //! budget the match row pins, sign the replay and publish it to the replay
 //! store, settle. A worker that dies simply stops heartbeating; its lease
 //! expires and the next claim re-runs the match from scratch (or voids it after
-//! [`crate::limits::MAX_MATCH_ATTEMPTS`]). Settlement only counts for the lease
+//! [`crate::limits::MAX_MATCH_RUNS`] runs: its third claim). Settlement only counts for the lease
 //! holder, so a stale worker can never settle.
 
 use std::future::Future;
@@ -30,7 +30,7 @@ use crate::limits::{
     DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
 };
 use crate::model::{BotKind, BotVersion, Claim, Outcome, Settlement};
-use crate::store::{Store, now_ms};
+use crate::store::Store;
 use crate::validate::check_endpoint_url;
 
 /// What [`BotFactory::fighter`] returns.
@@ -176,7 +176,7 @@ pub fn ladder_host_config(mut config: HostConfig, allow_private_endpoints: bool)
 }
 
 /// What one pass of a worker did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Worked {
     Idle,
     Settled(Settlement),
@@ -219,7 +219,7 @@ pub async fn work_once(
     factory: &dyn BotFactory,
     config: &WorkerConfig,
 ) -> Result<Worked> {
-    let Some(claim) = store.claim(config.lease_ms, now_ms()).await? else {
+    let Some(claim) = store.claim(config.lease_ms, store.clock().now_ms()).await? else {
         return Ok(Worked::Idle);
     };
     // Instrumented, not entered: a guard held across awaits would nest spans.
@@ -304,7 +304,7 @@ async fn run_claim(
             let reason = error.to_string();
             tracing::warn!(%reason, "voiding a match that cannot be run");
             store
-                .void_claimed(&game.id, &claim.lease_id, &reason, now_ms())
+                .void_claimed(&game.id, &claim.lease_id, &reason, store.clock().now_ms())
                 .await?;
             return Ok(Worked::Voided {
                 match_id: game.id.clone(),
@@ -329,7 +329,7 @@ async fn run_claim(
             loop {
                 ticker.tick().await;
                 if store
-                    .heartbeat(&match_id, &lease_id, lease_ms, now_ms())
+                    .heartbeat(&match_id, &lease_id, lease_ms, store.clock().now_ms())
                     .await
                     .is_err()
                 {
@@ -365,7 +365,12 @@ async fn run_claim(
     // Only a worker that still holds the match publishes its replay: a stale
     // one must not replace the replay of the run that settles.
     if store
-        .heartbeat(&game.id, &claim.lease_id, config.lease_ms, now_ms())
+        .heartbeat(
+            &game.id,
+            &claim.lease_id,
+            config.lease_ms,
+            store.clock().now_ms(),
+        )
         .await
         .is_err()
     {
@@ -408,7 +413,7 @@ async fn run_claim(
             &claim.lease_id,
             winner,
             &config.replays.location(&game.id),
-            now_ms(),
+            store.clock().now_ms(),
         )
         .await
     {

@@ -258,6 +258,72 @@ async fn settlement_once_with_rake(db: &TestDb) {
 }
 both_backends!(settlement_exactly_once_with_rake, settlement_once_with_rake);
 
+async fn rake_pinned_at_acceptance(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let (alice, _) = db.owner("alice", 1_000).await;
+    let (bob, _) = db.owner("bob", 1_000).await;
+    let bot_a = builtin_bot(db, &alice, "alpha").await;
+    let bot_b = builtin_bot(db, &bob, "bravo").await;
+    let pair = || {
+        [
+            PairSide {
+                bot_id: bot_a.clone(),
+                stake: 100,
+            },
+            PairSide {
+                bot_id: bot_b.clone(),
+                stake: 100,
+            },
+        ]
+    };
+    let running = db.store.accept_pair(pair()).await.expect("accept");
+    assert_eq!(running.rake_bp, 500, "the default rake");
+    let now = 1_000;
+    let claim = db
+        .store
+        .claim(10_000, now)
+        .await
+        .expect("claim")
+        .expect("a match");
+    assert_eq!(claim.game.rake_bp, 500, "the claim reads the pinned rake");
+    // The operator raises the rake while the match runs.
+    db.store.set_setting("rake_bp", 2_000).await.expect("rake");
+    let settlement = db
+        .store
+        .complete(&running.id, &claim.lease_id, Outcome::A, "r.json", now + 1)
+        .await
+        .expect("settle");
+    assert_eq!(
+        (settlement.rake, settlement.payout),
+        (10, 190),
+        "5% pinned at acceptance, not the 20% set since"
+    );
+    let later = db.store.accept_pair(pair()).await.expect("accept");
+    assert_eq!(later.rake_bp, 2_000);
+    let claim = db
+        .store
+        .claim(10_000, now)
+        .await
+        .expect("claim")
+        .expect("a match");
+    let settlement = db
+        .store
+        .complete(&later.id, &claim.lease_id, Outcome::B, "r.json", now + 1)
+        .await
+        .expect("settle");
+    assert_eq!((settlement.rake, settlement.payout), (40, 160));
+    assert_eq!(
+        db.store.game(&later.id).await.expect("match").rake_bp,
+        2_000
+    );
+    db.store
+        .ledger_check()
+        .await
+        .expect("check")
+        .expect("clean");
+}
+both_backends!(rake_is_pinned_at_acceptance, rake_pinned_at_acceptance);
+
 async fn tampering_is_named(db: &TestDb) {
     let (alice, _) = db.owner("alice", 100).await;
     db.store

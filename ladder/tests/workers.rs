@@ -1,7 +1,8 @@
 //! Workers against real databases: a worker killed mid-match (its lease expires,
 //! the match is re-run, exactly one settlement), two workers racing for one
-//! match (one wins), and a match with a bot the worker cannot run (voided,
-//! stakes returned).
+//! match (one wins), a match with a bot the worker cannot run (voided, stakes
+//! returned), and the third claim of a match that never settled voiding it.
+//! Lease time is a `ManualClock` the test moves: no test sleeps for a lease.
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::TestDb;
+use duel_ladder::clock::ManualClock;
 use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState};
 use duel_ladder::store::PairSide;
 use duel_ladder::worker::{
@@ -125,6 +127,8 @@ async fn one_match(db: &TestDb, source_b: BotSource) -> String {
 
 async fn killed_worker_is_rerun_once(db: &TestDb) {
     let match_id = one_match(db, builtin("builtin:counter")).await;
+    let clock = ManualClock::new(duel_ladder::store::now_ms());
+    let store = db.store.clone().with_clock(Arc::new(clock.clone()));
     let replays = tempfile::tempdir().expect("replays dir");
     let mut config = worker_config(&replays);
     config.lease_ms = 400;
@@ -135,7 +139,7 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
         decisions: Arc::clone(&decisions),
     });
     let doomed = {
-        let (store, slow, config) = (db.store.clone(), Arc::clone(&slow), config.clone());
+        let (store, slow, config) = (store.clone(), Arc::clone(&slow), config.clone());
         tokio::spawn(async move { work_once(&store, &*slow, &config).await })
     };
     // Kill the worker mid-match, well after its first heartbeat.
@@ -149,14 +153,22 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
         MatchState::Running
     );
     assert_eq!(
-        work_once(&db.store, &BuiltinFactory, &config)
+        work_once(&store, &BuiltinFactory, &config)
             .await
             .expect("too early"),
         Worked::Idle,
         "the dead worker's lease still holds"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let worked = work_once(&db.store, &BuiltinFactory, &config)
+    clock.advance(config.lease_ms - 1);
+    assert_eq!(
+        work_once(&store, &BuiltinFactory, &config)
+            .await
+            .expect("still too early"),
+        Worked::Idle,
+        "the lease holds until it expires"
+    );
+    clock.advance(2);
+    let worked = work_once(&store, &BuiltinFactory, &config)
         .await
         .expect("re-run");
     let Worked::Settled(settlement) = worked else {
@@ -241,3 +253,52 @@ async fn unrunnable_bot_is_voided(db: &TestDb) {
         .expect("clean");
 }
 both_backends!(unrunnable_match_is_voided, unrunnable_bot_is_voided);
+
+async fn third_claim_voids(db: &TestDb) {
+    let match_id = one_match(db, builtin("builtin:block")).await;
+    let lease_ms = 1_000;
+    let mut now = 5_000;
+    for run in 1..=2 {
+        let claim = db
+            .store
+            .claim(lease_ms, now)
+            .await
+            .expect("claim")
+            .expect("the match is run again");
+        assert_eq!(
+            (claim.game.id.as_str(), claim.game.attempts),
+            (match_id.as_str(), run)
+        );
+        // The worker dies: its lease runs out.
+        now += lease_ms + 1;
+    }
+    assert!(
+        db.store
+            .claim(lease_ms, now)
+            .await
+            .expect("claim")
+            .is_none(),
+        "the third claim voids instead of running"
+    );
+    let game = db.store.game(&match_id).await.expect("match");
+    assert_eq!((game.state, game.attempts), (MatchState::Voided, 2));
+    assert_eq!(
+        game.note.as_deref(),
+        Some("voided at claim 3 after 2 runs without a result")
+    );
+    let owner = db.store.user_by_name("alice").await.expect("alice");
+    assert_eq!(
+        db.store.available(&owner.id).await.expect("balance"),
+        1_000,
+        "stake returned"
+    );
+    db.store
+        .ledger_check()
+        .await
+        .expect("check")
+        .expect("clean");
+}
+both_backends!(
+    third_claim_of_an_unsettled_match_voids_it,
+    third_claim_voids
+);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use super::{Store, get, now_ms, write_tx};
+use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::ledger::{
     self, Account, LedgerReport, Transfer, TransferKind, TransferOp, TransferOutcome,
@@ -352,7 +352,7 @@ fn check_match_stakes(
 impl Store {
     /// Applies one transfer in its own transaction.
     pub async fn transfer(&self, request: &TransferRequest) -> Result<TransferOutcome> {
-        write_tx!(self, |conn| apply_transfer(conn, request, now_ms()))
+        write_tx!(self, |conn| apply_transfer(conn, request, self.now()))
     }
 
     pub async fn account(&self, id: &str) -> Result<Account> {

@@ -1,5 +1,7 @@
 //! Matches: pairing waves (acceptance puts both stakes in escrow), claims with
-//! leases, heartbeats, settlement exactly once, and voiding.
+//! leases, heartbeats, settlement exactly once, and voiding. What a settlement
+//! or a void moves is decided by [`crate::ledger`]; this module reads its
+//! inputs under the right locks and applies the plan in one transaction.
 
 use duel_rules::{Ruleset, WeightClass};
 use sqlx::AnyConnection;
@@ -7,18 +9,14 @@ use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
 use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
-use super::{Store, get, now_ms, write_tx};
+use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
-use crate::ledger::{
-    HOUSE_ACCOUNT, TransferOp, TransferRequest, escrow_account, owner_account, payout_transfer_id,
-    rake_credits, rake_transfer_id, resolve_transfer_id, stake_transfer_id,
-};
-use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_ATTEMPTS};
+use crate::ledger::{self, Plan, escrow_account, owner_account, rake_transfer_id};
+use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_RUNS};
 use crate::matchmaker::{self, Waiting};
 use crate::model::{
     BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name,
 };
-use crate::rating::{self, Score};
 
 fn match_from_row(row: &AnyRow) -> Result<Match> {
     let side = |suffix: &str| -> Result<MatchSide> {
@@ -36,6 +34,7 @@ fn match_from_row(row: &AnyRow) -> Result<Match> {
         class: class_from_name(&get::<String>(row, "class")?)?,
         ruleset: get(row, "ruleset")?,
         budget: get(row, "budget")?,
+        rake_bp: get(row, "rake_bp")?,
         seed: get(row, "seed")?,
         sides: [side("a")?, side("b")?],
         state: MatchState::from_name(&get::<String>(row, "state")?)?,
@@ -72,7 +71,7 @@ pub struct PairSide {
 }
 
 /// Accepts a pairing: removes both bots from the queue, pins the ruleset in force,
-/// the class and the budget, and moves both stakes into escrow, all in one
+/// the class, the budget and the rake, and moves both stakes into escrow, all in one
 /// transaction. The bots' queue rows must still be there.
 async fn accept_tx(
     conn: &mut AnyConnection,
@@ -80,8 +79,8 @@ async fn accept_tx(
     from_queue: bool,
     match_id: &str,
     seed: i64,
+    now: i64,
 ) -> Result<Match> {
-    let now = now_ms();
     let season = active_season_tx(conn)
         .await?
         .ok_or_else(|| LadderError::Invalid("no season is running".to_owned()))?;
@@ -131,10 +130,16 @@ async fn accept_tx(
     let class = class_from_name(class_a)?;
     let ruleset = Ruleset::CURRENT;
     let budget = i64::try_from(ruleset.budget_tokens(class)).unwrap_or(i64::MAX);
+    let rake_bp = sqlx::query("SELECT value FROM settings WHERE key = 'rake_bp'")
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| get::<i64>(&row, "value"))
+        .transpose()?
+        .unwrap_or(DEFAULT_RAKE_BP);
     sqlx::query(
         "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, stake_a, \
-         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15)",
+         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15, $16)",
     )
     .bind(match_id.to_owned())
     .bind(season.id)
@@ -151,6 +156,7 @@ async fn accept_tx(
     .bind(rows[1].0.clone())
     .bind(sides[1].stake)
     .bind(now)
+    .bind(rake_bp)
     .execute(&mut *conn)
     .await?;
     let escrow = escrow_account(match_id);
@@ -165,29 +171,6 @@ async fn accept_tx(
     .bind(sides[1].bot_id.clone())
     .execute(&mut *conn)
     .await?;
-    // The owners' ledger rows are what concurrent matches share, so they are
-    // locked last (held only until the commit that follows), and in one global
-    // order (owner id), so two transactions on PostgreSQL never wait on each
-    // other in a cycle (a deadlock costs a second).
-    let order = if rows[1].0 < rows[0].0 {
-        [1, 0]
-    } else {
-        [0, 1]
-    };
-    for index in order {
-        let side = &sides[index];
-        let letter = if index == 0 { 'a' } else { 'b' };
-        let request = TransferRequest {
-            id: stake_transfer_id(match_id, letter),
-            op: TransferOp::Pending {
-                debit: owner_account(&rows[index].0),
-                credit: escrow.clone(),
-                amount: side.stake,
-            },
-            memo: format!("stake of side {letter}"),
-        };
-        apply_transfer(conn, &request, now_ms()).await?;
-    }
     let side = |index: usize| MatchSide {
         bot_id: sides[index].bot_id.clone(),
         bot_name: rows[index].3.clone(),
@@ -195,12 +178,13 @@ async fn accept_tx(
         owner_id: rows[index].0.clone(),
         stake: sides[index].stake,
     };
-    Ok(Match {
+    let game = Match {
         id: match_id.to_owned(),
         season_id: season.id,
         class,
         ruleset: ruleset.version().to_owned(),
         budget,
+        rake_bp,
         seed,
         sides: [side(0), side(1)],
         state: MatchState::Queued,
@@ -210,30 +194,21 @@ async fn accept_tx(
         winner: None,
         replay_path: None,
         note: None,
-    })
-}
-
-/// The sides in the order their owners' ledger rows are locked.
-fn letters_in_lock_order(game: &Match) -> [char; 2] {
-    if game.sides[1].owner_id < game.sides[0].owner_id {
-        ['b', 'a']
-    } else {
-        ['a', 'b']
+    };
+    // The owners' ledger rows are what concurrent matches share, so they are
+    // locked last (held only until the commit that follows), and in one global
+    // order (owner id), so two transactions on PostgreSQL never wait on each
+    // other in a cycle (a deadlock costs a second).
+    for request in ledger::stakes(&game) {
+        apply_transfer(conn, &request, now).await?;
     }
+    Ok(game)
 }
 
-/// Resolves both stakes of a match with `kind` and marks it finished.
-async fn void_tx(conn: &mut AnyConnection, game: &Match, note: &str) -> Result<()> {
-    let now = now_ms();
-    for letter in letters_in_lock_order(game) {
-        let request = TransferRequest {
-            id: resolve_transfer_id(&game.id, letter),
-            op: TransferOp::Void {
-                pending_id: stake_transfer_id(&game.id, letter),
-            },
-            memo: "stake returned".to_owned(),
-        };
-        apply_transfer(conn, &request, now_ms()).await?;
+/// Returns both stakes of a match and marks it voided.
+async fn void_tx(conn: &mut AnyConnection, game: &Match, note: &str, now: i64) -> Result<()> {
+    for request in ledger::returns(game, "stake returned") {
+        apply_transfer(conn, &request, now).await?;
     }
     sqlx::query(
         "UPDATE matches SET state = 'voided', finished_ms = $1, note = $2, lease_id = NULL, lease_expires_ms = NULL \
@@ -269,12 +244,17 @@ async fn claim_tx(
     };
     let id: String = get(&row, "id")?;
     let attempts: i64 = get(&row, "attempts")?;
-    if attempts >= MAX_MATCH_ATTEMPTS {
+    // `attempts` counts the runs so far: the claim after the last run voids.
+    if attempts >= MAX_MATCH_RUNS {
         let game = load_match(conn, &id).await?;
         void_tx(
             conn,
             &game,
-            &format!("voided after {attempts} attempts without a result"),
+            &format!(
+                "voided at claim {} after {attempts} runs without a result",
+                attempts + 1
+            ),
+            now,
         )
         .await?;
         return Ok(ClaimStep::Voided);
@@ -290,9 +270,11 @@ async fn claim_tx(
     Ok(ClaimStep::Claimed(id))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn complete_tx(
     conn: &mut AnyConnection,
     select_for_update: &'static str,
+    select_ratings: &'static str,
     match_id: &str,
     lease_id: &str,
     winner: Outcome,
@@ -328,6 +310,7 @@ async fn complete_tx(
                     pot - rake
                 },
                 already_settled: true,
+                plan: None,
             });
         }
         MatchState::Running if holds_lease && expires.is_some_and(|expires| expires >= now) => {}
@@ -338,107 +321,66 @@ async fn complete_tx(
             )));
         }
     }
-    let rake_bp = get::<Option<i64>>(&row, "rake_bp")?.unwrap_or(DEFAULT_RAKE_BP);
     // Ratings move only while the match's season runs; ended seasons stay frozen.
     let season_open = get::<Option<i64>>(&row, "season_open")? == Some(1);
-    if season_open {
-        // Acceptance created both rating rows in the same transaction as the match.
+    let ratings = if season_open {
+        // Acceptance created both rating rows in the same transaction as the
+        // match; they are locked before they are read (on PostgreSQL), so a
+        // concurrent settlement of either bot waits for this one.
         let [a, b] = &game.sides;
-        let [rating_a, rating_b] =
-            load_ratings(conn, game.season_id, [&a.bot_id, &b.bot_id]).await?;
-        let (score_a, score_b) = match winner {
-            Outcome::A => (Score::Win, Score::Loss),
-            Outcome::B => (Score::Loss, Score::Win),
-            Outcome::Draw => (Score::Draw, Score::Draw),
-        };
-        let (new_a, new_b) = rating::update(rating_a, rating_b, score_a);
-        let mut updates = [(&a.bot_id, new_a, score_a), (&b.bot_id, new_b, score_b)];
-        updates.sort_by(|left, right| left.0.cmp(right.0));
-        for (bot_id, rating, score) in updates {
-            store_rating(conn, game.season_id, bot_id, rating, score).await?;
-        }
+        Some(load_ratings(conn, select_ratings, game.season_id, [&a.bot_id, &b.bot_id]).await?)
+    } else {
+        None
+    };
+    // The rake pinned at acceptance, not the setting now.
+    let plan = ledger::settle(&game, winner, game.rake_bp, ratings);
+    apply_plan(conn, &game, &plan, replay_path, now).await?;
+    Ok(Settlement {
+        match_id: match_id.to_owned(),
+        winner,
+        pot: plan.pot,
+        rake: plan.rake,
+        payout: plan.payout,
+        already_settled: false,
+        plan: Some(plan),
+    })
+}
+
+/// Writes a settlement plan: the ratings (rows already locked, in bot-id
+/// order), the match row, then the ledger. The ledger comes last: owners' rows
+/// and the house's are shared by every match, so they are locked only for these
+/// statements and the commit (in one global order: owners by id, the house).
+async fn apply_plan(
+    conn: &mut AnyConnection,
+    game: &Match,
+    plan: &Plan,
+    replay_path: &str,
+    now: i64,
+) -> Result<()> {
+    for change in &plan.ratings {
+        store_rating(
+            conn,
+            game.season_id,
+            &change.bot_id,
+            change.after,
+            change.score,
+        )
+        .await?;
     }
     sqlx::query(
         "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
          WHERE id = $4",
     )
-    .bind(winner.name())
+    .bind(plan.winner.name())
     .bind(now)
     .bind(replay_path.to_owned())
-    .bind(match_id.to_owned())
+    .bind(game.id.clone())
     .execute(&mut *conn)
     .await?;
-    // The ledger last: owners' rows and the house's are shared by every match,
-    // so they are locked only for these statements and the commit (in one
-    // global order: each match's escrow, owners by id, the house).
-    let (rake, payout) = match winner {
-        Outcome::Draw => {
-            for letter in letters_in_lock_order(&game) {
-                let request = TransferRequest {
-                    id: resolve_transfer_id(match_id, letter),
-                    op: TransferOp::Void {
-                        pending_id: stake_transfer_id(match_id, letter),
-                    },
-                    memo: "draw: stake returned".to_owned(),
-                };
-                apply_transfer(conn, &request, now_ms()).await?;
-            }
-            (0, 0)
-        }
-        Outcome::A | Outcome::B => {
-            for letter in letters_in_lock_order(&game) {
-                let request = TransferRequest {
-                    id: resolve_transfer_id(match_id, letter),
-                    op: TransferOp::Post {
-                        pending_id: stake_transfer_id(match_id, letter),
-                    },
-                    memo: "stake posted".to_owned(),
-                };
-                apply_transfer(conn, &request, now_ms()).await?;
-            }
-            let rake = rake_credits(pot, rake_bp);
-            let winner_side = if winner == Outcome::A {
-                &game.sides[0]
-            } else {
-                &game.sides[1]
-            };
-            let escrow = escrow_account(match_id);
-            let payout = pot - rake;
-            if payout > 0 {
-                let request = TransferRequest {
-                    id: payout_transfer_id(match_id),
-                    op: TransferOp::Single {
-                        debit: escrow.clone(),
-                        credit: owner_account(&winner_side.owner_id),
-                        amount: payout,
-                    },
-                    memo: "pot less rake".to_owned(),
-                };
-                apply_transfer(conn, &request, now_ms()).await?;
-            }
-            if rake > 0 {
-                let request = TransferRequest {
-                    id: rake_transfer_id(match_id),
-                    op: TransferOp::Single {
-                        debit: escrow,
-                        credit: HOUSE_ACCOUNT.to_owned(),
-                        amount: rake,
-                    },
-                    memo: format!("rake {rake_bp} bp"),
-                };
-                apply_transfer(conn, &request, now_ms()).await?;
-            }
-            (rake, payout)
-        }
-    };
-    Ok(Settlement {
-        match_id: match_id.to_owned(),
-        winner,
-        pot,
-        rake,
-        payout,
-        already_settled: false,
-    })
+    for request in &plan.transfers {
+        apply_transfer(conn, request, now).await?;
+    }
+    Ok(())
 }
 
 async fn rake_paid(conn: &mut AnyConnection, match_id: &str) -> Result<i64> {
@@ -499,8 +441,21 @@ impl Store {
     /// same transaction as a wave's.
     pub async fn accept_pair(&self, sides: [PairSide; 2]) -> Result<Match> {
         let match_id = duel_referee::host::new_match_id();
-        let seed = stored_seed();
-        write_tx!(self, |conn| accept_tx(conn, &sides, false, &match_id, seed))
+        self.accept_pair_as(sides, &match_id, stored_seed()).await
+    }
+
+    /// [`Store::accept_pair`] with a chosen match id and seed (replays of a
+    /// simulation, where every id must come out the same).
+    pub async fn accept_pair_as(
+        &self,
+        sides: [PairSide; 2],
+        match_id: &str,
+        seed: i64,
+    ) -> Result<Match> {
+        let now = self.now();
+        write_tx!(self, |conn| accept_tx(
+            conn, &sides, false, match_id, seed, now
+        ))
     }
 
     /// Runs one pairing wave over everyone waiting in `class`.
@@ -543,7 +498,10 @@ impl Store {
             });
             let match_id = duel_referee::host::new_match_id();
             let seed = stored_seed();
-            match write_tx!(self, |conn| accept_tx(conn, &sides, true, &match_id, seed)) {
+            let now = self.now();
+            match write_tx!(self, |conn| accept_tx(
+                conn, &sides, true, &match_id, seed, now
+            )) {
                 Ok(game) => report.matches.push(game.id),
                 Err(LadderError::InsufficientCredits(_)) => {
                     // Drop whichever bot's owner cannot cover its stake now; the
@@ -653,9 +611,11 @@ impl Store {
         now: i64,
     ) -> Result<Settlement> {
         let select = self.dialect().select_match_for_update();
+        let select_ratings = self.dialect().select_ratings_for_update();
         write_tx!(self, |conn| complete_tx(
             conn,
             select,
+            select_ratings,
             match_id,
             lease_id,
             winner,
@@ -753,5 +713,5 @@ async fn void_claimed_tx(
         )));
     }
     let game = load_match(conn, match_id).await?;
-    void_tx(conn, &game, note).await
+    void_tx(conn, &game, note, now).await
 }

@@ -22,6 +22,7 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{LadderError, Result};
 
 pub use matches::{PairSide, WaveReport};
@@ -37,9 +38,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// expired lease; locked so concurrent claimers skip it where the backend can.
     fn select_claimable(&self) -> &'static str;
     /// Reads one match row for settlement (`$1` = id), locked against concurrent
-    /// settlement, with the rake setting (`rake_bp`, NULL for the default) and
-    /// whether its season still runs (`season_open`: 1, 0, NULL without a season).
+    /// settlement, with whether its season still runs (`season_open`: 1, 0, NULL without a season).
     fn select_match_for_update(&self) -> &'static str;
+    /// Reads two bots' ratings in a season (`$1` season, `$2`, `$3` bot ids) and
+    /// locks both rows in bot-id order until the transaction ends, where the
+    /// backend has row locks.
+    fn select_ratings_for_update(&self) -> &'static str;
     /// Whether a failed transaction is worth running again.
     fn is_retryable(&self, error: &sqlx::Error) -> bool;
     fn migrator(&self) -> &'static sqlx::migrate::Migrator;
@@ -55,8 +59,12 @@ const MAX_TRANSACTION_RETRIES: u32 = 8;
 pub struct Store {
     pool: AnyPool,
     dialect: Arc<dyn Dialect>,
+    /// Every time the store writes on its own (acceptance, transfers, seasons,
+    /// registrations) comes from here; calls that take `now` use theirs.
+    clock: Arc<dyn Clock>,
 }
 
+/// The system clock in milliseconds since the epoch (what [`SystemClock`] reads).
 pub fn now_ms() -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -143,7 +151,27 @@ impl Store {
             .connect_with(options)
             .await?;
         dialect.migrator().run(&pool).await?;
-        Ok(Store { pool, dialect })
+        Ok(Store {
+            pool,
+            dialect,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// The same store reading time from `clock` (tests and simulations move
+    /// time by hand).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Store {
+        self.clock = clock;
+        self
+    }
+
+    /// The store's clock: workers read lease times from it.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.clock
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     pub fn backend(&self) -> &'static str {

@@ -5,7 +5,7 @@ use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
 use super::seasons::{active_season_tx, ensure_rating};
-use super::{Store, get, is_unique_violation, now_ms, write_tx};
+use super::{Store, get, is_unique_violation, write_tx};
 use crate::auth::{self, Role, User};
 use crate::error::{LadderError, Result};
 use crate::ledger::{
@@ -27,6 +27,7 @@ async fn insert_user(
     name: &str,
     role: Role,
     token: &str,
+    now: i64,
 ) -> Result<User> {
     let id = uuid::Uuid::new_v4().to_string();
     let inserted = sqlx::query(
@@ -36,7 +37,7 @@ async fn insert_user(
     .bind(name.to_owned())
     .bind(role.name())
     .bind(auth::token_hash(token))
-    .bind(now_ms())
+    .bind(now)
     .execute(&mut *conn)
     .await;
     match inserted {
@@ -56,14 +57,19 @@ async fn insert_user(
     })
 }
 
-async fn bootstrap_tx(conn: &mut AnyConnection, name: &str, token: &str) -> Result<Option<User>> {
+async fn bootstrap_tx(
+    conn: &mut AnyConnection,
+    name: &str,
+    token: &str,
+    now: i64,
+) -> Result<Option<User>> {
     let existing = sqlx::query("SELECT id FROM users WHERE role = 'operator' LIMIT 1")
         .fetch_optional(&mut *conn)
         .await?;
     if existing.is_some() {
         return Ok(None);
     }
-    insert_user(conn, name, Role::Operator, token)
+    insert_user(conn, name, Role::Operator, token, now)
         .await
         .map(Some)
 }
@@ -74,8 +80,8 @@ async fn register_tx(
     name: &str,
     class: &str,
     source: &BotSource,
+    now: i64,
 ) -> Result<Bot> {
-    let now = now_ms();
     if let Some(bytes) = &source.wasm {
         sqlx::query("INSERT INTO wasm_blobs (digest, bytes, size_bytes) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING")
             .bind(source.digest.clone())
@@ -188,6 +194,7 @@ async fn enqueue_tx(
     owner: &User,
     bot_name: &str,
     stake: i64,
+    now: i64,
 ) -> Result<QueueEntry> {
     let bot = load_bot(conn, bot_name).await?;
     if bot.owner_id != owner.id {
@@ -235,7 +242,6 @@ async fn enqueue_tx(
             account.available()
         )));
     }
-    let now = now_ms();
     let inserted = sqlx::query(
         "INSERT INTO queue (bot_id, owner_id, class, stake, enqueued_ms, waves_waited) VALUES ($1, $2, $3, $4, $5, 0) \
          ON CONFLICT (bot_id) DO NOTHING",
@@ -269,7 +275,7 @@ impl Store {
     pub async fn bootstrap_operator(&self, name: &str) -> Result<Option<(User, String)>> {
         check_name("account", name)?;
         let token = auth::new_token()?;
-        let user = write_tx!(self, |conn| bootstrap_tx(conn, name, &token))?;
+        let user = write_tx!(self, |conn| bootstrap_tx(conn, name, &token, self.now()))?;
         Ok(user.map(|user| (user, token)))
     }
 
@@ -277,7 +283,13 @@ impl Store {
     pub async fn create_user(&self, name: &str, role: Role) -> Result<(User, String)> {
         check_name("account", name)?;
         let token = auth::new_token()?;
-        let user = write_tx!(self, |conn| insert_user(conn, name, role, &token))?;
+        let user = write_tx!(self, |conn| insert_user(
+            conn,
+            name,
+            role,
+            &token,
+            self.now()
+        ))?;
         Ok((user, token))
     }
 
@@ -323,7 +335,7 @@ impl Store {
             },
             memo: format!("grant to {}", owner.name),
         };
-        write_tx!(self, |conn| apply_transfer(conn, &request, now_ms()))
+        write_tx!(self, |conn| apply_transfer(conn, &request, self.now()))
     }
 
     /// Registers a bot, or a new version of one the owner already has.
@@ -336,7 +348,14 @@ impl Store {
     ) -> Result<Bot> {
         check_name("bot", name)?;
         class_from_name(class)?;
-        write_tx!(self, |conn| register_tx(conn, owner, name, class, source))
+        write_tx!(self, |conn| register_tx(
+            conn,
+            owner,
+            name,
+            class,
+            source,
+            self.now()
+        ))
     }
 
     pub async fn bot(&self, name: &str) -> Result<Bot> {
@@ -374,7 +393,13 @@ impl Store {
                 "stake must be 1 to {MAX_TRANSFER_CREDITS} credits"
             )));
         }
-        write_tx!(self, |conn| enqueue_tx(conn, owner, bot_name, stake))
+        write_tx!(self, |conn| enqueue_tx(
+            conn,
+            owner,
+            bot_name,
+            stake,
+            self.now()
+        ))
     }
 
     /// Takes a bot out of the queue; `owner` must own it.

@@ -5,7 +5,7 @@ use duel_rules::WeightClass;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use super::{Store, get, is_unique_violation, now_ms, write_tx};
+use super::{Store, get, is_unique_violation, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_LIST_ROWS;
 use crate::model::{Season, Standing, check_name};
@@ -75,21 +75,23 @@ pub(crate) async fn ensure_rating(
     Ok(())
 }
 
-/// The ratings of two bots in a season, in the order given (one read).
+/// The ratings of two bots in a season, in the order given, read with
+/// [`super::Dialect::select_ratings_for_update`]: on PostgreSQL both rows stay
+/// locked (taken in bot-id order) until the transaction ends, so two
+/// settlements of one bot run one after the other and neither loses the
+/// other's change.
 pub(crate) async fn load_ratings(
     conn: &mut AnyConnection,
+    select_for_update: &'static str,
     season_id: i64,
     bot_ids: [&str; 2],
 ) -> Result<[Rating; 2]> {
-    let rows = sqlx::query(
-        "SELECT bot_id, rating, deviation, volatility FROM ratings \
-         WHERE season_id = $1 AND (bot_id = $2 OR bot_id = $3)",
-    )
-    .bind(season_id)
-    .bind(bot_ids[0].to_owned())
-    .bind(bot_ids[1].to_owned())
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = sqlx::query(select_for_update)
+        .bind(season_id)
+        .bind(bot_ids[0].to_owned())
+        .bind(bot_ids[1].to_owned())
+        .fetch_all(&mut *conn)
+        .await?;
     let rating_of = |bot_id: &str| -> Result<Rating> {
         let row = rows
             .iter()
@@ -136,7 +138,7 @@ pub(crate) async fn store_rating(
     Ok(())
 }
 
-async fn start_tx(conn: &mut AnyConnection, name: &str) -> Result<Season> {
+async fn start_tx(conn: &mut AnyConnection, name: &str, now: i64) -> Result<Season> {
     if let Some(active) = active_season_tx(conn).await? {
         return Err(LadderError::Conflict(format!(
             "season {} is still running; end it first",
@@ -149,7 +151,6 @@ async fn start_tx(conn: &mut AnyConnection, name: &str) -> Result<Season> {
             .await?,
         "next",
     )?;
-    let now = now_ms();
     let inserted = sqlx::query("INSERT INTO seasons (id, name, started_ms) VALUES ($1, $2, $3)")
         .bind(next)
         .bind(name.to_owned())
@@ -225,7 +226,7 @@ fn live_standings(rows: &[AnyRow]) -> Result<Vec<Standing>> {
     Ok(standings)
 }
 
-async fn end_tx(conn: &mut AnyConnection) -> Result<Season> {
+async fn end_tx(conn: &mut AnyConnection, now: i64) -> Result<Season> {
     let mut season = active_season_tx(conn)
         .await?
         .ok_or_else(|| LadderError::Invalid("no season is running".to_owned()))?;
@@ -258,7 +259,6 @@ async fn end_tx(conn: &mut AnyConnection) -> Result<Season> {
         .execute(&mut *conn)
         .await?;
     }
-    let now = now_ms();
     sqlx::query("UPDATE seasons SET ended_ms = $1 WHERE id = $2")
         .bind(now)
         .bind(season.id)
@@ -271,13 +271,13 @@ async fn end_tx(conn: &mut AnyConnection) -> Result<Season> {
 impl Store {
     pub async fn start_season(&self, name: &str) -> Result<Season> {
         check_name("season", name)?;
-        write_tx!(self, |conn| start_tx(conn, name))
+        write_tx!(self, |conn| start_tx(conn, name, self.now()))
     }
 
     /// Ends the running season and freezes its standings. Matches of that season
     /// still in flight settle their stakes but no longer move its ratings.
     pub async fn end_season(&self) -> Result<Season> {
-        write_tx!(self, |conn| end_tx(conn))
+        write_tx!(self, |conn| end_tx(conn, self.now()))
     }
 
     pub async fn active_season(&self) -> Result<Option<Season>> {

@@ -24,10 +24,15 @@ impl Dialect for Sqlite {
     }
 
     fn select_match_for_update(&self) -> &'static str {
-        "SELECT m.*, (SELECT value FROM settings WHERE key = 'rake_bp') AS rake_bp, \
+        "SELECT m.*, \
          (SELECT CAST(CASE WHEN ended_ms IS NULL THEN 1 ELSE 0 END AS BIGINT) FROM seasons s \
           WHERE s.id = m.season_id) AS season_open \
          FROM matches m WHERE m.id = $1"
+    }
+
+    fn select_ratings_for_update(&self) -> &'static str {
+        "SELECT bot_id, rating, deviation, volatility FROM ratings \
+         WHERE season_id = $1 AND (bot_id = $2 OR bot_id = $3)"
     }
 
     fn is_retryable(&self, error: &sqlx::Error) -> bool {

@@ -14,7 +14,7 @@ use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
 use duel_referee::outcome::{EXIT_ERROR, Outcome};
 use duel_referee::shutdown::Shutdown;
-use duel_referee::{HostConfig, InferenceLink, MatchHost, ModelConfig, ModelGateway};
+use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::store::ReplayStore;
 
 #[derive(Debug, Parser)]
@@ -164,21 +164,8 @@ impl PlayArgs {
     /// environment (the model key, extra TLS roots, the compiled-bot cache):
     /// the one place the ladder binary reads them.
     fn host_config(&self) -> Result<HostConfig> {
-        let trust = duel_referee::env::trust()?;
-        let gateway = match (&self.model_url, &self.model) {
-            (Some(url), Some(model)) => ModelGateway::trusting(
-                ModelConfig::new(
-                    url.clone(),
-                    model.clone(),
-                    duel_referee::env::model_api_key(),
-                ),
-                &trust,
-            )?,
-            _ => ModelGateway::disabled(),
-        };
-        let mut config = HostConfig::new(gateway);
-        config.trust = trust;
-        config.wasm_cache_dir = duel_referee::env::wasm_cache_dir();
+        let config =
+            duel_referee::env::host_config(self.model_url.as_deref(), self.model.as_deref())?;
         Ok(worker::ladder_host_config(
             config,
             self.allow_private_endpoints,

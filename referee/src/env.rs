@@ -53,3 +53,24 @@ pub fn secret(name: &str) -> Option<String> {
         .ok()
         .filter(|value| !value.trim().is_empty())
 }
+
+/// A match host's configuration from the model flags both binaries share
+/// (`--model-url`, `--model`: both or neither, checked by clap) and the
+/// environment: the model key, extra TLS roots, the compiled-bot cache.
+pub fn host_config(
+    model_url: Option<&str>,
+    model: Option<&str>,
+) -> Result<crate::HostConfig, RefereeError> {
+    let trust = trust()?;
+    let gateway = match (model_url, model) {
+        (Some(url), Some(name)) => crate::ModelGateway::trusting(
+            crate::ModelConfig::new(url.to_owned(), name.to_owned(), model_api_key()),
+            &trust,
+        )?,
+        _ => crate::ModelGateway::disabled(),
+    };
+    let mut config = crate::HostConfig::new(gateway);
+    config.wasm_cache_dir = wasm_cache_dir();
+    config.trust = trust;
+    Ok(config)
+}

@@ -12,7 +12,7 @@ mod watch;
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
-use duel_referee::{HostConfig, ModelConfig, ModelGateway};
+use duel_referee::HostConfig;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, ColorArgs, ColorChoice, Command, ModelArgs, ReplayCommand};
@@ -101,22 +101,10 @@ pub fn init_logging(json: bool, default_level: &str) {
 /// (the model key, extra TLS roots, the compiled-bot cache): the one place the
 /// referee binary reads them.
 pub fn host_config(model: &ModelArgs) -> Result<HostConfig> {
-    let trust = duel_referee::env::trust()?;
-    let gateway = match (&model.model_url, &model.model) {
-        (Some(url), Some(name)) => ModelGateway::trusting(
-            ModelConfig::new(
-                url.clone(),
-                name.clone(),
-                duel_referee::env::model_api_key(),
-            ),
-            &trust,
-        )?,
-        _ => ModelGateway::disabled(),
-    };
-    let mut config = HostConfig::new(gateway);
-    config.wasm_cache_dir = duel_referee::env::wasm_cache_dir();
-    config.trust = trust;
-    Ok(config)
+    Ok(duel_referee::env::host_config(
+        model.model_url.as_deref(),
+        model.model.as_deref(),
+    )?)
 }
 
 /// A single-threaded runtime for commands that do a little async work.

@@ -55,8 +55,9 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct TournamentArgs {
-    /// Two or more bot specs.
-    #[arg(value_name = "BOT", num_args = 2.., required = true)]
+    /// Two or more bot specs (none with --resume: the saved plan's bots and
+    /// settings are played).
+    #[arg(value_name = "BOT", num_args = 2.., required_unless_present = "resume")]
     pub bots: Vec<String>,
     /// How many times each pairing is played (from both sides each time).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -70,6 +71,8 @@ pub struct TournamentArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Continue the tournament in --out, playing only the matches not yet played.
+    /// Without bots, the plan saved there (bots, format, rounds, seed, class) is
+    /// played; --wall-clock, --jobs and --limit apply to this run.
     #[arg(long, requires = "out")]
     pub resume: bool,
     /// Play at most N more matches in this run (continue later with --resume).
@@ -159,6 +162,10 @@ pub struct LocalArgs {
     /// Print the replay JSON on stdout instead of the tape.
     #[arg(long)]
     pub json: bool,
+    /// Print each fighter's log lines (what it wrote with `log`, stdout and
+    /// stderr while deciding) under the exchange they belong to.
+    #[arg(long, conflicts_with = "json")]
+    pub logs: bool,
     /// Wall clock per decision in seconds (fractions allowed), more than 0 and at
     /// most the rules' 10; recorded in the replay.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wall_clock)]
@@ -264,6 +271,9 @@ pub enum ReplayCommand {
         /// The replay file, or its URL on a replay service.
         #[arg(value_name = "PATH|URL")]
         path: String,
+        /// Print each fighter's log lines under the exchange they belong to.
+        #[arg(long)]
+        logs: bool,
         #[command(flatten)]
         color: ColorArgs,
     },

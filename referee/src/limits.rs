@@ -136,3 +136,12 @@ pub const MAX_CACHED_COMPONENTS: usize = 64;
 
 /// Seeds the referee makes are below this: random, and short enough to retype.
 pub const SEED_MODULUS: u64 = 1_000_000_000;
+
+// A WASM bot's decision log is bounded in the sandbox as it is written, with
+// the same per-decision bounds the recorder applies: whatever the sandbox keeps,
+// the replay keeps (within the per-match bound).
+const _: () = assert!(duel_sandbox::limits::LOG_LINE_BYTES_DEFAULT == MAX_LOG_LINE_BYTES);
+const _: () =
+    assert!(duel_sandbox::limits::LOG_LINES_PER_DECISION_DEFAULT == MAX_LOG_LINES_PER_DECISION);
+const _: () =
+    assert!(duel_sandbox::limits::LOG_BYTES_PER_DECISION_DEFAULT == MAX_LOG_BYTES_PER_DECISION);

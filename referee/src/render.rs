@@ -46,8 +46,12 @@ impl Palette {
 /// HP bar width in cells; each cell is 16 HP at the start of a round.
 const BAR_CELLS: i32 = 10;
 const BAR_EIGHTHS: [&str; 8] = ["", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
-/// Width of an action cell: "HEAVY exhausted → 18".
+/// Width of an action cell: "HEAVY exhausted → 18". A substitution's reason
+/// widens its cell; the next column then starts later on that line only.
 const ACTION_CELL: usize = 22;
+/// Characters of a substitution's reason shown on the tape, `…` included: the
+/// cause at a glance (the replay keeps up to `MAX_REASON_BYTES`).
+const TAPE_REASON_CHARS: usize = 48;
 
 fn hp_bar(hp: i32, start_hp: i32) -> String {
     let eighths = (hp.clamp(0, start_hp) * BAR_CELLS * 8 + start_hp - 1) / start_hp;
@@ -183,8 +187,17 @@ fn action_cell(palette: Palette, side: Side, mine: &SideRecord, dealt: i32) -> S
         plain_len += " exhausted".len();
     }
     if mine.source != SourceName::Bot {
-        let cause = format!(" ({})", duel_rules::Source::from(mine.source).name());
-        plain_len += cause.len();
+        let source = duel_rules::Source::from(mine.source).name();
+        let cause = match mine
+            .reason
+            .as_deref()
+            .map(one_line)
+            .filter(|r| !r.is_empty())
+        {
+            Some(reason) => format!(" ({source}: {reason})"),
+            None => format!(" ({source})"),
+        };
+        plain_len += cause.chars().count();
         cell.push_str(&palette.paint(WARNING, &cause));
     }
     if mine.restarted {
@@ -201,6 +214,24 @@ fn action_cell(palette: Palette, side: Side, mine: &SideRecord, dealt: i32) -> S
     }
     cell.push_str(&" ".repeat(ACTION_CELL.saturating_sub(plain_len)));
     cell
+}
+
+/// `text` on one line (control characters as spaces, runs of blanks as one),
+/// at most [`TAPE_REASON_CHARS`] characters, ending in `…` when cut.
+fn one_line(text: &str) -> String {
+    let spaced: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let words: Vec<&str> = spaced.split_whitespace().collect();
+    let line = words.join(" ");
+    if line.chars().count() <= TAPE_REASON_CHARS {
+        return line;
+    }
+    let mut cut: String = line.chars().take(TAPE_REASON_CHARS - 1).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
 }
 
 fn status_cell(palette: Palette, start_hp: i32, side_record: &SideRecord) -> String {
@@ -346,14 +377,44 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
     out
 }
 
-/// A whole replay as the tape.
-pub fn replay(palette: Palette, replay: &Replay) -> String {
+/// Both fighters' log lines of one exchange, A's first, each under a side
+/// label; a truncated log ends in a line that says so. Empty when neither
+/// logged. Control characters (a hostile replay's escapes) print as spaces.
+pub fn exchange_logs(palette: Palette, exchange: &ExchangeRecord) -> String {
+    let mut out = String::new();
+    for side in Side::BOTH {
+        let record = exchange.sides()[side.index()];
+        let label = fighter_label(palette, side);
+        let bar = palette.paint(DIM, "│");
+        for line in &record.log {
+            let clean: String = line
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            let _ = writeln!(out, "       {label} {bar} {}", clean.trim_end());
+        }
+        if record.log_truncated {
+            let mark = palette.paint(
+                WARNING,
+                "… log truncated (lines cut or dropped at the bounds)",
+            );
+            let _ = writeln!(out, "       {label} {bar} {mark}");
+        }
+    }
+    out
+}
+
+/// A whole replay as the tape; with `logs`, each exchange's log lines under it.
+pub fn replay(palette: Palette, replay: &Replay, logs: bool) -> String {
     let ruleset = replay.ruleset().unwrap_or(Ruleset::CURRENT);
     let mut out = header(palette, &ReplayHead::of(replay));
     for round in &replay.rounds {
         out.push_str(&round_heading(palette, round.number));
         for exchange in &round.exchanges {
             out.push_str(&exchange_line(palette, ruleset, exchange));
+            if logs {
+                out.push_str(&exchange_logs(palette, exchange));
+            }
         }
         out.push_str(&round_result_line(
             palette,
@@ -383,5 +444,14 @@ mod tests {
         assert_eq!(hp_bar(8, 160), "▌         ");
         assert_eq!(group_thousands(512000), "512,000");
         assert_eq!(group_thousands(7), "7");
+    }
+
+    #[test]
+    fn a_reason_is_one_short_line() {
+        assert_eq!(one_line("connection refused"), "connection refused");
+        assert_eq!(one_line("two\nlines\t here"), "two lines here");
+        let long = one_line(&"index out of bounds ".repeat(5));
+        assert!(long.chars().count() <= TAPE_REASON_CHARS, "{long}");
+        assert!(long.starts_with("index out of bounds index") && long.ends_with('…'));
     }
 }

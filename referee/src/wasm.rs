@@ -1,5 +1,6 @@
 //! WASM bots behind the `Bot` seam: one sandbox instance per fighter per match,
-//! whose `model` import is metered by the fighter's own token meter.
+//! whose `model` import is metered by the fighter's own token meter, and whose
+//! output (`log`, stdout, stderr) of each decision goes with that decision.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -178,6 +179,7 @@ impl Bot for WasmBot {
             self.in_flight = true;
             let result = self.instance.decide(&observation).await;
             self.in_flight = false;
+            let log = self.instance.take_decision_log();
             let restarted =
                 asked_before && self.instance.stats().instantiations > instantiations_before;
             let answer = result.map_err(|failure| BotFailure {
@@ -193,8 +195,8 @@ impl Bot for WasmBot {
                 tokens: spent.tokens,
                 gassed_out: spent.gassed_out,
                 restarted,
-                log: Vec::new(),
-                log_truncated: false,
+                log: log.lines,
+                log_truncated: log.truncated,
             }
         })
     }

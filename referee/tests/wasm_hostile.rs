@@ -267,7 +267,10 @@ async fn a_panic_is_a_fault_that_keeps_the_panic_message() {
             .unwrap_or_else(|| panic!("no exchange {n} in {tape}"))
             .to_owned()
     };
-    assert!(line("2").contains("BLOCK (fault)"), "{tape}");
+    assert!(
+        line("2").contains("BLOCK (fault: panicked: hostile bot panics on"),
+        "{tape}"
+    );
     assert!(line("3").contains("JAB ↺"), "{tape}");
     assert!(!line("4").contains('↺'), "{tape}");
     assert!(line("6").contains("JAB ↺"), "{tape}");

@@ -121,6 +121,25 @@ fn resume_plays_no_pairing_twice_and_ends_with_the_full_table() {
         String::from_utf8_lossy(&refused.stderr)
     );
 
+    // The plan is saved: `--resume --out DIR` alone continues it (issue 12).
+    let bare = referee(&[
+        "tournament",
+        "--resume",
+        "--out",
+        out_text,
+        "--limit",
+        "5",
+        "--jobs",
+        "2",
+    ]);
+    assert!(
+        bare.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bare.stderr)
+    );
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("15 of 36 matches played"));
+    assert_eq!(result_indices(&out).len(), 15);
+
     let mut resume = base.clone();
     resume.extend(["--resume", "--json"]);
     let output = referee(&resume);
@@ -301,4 +320,60 @@ fn sprt_verdict_does_not_depend_on_jobs() {
         serde_json::from_slice::<serde_json::Value>(&output.stdout).expect("json")
     };
     assert_eq!(run("1"), run("2"));
+}
+
+/// Two bots that play alike whatever the seed give one game pair over and over:
+/// the SPRT says so, and an interval with an infinite end is printed as its two
+/// ends, never as "± ∞" (issue 12).
+#[test]
+fn sprt_between_deterministic_bots_warns_that_every_pair_was_alike() {
+    let output = referee(&[
+        "sprt",
+        "builtin:script:JAB,JAB,RECOVER",
+        "builtin:block",
+        "--elo0",
+        "0",
+        "--elo1",
+        "10",
+        "--max-pairs",
+        "30",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("pairs played the same two games"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(!stdout.contains("± ∞"), "{stdout}");
+    assert!(stdout.contains("  Elo "), "{stdout}");
+
+    let json = referee(&[
+        "sprt",
+        "builtin:script:JAB,JAB,RECOVER",
+        "builtin:block",
+        "--elo0",
+        "0",
+        "--elo1",
+        "10",
+        "--max-pairs",
+        "30",
+        "--json",
+    ]);
+    let verdict: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(verdict["identical_pairs"], true);
+
+    let varied = referee(&[
+        "sprt",
+        "builtin:random",
+        "builtin:block",
+        "--elo0",
+        "0",
+        "--elo1",
+        "10",
+        "--max-pairs",
+        "30",
+        "--json",
+    ]);
+    let verdict: serde_json::Value = serde_json::from_slice(&varied.stdout).expect("json");
+    assert_eq!(verdict["identical_pairs"], false);
 }

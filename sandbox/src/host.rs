@@ -10,7 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::v1_0_0;
 use crate::model::{Message, ModelError, ModelPort};
-use crate::wasi::{SharedLog, append_log};
+use crate::wasi::{SharedLog, lock_log};
 
 /// A memory or table grow past the configured cap. Returned from the limiter so
 /// that the trap is recognisable as a limit hit rather than a bot bug.
@@ -146,7 +146,8 @@ impl v1_0_0::duel::bot::model::Host for HostState {
 
 impl v1_0_0::duel::bot::log::Host for HostState {
     async fn log(&mut self, line: String) {
-        append_log(&self.log, line.as_bytes());
-        append_log(&self.log, b"\n");
+        let mut log = lock_log(&self.log);
+        log.append(line.as_bytes());
+        log.append(b"\n");
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! Entry points: [`Sandbox::new`] (one per process), [`Sandbox::load`] (validate and
 //! compile an upload, cached by digest), [`LoadedBot::instantiate`] (one per bot per
-//! match) and [`BotInstance::decide`]. The referee reaches its token meter through
+//! match), [`BotInstance::decide`] and [`BotInstance::take_decision_log`] (what the
+//! bot wrote while deciding). The referee reaches its token meter through
 //! [`ModelPort`]. All limits are in [`limits`].
 
 mod bindings;
@@ -27,5 +28,6 @@ pub use error::{DecideFailure, FailureCause, SandboxError};
 pub use limits::{Allocation, SandboxConfig};
 pub use model::{Message, ModelError, ModelFuture, ModelPort, NoModel};
 pub use sandbox::{
-    BotContext, BotInstance, CompileOrigin, InstanceStats, LoadedBot, Sandbox, SandboxStats,
+    BotContext, BotInstance, CompileOrigin, DecisionLog, InstanceStats, LoadedBot, Sandbox,
+    SandboxStats,
 };

@@ -47,6 +47,20 @@ pub const MEMORIES_MAX_DEFAULT: usize = 16;
 /// `BrokenPipeError` in Python bots and trap them).
 pub const LOG_BYTES_PER_MATCH_DEFAULT: usize = 64 * 1024;
 
+/// Bytes of bot output kept per decision and handed back with it (line ends not
+/// counted), whatever the per-match log holds: the referee writes them into the
+/// replay beside that exchange. What the bot writes beyond this is dropped and
+/// the decision's log is marked truncated. 36 decisions at this bound are
+/// 144 KiB per match; the referee bounds its replay's share again per match.
+pub const LOG_BYTES_PER_DECISION_DEFAULT: usize = 4 * 1024;
+
+/// Lines kept per decision (`log` calls, and stdout/stderr split at `\n`).
+pub const LOG_LINES_PER_DECISION_DEFAULT: usize = 32;
+
+/// Bytes kept of one line of a decision's log; a longer line is cut and ends
+/// in `…` (the mark counts towards the bound).
+pub const LOG_LINE_BYTES_DEFAULT: usize = 300;
+
 /// Compiled components kept in memory, by digest. A compiled Python bot holds
 /// ~31 MiB of code, a small Rust bot ~0.5 MiB: 32 entries is at most ~1 GiB.
 pub const COMPILED_CACHE_ENTRIES_DEFAULT: usize = 32;
@@ -93,6 +107,11 @@ const _: () = assert!(
     "Python bots are ~18 MiB"
 );
 const _: () = assert!(LOG_BYTES_PER_MATCH_DEFAULT >= 1024);
+const _: () = assert!(LOG_LINE_BYTES_DEFAULT <= LOG_BYTES_PER_DECISION_DEFAULT);
+const _: () = assert!(
+    LOG_LINE_BYTES_DEFAULT >= 8,
+    "room for a character and the cut mark"
+);
 const _: () =
     assert!(EPOCH_TICK_DEFAULT.as_millis() * 100 <= DECISION_WALL_CLOCK_DEFAULT.as_millis());
 
@@ -124,6 +143,12 @@ pub struct SandboxConfig {
     pub memories_max: usize,
     /// See [`LOG_BYTES_PER_MATCH_DEFAULT`].
     pub log_bytes_per_match: usize,
+    /// See [`LOG_BYTES_PER_DECISION_DEFAULT`].
+    pub log_bytes_per_decision: usize,
+    /// See [`LOG_LINES_PER_DECISION_DEFAULT`].
+    pub log_lines_per_decision: usize,
+    /// See [`LOG_LINE_BYTES_DEFAULT`].
+    pub log_line_bytes: usize,
     /// See [`COMPILED_CACHE_ENTRIES_DEFAULT`].
     pub compiled_cache_entries: usize,
     /// See [`UPLOAD_BYTES_MAX_DEFAULT`].
@@ -148,6 +173,9 @@ impl Default for SandboxConfig {
             tables_max: TABLES_MAX_DEFAULT,
             memories_max: MEMORIES_MAX_DEFAULT,
             log_bytes_per_match: LOG_BYTES_PER_MATCH_DEFAULT,
+            log_bytes_per_decision: LOG_BYTES_PER_DECISION_DEFAULT,
+            log_lines_per_decision: LOG_LINES_PER_DECISION_DEFAULT,
+            log_line_bytes: LOG_LINE_BYTES_DEFAULT,
             compiled_cache_entries: COMPILED_CACHE_ENTRIES_DEFAULT,
             upload_bytes_max: UPLOAD_BYTES_MAX_DEFAULT,
             disk_cache_dir: None,
@@ -167,6 +195,9 @@ impl SandboxConfig {
         }
         if self.fuel_per_decision == 0 {
             return Err("fuel per decision must be positive".into());
+        }
+        if self.log_line_bytes < '…'.len_utf8() + 1 {
+            return Err("a log line must keep at least one byte besides the cut mark".into());
         }
         if self.compiled_cache_entries == 0 {
             return Err("the compiled-component cache needs at least one entry".into());

@@ -23,7 +23,7 @@ use crate::limits::{
     SandboxConfig, WASM_STACK_BYTES_MAX,
 };
 use crate::model::ModelPort;
-use crate::wasi::{BotLog, SharedLog, closed_wasi};
+use crate::wasi::{BotLog, LogBounds, SharedLog, closed_wasi, lock_log};
 
 /// The WASM bot host: one per process. Cheap to clone (shared inside).
 #[derive(Clone, Debug)]
@@ -381,9 +381,13 @@ impl LoadedBot {
     /// One bot's instance for one match. The wasm instance itself is created at the
     /// first decision, inside that decision's limits, and again after any failure.
     pub fn instantiate(&self, context: BotContext, model: Arc<dyn ModelPort>) -> BotInstance {
-        let log = Arc::new(Mutex::new(BotLog::new(
-            self.sandbox.inner.config.log_bytes_per_match,
-        )));
+        let config = &self.sandbox.inner.config;
+        let bounds = LogBounds {
+            bytes: config.log_bytes_per_decision,
+            lines: config.log_lines_per_decision,
+            line_bytes: config.log_line_bytes,
+        };
+        let log = Arc::new(Mutex::new(BotLog::new(config.log_bytes_per_match, bounds)));
         BotInstance {
             bot: self.clone(),
             context,
@@ -393,6 +397,15 @@ impl LoadedBot {
             stats: InstanceStats::default(),
         }
     }
+}
+
+/// A bot's output during one decision, one entry per line (without its line
+/// end), bounded by the per-decision log limits of [`SandboxConfig`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecisionLog {
+    pub lines: Vec<String>,
+    /// Lines were cut or dropped at the bounds.
+    pub truncated: bool,
 }
 
 /// What one instance did over its match.
@@ -459,25 +472,20 @@ impl BotInstance {
     /// The bot's output so far this match (`log` lines, stdout, stderr), up to the
     /// per-match cap.
     pub fn log_text(&self) -> String {
-        self.log
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .text()
+        lock_log(&self.log).text()
     }
 
     /// Bytes of output dropped past the cap.
     pub fn log_dropped_bytes(&self) -> u64 {
-        self.log
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .dropped_bytes()
+        lock_log(&self.log).dropped_bytes()
     }
 
-    fn log_len(&self) -> usize {
-        self.log
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .len()
+    /// What the bot wrote during the last decision (`log` lines, stdout and
+    /// stderr, in the order written), bounded per decision; taking it empties
+    /// it. Allocates nothing when the bot wrote nothing.
+    pub fn take_decision_log(&mut self) -> DecisionLog {
+        let (lines, truncated) = lock_log(&self.log).take_decision();
+        DecisionLog { lines, truncated }
     }
 
     /// Asks the bot for its action, within the wall clock, fuel and memory limits.
@@ -487,7 +495,11 @@ impl BotInstance {
         let started = Instant::now();
         let deadline = started + wall_clock;
         self.stats.decisions += 1;
-        let log_before = self.log_len();
+        let log_before = {
+            let mut log = lock_log(&self.log);
+            log.start_decision();
+            log.len()
+        };
         let result =
             match tokio::time::timeout_at(deadline.into(), self.decide_live(deadline, observation))
                 .await
@@ -512,10 +524,8 @@ impl BotInstance {
                     FailureCause::Fault => self.stats.faults += 1,
                 }
                 if let Some(line) = self.last_log_line_since(log_before) {
-                    failure = DecideFailure::new(
-                        failure.cause,
-                        format!("{}; last output: {line}", failure.reason),
-                    );
+                    failure =
+                        DecideFailure::new(failure.cause, format!("{line}; {}", failure.reason));
                 }
                 Err(failure)
             }
@@ -525,11 +535,7 @@ impl BotInstance {
     /// What the bot wrote during this decision that explains a failure: a Python
     /// exception line (`RuntimeError: …`), else a Rust panic message.
     fn last_log_line_since(&self, start: usize) -> Option<String> {
-        let text = self
-            .log
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .text();
+        let text = lock_log(&self.log).text();
         let lines: Vec<&str> = text.get(start..)?.lines().collect();
         if let Some(line) = lines.iter().rev().find(|line| is_exception_line(line)) {
             return Some(line.trim().to_owned());

@@ -149,3 +149,63 @@ async fn without_a_model_the_oracle_plays_on_alone() {
     );
     assert!(a.log_text().contains("model refused"));
 }
+
+/// The chatter bot writes with `log`, `println!` and `eprintln!`: each decision
+/// hands back its own lines in the order written, bounded per decision, and a
+/// panic's message is among the lines of the decision that faulted.
+#[tokio::test]
+async fn each_decision_hands_back_what_the_bot_wrote_during_it() {
+    let sandbox = sandbox(SandboxConfig::default());
+    let chatter = load(&sandbox, "chatter");
+    let mut bot = instance(&chatter, "chat", 1, Side::A);
+    let mut bout = Bout::new("chat");
+
+    let first = ask(&mut bot, &bout, Side::A).await;
+    assert_eq!(first, (Action::Jab, Source::Bot));
+    let log = bot.take_decision_log();
+    assert_eq!(
+        log.lines,
+        [
+            "log: decision 1, round 1 exchange 1",
+            "stdout: hp 160 stamina 100",
+            "stderr: opponent hp 160",
+        ],
+        "{log:?}"
+    );
+    assert!(!log.truncated);
+    assert_eq!(
+        bot.take_decision_log(),
+        duel_sandbox::DecisionLog::default(),
+        "taken once"
+    );
+    bout.play([first, (Action::Block, Source::Bot)]);
+
+    let second = ask(&mut bot, &bout, Side::A).await;
+    bout.play([second, (Action::Block, Source::Bot)]);
+    let log = bot.take_decision_log();
+    let limits = SandboxConfig::default();
+    assert!(log.truncated, "{log:?}");
+    assert_eq!(log.lines.len(), limits.log_lines_per_decision);
+    assert_eq!(log.lines[0], "log: decision 2, round 1 exchange 2");
+    let long = &log.lines[3];
+    assert!(
+        long.len() <= limits.log_line_bytes && long.ends_with("x…"),
+        "{long}"
+    );
+    assert_eq!(log.lines[4], "line 0");
+
+    let third = bot.decide(&bout.observation(Side::A)).await;
+    let failure = third.unwrap_err();
+    assert!(
+        failure.reason.contains("panicked: index out of bounds"),
+        "{failure}"
+    );
+    let log = bot.take_decision_log();
+    assert_eq!(log.lines[0], "log: decision 3, round 1 exchange 3");
+    assert!(
+        log.lines
+            .iter()
+            .any(|line| line.contains("index out of bounds")),
+        "{log:?}"
+    );
+}

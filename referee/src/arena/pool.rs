@@ -72,6 +72,26 @@ pub struct ScheduledMatch {
     pub seed: u64,
 }
 
+/// FNV-1a, 64 bits: a fingerprint that is the same in every process (results
+/// are resumed by later runs), unlike the standard library's hasher.
+#[derive(Debug)]
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes.iter().chain([&0xff]) {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// Substitution causes counted per fighter: timeout, budget, fault.
 pub const CAUSES: [&str; 3] = ["timeout", "budget", "fault"];
 
@@ -90,6 +110,11 @@ pub struct MatchSummary {
     pub substitutions: [[u32; 3]; 2],
     /// Per fighter: latency of every decision the bot was asked for.
     pub latencies_ms: [Vec<u64>; 2],
+    /// A fingerprint of the play (both fighters' actions and sources, exchange
+    /// by exchange): equal for two matches that went alike. 0 in results
+    /// written before it existed.
+    #[serde(default)]
+    pub play: u64,
 }
 
 impl MatchSummary {
@@ -97,9 +122,12 @@ impl MatchSummary {
         let mut decisions = [0u32; 2];
         let mut substitutions = [[0u32; 3]; 2];
         let mut latencies_ms: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+        let mut play = Fnv1a::default();
         for (_, exchange) in replay.exchanges() {
             for (index, record) in exchange.sides().into_iter().enumerate() {
                 decisions[index] += 1;
+                play.write(duel_rules::Action::from(record.action).name().as_bytes());
+                play.write(duel_rules::Source::from(record.source).name().as_bytes());
                 match record.source {
                     SourceName::Bot => latencies_ms[index].push(record.latency_ms),
                     SourceName::Timeout => {
@@ -125,6 +153,7 @@ impl MatchSummary {
             decisions,
             substitutions,
             latencies_ms,
+            play: play.0,
         }
     }
 

@@ -44,6 +44,11 @@ pub struct SprtRun {
     pending: BTreeMap<u64, MatchSummary>,
     /// Every folded match, for the per-bot report.
     pub summaries: Vec<MatchSummary>,
+    /// The plays of the first pair, and whether every later pair played the
+    /// very same two games (bots that ignore the seed: one pair counted many
+    /// times, so the verdict means little).
+    first_pair: Option<[u64; 2]>,
+    all_pairs_alike: bool,
 }
 
 impl SprtRun {
@@ -57,7 +62,15 @@ impl SprtRun {
             verdict: Verdict::Continue,
             pending: BTreeMap::new(),
             summaries: Vec::new(),
+            first_pair: None,
+            all_pairs_alike: true,
         }
+    }
+
+    /// At least two pairs were folded and every one played the same two games
+    /// as the first.
+    pub fn identical_pairs(&self) -> bool {
+        self.pairs_done >= 2 && self.all_pairs_alike
     }
 
     /// Takes one finished match; folds every complete pair that is next in order.
@@ -78,6 +91,11 @@ impl SprtRun {
             ) else {
                 break;
             };
+            let plays = [one.play, two.play];
+            match self.first_pair {
+                None => self.first_pair = Some(plays),
+                Some(first) => self.all_pairs_alike &= first == plays,
+            }
             let mut pair_points = 0;
             for summary in [one, two] {
                 let points = summary.points_doubled(NEW).unwrap_or(0);

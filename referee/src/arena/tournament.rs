@@ -104,18 +104,7 @@ impl TournamentDir {
     /// Reads back the plan and every complete result line. A torn last line (the
     /// process died while writing it) is ignored: that match is played again.
     pub fn resume(&self, plan: &TournamentPlan) -> Result<Vec<MatchSummary>, RefereeError> {
-        let text = std::fs::read_to_string(self.plan_path()).map_err(|error| {
-            RefereeError::Spec(format!(
-                "cannot resume from {}: {error}",
-                self.plan_path().display()
-            ))
-        })?;
-        let saved: TournamentPlan = serde_json::from_str(&text).map_err(|error| {
-            RefereeError::Spec(format!(
-                "{} is not a tournament plan: {error}",
-                self.plan_path().display()
-            ))
-        })?;
+        let saved = self.read_plan()?;
         if &saved != plan {
             return Err(RefereeError::Spec(format!(
                 "{} was started with other settings (bots {:?}, {:?}, {} rounds, seed {}, class {}); resume with the same ones",
@@ -142,6 +131,23 @@ impl TournamentDir {
             }
         }
         Ok(seen.into_values().collect())
+    }
+
+    /// The plan saved in the folder (`--resume --out DIR` without the bots and
+    /// settings retyped plays it).
+    pub fn read_plan(&self) -> Result<TournamentPlan, RefereeError> {
+        let text = std::fs::read_to_string(self.plan_path()).map_err(|error| {
+            RefereeError::Spec(format!(
+                "cannot resume from {}: {error}",
+                self.plan_path().display()
+            ))
+        })?;
+        serde_json::from_str(&text).map_err(|error| {
+            RefereeError::Spec(format!(
+                "{} is not a tournament plan: {error}",
+                self.plan_path().display()
+            ))
+        })
     }
 
     /// Appends one result as a single line (one write, flushed).

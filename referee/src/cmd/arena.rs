@@ -108,16 +108,26 @@ fn check_entrants(entrants: &[Entrant], settings: &PoolSettings) -> Result<()> {
 }
 
 pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
-    let entrants = parse_entrants(&args.bots)?;
-    let plan = TournamentPlan {
-        bots: entrants.iter().map(Entrant::name).collect(),
-        format: match args.format {
-            FormatArg::RoundRobin => Format::RoundRobin,
-            FormatArg::Gauntlet => Format::Gauntlet,
-        },
-        rounds: args.rounds,
-        seed: args.seed,
-        class: duel_rules::WeightClass::from(args.class).name().to_owned(),
+    let (entrants, plan, class) = match (&args.out, args.resume && args.bots.is_empty()) {
+        (Some(root), true) => {
+            let plan = TournamentDir { root: root.clone() }.read_plan()?;
+            let class = saved_class(&plan.class)?;
+            (parse_entrants(&plan.bots)?, plan, class)
+        }
+        _ => {
+            let entrants = parse_entrants(&args.bots)?;
+            let plan = TournamentPlan {
+                bots: entrants.iter().map(Entrant::name).collect(),
+                format: match args.format {
+                    FormatArg::RoundRobin => Format::RoundRobin,
+                    FormatArg::Gauntlet => Format::Gauntlet,
+                },
+                rounds: args.rounds,
+                seed: args.seed,
+                class: duel_rules::WeightClass::from(args.class).name().to_owned(),
+            };
+            (entrants, plan, args.class.into())
+        }
     };
     let settings_clock = wall_clock(args.wall_clock)?;
     let schedule = plan.schedule();
@@ -141,7 +151,7 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
     }
     let settings = pool_settings(
         jobs(args.jobs),
-        args.class.into(),
+        class,
         settings_clock,
         dir.as_ref().map(TournamentDir::replays),
     )?;
@@ -204,6 +214,12 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// The weight class a saved plan names.
+fn saved_class(name: &str) -> Result<duel_rules::WeightClass> {
+    duel_rules::WeightClass::from_name(name)
+        .with_context(|| format!("the saved plan names an unknown weight class {name:?}"))
+}
+
 fn signed(value: f64) -> String {
     // `+ 0.0` turns −0.0 into 0.0.
     let value = value + 0.0;
@@ -214,9 +230,11 @@ fn signed(value: f64) -> String {
     }
 }
 
-/// "+107.5 ± 66.2"; an all-won or all-lost record has an infinite estimate, whose
-/// sign follows the score.
+/// "+107.5 ± 66.2"; an interval with an infinite end as its two ends,
+/// "−511.5 (−∞ to −402.3)"; an all-won or all-lost record has an infinite
+/// estimate, whose sign follows the score.
 fn elo_text(elo: Option<EloInterval>, score: f64) -> String {
+    let end = |value: Option<f64>, infinite: &str| value.map_or(infinite.to_owned(), signed);
     match elo {
         Some(EloInterval {
             elo: Some(elo),
@@ -225,7 +243,16 @@ fn elo_text(elo: Option<EloInterval>, score: f64) -> String {
         }) => {
             format!("{} ± {:.1}", signed(elo), (high - low) / 2.0)
         }
-        Some(EloInterval { elo: Some(elo), .. }) => format!("{} ± ∞", signed(elo)),
+        Some(EloInterval {
+            elo: Some(elo),
+            low,
+            high,
+        }) => format!(
+            "{} ({} to {})",
+            signed(elo),
+            end(low, "−∞"),
+            end(high, "+∞")
+        ),
         Some(EloInterval { elo: None, .. }) if score >= 0.5 => "+∞".to_owned(),
         Some(EloInterval { elo: None, .. }) => "−∞".to_owned(),
         None => "—".to_owned(),
@@ -404,6 +431,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
             "elo": elo,
             "llr": run.llr,
             "bounds": [lower, upper],
+            "identical_pairs": run.identical_pairs(),
             "verdict": match run.verdict {
                 Verdict::AcceptH1 => "H1",
                 Verdict::AcceptH0 => "H0",
@@ -449,6 +477,12 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         let _ = writeln!(out, "  LLR {:.2} ({lower:.2}, {upper:.2})", run.llr);
         let _ = writeln!(out, "{verdict_text}");
         stdout.print(&out)?;
+    }
+    if run.identical_pairs() {
+        eprintln!(
+            "warning: all {} pairs played the same two games: {} and {} play alike whatever the seed, so the test counted one pair {} times",
+            run.pairs_done, names[0], names[1], run.pairs_done
+        );
     }
     Ok(match run.verdict {
         Verdict::AcceptH1 => Outcome::Done,

@@ -47,6 +47,7 @@ pub fn run(args: LocalArgs) -> Result<Outcome> {
         palette,
         stdout: &mut stdout,
         quiet: args.json,
+        logs: args.logs,
         publisher: publisher.as_ref(),
         error: None,
     };
@@ -219,6 +220,8 @@ struct Tape<'a> {
     stdout: &'a mut Stdout,
     /// `--json`: the replay is printed at the end instead.
     quiet: bool,
+    /// `--logs`: each exchange's log lines under it.
+    logs: bool,
     publisher: Option<&'a LivePublisher>,
     /// The first failure to print; the match goes on, the command fails after.
     error: Option<anyhow::Error>,
@@ -245,6 +248,9 @@ impl duel_referee::MatchObserver for Tape<'_> {
             recorder.config().ruleset,
             exchange,
         ));
+        if self.logs {
+            text.push_str(&render::exchange_logs(palette, exchange));
+        }
         if let Some(result) = step.round_result {
             text.push_str(&render::round_result_line(
                 palette,

@@ -23,8 +23,8 @@ pub use duel_referee::outcome::{EXIT_ERROR, Outcome};
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Local(args) => local::run(args),
-        Command::Replay(ReplayCommand::Show { path, color }) => {
-            replay::show(&path, palette(&color))
+        Command::Replay(ReplayCommand::Show { path, logs, color }) => {
+            replay::show(&path, palette(&color), logs)
         }
         Command::Replay(ReplayCommand::Verify {
             path,

@@ -68,9 +68,9 @@ fn public_key_arg(arg: &str) -> Result<VerifyingKey> {
         .context("--public-key is neither a readable file nor a base64 ed25519 key")
 }
 
-pub fn show(source: &str, palette: Palette) -> Result<Outcome> {
+pub fn show(source: &str, palette: Palette, logs: bool) -> Result<Outcome> {
     let replay = Replay::from_slice(&load(source)?).with_context(|| format!("replay {source}"))?;
-    Stdout::new().print(&render::replay(palette, &replay))?;
+    Stdout::new().print(&render::replay(palette, &replay, logs))?;
     Ok(Outcome::Done)
 }
 

@@ -380,6 +380,9 @@ async fn run_claim(
         });
     }
     replay.season = Some(season.name);
+    // Ranked replays are public and logs can reveal strategy (issue 12): the
+    // published, signed replay carries none.
+    replay.strip_logs();
     let sinks = ReplaySinks::new()
         .sign_with(Arc::clone(&config.signing_key))
         .put_into(config.replays.clone());

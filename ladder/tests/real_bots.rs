@@ -371,6 +371,8 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
     for exchange in replay.rounds.iter().flat_map(|round| &round.exchanges) {
         let record = [&exchange.a, &exchange.b][remote];
         assert_eq!(record.source, SourceName::Bot, "the endpoint answered");
+        // The bot logged every decision; a public ranked replay carries none.
+        assert!(record.log.is_empty(), "{record:?}");
     }
 }
 both_backends!(endpoint_bots_play, endpoint_bots_play_ranked_matches);

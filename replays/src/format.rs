@@ -322,6 +322,20 @@ impl Replay {
     }
 
     /// Every exchange in order with its round number.
+    /// Removes every bot's log lines (and their truncation marks), for replays
+    /// published to others: logs can reveal a bot's strategy, so they stay
+    /// with the bot's owner. Call before signing.
+    pub fn strip_logs(&mut self) {
+        for round in &mut self.rounds {
+            for exchange in &mut round.exchanges {
+                for side in [&mut exchange.a, &mut exchange.b] {
+                    side.log = Vec::new();
+                    side.log_truncated = false;
+                }
+            }
+        }
+    }
+
     pub fn exchanges(&self) -> impl Iterator<Item = (u8, &ExchangeRecord)> {
         self.rounds.iter().flat_map(|round| {
             round

@@ -67,14 +67,30 @@ pub fn status_of(error: LadderError) -> Status {
         | LadderError::Replay(_)
         | LadderError::Corrupt(_)
         | LadderError::Io(_) => {
-            tracing::error!(%message, "internal error");
-            Status::internal(message)
+            // The database's or the disk's own words stay in the operator's
+            // log: clients get a correlation id to quote.
+            let correlation_id = uuid::Uuid::new_v4().simple().to_string();
+            tracing::error!(%correlation_id, %message, "internal error");
+            Status::internal(format!(
+                "internal error (correlation id {correlation_id}); the operator's log has the details"
+            ))
         }
     }
 }
 
+/// Names and ids never hold control characters (a NUL would be stored as is
+/// by SQLite, and control characters garble every listing that prints them).
+fn printable<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
+    if value.chars().any(char::is_control) {
+        return Err(Status::invalid_argument(format!(
+            "{field} must not contain control characters (NUL, newlines, escapes)"
+        )));
+    }
+    Ok(value)
+}
+
 fn required<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
-    let value = value.trim();
+    let value = printable(field, value.trim())?;
     if value.is_empty() {
         return Err(Status::invalid_argument(format!("{field} is required")));
     }
@@ -231,10 +247,9 @@ impl LadderApi for LadderService {
         if body.amount < 1 {
             return Err(Status::invalid_argument("amount must be at least 1 credit"));
         }
-        let transfer_id = match optional(&body.transfer_id) {
-            Some(id) => id.to_owned(),
-            None => format!("grant:{}", uuid::Uuid::new_v4().simple()),
-        };
+        // Required: an id the server made up would make a client's retry a
+        // second grant. The CLI makes one per operation and reuses it.
+        let transfer_id = required("transfer_id", &body.transfer_id)?.to_owned();
         let outcome = self
             .ladder
             .grant_credits(&caller, owner, body.amount, &transfer_id)
@@ -480,5 +495,51 @@ impl LadderApi for LadderService {
                 ..Default::default()
             },
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ids_refuse_control_characters() {
+        for bad in [
+            "a\0b",
+            "line\nbreak",
+            "esc\u{1b}[31m",
+            "tab\there",
+            "del\u{7f}",
+        ] {
+            let status = required("name", bad).expect_err(bad);
+            assert_eq!(status.code(), tonic::Code::InvalidArgument, "{bad:?}");
+            assert!(status.message().contains("control characters"), "{bad:?}");
+        }
+        assert_eq!(
+            required("name", "  plain-name_1 ").ok(),
+            Some("plain-name_1")
+        );
+        assert_eq!(required("name", "ünïcode").ok(), Some("ünïcode"));
+        let missing = required("transfer_id", "  ").expect_err("blank");
+        assert_eq!(missing.message(), "transfer_id is required");
+    }
+
+    #[test]
+    fn internal_errors_reach_clients_as_a_correlation_id_only() {
+        let secret = "relation \"transfers\" violates constraint pk_secret_detail";
+        for error in [
+            LadderError::Corrupt(secret.to_owned()),
+            LadderError::Io(secret.to_owned()),
+            LadderError::Database(sqlx::Error::Protocol(secret.to_owned())),
+        ] {
+            let status = status_of(error);
+            assert_eq!(status.code(), tonic::Code::Internal);
+            assert!(!status.message().contains("pk_secret_detail"), "{status:?}");
+            assert!(status.message().contains("correlation id"), "{status:?}");
+        }
+        // Errors about the request itself keep their words.
+        let status = status_of(LadderError::NotFound("no bot named x".to_owned()));
+        assert_eq!(status.code(), tonic::Code::NotFound);
+        assert!(status.message().contains("no bot named x"));
     }
 }

@@ -121,6 +121,21 @@ async fn season_through_cli(db: &TestDb) {
         ],
         "weight class",
     );
+    // Control characters never reach the store (a NUL cannot be an argument,
+    // an escape sequence can).
+    cli.refused(
+        &alice,
+        &[
+            "bot",
+            "register",
+            "red\u{1b}[31m",
+            "--class",
+            "light",
+            "--builtin",
+            "builtin:block",
+        ],
+        "control characters",
+    );
     cli.ok(&root, &["rake", "set", "1000"]);
     cli.ok(&root, &["season", "start", "autumn"]);
 

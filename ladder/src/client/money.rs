@@ -38,22 +38,54 @@ pub(super) async fn rake(client: &mut Client, command: RakeCommand) -> Result<()
     }
 }
 
-/// `ladder credits grant OWNER AMOUNT [--id TRANSFER_ID]`.
+/// How often a grant is sent again, with the same transfer id, when the
+/// ladder could not be reached: the id makes every retry a no-op once one
+/// attempt has been applied.
+const GRANT_ATTEMPTS: u32 = 3;
+/// The wait before the first retry, doubled before each next one.
+const GRANT_RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// `ladder credits grant OWNER AMOUNT [--id TRANSFER_ID]`. Without `--id` the
+/// client makes one; it is the same on every retry, so a grant is applied at
+/// most once however often it is sent.
 async fn grant(client: &mut Client, owner: String, amount: i64, id: Option<String>) -> Result<()> {
-    let request = client.request(pb::LadderGrantCreditsRequest {
-        owner: owner.clone(),
-        amount,
-        // No id: empty, and the server picks a fresh one (see the proto).
-        transfer_id: id.unwrap_or_default(),
-    });
-    let reply = client
-        .inner
-        .grant_credits(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+    let transfer_id = id.unwrap_or_else(new_transfer_id);
+    let mut backoff = GRANT_RETRY_BACKOFF;
+    let mut attempt = 1;
+    let reply = loop {
+        let request = client.request(pb::LadderGrantCreditsRequest {
+            owner: owner.clone(),
+            amount,
+            transfer_id: transfer_id.clone(),
+        });
+        match client.inner.grant_credits(request).await {
+            Ok(reply) => break reply.into_inner(),
+            Err(status)
+                if status.code() == tonic::Code::Unavailable && attempt < GRANT_ATTEMPTS =>
+            {
+                attempt += 1;
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            Err(status) => {
+                return Err(match failed(status) {
+                    // Whether it was applied is unknown: say how to find out
+                    // without risking a second grant.
+                    ClientError::Unavailable(reason) => ClientError::Unavailable(format!(
+                        "{reason}; run again with --id {transfer_id} to apply it at most once"
+                    )),
+                    other => other,
+                });
+            }
+        }
+    };
     emit(&render_grant(&reply, &owner, amount)?);
     Ok(())
+}
+
+/// A fresh transfer id for one grant.
+fn new_transfer_id() -> String {
+    format!("grant:{}", uuid::Uuid::new_v4().simple())
 }
 
 fn render_grant(

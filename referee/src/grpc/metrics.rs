@@ -45,8 +45,10 @@ struct SourceLabel {
 pub struct Metrics {
     registry: Registry,
     running: Gauge,
-    matches: Family<StateLabel, Counter>,
-    decisions: Family<SourceLabel, Counter>,
+    /// The series of each family, taken once: counting a decision is then
+    /// one atomic add, not a lock and a label lookup.
+    matches: [Counter; 3],
+    decisions: [Counter; 4],
     latency_ms: Histogram,
     model_tokens: Counter,
 }
@@ -84,25 +86,21 @@ impl Default for Metrics {
             "Model tokens metered (prompt + completion)",
             model_tokens.clone(),
         );
-        // Zero rows from the start, so that a scrape before the first match
-        // already shows every series.
-        for state in [
+        // Every series exists from the start, so that a scrape before the
+        // first match already shows them all.
+        let matches = [
             MatchState::started,
             MatchState::finished,
             MatchState::aborted,
-        ] {
-            drop(matches.get_or_create(&StateLabel { state }));
-        }
-        for source in [
-            SourceName::Bot,
-            SourceName::Timeout,
-            SourceName::Budget,
-            SourceName::Fault,
-        ] {
-            drop(decisions.get_or_create(&SourceLabel {
-                source: source_label(source),
-            }));
-        }
+        ]
+        .map(|state| matches.get_or_create(&StateLabel { state }).clone());
+        let decisions = SOURCES.map(|source| {
+            decisions
+                .get_or_create(&SourceLabel {
+                    source: source_label(source),
+                })
+                .clone()
+        });
         Metrics {
             registry,
             running,
@@ -111,6 +109,24 @@ impl Default for Metrics {
             latency_ms,
             model_tokens,
         }
+    }
+}
+
+/// The decision sources, in the order of `Metrics::decisions`.
+const SOURCES: [SourceName; 4] = [
+    SourceName::Bot,
+    SourceName::Timeout,
+    SourceName::Budget,
+    SourceName::Fault,
+];
+
+/// The position of `source` in [`SOURCES`].
+fn source_index(source: SourceName) -> usize {
+    match source {
+        SourceName::Bot => 0,
+        SourceName::Timeout => 1,
+        SourceName::Budget => 2,
+        SourceName::Fault => 3,
     }
 }
 
@@ -124,29 +140,21 @@ fn source_label(source: SourceName) -> &'static str {
 }
 
 impl Metrics {
-    fn count_match(&self, state: MatchState) {
-        self.matches.get_or_create(&StateLabel { state }).inc();
-    }
-
     pub fn match_started(&self) {
-        self.count_match(MatchState::started);
+        self.matches[0].inc();
     }
 
     pub fn match_finished(&self) {
-        self.count_match(MatchState::finished);
+        self.matches[1].inc();
     }
 
     pub fn match_aborted(&self) {
-        self.count_match(MatchState::aborted);
+        self.matches[2].inc();
     }
 
     /// One fighter's half of an exchange.
     pub fn side(&self, side: &SideRecord) {
-        self.decisions
-            .get_or_create(&SourceLabel {
-                source: source_label(side.source),
-            })
-            .inc();
+        self.decisions[source_index(side.source)].inc();
         self.model_tokens.inc_by(side.tokens);
         if side.source == SourceName::Budget {
             // Not asked: no latency to record.

@@ -5,28 +5,35 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// The duel referee: runs matches between programmed fighters under Ruleset 1.0.0
-/// and writes them as verifiable replays.
+/// Play your duel bot against others, watch the matches, and check them.
+///
+/// Every match is adjudicated under Ruleset 1.0.0 and written as a replay that
+/// anyone can verify.
 #[derive(Debug, Parser)]
-#[command(name = "referee", version, about, long_about = None)]
+#[command(name = "referee", version)]
 #[command(after_help = "\
-Bot specs:
+Bot specs (what A, B and BOT stand for):
+  path/to/mybot/                a bot's source folder: a Rust crate (Cargo.toml) or a
+                                Python bot (app.py); built once, then cached
+  path/to/bot.wasm              a built WebAssembly component of the duel:bot world
   builtin:block                 always BLOCK (the fallback policy)
   builtin:random                seeded, uniform over the actions it can pay for
   builtin:script:JAB,HEAVY,…    plays the list, cycling over the match's decisions
   builtin:counter               reads the tape and counters the opponent's habits
-  path/to/bot.wasm              a WASM component of the duel:bot world
-  grpc://host:port              a remote endpoint implementing duel.v1.Bot
+  grpc://host:port              a bot you run as a server (duel.v1.Bot)
   grpcs://host:port             the same over TLS (system roots, plus the PEM file
                                 named by DUEL_EXTRA_CA)
 
-Examples:
-  referee local builtin:random builtin:script:JAB,HEAVY,FEINT --seed 7
-  referee local builtin:counter builtin:random --json > match.json
-  referee local target/bots/oracle.wasm builtin:counter --watch
-  referee replay verify match.json
-  referee replay serve --store ./replays --listen 127.0.0.1:8080
-  referee replay fetch http://127.0.0.1:8080/replays/ID")]
+Getting started:
+  referee new mybot --lang python           write a bot that plays as it is
+  referee local mybot builtin:counter --logs
+                                            play it; its log lines under each exchange
+  referee local mybot builtin:counter --watch
+                                            the same match in the browser viewer
+  referee sprt mybot mybot-v1 --elo0 0 --elo1 20 --openings 8
+                                            is the new version stronger?
+  referee tournament mybot examples/bots/counter builtin:random --out runs/t1
+  referee replay verify match.json")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -51,6 +58,46 @@ pub enum Command {
     /// (NEW is at least ELO1 stronger); 1: H0 accepted (at most ELO0); 3: no
     /// verdict within --max-pairs or interrupted.
     Sprt(SprtArgs),
+    /// Write a new bot project (Rust or Python) that builds and plays as it is,
+    /// with a README and a test that plays it against builtin:counter.
+    New(NewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The bot's name: letters, digits, '-' and '_', starting with a letter.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The language of the bot.
+    #[arg(long, value_enum, default_value_t = LangArg::Rust)]
+    pub lang: LangArg,
+    /// The folder to write (default: ./NAME); it must not exist.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Rust: the duel-bot-sdk folder to depend on (default: the checkout this
+    /// referee was built from).
+    #[arg(long, value_name = "PATH", conflicts_with = "sdk_git")]
+    pub sdk: Option<PathBuf>,
+    /// Rust: depend on duel-bot-sdk from this git repository instead.
+    #[arg(long, value_name = "URL")]
+    pub sdk_git: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LangArg {
+    /// A crate built with cargo for wasm32-wasip2, on duel-bot-sdk.
+    Rust,
+    /// An app.py built with componentize-py.
+    Python,
+}
+
+impl LangArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            LangArg::Rust => "Rust",
+            LangArg::Python => "Python",
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -83,9 +130,20 @@ pub struct TournamentArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
     pub class: ClassArg,
-    /// Per-decision wall clock in seconds (fractions allowed; the rules say 10).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    /// Per-decision wall clock in seconds, 0.001 to 10 (the rules say 10).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wall_clock)]
     pub wall_clock: f64,
+    /// Start each pair of games with N random exchanges forced for both fighters
+    /// (legal under the rules, drawn from the pair's seed; both games of a pair
+    /// play it, sides swapped), so deterministic bots play varied games.
+    #[arg(long, value_name = "N", conflicts_with = "book",
+          value_parser = clap::value_parser!(u8).range(1..=duel_referee::limits::MAX_OPENING_EXCHANGES as i64))]
+    pub openings: Option<u8>,
+    /// Start each pair of games with an opening from FILE: one per line,
+    /// exchanges separated by spaces, each ACTION_A:ACTION_B
+    /// (`JAB:BLOCK FEINT:DODGE`); `#` starts a comment.
+    #[arg(long, value_name = "FILE")]
+    pub book: Option<PathBuf>,
     /// Print the standings as JSON.
     #[arg(long)]
     pub json: bool,
@@ -122,12 +180,23 @@ pub struct SprtArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
     pub class: ClassArg,
-    /// Per-decision wall clock in seconds (fractions allowed; the rules say 10).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    /// Per-decision wall clock in seconds, 0.001 to 10 (the rules say 10).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wall_clock)]
     pub wall_clock: f64,
     /// Write every match's replay to this folder.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Start each pair of games with N random exchanges forced for both fighters
+    /// (legal under the rules, drawn from the pair's seed; both games of a pair
+    /// play it, sides swapped), so deterministic bots play varied games.
+    #[arg(long, value_name = "N", conflicts_with = "book",
+          value_parser = clap::value_parser!(u8).range(1..=duel_referee::limits::MAX_OPENING_EXCHANGES as i64))]
+    pub openings: Option<u8>,
+    /// Start each pair of games with an opening from FILE: one per line,
+    /// exchanges separated by spaces, each ACTION_A:ACTION_B
+    /// (`JAB:BLOCK FEINT:DODGE`); `#` starts a comment.
+    #[arg(long, value_name = "FILE")]
+    pub book: Option<PathBuf>,
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,
@@ -166,8 +235,8 @@ pub struct LocalArgs {
     /// stderr while deciding) under the exchange they belong to.
     #[arg(long, conflicts_with = "json")]
     pub logs: bool,
-    /// Wall clock per decision in seconds (fractions allowed), more than 0 and at
-    /// most the rules' 10; recorded in the replay.
+    /// Wall clock per decision in seconds, 0.001 to the rules' 10 (fractions
+    /// allowed); recorded in the replay.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wall_clock)]
     pub wall_clock: f64,
     /// Serve the replay viewer locally and show the match in it live, then keep
@@ -252,14 +321,17 @@ pub struct ServeArgs {
     pub model: ModelArgs,
 }
 
+/// A per-decision wall clock in seconds, from the real minimum
+/// ([`MIN_WALL_CLOCK`](duel_referee::limits::MIN_WALL_CLOCK)) to the rules' 10 s.
 fn parse_wall_clock(text: &str) -> Result<f64, String> {
     let seconds: f64 = text
         .trim()
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    let min = duel_referee::limits::MIN_WALL_CLOCK.as_secs_f64();
     let max = duel_referee::limits::DECISION_WALL_CLOCK.as_secs_f64();
-    if !(seconds > 0.0 && seconds <= max) {
-        return Err(format!("must be more than 0 and at most {max} seconds"));
+    if !(min..=max).contains(&seconds) {
+        return Err(format!("must be from {min} to {max} seconds"));
     }
     Ok(seconds)
 }

@@ -18,6 +18,7 @@ use duel_replays::{FighterInfo, Replay, SigningKey};
 use duel_rules::{ExchangeStep, Side, WeightClass};
 use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig};
 
+use crate::opening::Opening;
 use crate::bot::Bot;
 use crate::bots::{BotContext, InferenceLink, builtin_bot, endpoint_bot};
 use crate::endpoint::EndpointPolicy;
@@ -158,6 +159,9 @@ impl MatchHost {
         let disk_cache_dir = config.wasm_cache_dir.clone().filter(|dir| dir.is_dir());
         let sandbox = Sandbox::new(SandboxConfig {
             decision_wall_clock: wall_clock,
+            // A short clock needs a finer tick to be enforced at all (the default
+            // tick is longer than a 1 ms clock).
+            epoch_tick: duel_sandbox::limits::EPOCH_TICK_DEFAULT.min(wall_clock / 4),
             disk_cache_dir,
             allocation: config.wasm_allocation.sandbox_allocation(),
             ..SandboxConfig::default()
@@ -380,6 +384,8 @@ pub struct MatchOptions {
     pub accepted_at: Option<String>,
     /// Per decision; the rules fix 10 s, local experiments may shorten it.
     pub wall_clock: Duration,
+    /// Exchanges forced at the start (tournament and SPRT openings).
+    pub opening: Opening,
 }
 
 impl MatchOptions {
@@ -391,7 +397,14 @@ impl MatchOptions {
             match_id: None,
             accepted_at: None,
             wall_clock: DECISION_WALL_CLOCK,
+            opening: Opening::none(),
         }
+    }
+
+    /// Starts the match with `opening` forced for both fighters.
+    pub fn opening(mut self, opening: Opening) -> MatchOptions {
+        self.opening = opening;
+        self
     }
 
     pub fn seed(mut self, seed: u64) -> MatchOptions {
@@ -417,6 +430,7 @@ impl MatchOptions {
             self.seed.unwrap_or_else(new_seed),
         );
         config.decision_wall_clock = self.wall_clock;
+        config.opening = self.opening;
         Ok(config)
     }
 }

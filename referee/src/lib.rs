@@ -21,6 +21,7 @@ pub mod grpc;
 pub mod host;
 pub mod limits;
 pub mod meter;
+pub mod opening;
 pub mod outcome;
 pub mod publish;
 pub mod record;

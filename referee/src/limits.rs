@@ -145,3 +145,18 @@ const _: () =
     assert!(duel_sandbox::limits::LOG_LINES_PER_DECISION_DEFAULT == MAX_LOG_LINES_PER_DECISION);
 const _: () =
     assert!(duel_sandbox::limits::LOG_BYTES_PER_DECISION_DEFAULT == MAX_LOG_BYTES_PER_DECISION);
+
+/// The longest opening (`--openings N`, a book line), in exchanges: what a
+/// replay may record.
+pub const MAX_OPENING_EXCHANGES: usize = duel_replays::MAX_OPENING_EXCHANGES;
+
+/// The most openings a book (`--book FILE`) may hold.
+pub const MAX_BOOK_OPENINGS: usize = 100_000;
+
+/// The largest opening book read, in bytes.
+pub const MAX_BOOK_BYTES: usize = 8 * 1024 * 1024;
+
+const _: () = assert!(
+    MAX_OPENING_EXCHANGES < duel_rules::Ruleset::CURRENT.exchanges_per_round() as usize,
+    "an opening is shorter than a round"
+);

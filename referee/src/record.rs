@@ -13,6 +13,7 @@ use duel_rules::{
 };
 
 use crate::bot::Decision;
+use crate::opening::Opening;
 use crate::limits::{
     DECISION_WALL_CLOCK, MAX_LOG_BYTES_PER_DECISION, MAX_LOG_BYTES_PER_MATCH, MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_DECISION, MAX_REASON_BYTES,
@@ -29,6 +30,9 @@ pub struct MatchConfig {
     pub seed: u64,
     /// Per decision; the rules fix 10 s, tests may shorten it.
     pub decision_wall_clock: Duration,
+    /// Exchanges forced for both fighters at the start (tournament and SPRT
+    /// openings); the fighters are not asked for them.
+    pub opening: Opening,
 }
 
 impl MatchConfig {
@@ -46,6 +50,7 @@ impl MatchConfig {
             class,
             seed,
             decision_wall_clock: DECISION_WALL_CLOCK,
+            opening: Opening::none(),
         }
     }
 
@@ -130,9 +135,15 @@ impl MatchRecorder {
         self.state.is_over()
     }
 
-    /// Whether the runner should ask this fighter (a gassed-out one is not asked).
+    /// Whether the runner should ask this fighter (a gassed-out one is not
+    /// asked, nor anyone during the opening).
     pub fn must_ask(&self, side: Side) -> bool {
-        !self.gassed_out[side.index()]
+        !self.gassed_out[side.index()] && self.forced().is_none()
+    }
+
+    /// The opening's actions for the next exchange, while the opening lasts.
+    fn forced(&self) -> Option<[Action; 2]> {
+        self.config.opening.exchanges().get(self.tape.len()).copied()
     }
 
     pub fn budget_left_tokens(&self, side: Side) -> u64 {
@@ -223,6 +234,19 @@ impl MatchRecorder {
     fn resolve(&mut self, side: Side, answer: Answer) -> Resolved {
         let fallback = self.config.ruleset.fallback_action();
         let index = side.index();
+        if let Some(forced) = self.forced() {
+            // Played as the opening says: the fighter was not asked.
+            return Resolved {
+                action: forced[index],
+                source: Source::Bot,
+                tokens: 0,
+                latency_ms: 0,
+                reason: None,
+                restarted: false,
+                log: Vec::new(),
+                log_truncated: false,
+            };
+        }
         let Some(decision) = answer.decision else {
             return Resolved {
                 action: fallback,
@@ -292,6 +316,13 @@ impl MatchRecorder {
                 u64::try_from(self.config.decision_wall_clock.as_millis()).unwrap_or(u64::MAX),
             ),
             season: None,
+            opening: self
+                .config
+                .opening
+                .exchanges()
+                .iter()
+                .map(|[a, b]| [(*a).into(), (*b).into()])
+                .collect(),
             fighters: self.fighters,
             rounds: self.rounds,
             result: MatchResultRecord {

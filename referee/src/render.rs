@@ -116,6 +116,31 @@ pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
             ),
         );
     }
+    if !replay_head.opening.is_empty() {
+        let moves: Vec<String> = replay_head
+            .opening
+            .iter()
+            .map(|[a, b]| {
+                format!(
+                    "{}:{}",
+                    duel_rules::Action::from(*a).name(),
+                    duel_rules::Action::from(*b).name()
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{}",
+            palette.paint(
+                DIM,
+                &format!(
+                    "  opening  {} (the first {} exchanges, forced for both)",
+                    moves.join(" "),
+                    moves.len()
+                )
+            )
+        );
+    }
     out
 }
 
@@ -145,6 +170,8 @@ pub struct ReplayHead<'a> {
     pub budget: u64,
     pub seed: u64,
     pub fighters: &'a [FighterInfo; 2],
+    /// The exchanges forced at the start (a tournament's or an SPRT run's).
+    pub opening: &'a [[duel_replays::ActionName; 2]],
 }
 
 impl<'a> ReplayHead<'a> {
@@ -157,6 +184,7 @@ impl<'a> ReplayHead<'a> {
             budget: replay.budget,
             seed: replay.seed,
             fighters: &replay.fighters,
+            opening: &replay.opening,
         }
     }
 }

@@ -88,6 +88,9 @@ pub fn run_bare_match(config: MatchConfig, fighters: [&BuiltinFighter; 2]) -> Re
     let mut recorder = MatchRecorder::new(config, fighters);
     while !recorder.is_over() {
         let answers = [Side::A, Side::B].map(|side| {
+            if !recorder.must_ask(side) {
+                return Answer::not_asked();
+            }
             let action = strategies[side.index()].decide(&recorder.observation(side));
             Answer::asked(Decision::action(action), 0)
         });

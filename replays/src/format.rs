@@ -32,6 +32,11 @@ pub struct Replay {
     /// Replay listings filter on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub season: Option<String>,
+    /// Exchanges forced for both fighters at the start of the match (a
+    /// tournament's or an SPRT run's opening): per exchange, the actions of `a`
+    /// and `b`. The fighters were not asked for them. Absent when there was none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opening: Vec<[ActionName; 2]>,
     /// Fighter `a` (the first bot spec given), then `b`.
     pub fighters: [FighterInfo; 2],
     pub rounds: Vec<RoundRecord>,

@@ -30,3 +30,7 @@ pub const MAX_CURSOR_BYTES: usize = 256;
 /// The zstd level replays are stored at: level 19 takes ~10 ms per replay and
 /// saves little over 9 on 3-30 KiB of JSON; 9 keeps writes cheap.
 pub const ZSTD_LEVEL: i32 = 9;
+
+/// The longest opening a replay may record, in exchanges: the start of a match
+/// (tournament and SPRT openings), never a whole round.
+pub const MAX_OPENING_EXCHANGES: usize = 8;

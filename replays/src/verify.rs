@@ -6,7 +6,8 @@ use std::fmt;
 use duel_rules::{Action, MatchResult, MatchState, Ruleset, Side, Source, WeightClass};
 
 use crate::error::ReplayError;
-use crate::format::{Replay, SideRecord};
+use crate::format::{ActionName, Replay, SideRecord, SourceName};
+use crate::limits::MAX_OPENING_EXCHANGES;
 
 /// Where in a replay a disagreement sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +107,36 @@ fn broken(location: Location, detail: impl Into<String>) -> Disagreement {
     }
 }
 
+/// An exchange of the opening: played as the opening says, by both fighters,
+/// without being asked (no substitution, no tokens).
+fn check_opening(
+    forced: [ActionName; 2],
+    sides: [&SideRecord; 2],
+    here: impl Fn(Option<Side>) -> Location,
+) -> Result<(), Disagreement> {
+    for side in Side::BOTH {
+        let record = sides[side.index()];
+        let opening = forced[side.index()];
+        if record.action != opening {
+            return Err(broken(
+                here(Some(side)),
+                format!(
+                    "the opening plays {} here, the replay {}",
+                    Action::from(opening).name(),
+                    Action::from(record.action).name()
+                ),
+            ));
+        }
+        if record.source != SourceName::Bot || record.tokens != 0 {
+            return Err(broken(
+                here(Some(side)),
+                "an opening exchange is played as forced: source bot and no tokens",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Re-runs the replay through its ruleset. The replay must already have parsed
 /// (format and ruleset known); a [`ReplayError`] is returned only for those.
 pub fn verify(replay: &Replay) -> Result<Result<VerifiedMatch, Disagreement>, ReplayError> {
@@ -121,6 +152,25 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
         replay.budget,
         ruleset.budget_tokens(class),
     )?;
+    if replay.opening.len() > MAX_OPENING_EXCHANGES {
+        return Err(broken(
+            Location::Header,
+            format!(
+                "the opening has {} exchanges, more than {MAX_OPENING_EXCHANGES}",
+                replay.opening.len()
+            ),
+        ));
+    }
+    let recorded: usize = replay.rounds.iter().map(|round| round.exchanges.len()).sum();
+    if replay.opening.len() > recorded {
+        return Err(broken(
+            Location::Header,
+            format!(
+                "the opening has {} exchanges, the match only {recorded}",
+                replay.opening.len()
+            ),
+        ));
+    }
     let mut state = MatchState::new(ruleset);
     let mut gassed_out = [false; 2];
     let mut tokens_used = [0u64; 2];
@@ -154,6 +204,9 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
                 state.next_exchange(),
             )?;
             let sides = exchange.sides();
+            if let Some(forced) = replay.opening.get(exchanges as usize) {
+                check_opening(*forced, sides, here)?;
+            }
             for side in Side::BOTH {
                 let record = sides[side.index()];
                 check_source(

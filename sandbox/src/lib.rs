@@ -31,3 +31,7 @@ pub use sandbox::{
     BotContext, BotInstance, CompileOrigin, DecisionLog, InstanceStats, LoadedBot, Sandbox,
     SandboxStats,
 };
+
+/// The `duel:bot@1.0.0` WIT world bots implement, as text: what a bot builder
+/// (componentize-py, say) is given when it is not in a checkout of this project.
+pub const WORLD_WIT: &str = include_str!("../wit/world.wit");

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::builtin::BuiltinFighter;
 use crate::error::RefereeError;
 use crate::host::{Fighter, MatchHost, MatchOptions};
+use crate::opening::OpeningSource;
 use crate::runner::run_bare_match;
 use crate::spec::BotSpec;
 
@@ -22,46 +23,113 @@ use crate::spec::BotSpec;
 pub enum Entrant {
     /// Played on the bare runner when both fighters are built-in.
     Builtin(BuiltinFighter),
-    Bot(BotSpec),
+    Bot {
+        spec: BotSpec,
+        /// The name in tables and replays; `None`: the bot's own (a file stem).
+        name: Option<String>,
+        /// The spec as the user gave it (a source folder the component was
+        /// built from, say); `None`: the spec itself.
+        given: Option<String>,
+    },
 }
 
 impl Entrant {
     pub fn parse(text: &str) -> Result<Entrant, RefereeError> {
         Ok(match BotSpec::parse(text)? {
             BotSpec::Builtin(spec) => Entrant::Builtin(BuiltinFighter::new(spec)),
-            other => Entrant::Bot(other),
+            spec => Entrant::Bot {
+                spec,
+                name: None,
+                given: None,
+            },
         })
     }
 
-    /// The spec as given (canonical for built-in bots).
+    /// A bot played from `spec` but shown as `name` and given as `given` (a
+    /// component built from the source folder `given`).
+    pub fn shown(spec: BotSpec, name: String, given: String) -> Entrant {
+        Entrant::Bot {
+            spec,
+            name: Some(name),
+            given: Some(given),
+        }
+    }
+
+    /// The spec as given: what a saved plan keeps, so that a resumed run
+    /// parses it again (canonical for built-in bots).
     pub fn name(&self) -> String {
         match self {
             Entrant::Builtin(fighter) => fighter.spec.to_string(),
-            Entrant::Bot(spec) => spec.to_string(),
+            Entrant::Bot {
+                given: Some(given), ..
+            } => given.clone(),
+            Entrant::Bot { spec, .. } => spec.to_string(),
+        }
+    }
+
+    /// The name people read in tables, the same as the tape's: a component's
+    /// file stem (or its source folder's name), an endpoint's address, a
+    /// built-in's spec.
+    pub fn display_name(&self) -> String {
+        match self {
+            Entrant::Bot {
+                name: Some(name), ..
+            } => name.clone(),
+            Entrant::Bot {
+                spec: BotSpec::Wasm(path),
+                ..
+            } => path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| self.name()),
+            _ => self.name(),
         }
     }
 
     /// Builds the bot once (an endpoint is asked `Hello`, a component is
     /// compiled), so a bad spec fails before any match is played.
     pub fn check(&self, settings: &PoolSettings) -> Result<(), RefereeError> {
-        let Entrant::Bot(spec) = self else {
+        if let Entrant::Builtin(_) = self {
             return Ok(());
-        };
+        }
         let runtime = new_runtime()?;
         let options = MatchOptions::new(settings.class)
             .seed(0)
             .wall_clock(settings.wall_clock);
         runtime
-            .block_on(settings.host.check(&Fighter::from(spec.clone()), options))
+            .block_on(settings.host.check(&self.fighter(), options))
             .map(|_| ())
     }
 
-    fn spec(&self) -> BotSpec {
+    fn fighter(&self) -> Fighter {
         match self {
-            Entrant::Builtin(fighter) => BotSpec::Builtin(fighter.spec.clone()),
-            Entrant::Bot(spec) => spec.clone(),
+            Entrant::Builtin(fighter) => Fighter::from(BotSpec::Builtin(fighter.spec.clone())),
+            Entrant::Bot { spec, name, given } => {
+                let mut fighter = Fighter::from(spec.clone());
+                fighter.name = name.clone();
+                fighter.label = given.clone();
+                fighter
+            }
         }
     }
+}
+
+/// Display names for a table, one per entrant: each its [`Entrant::display_name`],
+/// unless two entrants would share one (two `mybot.wasm` in different folders),
+/// in which case those show their specs as given.
+pub fn display_names(entrants: &[Entrant]) -> Vec<String> {
+    let short: Vec<String> = entrants.iter().map(Entrant::display_name).collect();
+    short
+        .iter()
+        .zip(entrants)
+        .map(|(name, entrant)| {
+            if short.iter().filter(|other| *other == name).count() > 1 {
+                entrant.name()
+            } else {
+                name.clone()
+            }
+        })
+        .collect()
 }
 
 /// One match to play: entrant indices for fighters `a` and `b`, and the seed.
@@ -123,11 +191,16 @@ impl MatchSummary {
         let mut substitutions = [[0u32; 3]; 2];
         let mut latencies_ms: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
         let mut play = Fnv1a::default();
-        for (_, exchange) in replay.exchanges() {
+        for (position, (_, exchange)) in replay.exchanges().enumerate() {
+            // The opening's exchanges were played, not decided.
+            let decided = position >= replay.opening.len();
             for (index, record) in exchange.sides().into_iter().enumerate() {
-                decisions[index] += 1;
                 play.write(duel_rules::Action::from(record.action).name().as_bytes());
                 play.write(duel_rules::Source::from(record.source).name().as_bytes());
+                if !decided {
+                    continue;
+                }
+                decisions[index] += 1;
                 match record.source {
                     SourceName::Bot => latencies_ms[index].push(record.latency_ms),
                     SourceName::Timeout => {
@@ -180,6 +253,8 @@ pub struct PoolSettings {
     /// Builds and plays the matches that are not built-in against built-in
     /// (its WASM instances pooled for `jobs` matches at once).
     pub host: MatchHost,
+    /// The opening each match starts with, from its seed.
+    pub openings: OpeningSource,
 }
 
 /// What the caller wants after seeing a result.
@@ -263,7 +338,12 @@ fn play_one(
     let [a, b] = scheduled.entrants.map(|index| &entrants[index]);
     let options = MatchOptions::new(settings.class)
         .seed(scheduled.seed)
-        .wall_clock(settings.wall_clock);
+        .wall_clock(settings.wall_clock)
+        .opening(
+            settings
+                .openings
+                .for_seed(duel_rules::Ruleset::CURRENT, scheduled.seed),
+        );
     if let (Entrant::Builtin(a), Entrant::Builtin(b)) = (a, b) {
         return Ok(run_bare_match(options.into_config()?, [a, b]));
     }
@@ -274,7 +354,7 @@ fn play_one(
     runtime.block_on(async {
         let session = settings
             .host
-            .prepare([Fighter::from(a.spec()), Fighter::from(b.spec())], options)
+            .prepare([a.fighter(), b.fighter()], options)
             .await?;
         Ok(session.play(&mut |_: &_, _: &_| {}).await)
     })

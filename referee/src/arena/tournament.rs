@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
+use duel_rules::Ruleset;
 use serde::{Deserialize, Serialize};
 
 use super::pool::{MatchSummary, ScheduledMatch};
 use super::stats::{EloEstimate, Wdl};
 use crate::builtin::SplitMix64;
 use crate::error::RefereeError;
+use crate::opening::{Opening, OpeningSource};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -30,6 +32,30 @@ pub struct TournamentPlan {
     pub rounds: u32,
     pub seed: u64,
     pub class: String,
+    /// `--openings N`: each pairing game starts with N random forced exchanges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openings: Option<usize>,
+    /// `--book FILE`: the book's openings as lines, kept so a resumed run plays
+    /// the same ones even if the file changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub book: Vec<String>,
+}
+
+impl TournamentPlan {
+    /// Where this plan's openings come from (the book's lines were checked when
+    /// the plan was made; a hand-edited plan is checked again here).
+    pub fn opening_source(&self) -> Result<OpeningSource, RefereeError> {
+        if !self.book.is_empty() {
+            return Ok(OpeningSource::Book(Opening::parse_book(
+                Ruleset::CURRENT,
+                &self.book.join("\n"),
+            )?));
+        }
+        Ok(match self.openings {
+            Some(length) => OpeningSource::Random(length),
+            None => OpeningSource::None,
+        })
+    }
 }
 
 /// Seed of pairing game `game` of a tournament seeded `seed`: both sides of a

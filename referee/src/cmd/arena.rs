@@ -8,29 +8,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use duel_referee::arena::pool::{Control, Entrant, PoolSettings, play_matches};
+use duel_referee::arena::pool::{Control, Entrant, PoolSettings, display_names, play_matches};
 use duel_referee::arena::sprt::{SprtRun, pair_matches};
 use duel_referee::arena::stats::{Sprt, Verdict};
 use duel_referee::arena::tournament::{
     EloInterval, Format, Standings, TournamentDir, TournamentPlan, percentile, standings,
 };
+use duel_referee::limits::MAX_BOOK_BYTES;
+use duel_referee::opening::{Opening, OpeningSource};
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{EndpointPolicy, MatchHost, WasmAllocation};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use super::{Outcome, Stdout};
 use crate::cli::{FormatArg, ModelArgs, SprtArgs, TournamentArgs};
 
-/// The longest per-decision clock these commands accept, in seconds: the rules'.
-const MAX_WALL_CLOCK_SECONDS: f64 = 10.0;
-
-fn wall_clock(seconds: f64) -> Result<Duration> {
-    if !(seconds > 0.0 && seconds <= MAX_WALL_CLOCK_SECONDS) {
-        bail!(
-            "--wall-clock must be more than 0 and at most {MAX_WALL_CLOCK_SECONDS} seconds, not {seconds}"
-        );
-    }
-    Ok(Duration::from_secs_f64(seconds))
+/// The clock is in range already (the CLI's parser checks it).
+fn wall_clock(seconds: f64) -> Duration {
+    Duration::from_secs_f64(seconds)
 }
 
 /// How the pool plays: `jobs` matches at once, their WASM instances pooled for
@@ -41,6 +36,7 @@ fn pool_settings(
     class: duel_rules::WeightClass,
     wall_clock: Duration,
     replay_dir: Option<std::path::PathBuf>,
+    openings: OpeningSource,
 ) -> Result<PoolSettings> {
     let mut config = super::host_config(&ModelArgs {
         model_url: None,
@@ -56,7 +52,25 @@ fn pool_settings(
         wall_clock,
         replay_dir,
         host: MatchHost::new(config),
+        openings,
     })
+}
+
+/// The openings of `--book FILE` (none without it), checked against the rules.
+fn read_book(path: Option<&std::path::Path>) -> Result<Vec<Opening>> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open the opening book {}", path.display()))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(file, MAX_BOOK_BYTES as u64 + 1),
+        &mut text,
+    )
+    .with_context(|| format!("cannot read the opening book {} as text", path.display()))?;
+    Opening::parse_book(duel_rules::Ruleset::CURRENT, &text)
+        .with_context(|| format!("in {}", path.display()))
 }
 
 fn jobs(requested: Option<u32>) -> usize {
@@ -87,17 +101,36 @@ fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 fn progress_bar(length: u64, position: u64, template: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(length), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("█▉▊▋▌▍▎▏ "));
+        bar.set_style(
+            style
+                .progress_chars("█▉▊▋▌▍▎▏ ")
+                .with_key("rate", |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+                    let _ = write!(out, "{}", rate_text(state.per_sec()));
+                }),
+        );
     }
     bar.set_position(position);
     bar
 }
 
+/// A rate for people: whole numbers from 10 up, one decimal below.
+fn rate_text(per_second: f64) -> String {
+    if !per_second.is_finite() || per_second <= 0.0 {
+        "–/s".to_owned()
+    } else if per_second >= 10.0 {
+        format!("{per_second:.0}/s")
+    } else {
+        format!("{per_second:.1}/s")
+    }
+}
+
+/// The entrants from their specs as given; a source folder is built (or taken
+/// from the cache) here, before any match.
 fn parse_entrants(specs: &[String]) -> Result<Vec<Entrant>> {
-    Ok(specs
+    specs
         .iter()
-        .map(|spec| Entrant::parse(spec))
-        .collect::<Result<Vec<_>, _>>()?)
+        .map(|spec| super::source::resolve(spec)?.entrant())
+        .collect()
 }
 
 fn check_entrants(entrants: &[Entrant], settings: &PoolSettings) -> Result<()> {
@@ -125,11 +158,16 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
                 rounds: args.rounds,
                 seed: args.seed,
                 class: duel_rules::WeightClass::from(args.class).name().to_owned(),
+                openings: args.openings.map(usize::from),
+                book: read_book(args.book.as_deref())?
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
             };
             (entrants, plan, args.class.into())
         }
     };
-    let settings_clock = wall_clock(args.wall_clock)?;
+    let settings_clock = wall_clock(args.wall_clock);
     let schedule = plan.schedule();
     let dir = args.out.clone().map(|root| TournamentDir { root });
     let mut summaries = Vec::new();
@@ -154,13 +192,14 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
         class,
         settings_clock,
         dir.as_ref().map(TournamentDir::replays),
+        plan.opening_source()?,
     )?;
     check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
     let bar = progress_bar(
         schedule.len() as u64,
         summaries.len() as u64,
-        "{bar:32} {pos}/{len} matches · {per_sec} · ETA {eta}",
+        "{bar:32} {pos}/{len} matches · {rate} · ETA {eta}",
     );
     let mut results_file = dir.as_ref().map(TournamentDir::open_results).transpose()?;
     let cursor = AtomicU64::new(0);
@@ -185,7 +224,7 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
         return Err(error.into());
     }
     summaries.sort_by_key(|summary| summary.index);
-    let table = standings(&plan.bots, &summaries, schedule.len() as u64);
+    let table = standings(&display_names(&entrants), &summaries, schedule.len() as u64);
     let mut stdout = Stdout::new();
     if args.json {
         let text = serde_json::to_string_pretty(&serde_json::json!({
@@ -264,10 +303,10 @@ fn percent(share: f64) -> String {
 }
 
 fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
-    let name_width = plan
+    let name_width = table
         .bots
         .iter()
-        .map(|bot| bot.chars().count())
+        .map(|standing| standing.bot.chars().count())
         .max()
         .unwrap_or(3)
         .clamp(3, 40);
@@ -347,15 +386,21 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     let test =
         Sprt::new(args.elo0, args.elo1, args.alpha, args.beta).map_err(anyhow::Error::msg)?;
     let entrants = parse_entrants(&[args.new.clone(), args.base.clone()])?;
-    let names: Vec<String> = entrants.iter().map(Entrant::name).collect();
+    let names = display_names(&entrants);
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     }
+    let openings = match (args.openings, read_book(args.book.as_deref())?) {
+        (Some(length), _) => OpeningSource::Random(usize::from(length)),
+        (None, book) if !book.is_empty() => OpeningSource::Book(book),
+        (None, _) => OpeningSource::None,
+    };
     let settings = pool_settings(
         jobs(args.jobs),
         args.class.into(),
-        wall_clock(args.wall_clock)?,
+        wall_clock(args.wall_clock),
         args.out.clone(),
+        openings,
     )?;
     check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
@@ -363,7 +408,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     let bar = progress_bar(
         args.max_pairs,
         0,
-        "{bar:24} {pos} pairs · {per_sec} · {msg}",
+        "{bar:24} {pos} pairs · {rate} · {msg}",
     );
     let show_lines = !args.json && !std::io::stderr().is_terminal();
     let max_matches = args.max_pairs.saturating_mul(2);
@@ -432,6 +477,11 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
             "llr": run.llr,
             "bounds": [lower, upper],
             "identical_pairs": run.identical_pairs(),
+            "openings": match &settings.openings {
+                OpeningSource::None => serde_json::Value::Null,
+                OpeningSource::Random(length) => serde_json::json!({ "random": length }),
+                OpeningSource::Book(book) => serde_json::json!({ "book": book.len() }),
+            },
             "verdict": match run.verdict {
                 Verdict::AcceptH1 => "H1",
                 Verdict::AcceptH0 => "H0",
@@ -480,8 +530,15 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     }
     if run.identical_pairs() {
         eprintln!(
-            "warning: all {} pairs played the same two games: {} and {} play alike whatever the seed, so the test counted one pair {} times",
-            run.pairs_done, names[0], names[1], run.pairs_done
+            "warning: all {} pairs played the same two games: {} and {} play alike whatever the seed, so the test counted one pair {} times{}",
+            run.pairs_done,
+            names[0],
+            names[1],
+            run.pairs_done,
+            match settings.openings {
+                OpeningSource::None => "; --openings 4 starts each pair differently",
+                _ => "",
+            }
         );
     }
     Ok(match run.verdict {

@@ -9,25 +9,29 @@ use duel_referee::credentials::Credentials;
 use duel_referee::publish::{LiveEvent, LivePublisher};
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{
-    BotSpec, EndpointPolicy, Fighter, InferenceLink, MatchHost, MatchOptions, MatchRecorder,
+    BotSpec, EndpointPolicy, InferenceLink, MatchHost, MatchOptions, MatchRecorder,
     MatchSession, ReplaySinks,
 };
 use duel_replays::{Replay, RoundResultRecord};
 use duel_rules::ExchangeStep;
 
+use super::source::{self, ResolvedBot, SlowNotice};
 use super::watch::{Watch, open_browser};
 use super::{Outcome, Stdout, host_config, init_logging, palette};
 use crate::cli::LocalArgs;
 use crate::render::{self, Palette, ReplayHead};
 
+/// How long preparing the fighters may take before the user is told why.
+const COMPILE_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
+
 pub fn run(args: LocalArgs) -> Result<Outcome> {
     init_logging(false, "warn");
-    let specs = [BotSpec::parse(&args.bot_a)?, BotSpec::parse(&args.bot_b)?];
+    let bots = [source::resolve(&args.bot_a)?, source::resolve(&args.bot_b)?];
     if let Some(path) = &args.replay {
         check_writable_parent(path)?;
     }
     let runtime = runtime(args.watch)?;
-    let (session, _inference) = runtime.block_on(prepare(&args, specs))?;
+    let (session, _inference) = runtime.block_on(prepare(&args, bots))?;
     let palette = palette(&args.color);
     let mut stdout = Stdout::new();
     let watch = match args.watch {
@@ -94,11 +98,11 @@ fn runtime(watch: bool) -> Result<tokio::runtime::Runtime> {
 /// while the returned guard lives) when an endpoint bot plays.
 async fn prepare(
     args: &LocalArgs,
-    specs: [BotSpec; 2],
+    bots: [ResolvedBot; 2],
 ) -> Result<(MatchSession, Option<tokio::sync::oneshot::Sender<()>>)> {
     let mut config = host_config(&args.model)?;
     config.endpoints = EndpointPolicy::LOCAL;
-    let inference = local_inference(&specs).await?;
+    let inference = local_inference(&bots.each_ref().map(|bot| bot.spec.clone())).await?;
     config.inference = inference.as_ref().map(|(link, _)| link.clone());
     // Loads the tokenizer when a model is configured: before any clock runs.
     let host = tokio::task::spawn_blocking(move || MatchHost::new(config))
@@ -107,10 +111,17 @@ async fn prepare(
     let mut options = MatchOptions::new(args.class.into())
         .wall_clock(std::time::Duration::from_secs_f64(args.wall_clock));
     options.seed = args.seed;
-    let [a, b] = specs;
+    // Compiling a large component (a Python bot: ~30 s) the first time is
+    // said, not silent; from the cache it takes milliseconds and says nothing.
+    let compiling = SlowNotice::after(
+        COMPILE_NOTICE_AFTER,
+        "compiling the bots' components (the first time takes up to ~30 s for a large bot; later runs use the cache)…",
+    );
     let session = host
-        .prepare([Fighter::from(a), Fighter::from(b)], options)
-        .await?;
+        .prepare(bots.each_ref().map(ResolvedBot::fighter), options)
+        .await;
+    compiling.done();
+    let session = session?;
     Ok((session, inference.map(|(_, stop)| stop)))
 }
 
@@ -174,6 +185,7 @@ fn head(session: &MatchSession) -> ReplayHead<'_> {
         budget: config.budget_tokens(),
         seed: config.seed,
         fighters: session.fighters(),
+        opening: &[],
     }
 }
 

@@ -5,8 +5,10 @@
 
 pub mod arena;
 pub mod local;
+pub mod new;
 pub mod replay;
 pub mod serve;
+pub mod source;
 mod watch;
 
 use std::io::{IsTerminal, Write};
@@ -40,6 +42,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Tournament(args) => arena::tournament(args),
         Command::Sprt(args) => arena::sprt(args),
         Command::Serve(args) => serve::run(args),
+        Command::New(args) => new::run(args),
     }
 }
 

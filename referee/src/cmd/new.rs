@@ -1,0 +1,347 @@
+//! `referee new NAME --lang rust|python`: writes a bot project that builds and
+//! plays as it is, with a README and a test that plays it against
+//! `builtin:counter`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::Outcome;
+use crate::cli::{LangArg, NewArgs};
+
+/// Where the SDK is when the referee was built from a checkout of this project.
+const CHECKOUT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
+
+pub fn run(args: NewArgs) -> Result<Outcome> {
+    check_name(&args.name)?;
+    let folder = args.dir.clone().unwrap_or_else(|| PathBuf::from(&args.name));
+    if folder.exists() {
+        bail!(
+            "{} exists already: choose another NAME or --dir (nothing was written)",
+            folder.display()
+        );
+    }
+    let files = match args.lang {
+        LangArg::Rust => rust_files(&args.name, &sdk_dependency(&args)?),
+        LangArg::Python => python_files(&args.name),
+    };
+    write_all(&folder, &files)?;
+    let shown = folder.display();
+    println!("wrote a {} bot in {shown}/:", args.lang.name());
+    for (path, _) in &files {
+        println!("  {shown}/{path}");
+    }
+    println!("\nplay it:   referee local {shown} builtin:counter --logs");
+    match args.lang {
+        LangArg::Rust => println!("test it:   cd {shown} && cargo test"),
+        LangArg::Python => println!("test it:   python3 {shown}/test_bot.py"),
+    }
+    Ok(Outcome::Done)
+}
+
+/// A name that is a crate name and a folder name alike.
+fn check_name(name: &str) -> Result<()> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !valid {
+        bail!(
+            "bot name {name:?}: use 1 to 64 letters, digits, '-' or '_', starting with a letter"
+        );
+    }
+    Ok(())
+}
+
+/// The SDK dependency line: `--sdk PATH`, `--sdk-git URL`, or the checkout the
+/// referee was built from.
+fn sdk_dependency(args: &NewArgs) -> Result<String> {
+    if let Some(url) = &args.sdk_git {
+        return Ok(format!("{{ git = {} }}", toml_string(url)));
+    }
+    let path = match &args.sdk {
+        Some(path) => path.clone(),
+        None => PathBuf::from(CHECKOUT_SDK),
+    };
+    if !path.join("Cargo.toml").is_file() {
+        bail!(
+            "cannot find duel-bot-sdk at {}: pass --sdk PATH (the sdk/ folder of a checkout) or --sdk-git URL (the project's git repository)",
+            path.display()
+        );
+    }
+    let path = std::fs::canonicalize(&path)
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    Ok(format!(
+        "{{ path = {} }}",
+        toml_string(&path.to_string_lossy())
+    ))
+}
+
+/// A TOML basic string.
+fn toml_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn write_all(folder: &Path, files: &[(&str, String)]) -> Result<()> {
+    for (path, text) in files {
+        let path = folder.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn rust_files(name: &str, sdk: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("Cargo.toml", RUST_MANIFEST.replace("{name}", name).replace("{sdk}", sdk)),
+        ("src/lib.rs", RUST_BOT.replace("{name}", name)),
+        ("tests/plays.rs", RUST_TEST.to_owned()),
+        ("README.md", RUST_README.replace("{name}", name)),
+        (".gitignore", "/target\n".to_owned()),
+    ]
+}
+
+fn python_files(name: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("app.py", PYTHON_BOT.replace("{name}", name)),
+        ("test_bot.py", PYTHON_TEST.to_owned()),
+        ("README.md", PYTHON_README.replace("{name}", name)),
+        (".gitignore", "__pycache__/\n".to_owned()),
+    ]
+}
+
+const RUST_MANIFEST: &str = r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+duel-bot-sdk = {sdk}
+
+[dev-dependencies]
+serde_json = "1"
+
+# A workspace of its own: the bot builds wherever its folder is.
+[workspace]
+
+# Small, fast components.
+[profile.release]
+opt-level = "s"
+lto = true
+codegen-units = 1
+strip = true
+"#;
+
+const RUST_BOT: &str = r#"//! {name}: a duel bot. Play it with `referee local . builtin:counter --logs`.
+
+use duel_bot_sdk::{Action, Bot, Observation};
+
+/// One value per match: fields last from decision to decision.
+#[derive(Default)]
+struct MyBot {
+    decisions: u32,
+}
+
+impl Bot for MyBot {
+    fn decide(&mut self, obs: &Observation) -> Action {
+        self.decisions += 1;
+        let action = if obs.opponent.staggered && obs.can_pay(Action::Heavy) {
+            Action::Heavy
+        } else if obs.you.stamina >= 20 && obs.can_pay(Action::Jab) {
+            Action::Jab
+        } else {
+            Action::Recover
+        };
+        // Shown by `referee local --logs` and in the viewer, never in ranked replays.
+        duel_bot_sdk::log(&format!(
+            "round {} exchange {}: stamina {}, playing {}",
+            obs.round,
+            obs.exchange,
+            obs.you.stamina,
+            action.name()
+        ));
+        action
+    }
+}
+
+duel_bot_sdk::export_bot!(MyBot);
+"#;
+
+const RUST_TEST: &str = r#"//! Plays this bot against `builtin:counter` with the referee (on PATH, or named
+//! by $REFEREE) and checks that every decision was its own.
+
+use std::process::Command;
+
+#[test]
+fn plays_a_whole_match_against_counter() {
+    let referee = std::env::var("REFEREE").unwrap_or_else(|_| "referee".to_owned());
+    let output = Command::new(&referee)
+        .args(["local", env!("CARGO_MANIFEST_DIR"), "builtin:counter", "--json", "--seed", "1"])
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {referee} (install it or set REFEREE): {error}"));
+    assert!(
+        output.status.success(),
+        "referee failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let replay: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("the replay is JSON");
+    let rounds = replay["rounds"].as_array().expect("rounds");
+    assert!(!rounds.is_empty(), "no round was played");
+    for round in rounds {
+        for exchange in round["exchanges"].as_array().expect("exchanges") {
+            let source = &exchange["a"]["source"];
+            assert_eq!(source, "bot", "a decision was substituted: {exchange}");
+        }
+    }
+}
+"#;
+
+const RUST_README: &str = r#"# {name}
+
+A duel bot in Rust (Ruleset 1.0.0), built into a WebAssembly component of the
+`duel:bot@1.0.0` world.
+
+    referee local . builtin:counter --logs     # build (first time ~40 s) and play
+    referee local . builtin:counter --watch    # the same, in the browser viewer
+    cargo test                                 # plays a match (needs `referee` on PATH or $REFEREE)
+
+The referee builds this folder itself (`cargo build --release --target
+wasm32-wasip2`) and keeps the component in its cache, keyed by the digest of
+the sources: an edit rebuilds, a rerun does not.
+
+`src/lib.rs` is the bot: `decide` is asked once per exchange; `duel_bot_sdk::log`
+lines show under their exchange with `--logs`. A panic is a fault: the referee
+plays BLOCK for that exchange, starts the bot afresh and shows the reason.
+
+The SDK dependency in `Cargo.toml` is a path to a checkout of the duel project
+(or a `git = "…"` URL): duel-bot-sdk is not on crates.io.
+"#;
+
+const PYTHON_BOT: &str = r#""""{name}: a duel bot in Python. Play it with `referee local . builtin:counter --logs`.
+
+componentize-py builds this module (`app`) into a component of the duel:bot
+world; `wit_world` is generated from the WIT at build time. Import everything at
+top level: a bot has no filesystem at run time.
+"""
+from wit_world import WitWorld as _World
+from wit_world.imports import log
+from wit_world.imports.types import Action, Observation
+
+COST = {
+    Action.JAB: 4,
+    Action.HEAVY: 14,
+    Action.BLOCK: 0,
+    Action.DODGE: 6,
+    Action.FEINT: 2,
+    Action.RECOVER: 0,
+}
+
+
+class WitWorld(_World):
+    """One instance per match: attributes last from decision to decision."""
+
+    def __init__(self) -> None:
+        self.decisions = 0
+
+    def decide(self, observation: Observation) -> Action:
+        self.decisions += 1
+        stamina = observation.you.stamina
+        if observation.opponent.staggered and stamina >= COST[Action.HEAVY]:
+            action = Action.HEAVY
+        elif stamina >= 20:
+            action = Action.JAB
+        else:
+            action = Action.RECOVER
+        # Shown by `referee local --logs` and in the viewer (print works too).
+        log.log(f"round {observation.round} exchange {observation.exchange}: "
+                f"stamina {stamina}, playing {action.name}")
+        return action
+"#;
+
+const PYTHON_TEST: &str = r#""""Plays this bot against builtin:counter with the referee (on PATH, or named by
+$REFEREE) and checks that every decision was its own: python3 test_bot.py"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class PlaysTest(unittest.TestCase):
+    def test_plays_a_whole_match_against_counter(self):
+        referee = os.environ.get("REFEREE", "referee")
+        done = subprocess.run(
+            [referee, "local", HERE, "builtin:counter", "--json", "--seed", "1"],
+            capture_output=True, text=True, check=False)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        replay = json.loads(done.stdout)
+        self.assertTrue(replay["rounds"], "no round was played")
+        for round_ in replay["rounds"]:
+            for exchange in round_["exchanges"]:
+                self.assertEqual(exchange["a"]["source"], "bot", exchange)
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
+"#;
+
+const PYTHON_README: &str = r#"# {name}
+
+A duel bot in Python (Ruleset 1.0.0), built into a WebAssembly component of
+the `duel:bot@1.0.0` world by componentize-py.
+
+    python3 -m pip install componentize-py==0.25.1
+    referee local . builtin:counter --logs     # build (first time ~30 s) and play
+    python3 test_bot.py                        # plays a match (needs `referee` on PATH or $REFEREE)
+
+The referee builds this folder itself and keeps the component in its cache,
+keyed by the digest of the sources: an edit rebuilds, a rerun does not.
+
+`app.py` is the bot: `decide` is asked once per exchange. `log.log(...)` and
+`print(...)` lines show under their exchange with `--logs`. An exception is a
+fault: the referee plays BLOCK for that exchange, starts the bot afresh and
+shows the reason. See docs/areas/python-bots.md in the duel project.
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_crate_and_folder_names() {
+        for good in ["mybot", "my-bot_2", "B"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "2bot", "my bot", "../x", "bot/x", "bøt"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn toml_strings_escape_quotes_backslashes_and_controls() {
+        assert_eq!(toml_string(r#"a"b\c"#), r#""a\"b\\c""#);
+        assert_eq!(toml_string("a\nb"), "\"a\\u000Ab\"");
+    }
+}

@@ -390,6 +390,39 @@ impl LadderApi for LadderService {
         }))
     }
 
+    async fn match_logs(
+        &self,
+        request: Request<pb::LadderMatchLogsRequest>,
+    ) -> Reply<pb::LadderMatchLogsResponse> {
+        let caller = self.caller(&request).await?;
+        let id = required("id", &request.get_ref().id)?;
+        let (game, logs) = self
+            .ladder
+            .match_logs(&caller, id)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::LadderMatchLogsResponse {
+            id: game.id.clone(),
+            sides: logs
+                .into_iter()
+                .map(|side| pb::LadderSideLogs {
+                    side: side.side.name().to_owned(),
+                    bot: game.sides[side.side.index()].bot_name.clone(),
+                    exchanges: side
+                        .exchanges
+                        .into_iter()
+                        .map(|exchange| pb::LadderExchangeLog {
+                            round: u32::from(exchange.round),
+                            exchange: u32::from(exchange.exchange),
+                            lines: exchange.lines,
+                            truncated: exchange.truncated,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }))
+    }
+
     async fn start_season(
         &self,
         request: Request<pb::LadderStartSeasonRequest>,

@@ -10,8 +10,8 @@ use crate::error::{LadderError, Result};
 use crate::ledger::{LedgerReport, TransferOutcome};
 use crate::limits::MAX_RAKE_BP;
 use crate::model::{
-    Bot, BotKind, BotSource, Match, MatchState, QueueEntry, Season, Standing, check_name,
-    class_from_name,
+    Bot, BotKind, BotSource, Match, MatchState, QueueEntry, Season, SideLogs, Standing,
+    check_name, class_from_name,
 };
 use crate::store::{Store, WaveReport};
 use crate::validate::{check_endpoint, validate_wasm};
@@ -262,5 +262,24 @@ impl Ladder {
 
     pub async fn game(&self, _caller: &User, id: &str) -> Result<Match> {
         self.store.game(id).await
+    }
+
+    /// The logs of the caller's bots in a ranked match: only an owner whose bot
+    /// fought sees them, and only their own bot's side.
+    pub async fn match_logs(&self, caller: &User, id: &str) -> Result<(Match, Vec<SideLogs>)> {
+        let game = self.store.game(id).await?;
+        if !game.sides.iter().any(|side| side.owner_id == caller.id) {
+            return Err(LadderError::PermissionDenied(format!(
+                "match {id}: only the owners of its bots may read their logs"
+            )));
+        }
+        let logs = self
+            .store
+            .match_logs(id)
+            .await?
+            .into_iter()
+            .filter(|side| side.owner_id == caller.id)
+            .collect();
+        Ok((game, logs))
     }
 }

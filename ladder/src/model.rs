@@ -240,3 +240,40 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
         )))
     }
 }
+
+/// What one bot wrote while deciding one exchange of a ranked match.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExchangeLog {
+    pub round: u8,
+    pub exchange: u8,
+    pub lines: Vec<String>,
+    /// Lines were cut or dropped by the referee's bounds.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// One side's logs of a ranked match, kept for the bot's owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SideLogs {
+    pub side: duel_rules::Side,
+    pub owner_id: String,
+    pub exchanges: Vec<ExchangeLog>,
+}
+
+impl SideLogs {
+    /// Each exchange `side` logged anything in, from a replay with logs.
+    pub fn of_replay(replay: &duel_replays::Replay, side: duel_rules::Side) -> Vec<ExchangeLog> {
+        replay
+            .exchanges()
+            .filter_map(|(round, exchange)| {
+                let record = exchange.sides()[side.index()];
+                (!record.log.is_empty() || record.log_truncated).then(|| ExchangeLog {
+                    round,
+                    exchange: exchange.number,
+                    lines: record.log.clone(),
+                    truncated: record.log_truncated,
+                })
+            })
+            .collect()
+    }
+}

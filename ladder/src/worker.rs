@@ -380,8 +380,10 @@ async fn run_claim(
         });
     }
     replay.season = Some(season.name);
-    // Ranked replays are public and logs can reveal strategy (issue 12): the
-    // published, signed replay carries none.
+    // Ranked replays are public and logs can reveal strategy (issue 12): each
+    // side's logs are kept for its owner, and the published, signed replay
+    // carries none.
+    keep_logs(store, &game, &replay).await;
     replay.strip_logs();
     let sinks = ReplaySinks::new()
         .sign_with(Arc::clone(&config.signing_key))
@@ -469,6 +471,22 @@ pub async fn run(
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(WORKER_IDLE_POLL_MS)) => {}
             _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Keeps each side's logs for its owner (`ladder match logs`). Logs are the
+/// author's debugging aid, not part of the result: a failure to keep them is
+/// logged and the match goes on to settle.
+async fn keep_logs(store: &Store, game: &crate::model::Match, replay: &duel_replays::Replay) {
+    for side in [Side::A, Side::B] {
+        let logs = crate::model::SideLogs::of_replay(replay, side);
+        if logs.is_empty() {
+            continue;
+        }
+        let owner_id = &game.sides[side.index()].owner_id;
+        if let Err(error) = store.keep_logs(&game.id, side, owner_id, &logs).await {
+            tracing::warn!(match_id = %game.id, side = side.name(), %error, "cannot keep the bot's logs");
         }
     }
 }

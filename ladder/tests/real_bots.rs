@@ -11,6 +11,7 @@ use std::sync::Arc;
 use common::TestDb;
 use common::bots::{serve_endpoint_bot, wasm};
 use duel_ladder::auth::User;
+use duel_ladder::error::LadderError;
 use duel_ladder::ladder::{Ladder, Registration};
 use duel_ladder::model::MatchState;
 use duel_ladder::worker::{LadderFactory, Worked, WorkerConfig, work_once};
@@ -374,6 +375,31 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
         // The bot logged every decision; a public ranked replay carries none.
         assert!(record.log.is_empty(), "{record:?}");
     }
+    // Its owner reads them (`ladder match logs`): one entry per decision.
+    let (_, logs) = ladder
+        .match_logs(&alice, &settlement.match_id)
+        .await
+        .expect("the owner reads the logs");
+    let [side] = logs.as_slice() else {
+        panic!("expected alice's side only, got {logs:?}");
+    };
+    assert_eq!(side.side.index(), remote);
+    let exchanges: usize = replay.rounds.iter().map(|round| round.exchanges.len()).sum();
+    assert_eq!(side.exchanges.len(), exchanges);
+    assert!(side.exchanges.iter().all(|exchange| !exchange.lines.is_empty()));
+    // Bob's bot fought but wrote nothing: he sees no side, and never Alice's.
+    let (_, bobs) = ladder
+        .match_logs(&bob, &settlement.match_id)
+        .await
+        .expect("bob's bot fought");
+    assert!(bobs.is_empty(), "{bobs:?}");
+    // An owner with no bot in the match is refused.
+    let (carol, _) = db.owner("carol", 0).await;
+    let refused = ladder.match_logs(&carol, &settlement.match_id).await;
+    assert!(
+        matches!(refused, Err(LadderError::PermissionDenied(_))),
+        "{refused:?}"
+    );
 }
 both_backends!(endpoint_bots_play, endpoint_bots_play_ranked_matches);
 

@@ -101,6 +101,7 @@ fn arena(model: &Running) -> Replay {
         wall_clock: Duration::from_millis(CLOCK_MS.into()),
         replay_dir: Some(dir.path().to_owned()),
         host: MatchHost::new(config),
+        openings: duel_referee::opening::OpeningSource::None,
     };
     let entrants = [
         Entrant::parse(&oracle()).unwrap(),

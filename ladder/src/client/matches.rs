@@ -1,5 +1,5 @@
-//! The queue and the matches it leads to: `ladder enqueue`, `ladder leave` and
-//! `ladder matches [--id ID]`.
+//! The queue and the matches it leads to: `ladder enqueue`, `ladder leave`,
+//! `ladder matches [--id ID]` and `ladder match logs ID`.
 
 use duel_proto::v1 as pb;
 use serde_json::{Value, json};
@@ -199,4 +199,71 @@ mod tests {
             render_enqueued(pb::LadderEnqueueResponse { entry: None }).expect_err("no entry");
         assert_eq!(error.to_string(), "the ladder's reply has no `entry`");
     }
+}
+
+/// `ladder match logs ID [--json]`.
+pub(super) async fn logs(client: &mut Client, id: String, json: bool) -> Result<()> {
+    let request = client.request(pb::LadderMatchLogsRequest { id });
+    let reply = client
+        .inner
+        .match_logs(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_logs(&reply, json));
+    Ok(())
+}
+
+fn render_logs(reply: &pb::LadderMatchLogsResponse, json: bool) -> String {
+    if json {
+        let sides: Vec<Value> = reply
+            .sides
+            .iter()
+            .map(|side| {
+                json!({
+                    "side": side.side,
+                    "bot": side.bot,
+                    "exchanges": side.exchanges.iter().map(|exchange| json!({
+                        "round": exchange.round,
+                        "exchange": exchange.exchange,
+                        "lines": exchange.lines,
+                        "truncated": exchange.truncated,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return json_line(&json!({ "id": reply.id, "sides": sides }));
+    }
+    if reply.sides.is_empty() {
+        return format!("match {}: your bots wrote no log lines\n", reply.id);
+    }
+    let mut out = String::new();
+    for side in &reply.sides {
+        out.push_str(&format!("match {} · {} (fighter {})\n", reply.id, side.bot, side.side));
+        for exchange in &side.exchanges {
+            for line in &exchange.lines {
+                out.push_str(&format!(
+                    "  r{} e{:<2} │ {}\n",
+                    exchange.round,
+                    exchange.exchange,
+                    one_line(line)
+                ));
+            }
+            if exchange.truncated {
+                out.push_str(&format!(
+                    "  r{} e{:<2} │ … (cut by the referee's log bounds)\n",
+                    exchange.round, exchange.exchange
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A log line as one terminal line: control characters (a bot's escape
+/// sequences) shown as spaces.
+fn one_line(line: &str) -> String {
+    line.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }

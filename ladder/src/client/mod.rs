@@ -173,6 +173,26 @@ pub enum ClientCommand {
         #[arg(long)]
         json: bool,
     },
+    /// One match: `ladder match logs ID`.
+    Match {
+        #[command(subcommand)]
+        command: MatchCommand,
+    },
+}
+
+/// `ladder match …`.
+#[derive(Debug, Subcommand)]
+pub enum MatchCommand {
+    /// Your bots' log lines in a ranked match, exchange by exchange. Published
+    /// replays carry no logs (they can reveal strategy); only the owner of a bot
+    /// that fought can read its logs.
+    Logs {
+        /// The match id.
+        id: String,
+        /// One JSON object: {"id", "sides": [{"side", "bot", "exchanges": [{"round", "exchange", "lines", "truncated"}]}]}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs one client command; the exit code is the caller's.
@@ -202,6 +222,9 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
             bot,
             json,
         } => matches::list(client, state, bot, json).await,
+        ClientCommand::Match {
+            command: MatchCommand::Logs { id, json },
+        } => matches::logs(client, id, json).await,
     }
 }
 

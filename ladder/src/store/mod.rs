@@ -9,6 +9,7 @@
 //! by the lease holder); permissions are checked one layer up, in [`crate::ladder`].
 
 mod ledger_sql;
+mod logs;
 mod matches;
 mod postgres;
 mod registry;

@@ -1,1 +1,0 @@
-// This is a stub lib.rs.

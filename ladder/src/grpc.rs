@@ -89,7 +89,9 @@ fn printable<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
     Ok(value)
 }
 
-fn required<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
+/// A required text field, trimmed: present, and without control characters.
+/// Public for the fuzz targets (fuzz/), which feed it decoded requests.
+pub fn required<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
     let value = printable(field, value.trim())?;
     if value.is_empty() {
         return Err(Status::invalid_argument(format!("{field} is required")));
@@ -102,7 +104,9 @@ fn optional(value: &str) -> Option<&str> {
     (!value.is_empty()).then_some(value)
 }
 
-fn registration(source: Option<pb::LadderBotSource>) -> Result<Registration, Status> {
+/// The bot source of a register or new-version request. Public for the fuzz
+/// targets (fuzz/).
+pub fn registration(source: Option<pb::LadderBotSource>) -> Result<Registration, Status> {
     use pb::ladder_bot_source::Source;
     match source.and_then(|spec| spec.source) {
         Some(Source::Wasm(bytes)) => Ok(Registration::Wasm(bytes)),

@@ -83,29 +83,12 @@ async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
     )))
 }
 
-/// The host of an endpoint URL (without brackets for IPv6).
+/// The host of an endpoint URL (without brackets for IPv6), by the referee's
+/// own bot-spec parser, so the ladder accepts exactly the addresses a referee
+/// dials.
 fn endpoint_host(url: &str) -> Result<String> {
-    let rest = ["grpc://", "http://", "https://"]
-        .iter()
-        .find_map(|scheme| url.strip_prefix(scheme))
-        .ok_or_else(|| {
-            LadderError::BotRejected(format!(
-                "endpoint {url:?} must start with grpc://, http:// or https://"
-            ))
-        })?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority.rsplit('@').next().unwrap_or("");
-    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
-        bracketed.split(']').next().unwrap_or("")
-    } else {
-        host_port.split(':').next().unwrap_or("")
-    };
-    if host.is_empty() {
-        return Err(LadderError::BotRejected(format!(
-            "endpoint {url:?} has no host"
-        )));
-    }
-    Ok(host.to_owned())
+    duel_referee::spec::endpoint_host(url)
+        .map_err(|error| LadderError::BotRejected(error.to_string()))
 }
 
 /// Checks an endpoint URL: scheme, host, and unless `allow_private` (local
@@ -162,5 +145,16 @@ mod tests {
         assert!(check_endpoint_url("grpc://8.8.8.8:443", false).is_ok());
         assert!(check_endpoint_url("ftp://x", true).is_err());
         assert!(check_endpoint_url("grpc://:80", true).is_err());
+        // What the referee's spec parser refuses, the ladder refuses too.
+        for url in [
+            "grpc://bots.example.com",
+            "grpc://bots.example.com:443/path",
+            "grpc://user@bots.example.com:443",
+            "grpc://bots.example.com:0",
+        ] {
+            let error = check_endpoint_url(url, true).expect_err(url).to_string();
+            assert!(error.contains("bot spec"), "{url}: {error}");
+        }
+        assert!(check_endpoint_url("grpcs://bots.example.com:443", false).is_ok());
     }
 }

@@ -358,6 +358,40 @@ pub fn match_result_line(
     format!("\n{verdict}\n  {detail}\n")
 }
 
+/// A fighter's tokens: the recorded total, checked against the sum of its
+/// exchanges (in checked arithmetic, so a hostile replay cannot wrap the sum
+/// back onto a small recorded total). A mismatch is shown, not hidden.
+fn tokens_cell(palette: Palette, recorded: u64, records: &[&SideRecord]) -> String {
+    let summed = records
+        .iter()
+        .try_fold(0u64, |total, record| total.checked_add(record.tokens));
+    match summed {
+        Some(summed) if summed == recorded => group_thousands(recorded),
+        Some(summed) => format!(
+            "{} {}",
+            group_thousands(recorded),
+            palette.paint(
+                WARNING,
+                &format!(
+                    "(but its exchanges sum to {}: this replay does not verify)",
+                    group_thousands(summed)
+                )
+            )
+        ),
+        None => format!(
+            "{} {}",
+            group_thousands(recorded),
+            palette.paint(
+                WARNING,
+                &format!(
+                    "(but its exchanges sum past {}: this replay does not verify)",
+                    group_thousands(u64::MAX)
+                )
+            )
+        ),
+    }
+}
+
 /// Per fighter: substitutions by cause, tokens, and decision latency p50/p99.
 pub fn summary(palette: Palette, replay: &Replay) -> String {
     let mut out = String::new();
@@ -397,7 +431,7 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
             count(SourceName::Timeout),
             count(SourceName::Budget),
             count(SourceName::Fault),
-            group_thousands(replay.result.tokens_used[side.index()]),
+            tokens_cell(palette, replay.result.tokens_used[side.index()], &records),
             percentile(&latencies, 50),
             percentile(&latencies, 99),
         );

@@ -82,11 +82,9 @@ impl BotSpec {
         if let Some(rest) = text.strip_prefix("builtin:") {
             return BuiltinSpec::parse(text, rest).map(BotSpec::Builtin);
         }
-        for scheme in ["grpc://", "grpcs://", "http://", "https://"] {
-            if let Some(rest) = text.strip_prefix(scheme) {
-                check_endpoint_address(text, scheme, rest)?;
-                return Ok(BotSpec::Endpoint(text.to_owned()));
-            }
+        if let Some((scheme, rest)) = endpoint_scheme(text) {
+            check_endpoint_address(text, scheme, rest)?;
+            return Ok(BotSpec::Endpoint(text.to_owned()));
         }
         if text.ends_with(".wasm") {
             return Ok(BotSpec::Wasm(PathBuf::from(text)));
@@ -100,10 +98,48 @@ impl BotSpec {
     }
 }
 
+const ENDPOINT_SCHEMES: [&str; 4] = ["grpc://", "grpcs://", "http://", "https://"];
+
+/// The scheme of an endpoint spec and what follows it.
+fn endpoint_scheme(text: &str) -> Option<(&'static str, &str)> {
+    ENDPOINT_SCHEMES
+        .iter()
+        .find_map(|scheme| text.strip_prefix(scheme).map(|rest| (*scheme, rest)))
+}
+
+/// The host of an endpoint spec (`grpc://host:port`, …) as [`BotSpec::parse`]
+/// accepts it, without the brackets of an IPv6 address: what an address policy
+/// checks. Any other spec, or a malformed address, is an error.
+pub fn endpoint_host(text: &str) -> Result<String, RefereeError> {
+    let Some((scheme, rest)) = endpoint_scheme(text) else {
+        return Err(spec_error(
+            text,
+            "not an endpoint address: use grpc://host:port (grpcs:// over TLS, or http(s)://host[:port])",
+        ));
+    };
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(RefereeError::Spec(format!(
+            "bot spec is {} bytes, more than the {MAX_SPEC_BYTES}-byte limit",
+            text.len()
+        )));
+    }
+    let authority = check_endpoint_address(text, scheme, rest)?;
+    let host = authority.host();
+    let host = host
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(host);
+    Ok(host.to_owned())
+}
+
 /// An endpoint's address, strictly: a host and a port in 1..=65535 (which
 /// `http://` and `https://` may leave to their defaults), and no path. A typo
 /// here must be an error before the match, not a match of faults.
-fn check_endpoint_address(text: &str, scheme: &str, rest: &str) -> Result<(), RefereeError> {
+fn check_endpoint_address(
+    text: &str,
+    scheme: &str,
+    rest: &str,
+) -> Result<http::uri::Authority, RefereeError> {
     let (authority, path) = match rest.find('/') {
         Some(at) => rest.split_at(at),
         None => (rest, ""),
@@ -139,13 +175,13 @@ fn check_endpoint_address(text: &str, scheme: &str, rest: &str) -> Result<(), Re
     match explicit_port {
         Some(port) => match port.parse::<u16>() {
             Ok(0) => Err(spec_error(text, "port 0 is not a port a bot can listen on")),
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(authority),
             Err(_) => Err(spec_error(
                 text,
                 format!("port {port:?} is not a number from 1 to 65535"),
             )),
         },
-        None if matches!(scheme, "http://" | "https://") => Ok(()),
+        None if matches!(scheme, "http://" | "https://") => Ok(authority),
         None => Err(spec_error(
             text,
             "missing port: use grpc://host:port (grpcs://host:port over TLS)",
@@ -282,6 +318,27 @@ mod tests {
             let message = BotSpec::parse(text).expect_err(text).to_string();
             assert!(message.contains(expected), "{text}: {message}");
             assert!(!message.contains('\n'), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn endpoint_hosts_come_without_brackets_or_port() {
+        for (text, host) in [
+            ("grpc://127.0.0.1:50051", "127.0.0.1"),
+            ("grpcs://[::1]:443/", "::1"),
+            ("https://bots.example", "bots.example"),
+            ("http://localhost:80", "localhost"),
+        ] {
+            assert_eq!(endpoint_host(text).expect(text), host);
+        }
+        for text in [
+            "builtin:block",
+            "bot.wasm",
+            "grpc://:80",
+            "ftp://x",
+            "grpc://u@h:1",
+        ] {
+            assert!(endpoint_host(text).is_err(), "{text}");
         }
     }
 

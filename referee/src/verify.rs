@@ -97,7 +97,9 @@ fn verify_builtin_choices(replay: &Replay) -> Result<(), Disagreement> {
             }
         }
         for side in Side::BOTH {
-            tokens_used[side.index()] += sides[side.index()].tokens;
+            // Saturating: the rules check already refused a sum past u64::MAX.
+            tokens_used[side.index()] =
+                tokens_used[side.index()].saturating_add(sides[side.index()].tokens);
         }
         let chosen = [Action::from(sides[0].action), Action::from(sides[1].action)];
         if state.play_exchange(chosen).is_err() {

@@ -127,6 +127,56 @@ fn a_tampered_replay_fails_the_signature_then_the_rules_at_the_exchange() {
     assert_eq!(verdict["location"], "round 1, exchange 3, fighter a");
 }
 
+/// Sets fighter a's tokens to 2^64−1 in exchange 1 and 2 in exchange 2, and its
+/// recorded total to the wrapped sum, 1.
+fn wrap_tokens(path: &Path, out: &Path) {
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json");
+    value["rounds"][0]["exchanges"][0]["a"]["tokens"] = u64::MAX.into();
+    value["rounds"][0]["exchanges"][1]["a"]["tokens"] = 2u64.into();
+    value["result"]["tokens_used"][0] = u64::MAX.wrapping_add(2).into();
+    std::fs::write(out, serde_json::to_vec_pretty(&value).expect("json")).expect("write");
+}
+
+#[test]
+fn token_sums_that_wrap_fail_verify_at_the_exchange_and_show_flags_them() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let key = folder.path().join("referee.key");
+    let replay = signed_replay(folder.path(), "match.json", &key);
+    let wrapped = folder.path().join("wrapped.json");
+    wrap_tokens(&replay, &wrapped);
+    // Signed by the real key (a referee that lies): only the rules can tell.
+    let resign = referee(&["replay", "sign", arg(&wrapped), "--signing-key", arg(&key)]);
+    assert!(resign.status.success(), "{}", text(&resign.stderr));
+
+    let verify = referee(&["replay", "verify", arg(&wrapped)]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify.stdout));
+    let stderr = text(&verify.stderr);
+    assert!(
+        stderr.contains("rules check failed at round 1, exchange 2, fighter a: tokens 2"),
+        "{stderr}"
+    );
+    let verify = referee(&["replay", "verify", arg(&wrapped), "--json"]);
+    assert_eq!(verify.status.code(), Some(1));
+    let verdict: serde_json::Value = serde_json::from_slice(&verify.stdout).expect("json");
+    assert_eq!(verdict["check"], "rules");
+    assert_eq!(verdict["location"], "round 1, exchange 2, fighter a");
+
+    let show = referee(&["replay", "show", arg(&wrapped)]);
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    let stdout = text(&show.stdout);
+    assert!(
+        stdout.contains(
+            "tokens 1 (but its exchanges sum past 18,446,744,073,709,551,615: this replay does not verify)"
+        ),
+        "{stdout}"
+    );
+    // The honest replay shows its total plainly.
+    let show = referee(&["replay", "show", arg(&replay)]);
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    assert!(!text(&show.stdout).contains("does not verify"));
+}
+
 #[test]
 fn a_replay_signed_by_another_key_fails() {
     let folder = tempfile::tempdir().expect("temp dir");

@@ -215,7 +215,8 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
                     &mut gassed_out[side.index()],
                     here(Some(side)),
                 )?;
-                tokens_used[side.index()] += record.tokens;
+                tokens_used[side.index()] =
+                    add_tokens(tokens_used[side.index()], record.tokens, here(Some(side)))?;
                 if Source::from(record.source).is_substitution() {
                     substitutions[side.index()] += 1;
                 }
@@ -311,6 +312,22 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
         result,
         exchanges,
         substitutions,
+    })
+}
+
+/// A fighter's running token total plus one exchange's tokens. The sum of
+/// recorded `u64`s can exceed `u64::MAX`; wrapping would let a replay whose
+/// tokens are 2^64−1 and 2 claim a total of 1, so an overflow is a disagreement
+/// at the exchange that causes it.
+fn add_tokens(total: u64, tokens: u64, at: Location) -> Result<u64, Disagreement> {
+    total.checked_add(tokens).ok_or_else(|| {
+        broken(
+            at,
+            format!(
+                "tokens {tokens} bring the fighter's total past {} (it was {total})",
+                u64::MAX
+            ),
+        )
     })
 }
 

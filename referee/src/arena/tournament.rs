@@ -315,7 +315,8 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
             {
                 *total += u64::from(count);
             }
-            tokens[entrant] += summary.tokens[side];
+            // Saturating: token counts come from replays, which are outside data.
+            tokens[entrant] = tokens[entrant].saturating_add(summary.tokens[side]);
             matches[entrant] += 1;
             latencies[entrant].extend_from_slice(&summary.latencies_ms[side]);
         }

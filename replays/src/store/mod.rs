@@ -15,8 +15,17 @@
 //!   or season (so any value makes a safe key). A listing reads one of these
 //!   folders in name order and resumes after its cursor, never every replay.
 //!
+//! - `index/pending/<order>` — the index entry of a replay whose entries are
+//!   being written: the journal that makes an index update all-or-nothing.
+//!
 //! The replay object is written before its index entries, so a listing never
-//! names a replay that cannot be fetched.
+//! names a replay that cannot be fetched. Before the entries, the entry is put
+//! in `index/pending/`; after all of them, it is removed. A writer that crashes
+//! in between leaves the journal entry, and the next process to use the store
+//! writes the missing entries (every put is atomic and the entries are the
+//! same bytes, so writing them again is harmless). A replay whose writer
+//! crashed before the journal entry is fetchable but unlisted; publishing it
+//! again lists it.
 
 mod local;
 mod s3;
@@ -47,6 +56,8 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ReplayError>>;
     /// The bytes at `key`, or `None` when there is nothing there.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, ReplayError>>;
+    /// Removes the object at `key`; nothing there is not an error.
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReplayError>>;
     /// Names of the objects directly in folder `prefix` that sort strictly after
     /// `after`, in ascending byte order, at most `limit` of them.
     fn list_after<'a>(
@@ -102,7 +113,12 @@ pub struct ListPage {
 pub struct ReplayStore {
     backend: Arc<dyn StoreBackend>,
     description: String,
+    /// Set once the journal a crashed writer left has been replayed.
+    recovered: Arc<tokio::sync::OnceCell<()>>,
 }
+
+/// The journal folder: index entries of replays being indexed.
+const PENDING_FOLDER: &str = "index/pending";
 
 /// Checks a replay id: 1 to [`MAX_REPLAY_ID_BYTES`] of `A-Z a-z 0-9 - _`.
 pub fn validate_id(id: &str) -> Result<(), ReplayError> {
@@ -191,7 +207,86 @@ impl ReplayStore {
         ReplayStore {
             backend,
             description,
+            recovered: Arc::new(tokio::sync::OnceCell::new()),
         }
+    }
+
+    /// Finishes the index updates a crashed writer left in the journal, once
+    /// per store value, before the first put or listing. Also runs when other
+    /// writers are live: their entries are written twice, identically.
+    async fn recover(&self) -> Result<(), ReplayError> {
+        self.recovered
+            .get_or_try_init(|| async {
+                let mut after: Option<String> = None;
+                loop {
+                    let names = self
+                        .backend
+                        .list_after(PENDING_FOLDER, after.as_deref(), 256)
+                        .await?;
+                    let Some(last) = names.last().cloned() else {
+                        return Ok(());
+                    };
+                    for name in names {
+                        self.finish_pending(&name).await?;
+                    }
+                    after = Some(last);
+                }
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Writes every index entry of the journal entry `name`, then removes it.
+    async fn finish_pending(&self, name: &str) -> Result<(), ReplayError> {
+        let key = format!("{PENDING_FOLDER}/{name}");
+        let from_journal = self
+            .backend
+            .get(&key)
+            .await?
+            .and_then(|body| serde_json::from_slice::<ReplayMeta>(&body).ok());
+        // The journal entry is written atomically, so it is whole; should it not
+        // be (a store written before puts were synced), the replay says the same.
+        let meta = match from_journal {
+            Some(meta) => Some(meta),
+            None => self.meta_from_replay(name).await?,
+        };
+        if let Some(meta) = meta {
+            self.write_index(&meta, name).await?;
+        }
+        self.backend.delete(&key).await
+    }
+
+    /// The index entry of the replay an index name (`<order>-<id>`) points to,
+    /// rebuilt from the replay; `None` when the replay is missing or unreadable.
+    async fn meta_from_replay(&self, order: &str) -> Result<Option<ReplayMeta>, ReplayError> {
+        let Some((_, id)) = order.split_once('-') else {
+            return Ok(None);
+        };
+        if validate_id(id).is_err() {
+            return Ok(None);
+        }
+        let Ok(Some(json)) = self.get_json(id).await else {
+            return Ok(None);
+        };
+        let Ok(replay) = Replay::from_slice(&json) else {
+            return Ok(None);
+        };
+        match (meta_of(&replay), order_name(&replay.accepted_at, id)) {
+            // The name must still be this replay's: it may have been published
+            // again with another acceptance time since.
+            (Ok(meta), Ok(expected)) if expected == order => Ok(Some(meta)),
+            _ => Ok(None),
+        }
+    }
+
+    async fn write_index(&self, meta: &ReplayMeta, order: &str) -> Result<(), ReplayError> {
+        let entry = encode_entry(meta)?;
+        for folder in index_folders(meta) {
+            self.backend
+                .put(&format!("{folder}/{order}"), entry.clone())
+                .await?;
+        }
+        Ok(())
     }
 
     /// Opens the store named by `url`: a plain path or `file:///path` (a local
@@ -232,38 +327,18 @@ impl ReplayStore {
     /// again replaces the replay.
     pub async fn put_json(&self, json: &[u8]) -> Result<ReplayMeta, ReplayError> {
         let replay = Replay::from_slice(json)?;
-        validate_id(&replay.match_id)?;
-        let season = replay.season.clone();
-        if let Some(season) = &season
-            && (season.is_empty() || season.len() > MAX_FILTER_BYTES)
-        {
-            return Err(ReplayError::Malformed(format!(
-                "season must be 1 to {MAX_FILTER_BYTES} bytes"
-            )));
-        }
+        let meta = meta_of(&replay)?;
         let order = order_name(&replay.accepted_at, &replay.match_id)?;
-        let meta = ReplayMeta {
-            id: replay.match_id.clone(),
-            accepted_at: replay.accepted_at.clone(),
-            class: replay.class,
-            season,
-            fighters: replay.fighters.clone().map(|fighter| IndexedFighter {
-                name: fighter.name,
-                digest: fighter.digest,
-            }),
-            winner: replay.result.winner,
-            signed: replay.signature.is_some(),
-        };
+        self.recover().await?;
         self.backend
             .put(&replay_key(&meta.id), compress(json)?)
             .await?;
-        let entry = serde_json::to_vec(&meta)
-            .map_err(|error| ReplayError::Store(format!("cannot encode index entry: {error}")))?;
-        for folder in index_folders(&meta) {
-            self.backend
-                .put(&format!("{folder}/{order}"), entry.clone())
-                .await?;
-        }
+        // The journal entry first: from here on, a crash is finished by the
+        // next process to use the store, so the entries appear all or none.
+        let pending = format!("{PENDING_FOLDER}/{order}");
+        self.backend.put(&pending, encode_entry(&meta)?).await?;
+        self.write_index(&meta, &order).await?;
+        self.backend.delete(&pending).await?;
         Ok(meta)
     }
 
@@ -289,6 +364,7 @@ impl ReplayStore {
     /// One page of replays matching `query`, newest first.
     pub async fn list(&self, query: &ListQuery) -> Result<ListPage, ReplayError> {
         check_query(query)?;
+        self.recover().await?;
         let folder = if let Some(bot) = &query.bot {
             format!("index/bot/{}", value_hash(bot))
         } else if let Some(season) = &query.season {
@@ -321,11 +397,15 @@ impl ReplayStore {
                 .await?;
             for (name, body) in entries {
                 scanned += 1;
+                let parsed = body.and_then(|body| serde_json::from_slice::<ReplayMeta>(&body).ok());
+                let meta = match parsed {
+                    Some(meta) => Some(meta),
+                    None => self.heal_entry(&folder, &name).await,
+                };
                 cursor = Some(name);
-                // A damaged entry is skipped: the listing must not fail for all.
-                let Some(meta) =
-                    body.and_then(|body| serde_json::from_slice::<ReplayMeta>(&body).ok())
-                else {
+                // An entry that cannot be healed is skipped: the listing must not
+                // fail for all.
+                let Some(meta) = meta else {
                     continue;
                 };
                 if matches(&meta, query) {
@@ -353,6 +433,17 @@ impl ReplayStore {
         }
     }
 
+    /// A torn index entry (a crash of a writer that did not sync its files)
+    /// rebuilt from its replay and written back whole; `None` when the replay
+    /// is gone too. Best effort: a failed rewrite still lists the replay.
+    async fn heal_entry(&self, folder: &str, name: &str) -> Option<ReplayMeta> {
+        let meta = self.meta_from_replay(name).await.ok().flatten()?;
+        if let Ok(entry) = encode_entry(&meta) {
+            let _ = self.backend.put(&format!("{folder}/{name}"), entry).await;
+        }
+        Some(meta)
+    }
+
     /// Where replay `id` is kept in this store (a file path or an object URL),
     /// for records and messages.
     pub fn location(&self, id: &str) -> String {
@@ -367,6 +458,36 @@ impl ReplayStore {
     pub fn description(&self) -> &str {
         &self.description
     }
+}
+
+/// The index entry of a replay, after checking its id and season.
+fn meta_of(replay: &Replay) -> Result<ReplayMeta, ReplayError> {
+    validate_id(&replay.match_id)?;
+    let season = replay.season.clone();
+    if let Some(season) = &season
+        && (season.is_empty() || season.len() > MAX_FILTER_BYTES)
+    {
+        return Err(ReplayError::Malformed(format!(
+            "season must be 1 to {MAX_FILTER_BYTES} bytes"
+        )));
+    }
+    Ok(ReplayMeta {
+        id: replay.match_id.clone(),
+        accepted_at: replay.accepted_at.clone(),
+        class: replay.class,
+        season,
+        fighters: replay.fighters.clone().map(|fighter| IndexedFighter {
+            name: fighter.name,
+            digest: fighter.digest,
+        }),
+        winner: replay.result.winner,
+        signed: replay.signature.is_some(),
+    })
+}
+
+fn encode_entry(meta: &ReplayMeta) -> Result<Vec<u8>, ReplayError> {
+    serde_json::to_vec(meta)
+        .map_err(|error| ReplayError::Store(format!("cannot encode index entry: {error}")))
 }
 
 fn class_name(class: ClassName) -> &'static str {

@@ -84,6 +84,15 @@ impl StoreBackend for S3Backend {
         })
     }
 
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReplayError>> {
+        Box::pin(async move {
+            match self.store.delete(&self.object_path(key)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(error) => Err(store_error(error)),
+            }
+        })
+    }
+
     fn list_after<'a>(
         &'a self,
         prefix: &'a str,

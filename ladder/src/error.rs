@@ -28,6 +28,10 @@ pub enum LadderError {
     /// A worker tried to complete a match whose lease it no longer holds.
     #[error("lease lost: {0}")]
     LeaseLost(String),
+    /// An owner quota (bot versions, stored bytes, compile seconds per day)
+    /// would be exceeded; the message names the quota and its value.
+    #[error("quota exceeded: {0}")]
+    Quota(String),
     /// A bot upload or endpoint was refused by validation.
     #[error("bot rejected: {0}")]
     BotRejected(String),

@@ -1,11 +1,13 @@
-//! The `duel.v1.Ladder` gRPC service: thin handlers over [`Ladder`] that read the
-//! bearer token, check the request's fields, call the facade and convert the
+//! The `duel.v1.Ladder` gRPC service: thin handlers over [`Ladder`] that take
+//! the caller the gate authenticated ([`crate::gate`], before the body was
+//! decoded), check the request's fields, call the facade and convert the
 //! result. [`status_of`] is the one place ladder errors become gRPC codes.
 
 use std::sync::Arc;
 
 use duel_proto::v1 as pb;
-use duel_proto::v1::ladder_server::{Ladder as LadderApi, LadderServer};
+use duel_proto::v1::ladder_server::Ladder as LadderApi;
+use tonic::codegen::http::HeaderMap;
 use tonic::{Request, Response, Status};
 
 use crate::auth::{Role, User};
@@ -13,30 +15,32 @@ use crate::error::LadderError;
 use crate::ladder::{Ladder, Registration};
 use crate::model::{self, Bot, Match, MatchState, Season, Standing};
 
-/// The service over one ladder.
+/// The service over one ladder; served behind [`crate::gate::Gate`], which
+/// builds it.
 #[derive(Clone, Debug)]
 pub struct LadderService {
     ladder: Arc<Ladder>,
 }
 
 impl LadderService {
-    pub fn new(ladder: Arc<Ladder>) -> LadderService {
+    pub(crate) fn new(ladder: Arc<Ladder>) -> LadderService {
         LadderService { ladder }
     }
 
-    pub fn into_server(self) -> LadderServer<LadderService> {
-        LadderServer::new(self)
-    }
-
+    /// The caller the gate authenticated; a request that did not pass the
+    /// gate is authenticated here (the body is decoded by then).
     async fn caller<T>(&self, request: &Request<T>) -> Result<User, Status> {
-        let token = bearer_token(request)?;
+        if let Some(caller) = request.extensions().get::<User>() {
+            return Ok(caller.clone());
+        }
+        let token = bearer_token_of(request.metadata().as_ref())?;
         self.ladder.caller(token).await.map_err(status_of)
     }
 }
 
 /// The token from `authorization: Bearer <token>`; absent is `None`.
-fn bearer_token<T>(request: &Request<T>) -> Result<Option<&str>, Status> {
-    let Some(value) = request.metadata().get("authorization") else {
+pub(crate) fn bearer_token_of(headers: &HeaderMap) -> Result<Option<&str>, Status> {
+    let Some(value) = headers.get("authorization") else {
         return Ok(None);
     };
     let text = value
@@ -59,6 +63,7 @@ pub fn status_of(error: LadderError) -> Status {
         LadderError::NotFound(_) => Status::not_found(message),
         LadderError::Invalid(_) | LadderError::BotRejected(_) => Status::invalid_argument(message),
         LadderError::Conflict(_) => Status::already_exists(message),
+        LadderError::Quota(_) => Status::resource_exhausted(message),
         LadderError::InsufficientCredits(_) | LadderError::LeaseLost(_) => {
             Status::failed_precondition(message)
         }
@@ -574,6 +579,12 @@ mod tests {
             assert!(!status.message().contains("pk_secret_detail"), "{status:?}");
             assert!(status.message().contains("correlation id"), "{status:?}");
         }
+        // A quota names itself to the client.
+        let status = status_of(LadderError::Quota(
+            "bot versions per owner: alice has 2 of 2".to_owned(),
+        ));
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+        assert!(status.message().contains("alice has 2 of 2"));
         // Errors about the request itself keep their words.
         let status = status_of(LadderError::NotFound("no bot named x".to_owned()));
         assert_eq!(status.code(), tonic::Code::NotFound);

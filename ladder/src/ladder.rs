@@ -3,14 +3,18 @@
 //! credits need an operator. A refusal happens before anything is written.
 //! The gRPC service and the CLI call these, never the store directly.
 
+use std::sync::Arc;
+
 use duel_rules::WeightClass;
+use tokio::sync::Semaphore;
 
 use crate::auth::{Role, User};
 use crate::error::{LadderError, Result};
 use crate::ledger::{LedgerReport, TransferOutcome};
-use crate::limits::MAX_RAKE_BP;
+use crate::limits::{DEFAULT_MAX_CONCURRENT_COMPILES, MAX_RAKE_BP};
 use crate::model::{
-    Bot, BotKind, BotSource, Match, MatchState, QueueEntry, Season, SideLogs, Standing,
+    Bot, BotKind, BotSource, Match, MatchState, OwnerQuotas, QueueEntry, Season, SideLogs,
+    Standing,
     check_name, class_from_name,
 };
 use crate::store::{Store, WaveReport};
@@ -34,15 +38,87 @@ pub struct Ladder {
     host: MatchHost,
     /// Operator setting: accept endpoint URLs on loopback and private ranges.
     allow_private_endpoints: bool,
+    /// What each owner may keep and spend.
+    quotas: OwnerQuotas,
+    /// Turns to validate (compile) an upload: compiling is CPU- and
+    /// memory-heavy, so uploads beyond these wait for a turn.
+    compiles: Arc<Semaphore>,
 }
 
 impl Ladder {
+    /// A ladder with the default owner quotas and compile concurrency.
     pub fn new(store: Store, host: MatchHost, allow_private_endpoints: bool) -> Ladder {
         Ladder {
             store,
             host,
             allow_private_endpoints,
+            quotas: OwnerQuotas::default(),
+            compiles: Arc::new(Semaphore::new(DEFAULT_MAX_CONCURRENT_COMPILES)),
         }
+    }
+
+    /// The same ladder enforcing `quotas` on every owner.
+    pub fn with_quotas(mut self, quotas: OwnerQuotas) -> Ladder {
+        self.quotas = quotas;
+        self
+    }
+
+    /// The same ladder validating at most `compiles` uploads at once (at least one).
+    pub fn with_max_concurrent_compiles(mut self, compiles: usize) -> Ladder {
+        self.compiles = Arc::new(Semaphore::new(compiles.max(1)));
+        self
+    }
+
+    pub fn quotas(&self) -> &OwnerQuotas {
+        &self.quotas
+    }
+
+    /// Refuses before any work when the owner is at its version quota or has
+    /// spent its compile seconds for today; the byte quota and the version
+    /// quota are checked again, exactly, when the version is written.
+    async fn check_quotas(&self, caller: &User, compiles: bool) -> Result<()> {
+        let usage = self.store.owner_usage(&caller.id).await?;
+        if u64::try_from(usage.bot_versions).unwrap_or(u64::MAX) >= self.quotas.max_bot_versions {
+            return Err(LadderError::Quota(format!(
+                "bot versions per owner: {} has {} of {} (ladder serve --max-versions-per-owner)",
+                caller.name, usage.bot_versions, self.quotas.max_bot_versions
+            )));
+        }
+        if compiles
+            && u64::try_from(usage.stored_bytes).unwrap_or(u64::MAX) >= self.quotas.max_stored_bytes
+        {
+            return Err(LadderError::Quota(format!(
+                "stored bytes per owner: {} holds {} bytes of components, the quota is {} (ladder serve --max-stored-bytes-per-owner)",
+                caller.name, usage.stored_bytes, self.quotas.max_stored_bytes
+            )));
+        }
+        let allowed_ms = self.quotas.compile_seconds_per_day.saturating_mul(1_000);
+        if compiles && u64::try_from(usage.compile_ms_today).unwrap_or(u64::MAX) >= allowed_ms {
+            return Err(LadderError::Quota(format!(
+                "compile seconds per day: {}'s uploads spent {} s of {} s compiling today; the count restarts at 00:00 UTC (ladder serve --compile-seconds-per-day)",
+                caller.name,
+                usage.compile_ms_today / 1_000,
+                self.quotas.compile_seconds_per_day
+            )));
+        }
+        Ok(())
+    }
+
+    /// Validates (compiles) an upload in its turn, charging the time it took
+    /// to the owner's compile seconds of today, refused or not.
+    async fn validate_upload(&self, caller: &User, bytes: &[u8]) -> Result<String> {
+        let _turn = self
+            .compiles
+            .acquire()
+            .await
+            .map_err(|_| LadderError::Io("the compile queue is closed".to_owned()))?;
+        let started = std::time::Instant::now();
+        let validated = validate_wasm(&self.host, bytes).await;
+        let spent_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.store
+            .add_compile_ms(&caller.id, spent_ms.max(1))
+            .await?;
+        Ok(validated?.digest)
     }
 
     /// The caller behind a token; no token or an unknown one is refused.
@@ -139,6 +215,8 @@ impl Ladder {
             Ok(_) | Err(LadderError::NotFound(_)) => {}
             Err(error) => return Err(error),
         }
+        self.check_quotas(caller, matches!(registration, Registration::Wasm(_)))
+            .await?;
         let source = match registration {
             Registration::Builtin(spec) => match duel_referee::BotSpec::parse(&spec) {
                 Ok(duel_referee::BotSpec::Builtin(builtin)) => {
@@ -158,7 +236,7 @@ impl Ladder {
                 Err(error) => return Err(LadderError::Invalid(error.to_string())),
             },
             Registration::Wasm(bytes) => {
-                let digest = validate_wasm(&self.host, &bytes).await?.digest;
+                let digest = self.validate_upload(caller, &bytes).await?;
                 BotSource {
                     kind: BotKind::Wasm,
                     spec: digest.clone(),
@@ -176,7 +254,9 @@ impl Ladder {
                 }
             }
         };
-        self.store.register_bot(caller, name, class, &source).await
+        self.store
+            .register_bot_within(caller, name, class, &source, Some(&self.quotas))
+            .await
     }
 
     pub async fn enqueue(&self, caller: &User, bot: &str, stake: i64) -> Result<QueueEntry> {

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod bench;
 pub mod clock;
 pub mod error;
+pub mod gate;
 pub mod grpc;
 pub mod ladder;
 pub mod ledger;

@@ -5,9 +5,44 @@
 /// Components are stored in the database, so this also bounds one row.
 pub const MAX_WASM_BYTES: usize = duel_sandbox::limits::UPLOAD_BYTES_MAX_DEFAULT;
 
-/// The largest message the `duel.v1.Ladder` service decodes (and its client
-/// encodes), in bytes: a WASM upload at the cap plus room for the other fields.
-pub const MAX_GRPC_MESSAGE_BYTES: usize = MAX_WASM_BYTES + 64 * 1024;
+/// The largest message the upload RPCs of `duel.v1.Ladder` (`RegisterBot`,
+/// `NewBotVersion`) decode, and the largest any reply or client message may
+/// be, in bytes: a WASM upload at the cap plus room for the other fields. Only
+/// an authenticated caller's upload is ever decoded at this size.
+pub const MAX_UPLOAD_MESSAGE_BYTES: usize = MAX_WASM_BYTES + 64 * 1024;
+
+/// The largest message every other `duel.v1.Ladder` RPC decodes, in bytes:
+/// names, ids and amounts fit many times over. Larger ones are refused with
+/// `OUT_OF_RANGE` before they are buffered.
+pub const MAX_RPC_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// Calls per second one client address may make to the API, and the burst it
+/// may make at once (IPv6 clients are counted per /64). Checked before the
+/// token, so a flood of bad tokens costs no database lookups past it.
+pub const DEFAULT_CALLS_PER_SECOND_PER_PEER: u32 = 50;
+pub const DEFAULT_CALL_BURST_PER_PEER: u32 = 100;
+/// Calls per second one token (its account) may make, and its burst.
+pub const DEFAULT_CALLS_PER_SECOND_PER_TOKEN: u32 = 20;
+pub const DEFAULT_CALL_BURST_PER_TOKEN: u32 = 60;
+/// Rate-limiter entries kept before idle ones are dropped (bounds the
+/// limiters' memory against clients that change address).
+pub const MAX_RATE_LIMITED_KEYS: usize = 100_000;
+
+/// Upload RPCs (`RegisterBot`, `NewBotVersion`) decoded at once; one more gets
+/// `RESOURCE_EXHAUSTED` at once instead of buffering another 64 MiB.
+pub const DEFAULT_MAX_CONCURRENT_UPLOADS: usize = 4;
+/// WASM validations (compilations) at once; further uploads wait for a turn
+/// (at most [`DEFAULT_MAX_CONCURRENT_UPLOADS`] can be waiting).
+pub const DEFAULT_MAX_CONCURRENT_COMPILES: usize = 2;
+
+/// Owner quotas (`ladder serve --max-versions-per-owner` …): bot versions
+/// across all of an owner's bots, bytes of distinct WASM components they
+/// reference, and seconds spent validating (compiling) uploads per UTC day.
+pub const DEFAULT_MAX_BOT_VERSIONS_PER_OWNER: u64 = 200;
+pub const DEFAULT_MAX_STORED_BYTES_PER_OWNER: u64 = 512 * 1024 * 1024;
+pub const DEFAULT_COMPILE_SECONDS_PER_DAY_PER_OWNER: u64 = 600;
+/// The length of the day compile seconds are counted in (UTC days).
+pub const QUOTA_DAY_MS: i64 = 86_400_000;
 
 /// How long registration waits for an endpoint bot to answer `Hello`.
 pub const ENDPOINT_HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -81,3 +116,5 @@ pub const WORKER_IDLE_POLL_MS: u64 = 200;
 const _: () = assert!(DEFAULT_HEARTBEAT_MS * 3 <= DEFAULT_LEASE_MS);
 const _: () = assert!(MAX_RAKE_BP < 10_000);
 const _: () = assert!(MAX_TRANSFER_CREDITS < i64::MAX / 1_000_000);
+const _: () = assert!(MAX_RPC_MESSAGE_BYTES < MAX_UPLOAD_MESSAGE_BYTES);
+const _: () = assert!(DEFAULT_MAX_CONCURRENT_COMPILES <= DEFAULT_MAX_CONCURRENT_UPLOADS);

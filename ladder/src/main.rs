@@ -9,7 +9,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use std::num::{NonZeroU32, NonZeroUsize};
+
 use duel_ladder::Store;
+use duel_ladder::gate::ApiLimits;
+use duel_ladder::model::OwnerQuotas;
 use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
 use duel_referee::outcome::{EXIT_ERROR, Outcome};
@@ -85,6 +89,8 @@ enum Command {
         #[arg(long, value_name = "URL")]
         public_url: Option<String>,
         #[command(flatten)]
+        limits: LimitArgs,
+        #[command(flatten)]
         play: PlayArgs,
     },
     /// Matches settled per second on a fresh database with built-in bots,
@@ -135,6 +141,65 @@ struct PlayArgs {
     /// Accept endpoint bots on loopback and private addresses.
     #[arg(long)]
     allow_private_endpoints: bool,
+}
+
+/// How hard `ladder serve` may be used: API rates, upload turns and owner quotas.
+#[derive(Debug, clap::Args)]
+struct LimitArgs {
+    /// API calls a second one client address may make (IPv6: per /64); over it,
+    /// RESOURCE_EXHAUSTED. Checked before the token.
+    #[arg(long, default_value_t = ApiLimits::default().calls_per_second_per_peer)]
+    calls_per_second_per_peer: NonZeroU32,
+    /// Calls one client address may make at once before the rate applies.
+    #[arg(long, default_value_t = ApiLimits::default().call_burst_per_peer)]
+    call_burst_per_peer: NonZeroU32,
+    /// API calls a second one token may make.
+    #[arg(long, default_value_t = ApiLimits::default().calls_per_second_per_token)]
+    calls_per_second_per_token: NonZeroU32,
+    /// Calls one token may make at once before the rate applies.
+    #[arg(long, default_value_t = ApiLimits::default().call_burst_per_token)]
+    call_burst_per_token: NonZeroU32,
+    /// Bot uploads received at once; one more gets RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = ApiLimits::default().max_concurrent_uploads)]
+    max_concurrent_uploads: NonZeroUsize,
+    /// Uploads validated (compiled) at once; more wait for a turn.
+    #[arg(long, default_value_t = DEFAULT_COMPILES)]
+    max_concurrent_compiles: NonZeroUsize,
+    /// Bot versions one owner may hold across all its bots.
+    #[arg(long, default_value_t = OwnerQuotas::default().max_bot_versions)]
+    max_versions_per_owner: u64,
+    /// Bytes of distinct WASM components one owner's versions may hold.
+    #[arg(long, default_value_t = OwnerQuotas::default().max_stored_bytes)]
+    max_stored_bytes_per_owner: u64,
+    /// Seconds one owner's uploads may spend compiling per UTC day.
+    #[arg(long, default_value_t = OwnerQuotas::default().compile_seconds_per_day)]
+    compile_seconds_per_day: u64,
+}
+
+const DEFAULT_COMPILES: NonZeroUsize =
+    match NonZeroUsize::new(duel_ladder::limits::DEFAULT_MAX_CONCURRENT_COMPILES) {
+        Some(compiles) => compiles,
+        None => panic!("the default compile turns must be at least 1"),
+    };
+
+impl LimitArgs {
+    fn api(&self) -> ApiLimits {
+        ApiLimits {
+            calls_per_second_per_peer: self.calls_per_second_per_peer,
+            call_burst_per_peer: self.call_burst_per_peer,
+            calls_per_second_per_token: self.calls_per_second_per_token,
+            call_burst_per_token: self.call_burst_per_token,
+            max_concurrent_uploads: self.max_concurrent_uploads,
+        }
+    }
+
+    fn quotas(&self) -> OwnerQuotas {
+        OwnerQuotas {
+            max_bot_versions: self.max_versions_per_owner,
+            max_stored_bytes: self.max_stored_bytes_per_owner,
+            compile_seconds_per_day: self.compile_seconds_per_day,
+        }
+    }
 }
 
 /// The environment variable naming the signing key file (as for `referee`).
@@ -297,6 +362,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
             workers,
             wave_interval_ms,
             public_url,
+            limits,
             play,
         } => {
             let config = duel_ladder::serve::ServeConfig {
@@ -310,6 +376,9 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 allow_private_endpoints: play.allow_private_endpoints,
                 host: play.host_config()?,
                 public_url,
+                api: limits.api(),
+                quotas: limits.quotas(),
+                max_concurrent_compiles: limits.max_concurrent_compiles,
             };
             let shutdown = Shutdown::install()?;
             duel_ladder::serve::serve(config, shutdown.receiver(), None)

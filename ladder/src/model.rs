@@ -43,6 +43,38 @@ pub struct BotSource {
     pub wasm: Option<Vec<u8>>,
 }
 
+/// What one owner may keep and spend (`ladder serve --max-versions-per-owner`,
+/// `--max-stored-bytes-per-owner`, `--compile-seconds-per-day`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnerQuotas {
+    /// Bot versions across all of the owner's bots.
+    pub max_bot_versions: u64,
+    /// Bytes of the distinct WASM components the owner's versions reference
+    /// (one component uploaded twice counts once).
+    pub max_stored_bytes: u64,
+    /// Seconds the owner's uploads may spend being validated (compiled) per UTC day.
+    pub compile_seconds_per_day: u64,
+}
+
+impl Default for OwnerQuotas {
+    fn default() -> OwnerQuotas {
+        OwnerQuotas {
+            max_bot_versions: crate::limits::DEFAULT_MAX_BOT_VERSIONS_PER_OWNER,
+            max_stored_bytes: crate::limits::DEFAULT_MAX_STORED_BYTES_PER_OWNER,
+            compile_seconds_per_day: crate::limits::DEFAULT_COMPILE_SECONDS_PER_DAY_PER_OWNER,
+        }
+    }
+}
+
+/// What one owner uses against its [`OwnerQuotas`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnerUsage {
+    pub bot_versions: i64,
+    pub stored_bytes: i64,
+    /// Milliseconds of validation (compiling) today, UTC.
+    pub compile_ms_today: i64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BotVersion {
     pub version: i64,

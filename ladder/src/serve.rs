@@ -21,9 +21,9 @@ use duel_rules::WeightClass;
 use tokio::sync::watch;
 
 use crate::error::{LadderError, Result};
-use crate::grpc::LadderService;
+use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
-use crate::limits::MAX_GRPC_MESSAGE_BYTES;
+use crate::model::OwnerQuotas;
 use crate::store::Store;
 use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 
@@ -49,6 +49,12 @@ pub struct ServeConfig {
     pub host: HostConfig,
     /// The Inference URL endpoint bots are told; by default `http://<listen>`.
     pub public_url: Option<String>,
+    /// Rates and upload turns of the API.
+    pub api: ApiLimits,
+    /// What each owner may keep and spend.
+    pub quotas: OwnerQuotas,
+    /// Uploads validated (compiled) at once; more wait for a turn.
+    pub max_concurrent_compiles: std::num::NonZeroUsize,
 }
 
 /// The addresses `ladder serve` listens on (port 0 picks one).
@@ -95,11 +101,11 @@ pub async fn serve(
     let host = tokio::task::spawn_blocking(move || MatchHost::new(host_config))
         .await
         .map_err(|error| LadderError::Io(format!("cannot start the match host: {error}")))?;
-    let ladder = Arc::new(Ladder::new(
-        store.clone(),
-        host.clone(),
-        config.allow_private_endpoints,
-    ));
+    let ladder = Arc::new(
+        Ladder::new(store.clone(), host.clone(), config.allow_private_endpoints)
+            .with_quotas(config.quotas)
+            .with_max_concurrent_compiles(config.max_concurrent_compiles.get()),
+    );
     let http = match config.http {
         Some(address) => Some(bind(address, "HTTP").await?),
         None => None,
@@ -165,16 +171,13 @@ pub async fn serve(
     }
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_serving::<duel_proto::v1::ladder_server::LadderServer<LadderService>>()
-        .await;
+    health.set_serving::<Gate>().await;
     let inference_service = InferenceServer::new(InferenceService::new(credentials))
         .max_decoding_message_size(duel_referee::limits::MAX_GRPC_MESSAGE_BYTES)
         .max_encoding_message_size(duel_referee::limits::MAX_GRPC_MESSAGE_BYTES);
-    let ladder_service = LadderService::new(ladder)
-        .into_server()
-        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
+    // Rate limits and the token are checked before a body is read; only
+    // uploads are decoded at the upload size (gate.rs).
+    let ladder_service = Gate::new(ladder, config.api);
     let mut stop = shutdown.clone();
     let served = tonic::transport::Server::builder()
         .add_service(health_service)

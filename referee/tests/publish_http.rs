@@ -475,3 +475,64 @@ fn live_feeds_stream_a_match_in_progress() {
         json_error(bad, StatusCode::BAD_REQUEST).await;
     });
 }
+
+/// Every error the service answers is JSON `{"error": …}`, also where axum
+/// itself refuses: an id that is not UTF-8 once percent-decoded (a plain-text
+/// 400 before issue 13) and a method a route does not serve (an empty 405).
+#[test]
+fn every_http_error_is_json() {
+    let fixture = fixture(RateConfig::default());
+    support::runtime().block_on(async {
+        let http = client();
+        let cases = [
+            ("GET", "/replays/%FF%FE", StatusCode::BAD_REQUEST, "UTF-8"),
+            (
+                "GET",
+                "/replays/%C3%28/view",
+                StatusCode::BAD_REQUEST,
+                "UTF-8",
+            ),
+            ("GET", "/live/%FF", StatusCode::BAD_REQUEST, "UTF-8"),
+            ("GET", "/live/%FF/view", StatusCode::BAD_REQUEST, "UTF-8"),
+            ("GET", "/viewer/%FF", StatusCode::BAD_REQUEST, "UTF-8"),
+            (
+                "GET",
+                "/replays/bad.id",
+                StatusCode::BAD_REQUEST,
+                "not a valid replay id",
+            ),
+            ("GET", "/replays?limit=x", StatusCode::BAD_REQUEST, ""),
+            (
+                "GET",
+                "/no/such/route",
+                StatusCode::NOT_FOUND,
+                "no such route",
+            ),
+            (
+                "POST",
+                "/replays",
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed",
+            ),
+            (
+                "DELETE",
+                "/replays/m-1",
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed",
+            ),
+        ];
+        for (method, path, status, words) in cases {
+            let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+            let response = http
+                .request(method.clone(), fixture.server.url(path))
+                .send()
+                .await
+                .expect("request");
+            let message = json_error(response, status).await;
+            assert!(
+                message.contains(words),
+                "{method} {path}: {message:?} should name {words:?}"
+            );
+        }
+    });
+}

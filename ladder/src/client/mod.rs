@@ -19,7 +19,7 @@ mod seasons;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use duel_ladder::limits::MAX_GRPC_MESSAGE_BYTES;
+use duel_ladder::limits::MAX_UPLOAD_MESSAGE_BYTES;
 use duel_proto::v1::ladder_client::LadderClient;
 use serde_json::Value;
 use tonic::transport::Channel;
@@ -295,8 +295,8 @@ impl Client {
         Ok(Client {
             // Uploads carry whole WASM components.
             inner: LadderClient::new(channel)
-                .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES)
-                .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES),
+                .max_encoding_message_size(MAX_UPLOAD_MESSAGE_BYTES)
+                .max_decoding_message_size(MAX_UPLOAD_MESSAGE_BYTES),
             authorization,
         })
     }

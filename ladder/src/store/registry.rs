@@ -11,8 +11,11 @@ use crate::error::{LadderError, Result};
 use crate::ledger::{
     ISSUANCE_ACCOUNT, TransferOp, TransferOutcome, TransferRequest, owner_account,
 };
-use crate::limits::{MAX_LIST_ROWS, MAX_QUEUE_PER_CLASS, MAX_TRANSFER_CREDITS};
-use crate::model::{Bot, BotKind, BotSource, BotVersion, QueueEntry, check_name, class_from_name};
+use crate::limits::{MAX_LIST_ROWS, MAX_QUEUE_PER_CLASS, MAX_TRANSFER_CREDITS, QUOTA_DAY_MS};
+use crate::model::{
+    Bot, BotKind, BotSource, BotVersion, OwnerQuotas, OwnerUsage, QueueEntry, check_name,
+    class_from_name,
+};
 
 fn user_from_row(row: &AnyRow) -> Result<User> {
     Ok(User {
@@ -74,14 +77,78 @@ async fn bootstrap_tx(
         .map(Some)
 }
 
+/// The versions and stored bytes an owner holds (compile time is read apart).
+async fn holdings_tx(conn: &mut AnyConnection, owner_id: &str) -> Result<(i64, i64)> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS versions FROM bot_versions v JOIN bots b ON b.id = v.bot_id WHERE b.owner_id = $1",
+    )
+    .bind(owner_id.to_owned())
+    .fetch_one(&mut *conn)
+    .await?;
+    let versions: i64 = get(&row, "versions")?;
+    // Each distinct component once: a blob uploaded twice is stored once.
+    // PostgreSQL sums BIGINT to NUMERIC, hence the cast.
+    let row = sqlx::query(
+        "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS stored FROM wasm_blobs WHERE digest IN \
+         (SELECT v.digest FROM bot_versions v JOIN bots b ON b.id = v.bot_id WHERE b.owner_id = $1 AND v.kind = 'wasm')",
+    )
+    .bind(owner_id.to_owned())
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok((versions, get(&row, "stored")?))
+}
+
+/// Refuses a registration that would take `owner` over its version or
+/// stored-bytes quota. Runs inside the registering transaction, so the counts
+/// include every version committed before it.
+async fn check_holdings_tx(
+    conn: &mut AnyConnection,
+    owner: &User,
+    source: &BotSource,
+    quotas: &OwnerQuotas,
+) -> Result<()> {
+    let (versions, stored) = holdings_tx(conn, &owner.id).await?;
+    if u64::try_from(versions).unwrap_or(u64::MAX) >= quotas.max_bot_versions {
+        return Err(LadderError::Quota(format!(
+            "bot versions per owner: {} has {versions} of {} (ladder serve --max-versions-per-owner)",
+            owner.name, quotas.max_bot_versions
+        )));
+    }
+    let Some(bytes) = &source.wasm else {
+        return Ok(());
+    };
+    let counted = sqlx::query(
+        "SELECT 1 AS one FROM bot_versions v JOIN bots b ON b.id = v.bot_id \
+         WHERE b.owner_id = $1 AND v.kind = 'wasm' AND v.digest = $2 LIMIT 1",
+    )
+    .bind(owner.id.clone())
+    .bind(source.digest.clone())
+    .fetch_optional(&mut *conn)
+    .await?
+    .is_some();
+    let added = if counted { 0 } else { bytes.len() as u64 };
+    let total = u64::try_from(stored).unwrap_or(0).saturating_add(added);
+    if total > quotas.max_stored_bytes {
+        return Err(LadderError::Quota(format!(
+            "stored bytes per owner: {} would hold {total} bytes of components, over {} (ladder serve --max-stored-bytes-per-owner)",
+            owner.name, quotas.max_stored_bytes
+        )));
+    }
+    Ok(())
+}
+
 async fn register_tx(
     conn: &mut AnyConnection,
     owner: &User,
     name: &str,
     class: &str,
     source: &BotSource,
+    quotas: Option<&OwnerQuotas>,
     now: i64,
 ) -> Result<Bot> {
+    if let Some(quotas) = quotas {
+        check_holdings_tx(conn, owner, source, quotas).await?;
+    }
     if let Some(bytes) = &source.wasm {
         sqlx::query("INSERT INTO wasm_blobs (digest, bytes, size_bytes) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING")
             .bind(source.digest.clone())
@@ -338,13 +405,28 @@ impl Store {
         write_tx!(self, |conn| apply_transfer(conn, &request, self.now()))
     }
 
-    /// Registers a bot, or a new version of one the owner already has.
+    /// Registers a bot, or a new version of one the owner already has, with
+    /// no quota (house bots, tests).
     pub async fn register_bot(
         &self,
         owner: &User,
         name: &str,
         class: &str,
         source: &BotSource,
+    ) -> Result<Bot> {
+        self.register_bot_within(owner, name, class, source, None)
+            .await
+    }
+
+    /// [`Store::register_bot`], refused with [`LadderError::Quota`] when it
+    /// would take the owner over `quotas` (versions, stored bytes).
+    pub async fn register_bot_within(
+        &self,
+        owner: &User,
+        name: &str,
+        class: &str,
+        source: &BotSource,
+        quotas: Option<&OwnerQuotas>,
     ) -> Result<Bot> {
         check_name("bot", name)?;
         class_from_name(class)?;
@@ -354,8 +436,48 @@ impl Store {
             name,
             class,
             source,
+            quotas,
             self.now()
         ))
+    }
+
+    /// What an owner uses against its quotas now.
+    pub async fn owner_usage(&self, owner_id: &str) -> Result<OwnerUsage> {
+        let mut conn = self.pool().acquire().await?;
+        let (bot_versions, stored_bytes) = holdings_tx(&mut conn, owner_id).await?;
+        let row =
+            sqlx::query("SELECT compile_ms FROM compile_usage WHERE owner_id = $1 AND day = $2")
+                .bind(owner_id.to_owned())
+                .bind(self.now().div_euclid(QUOTA_DAY_MS))
+                .fetch_optional(&mut *conn)
+                .await?;
+        let compile_ms_today = row
+            .map(|row| get::<i64>(&row, "compile_ms"))
+            .transpose()?
+            .unwrap_or(0);
+        Ok(OwnerUsage {
+            bot_versions,
+            stored_bytes,
+            compile_ms_today,
+        })
+    }
+
+    /// Adds `compile_ms` to what the owner's uploads spent compiling today (UTC).
+    pub async fn add_compile_ms(&self, owner_id: &str, compile_ms: i64) -> Result<()> {
+        let owner_id = owner_id.to_owned();
+        let day = self.now().div_euclid(QUOTA_DAY_MS);
+        write_tx!(self, |conn| async {
+            sqlx::query(
+                "INSERT INTO compile_usage (owner_id, day, compile_ms) VALUES ($1, $2, $3) \
+                 ON CONFLICT (owner_id, day) DO UPDATE SET compile_ms = compile_usage.compile_ms + $3",
+            )
+            .bind(owner_id.clone())
+            .bind(day)
+            .bind(compile_ms)
+            .execute(&mut *conn)
+            .await?;
+            Ok(())
+        })
     }
 
     pub async fn bot(&self, name: &str) -> Result<Bot> {

@@ -66,3 +66,80 @@ impl From<ServiceError> for Status {
         Status::new(code, message)
     }
 }
+
+/// Answers `INVALID_ARGUMENT` where tonic answers `INTERNAL` for a request
+/// body that does not decode: a protobuf that does not parse (a string field
+/// that is not UTF-8 included), an empty body, or a frame cut short. A client
+/// sent those, so the request is malformed, not the server broken. tonic
+/// decodes before any handler or interceptor of ours runs and has no hook for
+/// the code, so the wrapper rewrites the status of the trailers-only answer
+/// tonic gives when a unary request fails to decode (every `duel.v1` request is
+/// unary). The messages matched are tonic's and prost's own; the table test in
+/// `referee/tests/serve.rs` fails if a tonic upgrade changes them. A frame with
+/// a bad compression flag stays `INTERNAL`, as the gRPC spec requires.
+#[derive(Clone, Debug)]
+pub struct MalformedAsInvalid<S> {
+    inner: S,
+}
+
+impl<S> MalformedAsInvalid<S> {
+    pub fn new(inner: S) -> MalformedAsInvalid<S> {
+        MalformedAsInvalid { inner }
+    }
+}
+
+/// Whether a status is tonic's or prost's refusal of a request body that
+/// does not decode.
+pub fn is_request_decode_failure(status: &Status) -> bool {
+    status.code() == Code::Internal
+        && (status
+            .message()
+            .starts_with("failed to decode Protobuf message")
+            || status.message() == "Missing request message."
+            || status.message() == "Unexpected EOF decoding stream.")
+}
+
+type HttpRequest = tonic::codegen::http::Request<tonic::body::Body>;
+type HttpResponse = tonic::codegen::http::Response<tonic::body::Body>;
+
+impl<S> tower_service::Service<HttpRequest> for MalformedAsInvalid<S>
+where
+    S: tower_service::Service<
+            HttpRequest,
+            Response = HttpResponse,
+            Error = std::convert::Infallible,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = std::convert::Infallible;
+    type Future = tonic::codegen::BoxFuture<HttpResponse, std::convert::Infallible>;
+
+    fn poll_ready(
+        &mut self,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    fn call(&mut self, request: HttpRequest) -> Self::Future {
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let mut response = answer.await?;
+            let malformed = Status::from_header_map(response.headers())
+                .is_some_and(|status| is_request_decode_failure(&status));
+            if malformed {
+                response.headers_mut().insert(
+                    "grpc-status",
+                    tonic::codegen::http::HeaderValue::from(Code::InvalidArgument as i32),
+                );
+            }
+            Ok(response)
+        })
+    }
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for MalformedAsInvalid<S> {
+    const NAME: &'static str = S::NAME;
+}

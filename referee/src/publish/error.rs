@@ -1,6 +1,8 @@
 //! The one place where errors of the replay service become HTTP responses: a
 //! status and a JSON body `{"error": "…"}`.
 
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use duel_replays::ReplayError;
@@ -64,4 +66,39 @@ impl IntoResponse for ApiError {
         };
         (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
     }
+}
+
+/// axum's `Path`, refusing with this service's JSON error instead of axum's
+/// plain-text one (an id that is not UTF-8 once percent-decoded, say), so every
+/// error the service answers has the same shape.
+#[derive(Debug)]
+pub struct JsonPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for JsonPath<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(JsonPath(value)),
+            Err(rejection) if rejection.status().is_client_error() => {
+                Err(ApiError::BadRequest(rejection.body_text()))
+            }
+            Err(rejection) => Err(ApiError::Internal(rejection.body_text())),
+        }
+    }
+}
+
+/// The answer to a known route asked with a method it does not serve.
+pub async fn method_not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        axum::Json(
+            serde_json::json!({ "error": "method not allowed: the replay service answers GET" }),
+        ),
+    )
+        .into_response()
 }

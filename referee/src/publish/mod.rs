@@ -26,7 +26,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Path, RawQuery, State};
+use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -42,6 +42,7 @@ use sha2::{Digest, Sha256};
 use tokio_stream::wrappers::BroadcastStream;
 
 pub use error::ApiError;
+use error::JsonPath;
 pub use live::{LiveEvent, LiveFeeds, LivePublisher, Subscription};
 
 use crate::limits::{
@@ -124,6 +125,7 @@ pub fn router(state: PublishState) -> Router {
         .route("/live/{id}", get(live_feed))
         .route("/live/{id}/view", get(view_live))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
+        .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
 }
 
@@ -178,7 +180,7 @@ fn header_value(text: &str) -> HeaderValue {
 
 async fn get_replay(
     State(state): State<PublishState>,
-    Path(id): Path<String>,
+    JsonPath(id): JsonPath<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     validate_id(&id)?;
@@ -308,7 +310,7 @@ fn viewer_page() -> Response {
 
 async fn view_replay(
     State(state): State<PublishState>,
-    Path(id): Path<String>,
+    JsonPath(id): JsonPath<String>,
 ) -> Result<Response, ApiError> {
     validate_id(&id)?;
     if state.inner.store.get_compressed(&id).await?.is_none() {
@@ -321,7 +323,7 @@ async fn view_replay(
 /// then loads `/replays/{id}`, so the page also works once the match is over.
 async fn view_live(
     State(state): State<PublishState>,
-    Path(id): Path<String>,
+    JsonPath(id): JsonPath<String>,
 ) -> Result<Response, ApiError> {
     validate_id(&id)?;
     if !state.inner.live.is_live(&id) && state.inner.store.get_compressed(&id).await?.is_none() {
@@ -332,7 +334,7 @@ async fn view_live(
     Ok(viewer_page())
 }
 
-async fn viewer_asset(Path(file): Path<String>) -> Result<Response, ApiError> {
+async fn viewer_asset(JsonPath(file): JsonPath<String>) -> Result<Response, ApiError> {
     let (body, content_type) = viewer::asset(&file)
         .ok_or_else(|| ApiError::NotFound(format!("no viewer file {file:?}")))?;
     Ok((
@@ -365,7 +367,7 @@ fn sse_event(event: &LiveEvent) -> Event {
 
 async fn live_feed(
     State(state): State<PublishState>,
-    Path(id): Path<String>,
+    JsonPath(id): JsonPath<String>,
 ) -> Result<Response, ApiError> {
     validate_id(&id)?;
     let Some(subscription) = state.inner.live.subscribe(&id) else {

@@ -173,10 +173,12 @@ impl Chromium {
         }
     }
 
-    /// A real mouse click in the middle of the element.
+    /// A real mouse click in the middle of the element, scrolled into view
+    /// first (a `#r…e…` link may have scrolled the page away from it).
     fn click(&mut self, selector: &str) {
         let rect = self.eval(&format!(
-            "(() => {{ const r = document.querySelector('{selector}').getBoundingClientRect(); \
+            "(() => {{ const e = document.querySelector('{selector}'); \
+             e.scrollIntoView({{ block: 'center' }}); const r = e.getBoundingClientRect(); \
              return [r.x + r.width / 2, r.y + r.height / 2]; }})()"
         ));
         let (x, y) = (rect[0].as_f64().expect("x"), rect[1].as_f64().expect("y"));
@@ -377,6 +379,9 @@ fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
             "{id}"
         );
     }
+    // "signed" only once the browser has checked the signature against the
+    // session's published key.
+    chromium.wait_for("document.body.dataset.signature", &json!("verified"));
     assert_eq!(
         chromium.eval("document.getElementById('signed').textContent"),
         json!("signed")
@@ -403,10 +408,504 @@ fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
         chromium.eval("document.body.dataset.frames"),
         json!(exchanges.len().to_string())
     );
+    chromium.wait_for("document.body.dataset.signature", &json!("verified"));
     assert_eq!(
         chromium.eval("document.getElementById('signed').textContent"),
         json!("signed")
     );
     drop(chromium);
     assert!(watched.interrupt().success());
+}
+
+/// The example bot `chatter` (built by `scripts/build-bots`), which logs on
+/// every decision, overflows its log bounds on its 2nd and panics on its 3rd.
+fn chatter_bot() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bots/chatter.wasm");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/build-bots (scripts/test.sh does)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// Runs the real `referee` binary; its stdout, or a panic with both streams.
+fn referee(args: &[&str], data_home: &std::path::Path) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_referee"))
+        .args(args)
+        .env("XDG_DATA_HOME", data_home)
+        .output()
+        .expect("referee runs");
+    assert!(
+        output.status.success(),
+        "referee {args:?}: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8 tape")
+}
+
+const ACTION_NAMES: [&str; 6] = ["JAB", "HEAVY", "BLOCK", "DODGE", "FEINT", "RECOVER"];
+
+/// The damage each fighter dealt per exchange as the tape prints it (`→ N` in
+/// that fighter's action cell, nothing when it dealt none): `(id, [A, B])`
+/// with ids `r{round}e{exchange}` in tape order.
+fn tape_damage(tape: &str) -> Vec<(String, [u32; 2])> {
+    let mut round = 0;
+    let mut found = Vec::new();
+    for line in tape.lines() {
+        if let Some(number) = line.strip_prefix("Round ") {
+            round = number.trim().parse().expect("round heading");
+            continue;
+        }
+        let trimmed = line.trim_start();
+        let Some((number, rest)) = trimmed.split_once("  ") else {
+            continue;
+        };
+        let Ok(exchange) = number.parse::<u32>() else {
+            continue;
+        };
+        let mut dealt = [0, 0];
+        for (at, _) in rest.match_indices("→ ") {
+            let after = &rest[at + "→ ".len()..];
+            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+            let damage: u32 = digits.parse().expect("damage after →");
+            // A's cell is followed by B's action; B's by the HP bars.
+            let next = after[digits.len()..].trim_start();
+            let side = if ACTION_NAMES.iter().any(|name| next.starts_with(name)) {
+                0
+            } else {
+                1
+            };
+            assert_eq!(dealt[side], 0, "one damage per side: {line}");
+            dealt[side] = damage;
+        }
+        found.push((format!("r{round}e{exchange}"), dealt));
+    }
+    found
+}
+
+/// The damage per row of the viewer's exchange table, read as the page shows it.
+fn viewer_damage(chromium: &mut Chromium) -> Vec<(String, [u32; 2])> {
+    let rows = chromium.eval(
+        "Array.from(document.querySelectorAll('#exchange-rows tr.exchange')).map((row) => \
+         [row.id, Array.from(row.querySelectorAll('td.dealt')).map((cell) => cell.textContent)])",
+    );
+    rows.as_array()
+        .expect("rows")
+        .iter()
+        .map(|row| {
+            let cells = row[1].as_array().expect("cells");
+            let parse = |cell: &Value| -> u32 {
+                let text = cell.as_str().expect("text");
+                match text.strip_prefix("→ ") {
+                    Some(number) => number.parse().expect("a number after →"),
+                    None => {
+                        assert_eq!(text, "", "a cell without damage is empty, as on the tape");
+                        0
+                    }
+                }
+            };
+            (
+                row[0].as_str().expect("id").to_owned(),
+                [parse(&cells[0]), parse(&cells[1])],
+            )
+        })
+        .collect()
+}
+
+/// The frame (1-based exchange index over the match) of round `round`,
+/// exchange `exchange`.
+fn frame_of(replay: &duel_replays::Replay, round: u8, exchange: u8) -> usize {
+    1 + replay
+        .exchanges()
+        .position(|(r, e)| r == round && e.number == exchange)
+        .expect("such an exchange")
+}
+
+fn page_text(chromium: &mut Chromium) -> String {
+    chromium
+        .eval("document.body.textContent")
+        .as_str()
+        .expect("text")
+        .to_owned()
+}
+
+/// Steps with the ▶ button until the page shows `frame`.
+fn step_to(chromium: &mut Chromium, frame: usize) {
+    loop {
+        let now: usize = chromium
+            .eval("document.body.dataset.frame")
+            .as_str()
+            .expect("frame")
+            .parse()
+            .expect("a number");
+        if now >= frame {
+            assert_eq!(now, frame, "stepped past frame {frame}");
+            return;
+        }
+        chromium.click("#btn-forward");
+        chromium.wait_for("document.body.dataset.frame", &json!((now + 1).to_string()));
+    }
+}
+
+fn count(chromium: &mut Chromium, selector: &str) -> usize {
+    let value = chromium.eval(&format!("document.querySelectorAll('{selector}').length"));
+    usize::try_from(value.as_u64().expect("a count")).expect("fits")
+}
+
+#[test]
+fn the_exchange_table_shows_causes_logs_and_the_tapes_damage() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("chatter.json");
+    let file_arg = file.display().to_string();
+    referee(
+        &[
+            "local",
+            &chatter_bot(),
+            "builtin:random",
+            "--seed",
+            "4",
+            "--replay",
+            &file_arg,
+        ],
+        dir.path(),
+    );
+    let mut replay = duel_replays::Replay::read(&file).expect("the --replay file");
+    // A log line that would be markup if the page inserted it as HTML.
+    const HOSTILE: &str = "<b id=\"injected\">bold</b> & <img src=x onerror=\"window.pwned=1\">";
+    replay.rounds[0].exchanges[0].a.log.push(HOSTILE.to_owned());
+    replay.match_id = "logs-1".to_owned();
+    let key = support::referee_key();
+    let replay = support::signed(replay, &key);
+    replay.write(&file).expect("rewrite the replay");
+    let tape = referee(
+        &["replay", "show", "--color", "never", &file_arg],
+        dir.path(),
+    );
+
+    let (fault_round, faulted) = replay
+        .exchanges()
+        .find(|(_, exchange)| exchange.a.source == duel_replays::SourceName::Fault)
+        .expect("chatter panics on its 3rd decision");
+    let reason = faulted.a.reason.clone().expect("a fault has a reason");
+    let fault_id = format!("r{fault_round}e{}", faulted.number);
+    let (truncated_round, truncated) = replay
+        .exchanges()
+        .find(|(_, exchange)| exchange.a.log_truncated)
+        .expect("chatter overflows its log on its 2nd decision");
+    let truncated_id = format!("r{truncated_round}e{}", truncated.number);
+
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&store_dir.path().display().to_string()).expect("open");
+    support::runtime()
+        .block_on(store.put(&replay))
+        .expect("put");
+    let server = support::Server::start(store, &key, RateConfig::default());
+
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    chromium.call(
+        "Page.navigate",
+        json!({ "url": server.url(&format!("/replays/logs-1/view#{fault_id}")) }),
+    );
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    let fault_frame = frame_of(&replay, fault_round, faulted.number);
+    assert_eq!(
+        chromium.eval("document.body.dataset.frame"),
+        json!(fault_frame.to_string()),
+        "the link opens on its exchange"
+    );
+    // The cause in full, in the row under the exchange, not only in a tooltip.
+    let notes = chromium.eval(&format!(
+        "Array.from(document.getElementById('{fault_id}').nextElementSibling\
+         .querySelectorAll('.note')).map((note) => note.textContent)"
+    ));
+    let cause = format!(
+        "A │ substituted (fault): {}",
+        reason.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    assert!(
+        notes
+            .as_array()
+            .expect("notes")
+            .iter()
+            .any(|note| note == &json!(cause)),
+        "{cause:?} in {notes}"
+    );
+    for line in &faulted.a.log {
+        let shown = format!("A │ {}", line.trim_end());
+        assert!(
+            notes
+                .as_array()
+                .expect("notes")
+                .iter()
+                .any(|note| note.as_str() == Some(shown.as_str())),
+            "{shown:?} in {notes}"
+        );
+    }
+    let truncation = chromium.eval(&format!(
+        "document.getElementById('{truncated_id}').nextElementSibling.textContent"
+    ));
+    assert!(
+        truncation
+            .as_str()
+            .expect("text")
+            .contains("… log truncated"),
+        "{truncation}"
+    );
+    // Log lines are text, never markup.
+    assert!(page_text(&mut chromium).contains(HOSTILE));
+    assert_eq!(count(&mut chromium, "#injected, #exchange-rows img"), 0);
+    assert_eq!(chromium.eval("window.pwned === undefined"), json!(true));
+    assert_eq!(
+        chromium.eval("document.body.dataset.signature"),
+        json!("verified")
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('signed').textContent"),
+        json!("signed")
+    );
+
+    // Every row's damage is the tape's.
+    chromium.click("#btn-end");
+    let exchanges = replay.exchanges().count();
+    chromium.wait_for("document.body.dataset.frame", &json!(exchanges.to_string()));
+    let from_tape = tape_damage(&tape);
+    assert_eq!(from_tape.len(), exchanges, "{tape}");
+    assert!(
+        from_tape.iter().any(|(_, dealt)| dealt[0] > 0)
+            && from_tape.iter().any(|(_, dealt)| dealt[1] > 0),
+        "both fighters dealt damage somewhere: {tape}"
+    );
+    assert_eq!(viewer_damage(&mut chromium), from_tape);
+
+    // The signature is checked, not assumed: a changed replay or another key fails.
+    for (change, expected) in [
+        ("replay.rounds[0].exchanges[0].a.hp += 1", "invalid"),
+        (
+            "replay.signature.key = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)))",
+            "invalid",
+        ),
+        ("", "verified"),
+    ] {
+        let verdict = chromium.eval(&format!(
+            "fetch('/replays/logs-1').then((r) => r.json()).then((replay) => {{ {change}; \
+             return DuelViewer.checkSignature(replay, '/replays/logs-1'); }}).then((v) => v.state)"
+        ));
+        assert_eq!(verdict, json!(expected), "{change}");
+    }
+}
+
+/// A real match of built-in bots that goes to a third round with at least 7
+/// exchanges in the second: the first such seed.
+fn three_round_match() -> duel_replays::Replay {
+    (1..500)
+        .map(|seed| {
+            support::play(
+                "three-1",
+                "2026-05-01T20:00:00Z",
+                WeightClass::Middle,
+                seed,
+                "builtin:random",
+                "builtin:counter",
+            )
+        })
+        .find(|replay| replay.rounds.len() == 3 && replay.rounds[1].exchanges.len() >= 7)
+        .expect("some seed below 500 plays three rounds")
+}
+
+#[test]
+fn the_viewer_links_rows_draws_the_chart_and_never_spoils() {
+    let key = support::referee_key();
+    let replay = support::signed(three_round_match(), &key);
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&store_dir.path().display().to_string()).expect("open");
+    support::runtime()
+        .block_on(store.put(&replay))
+        .expect("put");
+    let server = support::Server::start(store, &key, RateConfig::default());
+    let exchanges = replay.exchanges().count();
+    let round_text = |number: u8| {
+        let result = replay.rounds[usize::from(number) - 1].result;
+        let winner = match result.winner {
+            duel_replays::WinnerName::A => format!("{} wins", replay.fighters[0].name),
+            duel_replays::WinnerName::B => format!("{} wins", replay.fighters[1].name),
+            duel_replays::WinnerName::Draw => "drawn".to_owned(),
+        };
+        format!("Round {number}: {winner}")
+    };
+
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    // At the opening bell nothing of the match is in the page.
+    chromium.call(
+        "Page.navigate",
+        json!({ "url": server.url("/replays/three-1/view") }),
+    );
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    let text = page_text(&mut chromium);
+    for number in 1..=3 {
+        assert!(!text.contains(&round_text(number)), "{text}");
+    }
+    assert!(!text.contains("Round 3"), "{text}");
+    assert_eq!(count(&mut chromium, "#exchange-rows tr"), 0);
+    assert_eq!(count(&mut chromium, "#chart circle"), 0);
+
+    // `#r2e7` opens on that exchange, scrolled to and highlighted.
+    chromium.call("Page.navigate", json!({ "url": "about:blank" }));
+    chromium.call(
+        "Page.navigate",
+        json!({ "url": server.url("/replays/three-1/view#r2e7") }),
+    );
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    let target = frame_of(&replay, 2, 7);
+    assert_eq!(
+        chromium.eval("document.body.dataset.frame"),
+        json!(target.to_string())
+    );
+    assert_eq!(
+        chromium.eval(
+            "Array.from(document.querySelectorAll('tr.exchange.target')).map((row) => row.id)"
+        ),
+        json!(["r2e7"])
+    );
+    assert_eq!(
+        chromium.eval(
+            "(() => { const r = document.getElementById('r2e7').getBoundingClientRect(); \
+             return r.top >= 0 && r.bottom <= window.innerHeight; })()"
+        ),
+        json!(true),
+        "the linked row is on screen"
+    );
+    assert_eq!(
+        count(&mut chromium, "#exchange-rows tr.exchange"),
+        target,
+        "rows up to the exchange shown, none after"
+    );
+    for series in ["hp-a", "hp-b", "st-a", "st-b"] {
+        assert_eq!(
+            count(&mut chromium, &format!("#chart circle.point.{series}")),
+            target,
+            "{series}"
+        );
+    }
+    assert_eq!(count(&mut chromium, "#chart line.round-boundary"), 1);
+    let text = page_text(&mut chromium);
+    assert!(text.contains(&round_text(1)), "round 1 is over: {text}");
+    assert!(!text.contains(&round_text(2)), "{text}");
+    assert!(!text.contains("Round 3"), "{text}");
+
+    // Stepping on: round 2's result at its last exchange, still nothing of round 3.
+    let round_2_last = replay.rounds[1].exchanges.last().expect("exchanges").number;
+    let round_2_end = frame_of(&replay, 2, round_2_last);
+    step_to(&mut chromium, round_2_end);
+    let text = page_text(&mut chromium);
+    assert!(text.contains(&round_text(2)), "{text}");
+    assert!(!text.contains("Round 3"), "{text}");
+    step_to(&mut chromium, round_2_end + 1);
+    let text = page_text(&mut chromium);
+    assert!(text.contains("Round 3"), "round 3 has begun: {text}");
+    assert!(!text.contains(&round_text(3)), "{text}");
+
+    // At the end: every exchange, one point per exchange per series, both
+    // round boundaries, every round's result and the HP of the last exchange.
+    chromium.click("#btn-end");
+    chromium.wait_for("document.body.dataset.frame", &json!(exchanges.to_string()));
+    assert_eq!(
+        count(&mut chromium, "#exchange-rows tr.exchange"),
+        exchanges
+    );
+    let (_, last) = replay.exchanges().last().expect("exchanges");
+    for (series, value) in [
+        ("hp-a", last.a.hp),
+        ("hp-b", last.b.hp),
+        ("st-a", last.a.stamina),
+        ("st-b", last.b.stamina),
+    ] {
+        assert_eq!(
+            count(&mut chromium, &format!("#chart circle.point.{series}")),
+            exchanges,
+            "{series}"
+        );
+        assert_eq!(
+            chromium.eval(&format!(
+                "Array.from(document.querySelectorAll('#chart circle.point.{series}')).pop().dataset.value"
+            )),
+            json!(value.to_string()),
+            "{series}"
+        );
+    }
+    assert_eq!(count(&mut chromium, "#chart line.round-boundary"), 2);
+    let text = page_text(&mut chromium);
+    for number in 1..=3 {
+        assert!(text.contains(&round_text(number)), "{text}");
+    }
+
+    let folder = screenshot_folder();
+    chromium.call("Page.navigate", json!({ "url": "about:blank" }));
+    chromium.call(
+        "Page.navigate",
+        json!({ "url": server.url("/replays/three-1/view#r2e7") }),
+    );
+    chromium.wait_for("document.body.dataset.signature", &json!("verified"));
+    chromium.screenshot(&folder.join("viewer-table-desktop.png"));
+    chromium.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+    );
+    chromium.call("Page.navigate", json!({ "url": "about:blank" }));
+    chromium.call(
+        "Page.navigate",
+        json!({ "url": server.url("/replays/three-1/view#r2e7") }),
+    );
+    chromium.wait_for("document.body.dataset.signature", &json!("verified"));
+    assert_eq!(
+        chromium.eval("document.documentElement.scrollWidth <= 390"),
+        json!(true),
+        "the page fits a phone; the table scrolls inside its own box"
+    );
+    chromium.screenshot(&folder.join("viewer-table-phone.png"));
+    eprintln!("viewer screenshots in {}", folder.display());
+
+    // `?src=` loads only from this origin.
+    for src in [
+        "http://127.0.0.2:9/replays/three-1",
+        "//example.invalid/x.json",
+    ] {
+        chromium.call("Page.navigate", json!({ "url": "about:blank" }));
+        chromium.call(
+            "Page.navigate",
+            json!({ "url": server.url(&format!("/replays/three-1/view?src={src}")) }),
+        );
+        chromium.wait_for(
+            "document.body && document.body.dataset.state",
+            &json!("error"),
+        );
+        let status = chromium.eval("document.getElementById('status').textContent");
+        assert!(
+            status.as_str().expect("text").starts_with("Refused ?src="),
+            "{status}"
+        );
+    }
+    chromium.call("Page.navigate", json!({ "url": "about:blank" }));
+    chromium.call(
+        "Page.navigate",
+        json!({ "url": server.url("/replays/three-1/view?src=/replays/three-1") }),
+    );
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
 }

@@ -217,14 +217,10 @@ pub async fn serve_listeners(
     let referee = RefereeServer::new(RefereeService::new(matches.clone()))
         .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
-    let referee = status::MalformedAsInvalid::new(
-        tonic::service::interceptor::InterceptedService::new(referee, auth),
-    );
-    let inference = status::MalformedAsInvalid::new(
-        InferenceServer::new(InferenceService::new(credentials))
-            .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES),
-    );
+    let referee = tonic::service::interceptor::InterceptedService::new(referee, auth);
+    let inference = InferenceServer::new(InferenceService::new(credentials))
+        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     // `serve_with_incoming` ignores `Server::tcp_nodelay`: set it on the stream.
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let grace = config.shutdown_grace;
@@ -259,11 +255,9 @@ pub async fn serve_inference(
     credentials: Credentials,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
-    let inference = status::MalformedAsInvalid::new(
-        InferenceServer::new(InferenceService::new(credentials))
-            .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES),
-    );
+    let inference = InferenceServer::new(InferenceService::new(credentials))
+        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     Server::builder()
         .add_service(inference)
         .serve_with_incoming_shutdown(

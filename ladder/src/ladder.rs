@@ -14,8 +14,7 @@ use crate::ledger::{LedgerReport, TransferOutcome};
 use crate::limits::{DEFAULT_MAX_CONCURRENT_COMPILES, MAX_RAKE_BP};
 use crate::model::{
     Bot, BotKind, BotSource, Match, MatchState, OwnerQuotas, QueueEntry, Season, SideLogs,
-    Standing,
-    check_name, class_from_name,
+    Standing, check_name, class_from_name,
 };
 use crate::store::{Store, WaveReport};
 use crate::validate::{check_endpoint, validate_wasm};

@@ -384,9 +384,17 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
         panic!("expected alice's side only, got {logs:?}");
     };
     assert_eq!(side.side.index(), remote);
-    let exchanges: usize = replay.rounds.iter().map(|round| round.exchanges.len()).sum();
+    let exchanges: usize = replay
+        .rounds
+        .iter()
+        .map(|round| round.exchanges.len())
+        .sum();
     assert_eq!(side.exchanges.len(), exchanges);
-    assert!(side.exchanges.iter().all(|exchange| !exchange.lines.is_empty()));
+    assert!(
+        side.exchanges
+            .iter()
+            .all(|exchange| !exchange.lines.is_empty())
+    );
     // Bob's bot fought but wrote nothing: he sees no side, and never Alice's.
     let (_, bobs) = ladder
         .match_logs(&bob, &settlement.match_id)

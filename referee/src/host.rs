@@ -18,13 +18,13 @@ use duel_replays::{FighterInfo, Replay, SigningKey};
 use duel_rules::{ExchangeStep, Side, WeightClass};
 use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig};
 
-use crate::opening::Opening;
 use crate::bot::Bot;
 use crate::bots::{BotContext, InferenceLink, builtin_bot, endpoint_bot};
 use crate::endpoint::EndpointPolicy;
 use crate::error::RefereeError;
 use crate::limits::{DECISION_WALL_CLOCK, MAX_CACHED_COMPONENTS, SEED_MODULUS};
 use crate::meter::ModelGateway;
+use crate::opening::Opening;
 use crate::record::{MatchConfig, MatchRecorder};
 use crate::spec::BotSpec;
 use crate::tls::Trust;

@@ -201,17 +201,28 @@ mod tests {
     #[test]
     fn book_lines_are_checked_against_the_rules() {
         let ruleset = Ruleset::CURRENT;
-        let book = Opening::parse_book(ruleset, "# two openings\nJAB:BLOCK\n\nFEINT:DODGE JAB:JAB # c\n")
-            .expect("book");
+        let book = Opening::parse_book(
+            ruleset,
+            "# two openings\nJAB:BLOCK\n\nFEINT:DODGE JAB:JAB # c\n",
+        )
+        .expect("book");
         assert_eq!(book.len(), 2);
         assert_eq!(book[1].to_string(), "FEINT:DODGE JAB:JAB");
         for (line, expected) in [
             ("JAB", "not ACTION:ACTION"),
             ("JAB:KICK", "exchange 1"),
-            ("HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK", "exchange"),
+            (
+                "HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK HEAVY:BLOCK",
+                "exchange",
+            ),
         ] {
-            let error = Opening::parse_book(ruleset, line).expect_err(line).to_string();
-            assert!(error.contains("line 1") && error.contains(expected), "{line}: {error}");
+            let error = Opening::parse_book(ruleset, line)
+                .expect_err(line)
+                .to_string();
+            assert!(
+                error.contains("line 1") && error.contains(expected),
+                "{line}: {error}"
+            );
         }
         assert!(Opening::parse_book(ruleset, "# nothing\n").is_err());
     }

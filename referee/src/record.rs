@@ -13,11 +13,11 @@ use duel_rules::{
 };
 
 use crate::bot::Decision;
-use crate::opening::Opening;
 use crate::limits::{
     DECISION_WALL_CLOCK, MAX_LOG_BYTES_PER_DECISION, MAX_LOG_BYTES_PER_MATCH, MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_DECISION, MAX_REASON_BYTES,
 };
+use crate::opening::Opening;
 
 /// Everything fixed when a match is accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,7 +143,11 @@ impl MatchRecorder {
 
     /// The opening's actions for the next exchange, while the opening lasts.
     fn forced(&self) -> Option<[Action; 2]> {
-        self.config.opening.exchanges().get(self.tape.len()).copied()
+        self.config
+            .opening
+            .exchanges()
+            .get(self.tape.len())
+            .copied()
     }
 
     pub fn budget_left_tokens(&self, side: Side) -> u64 {

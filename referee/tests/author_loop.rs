@@ -92,7 +92,9 @@ fn an_sprt_with_openings_plays_varied_games_that_all_verify() {
     assert!(replays.len() >= 2, "{} replays", replays.len());
     let mut plays = BTreeSet::new();
     for (path, replay) in &replays {
-        let opening = replay["opening"].as_array().expect("every replay has its opening");
+        let opening = replay["opening"]
+            .as_array()
+            .expect("every replay has its opening");
         assert!((1..=4).contains(&opening.len()), "{opening:?}");
         let first = &replay["rounds"][0]["exchanges"][0];
         assert_eq!(first["a"]["action"], opening[0][0], "{}", path.display());
@@ -108,23 +110,42 @@ fn an_sprt_with_openings_plays_varied_games_that_all_verify() {
             text(&verified.stderr)
         );
     }
-    assert!(plays.len() > replays.len() / 2, "{} distinct games of {}", plays.len(), replays.len());
+    assert!(
+        plays.len() > replays.len() / 2,
+        "{} distinct games of {}",
+        plays.len(),
+        replays.len()
+    );
 
     // Both games of a pair play the same opening, sides swapped.
     assert_eq!(replays[0].1["opening"], replays[1].1["opening"]);
-    assert_eq!(replays[0].1["fighters"][0]["name"], replays[1].1["fighters"][1]["name"]);
+    assert_eq!(
+        replays[0].1["fighters"][0]["name"],
+        replays[1].1["fighters"][1]["name"]
+    );
 
     // An opening that the exchanges do not follow is a disagreement.
     let (path, replay) = &replays[0];
     let mut tampered = replay.clone();
-    let played = tampered["opening"][0][0].as_str().expect("action").to_owned();
-    tampered["opening"][0][0] = if played == "BLOCK" { "RECOVER" } else { "BLOCK" }.into();
+    let played = tampered["opening"][0][0]
+        .as_str()
+        .expect("action")
+        .to_owned();
+    tampered["opening"][0][0] = if played == "BLOCK" {
+        "RECOVER"
+    } else {
+        "BLOCK"
+    }
+    .into();
     let tampered_path = path.with_file_name("tampered.json");
     std::fs::write(&tampered_path, serde_json::to_vec(&tampered).expect("json")).expect("write");
     let verified = referee(&["replay", "verify", tampered_path.to_str().expect("utf-8")]);
     assert!(!verified.status.success());
     let said = format!("{}{}", text(&verified.stdout), text(&verified.stderr));
-    assert!(said.contains("round 1, exchange 1, fighter a") && said.contains("opening"), "{said}");
+    assert!(
+        said.contains("round 1, exchange 1, fighter a") && said.contains("opening"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -158,7 +179,12 @@ fn a_book_opening_is_played_from_both_sides_and_shown_on_the_tape() {
 
     // Resuming plays the saved openings without the book.
     std::fs::remove_file(&book).expect("remove");
-    let resumed = referee(&["tournament", "--resume", "--out", out.to_str().expect("utf-8")]);
+    let resumed = referee(&[
+        "tournament",
+        "--resume",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
 
     for (line, expected) in [
@@ -200,21 +226,32 @@ fn the_wall_clock_goes_down_to_one_millisecond_and_no_lower() {
     assert_eq!(replay["wall_clock_ms"], 1);
 
     for command in ["local", "tournament", "sprt"] {
-        let mut args = vec![command, "builtin:random", "builtin:counter", "--wall-clock", "0.0005"];
+        let mut args = vec![
+            command,
+            "builtin:random",
+            "builtin:counter",
+            "--wall-clock",
+            "0.0005",
+        ];
         if command == "sprt" {
             args.extend(["--elo0", "0", "--elo1", "10"]);
         }
         let refused = referee(&args);
         assert_eq!(refused.status.code(), Some(2), "{command}");
         let stderr = text(&refused.stderr);
-        assert!(stderr.contains("0.001") && stderr.contains("--wall-clock"), "{command}: {stderr}");
+        assert!(
+            stderr.contains("0.001") && stderr.contains("--wall-clock"),
+            "{command}: {stderr}"
+        );
     }
 }
 
 #[test]
 fn a_wasm_bot_under_a_one_millisecond_clock_plays_without_a_sandbox_error() {
     let bots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bots");
-    let bots = std::env::var_os("BOTS_OUT").map(PathBuf::from).unwrap_or(bots);
+    let bots = std::env::var_os("BOTS_OUT")
+        .map(PathBuf::from)
+        .unwrap_or(bots);
     let jabber = bots.join("jabber.wasm");
     if !jabber.is_file() {
         services::skip("the example WASM bots", "scripts/build-bots has not run");
@@ -251,7 +288,11 @@ fn new_bot(dir: &Path, name: &str, lang: &str) -> PathBuf {
         folder.to_str().expect("utf-8"),
     ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
-    assert!(text(&output.stdout).contains("referee local"), "{}", text(&output.stdout));
+    assert!(
+        text(&output.stdout).contains("referee local"),
+        "{}",
+        text(&output.stdout)
+    );
     folder
 }
 
@@ -262,7 +303,10 @@ fn a_rust_bot_from_its_folder_is_built_once_and_its_own_test_passes() {
     let folder = new_bot(dir.path(), "mybot", "rust");
     let bot = folder.to_str().expect("utf-8");
 
-    let first = referee_in(&["local", bot, "builtin:counter", "--json", "--seed", "3"], Some(&cache));
+    let first = referee_in(
+        &["local", bot, "builtin:counter", "--json", "--seed", "3"],
+        Some(&cache),
+    );
     let stderr = text(&first.stderr);
     assert!(first.status.success(), "{stderr}");
     assert!(stderr.contains("building mybot (first time"), "{stderr}");
@@ -271,21 +315,37 @@ fn a_rust_bot_from_its_folder_is_built_once_and_its_own_test_passes() {
     assert_eq!(replay["fighters"][0]["spec"], bot);
     let log = &replay["rounds"][0]["exchanges"][0]["a"]["log"];
     assert!(
-        log[0].as_str().is_some_and(|line| line.contains("round 1 exchange 1")),
+        log[0]
+            .as_str()
+            .is_some_and(|line| line.contains("round 1 exchange 1")),
         "{log}"
     );
 
-    let second = referee_in(&["local", bot, "builtin:counter", "--seed", "3"], Some(&cache));
+    let second = referee_in(
+        &["local", bot, "builtin:counter", "--seed", "3"],
+        Some(&cache),
+    );
     assert!(second.status.success(), "{}", text(&second.stderr));
-    assert!(!text(&second.stderr).contains("building"), "{}", text(&second.stderr));
+    assert!(
+        !text(&second.stderr).contains("building"),
+        "{}",
+        text(&second.stderr)
+    );
 
     // An edit rebuilds.
     let lib = folder.join("src/lib.rs");
     let source = std::fs::read_to_string(&lib).expect("read");
     std::fs::write(&lib, source.replace("stamina >= 20", "stamina >= 30")).expect("write");
-    let third = referee_in(&["local", bot, "builtin:counter", "--seed", "3"], Some(&cache));
+    let third = referee_in(
+        &["local", bot, "builtin:counter", "--seed", "3"],
+        Some(&cache),
+    );
     assert!(third.status.success(), "{}", text(&third.stderr));
-    assert!(text(&third.stderr).contains("building mybot"), "{}", text(&third.stderr));
+    assert!(
+        text(&third.stderr).contains("building mybot"),
+        "{}",
+        text(&third.stderr)
+    );
 
     // The project's own test plays it through this referee.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
@@ -306,9 +366,16 @@ fn a_rust_bot_from_its_folder_is_built_once_and_its_own_test_passes() {
     // A folder that is no bot says what a bot folder holds.
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).expect("mkdir");
-    let refused = referee_in(&["local", empty.to_str().expect("utf-8"), "builtin:counter"], Some(&cache));
+    let refused = referee_in(
+        &["local", empty.to_str().expect("utf-8"), "builtin:counter"],
+        Some(&cache),
+    );
     assert_eq!(refused.status.code(), Some(2));
-    assert!(text(&refused.stderr).contains("Cargo.toml"), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("Cargo.toml"),
+        "{}",
+        text(&refused.stderr)
+    );
 }
 
 #[test]
@@ -347,7 +414,10 @@ fn a_python_bot_from_its_folder_plays_logs_and_passes_its_own_test() {
     let cache = dir.path().join("cache");
     let folder = new_bot(dir.path(), "pybot", "python");
     let bot = folder.to_str().expect("utf-8");
-    let played = referee_in(&["local", bot, "builtin:counter", "--logs", "--seed", "5"], Some(&cache));
+    let played = referee_in(
+        &["local", bot, "builtin:counter", "--logs", "--seed", "5"],
+        Some(&cache),
+    );
     let stderr = text(&played.stderr);
     assert!(played.status.success(), "{stderr}");
     assert!(stderr.contains("building pybot (first time"), "{stderr}");
@@ -372,10 +442,23 @@ fn a_python_bot_from_its_folder_plays_logs_and_passes_its_own_test() {
 #[test]
 fn referee_new_refuses_a_bad_name_and_an_existing_folder() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let bad = referee(&["new", "../escape", "--dir", dir.path().join("x").to_str().expect("utf-8")]);
+    let bad = referee(&[
+        "new",
+        "../escape",
+        "--dir",
+        dir.path().join("x").to_str().expect("utf-8"),
+    ]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(text(&bad.stderr).contains("bot name"), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("bot name"),
+        "{}",
+        text(&bad.stderr)
+    );
     let taken = referee(&["new", "taken", "--dir", dir.path().to_str().expect("utf-8")]);
     assert_eq!(taken.status.code(), Some(2));
-    assert!(text(&taken.stderr).contains("exists already"), "{}", text(&taken.stderr));
+    assert!(
+        text(&taken.stderr).contains("exists already"),
+        "{}",
+        text(&taken.stderr)
+    );
 }

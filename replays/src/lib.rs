@@ -22,9 +22,8 @@ pub use format::{
     Replay, RoundEndName, RoundRecord, RoundResultRecord, SideRecord, SourceName, WinnerName,
 };
 pub use limits::{
-    MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_KEY_FILE_BYTES, MAX_LISTING_SCAN, MAX_OPENING_EXCHANGES,
-    MAX_PAGE_REPLAYS,
-    MAX_REPLAY_BYTES, MAX_REPLAY_ID_BYTES, ZSTD_LEVEL,
+    MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_KEY_FILE_BYTES, MAX_LISTING_SCAN,
+    MAX_OPENING_EXCHANGES, MAX_PAGE_REPLAYS, MAX_REPLAY_BYTES, MAX_REPLAY_ID_BYTES, ZSTD_LEVEL,
 };
 pub use sign::{
     ReplaySignature, SIGNATURE_ALG, SignatureFailure, SignatureStatus, canonical_bytes,

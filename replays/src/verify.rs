@@ -161,7 +161,11 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
             ),
         ));
     }
-    let recorded: usize = replay.rounds.iter().map(|round| round.exchanges.len()).sum();
+    let recorded: usize = replay
+        .rounds
+        .iter()
+        .map(|round| round.exchanges.len())
+        .sum();
     if replay.opening.len() > recorded {
         return Err(broken(
             Location::Header,

@@ -239,7 +239,10 @@ fn render_logs(reply: &pb::LadderMatchLogsResponse, json: bool) -> String {
     }
     let mut out = String::new();
     for side in &reply.sides {
-        out.push_str(&format!("match {} · {} (fighter {})\n", reply.id, side.bot, side.side));
+        out.push_str(&format!(
+            "match {} · {} (fighter {})\n",
+            reply.id, side.bot, side.side
+        ));
         for exchange in &side.exchanges {
             for line in &exchange.lines {
                 out.push_str(&format!(

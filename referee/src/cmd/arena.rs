@@ -101,13 +101,12 @@ fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 fn progress_bar(length: u64, position: u64, template: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(length), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(
-            style
-                .progress_chars("█▉▊▋▌▍▎▏ ")
-                .with_key("rate", |state: &ProgressState, out: &mut dyn std::fmt::Write| {
-                    let _ = write!(out, "{}", rate_text(state.per_sec()));
-                }),
-        );
+        bar.set_style(style.progress_chars("█▉▊▋▌▍▎▏ ").with_key(
+            "rate",
+            |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = write!(out, "{}", rate_text(state.per_sec()));
+            },
+        ));
     }
     bar.set_position(position);
     bar
@@ -405,11 +404,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
     let (lower, upper) = test.bounds();
-    let bar = progress_bar(
-        args.max_pairs,
-        0,
-        "{bar:24} {pos} pairs · {rate} · {msg}",
-    );
+    let bar = progress_bar(args.max_pairs, 0, "{bar:24} {pos} pairs · {rate} · {msg}");
     let show_lines = !args.json && !std::io::stderr().is_terminal();
     let max_matches = args.max_pairs.saturating_mul(2);
     let cursor = AtomicU64::new(0);

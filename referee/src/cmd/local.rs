@@ -9,8 +9,8 @@ use duel_referee::credentials::Credentials;
 use duel_referee::publish::{LiveEvent, LivePublisher};
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{
-    BotSpec, EndpointPolicy, InferenceLink, MatchHost, MatchOptions, MatchRecorder,
-    MatchSession, ReplaySinks,
+    BotSpec, EndpointPolicy, InferenceLink, MatchHost, MatchOptions, MatchRecorder, MatchSession,
+    ReplaySinks,
 };
 use duel_replays::{Replay, RoundResultRecord};
 use duel_rules::ExchangeStep;

@@ -14,7 +14,10 @@ const CHECKOUT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
 
 pub fn run(args: NewArgs) -> Result<Outcome> {
     check_name(&args.name)?;
-    let folder = args.dir.clone().unwrap_or_else(|| PathBuf::from(&args.name));
+    let folder = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&args.name));
     if folder.exists() {
         bail!(
             "{} exists already: choose another NAME or --dir (nothing was written)",
@@ -48,9 +51,7 @@ fn check_name(name: &str) -> Result<()> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !valid {
-        bail!(
-            "bot name {name:?}: use 1 to 64 letters, digits, '-' or '_', starting with a letter"
-        );
+        bail!("bot name {name:?}: use 1 to 64 letters, digits, '-' or '_', starting with a letter");
     }
     Ok(())
 }
@@ -108,7 +109,10 @@ fn write_all(folder: &Path, files: &[(&str, String)]) -> Result<()> {
 
 fn rust_files(name: &str, sdk: &str) -> Vec<(&'static str, String)> {
     vec![
-        ("Cargo.toml", RUST_MANIFEST.replace("{name}", name).replace("{sdk}", sdk)),
+        (
+            "Cargo.toml",
+            RUST_MANIFEST.replace("{name}", name).replace("{sdk}", sdk),
+        ),
         ("src/lib.rs", RUST_BOT.replace("{name}", name)),
         ("tests/plays.rs", RUST_TEST.to_owned()),
         ("README.md", RUST_README.replace("{name}", name)),

@@ -153,7 +153,11 @@ pub fn build_folder(folder: &Path) -> Result<PathBuf> {
         "building {name} (first time, {})…",
         language.first_build_estimate()
     ));
-    let partial = cache.join(format!(".{name}-{}.{}.partial", &digest[..16], std::process::id()));
+    let partial = cache.join(format!(
+        ".{name}-{}.{}.partial",
+        &digest[..16],
+        std::process::id()
+    ));
     let built = match language {
         Language::Rust => build_rust(folder, &cache, &partial),
         Language::Python => build_python(folder, &cache, &partial),
@@ -161,7 +165,11 @@ pub fn build_folder(folder: &Path) -> Result<PathBuf> {
     let elapsed = progress.finish();
     if let Err(error) = built {
         let _ = std::fs::remove_file(&partial);
-        return Err(error.context(format!("cannot build {} ({})", folder.display(), language.name())));
+        return Err(error.context(format!(
+            "cannot build {} ({})",
+            folder.display(),
+            language.name()
+        )));
     }
     std::fs::rename(&partial, &component)
         .with_context(|| format!("cannot keep the built bot at {}", component.display()))?;
@@ -240,7 +248,11 @@ fn build_rust(folder: &Path, cache: &Path, out: &Path) -> Result<()> {
     let manifest = folder.join("Cargo.toml");
     let output = Command::new(cargo())
         .args(["build", "--release", "--target", "wasm32-wasip2"])
-        .args(["--message-format", "json-render-diagnostics", "--manifest-path"])
+        .args([
+            "--message-format",
+            "json-render-diagnostics",
+            "--manifest-path",
+        ])
         .arg(&manifest)
         .arg("--target-dir")
         .arg(cache.join("cargo-target"))
@@ -272,8 +284,7 @@ fn build_rust(folder: &Path, cache: &Path, out: &Path) -> Result<()> {
                 manifest.display()
             )
         })?;
-    std::fs::copy(&artifact, out)
-        .with_context(|| format!("cannot copy {}", artifact.display()))?;
+    std::fs::copy(&artifact, out).with_context(|| format!("cannot copy {}", artifact.display()))?;
     Ok(())
 }
 
@@ -306,7 +317,8 @@ fn ensure_wasm_target() -> Result<()> {
 fn build_python(folder: &Path, cache: &Path, out: &Path) -> Result<()> {
     let version = Command::new("componentize-py").arg("--version").output();
     match version {
-        Ok(output) if String::from_utf8_lossy(&output.stdout).contains(COMPONENTIZE_PY_VERSION) => {}
+        Ok(output) if String::from_utf8_lossy(&output.stdout).contains(COMPONENTIZE_PY_VERSION) => {
+        }
         _ => bail!(
             "componentize-py {COMPONENTIZE_PY_VERSION} is needed to build Python bots: python3 -m pip install componentize-py=={COMPONENTIZE_PY_VERSION}"
         ),
@@ -392,7 +404,10 @@ mod tests {
         std::fs::create_dir_all(folder.join("target/release")).expect("mkdir");
         std::fs::write(folder.join("target/release/mybot.wasm"), "x").expect("write");
         std::fs::write(folder.join(".hidden"), "x").expect("write");
-        assert_eq!(sources_digest(&folder, Language::Rust).expect("digest"), first);
+        assert_eq!(
+            sources_digest(&folder, Language::Rust).expect("digest"),
+            first
+        );
         std::fs::write(folder.join("src/lib.rs"), "// two\n").expect("write");
         let second = sources_digest(&folder, Language::Rust).expect("digest");
         assert_ne!(second, first);

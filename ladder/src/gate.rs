@@ -152,7 +152,10 @@ impl Gate {
         mut request: http::Request<Body>,
     ) -> Result<http::Response<Body>, Status> {
         let shared = &self.shared;
-        if shared.calls.fetch_add(1, Ordering::Relaxed) % 4_096 == 0
+        if shared
+            .calls
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(4_096)
             && shared.per_peer.len() + shared.per_token.len() > MAX_RATE_LIMITED_KEYS
         {
             shared.per_peer.retain_recent();

@@ -383,7 +383,7 @@ async fn run_claim(
     // Ranked replays are public and logs can reveal strategy (issue 12): each
     // side's logs are kept for its owner, and the published, signed replay
     // carries none.
-    keep_logs(store, &game, &replay).await;
+    keep_logs(store, game, &replay).await;
     replay.strip_logs();
     let sinks = ReplaySinks::new()
         .sign_with(Arc::clone(&config.signing_key))

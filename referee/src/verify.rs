@@ -60,12 +60,18 @@ fn verify_builtin_choices(replay: &Replay) -> Result<(), Disagreement> {
     let mut state = MatchState::new(ruleset);
     let mut tape: Vec<TapeEntry> = Vec::new();
     let mut tokens_used = [0u64; 2];
-    for (round, exchange) in replay.exchanges() {
+    for (position, (round, exchange)) in replay.exchanges().enumerate() {
         let sides = exchange.sides();
+        // The opening's exchanges were forced, not asked (duel-replays checks
+        // that they follow the opening); a built-in bot decides from the next.
+        let forced = position < replay.opening.len();
         for side in Side::BOTH {
             let Some(strategy) = strategies[side.index()].as_mut() else {
                 continue;
             };
+            if forced {
+                continue;
+            }
             let record = sides[side.index()];
             let at = Location::Exchange {
                 round,

@@ -140,67 +140,6 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn game() -> pb::LadderMatch {
-        let side = |bot: &str, stake| {
-            Some(pb::LadderMatchSide {
-                bot: bot.into(),
-                version: 1,
-                stake,
-            })
-        };
-        pb::LadderMatch {
-            id: "m1".into(),
-            season_id: 1,
-            weight_class: "light".into(),
-            ruleset: "1.0.0".into(),
-            budget: 1000,
-            seed: 7,
-            a: side("counter", 10),
-            b: side("block", 15),
-            state: "settled".into(),
-            attempts: 1,
-            accepted_ms: 100,
-            finished_ms: 200,
-            winner: "a".into(),
-            replay_path: "replays/m1.json".into(),
-            note: String::new(),
-        }
-    }
-
-    #[test]
-    fn a_match_renders_as_a_line_and_as_json() {
-        assert_eq!(
-            render_list(&[game()], false).expect("text"),
-            "m1 light counter v1 (10 cr) vs block v1 (15 cr) settled winner a\n"
-        );
-        let text = render_list(&[game()], true).expect("json");
-        let value: Value = serde_json::from_str(&text).expect("one JSON document");
-        assert_eq!(value[0]["a"]["stake"], 10);
-        assert_eq!(value[0]["finished_ms"], 200);
-        assert!(value[0]["note"].is_null());
-        assert_eq!(render_list(&[], false).expect("text"), "");
-    }
-
-    #[test]
-    fn a_reply_without_a_side_or_entry_is_an_error() {
-        let one_sided = pb::LadderMatch { b: None, ..game() };
-        for json in [false, true] {
-            let error = render_list(&[game(), one_sided.clone()], json).expect_err("no side b");
-            assert_eq!(error.to_string(), "the ladder's reply has no `match.b`");
-        }
-        let error = render_show(pb::LadderShowMatchResponse { r#match: None }, false)
-            .expect_err("no match");
-        assert_eq!(error.to_string(), "the ladder's reply has no `match`");
-        let error =
-            render_enqueued(pb::LadderEnqueueResponse { entry: None }).expect_err("no entry");
-        assert_eq!(error.to_string(), "the ladder's reply has no `entry`");
-    }
-}
-
 /// `ladder match logs ID [--json]`.
 pub(super) async fn logs(client: &mut Client, id: String, json: bool) -> Result<()> {
     let request = client.request(pb::LadderMatchLogsRequest { id });
@@ -269,4 +208,65 @@ fn one_line(line: &str) -> String {
     line.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn game() -> pb::LadderMatch {
+        let side = |bot: &str, stake| {
+            Some(pb::LadderMatchSide {
+                bot: bot.into(),
+                version: 1,
+                stake,
+            })
+        };
+        pb::LadderMatch {
+            id: "m1".into(),
+            season_id: 1,
+            weight_class: "light".into(),
+            ruleset: "1.0.0".into(),
+            budget: 1000,
+            seed: 7,
+            a: side("counter", 10),
+            b: side("block", 15),
+            state: "settled".into(),
+            attempts: 1,
+            accepted_ms: 100,
+            finished_ms: 200,
+            winner: "a".into(),
+            replay_path: "replays/m1.json".into(),
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_match_renders_as_a_line_and_as_json() {
+        assert_eq!(
+            render_list(&[game()], false).expect("text"),
+            "m1 light counter v1 (10 cr) vs block v1 (15 cr) settled winner a\n"
+        );
+        let text = render_list(&[game()], true).expect("json");
+        let value: Value = serde_json::from_str(&text).expect("one JSON document");
+        assert_eq!(value[0]["a"]["stake"], 10);
+        assert_eq!(value[0]["finished_ms"], 200);
+        assert!(value[0]["note"].is_null());
+        assert_eq!(render_list(&[], false).expect("text"), "");
+    }
+
+    #[test]
+    fn a_reply_without_a_side_or_entry_is_an_error() {
+        let one_sided = pb::LadderMatch { b: None, ..game() };
+        for json in [false, true] {
+            let error = render_list(&[game(), one_sided.clone()], json).expect_err("no side b");
+            assert_eq!(error.to_string(), "the ladder's reply has no `match.b`");
+        }
+        let error = render_show(pb::LadderShowMatchResponse { r#match: None }, false)
+            .expect_err("no match");
+        assert_eq!(error.to_string(), "the ladder's reply has no `match`");
+        let error =
+            render_enqueued(pb::LadderEnqueueResponse { entry: None }).expect_err("no entry");
+        assert_eq!(error.to_string(), "the ladder's reply has no `entry`");
+    }
 }

@@ -390,6 +390,8 @@ mod tests {
             rounds,
             seed: 1,
             class: "middle".into(),
+            openings: None,
+            book: Vec::new(),
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use duel_referee::arena::pool::{Control, Entrant, PoolSettings, display_names, play_matches};
 use duel_referee::arena::sprt::{SprtRun, pair_matches};
 use duel_referee::arena::stats::{Sprt, Verdict};

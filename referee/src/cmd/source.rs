@@ -173,6 +173,14 @@ pub fn build_folder(folder: &Path) -> Result<PathBuf> {
     }
     std::fs::rename(&partial, &component)
         .with_context(|| format!("cannot keep the built bot at {}", component.display()))?;
+    // The first cargo build writes Cargo.lock into the folder: the sources the
+    // next run sees are these, so the component is kept under their digest too.
+    let after = sources_digest(folder, language)?;
+    if after != digest {
+        let again = cache.join(format!("{name}-{}.wasm", &after[..16]));
+        std::fs::copy(&component, &again)
+            .with_context(|| format!("cannot keep the built bot at {}", again.display()))?;
+    }
     eprintln!(
         "built {name} in {:.1} s ({})",
         elapsed.as_secs_f64(),
@@ -276,8 +284,7 @@ fn build_rust(folder: &Path, cache: &Path, out: &Path) -> Result<()> {
                 .into_iter()
                 .filter_map(|name| name.as_str().map(PathBuf::from))
         })
-        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
-        .next_back()
+        .rfind(|path| path.extension().is_some_and(|ext| ext == "wasm"))
         .with_context(|| {
             format!(
                 "cargo built no .wasm: is {} a library with crate-type = [\"cdylib\"]?",

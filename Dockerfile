@@ -8,6 +8,12 @@
 # knows `RUN --mount`, and a syntax line would pull a frontend image from a
 # registry, which offline builders cannot reach.
 
+# Where the binaries come from: `builder` (below, the default) compiles them;
+# `prebuilt` takes them from the build context's prebuilt/ folder, for a quick
+# check of the runtime image over binaries built on a bookworm host
+# (scripts/docker-test.sh --prebuilt DIR, which .ci/run uses).
+ARG BINARIES=builder
+
 # ---- builder: the workspace's toolchain (rust-version in Cargo.toml) ----
 FROM rust:1.95-bookworm AS builder
 WORKDIR /src
@@ -22,6 +28,12 @@ RUN --mount=type=cache,id=duel-cargo-registry,target=/usr/local/cargo/registry \
  && mkdir -p /out \
  && cp target/release/referee target/release/ladder /out/
 
+# ---- prebuilt: binaries from the context (BINARIES=prebuilt) ----
+FROM scratch AS prebuilt
+COPY prebuilt/referee prebuilt/ladder /out/
+
+FROM ${BINARIES} AS binaries
+
 # ---- runtime: Debian slim, no compiler, no shell tools beyond the base ----
 FROM debian:bookworm-slim
 # The volume mount points exist, owned by `duel`, so that a fresh named volume
@@ -33,7 +45,7 @@ RUN apt-get update \
  && groupadd --system --gid 10001 duel \
  && useradd --system --uid 10001 --gid duel --home-dir /var/lib/duel --create-home duel \
  && install -d -o duel -g duel -m 0750 /var/lib/duel/replays /var/lib/duel/secrets /var/lib/duel/data
-COPY --from=builder /out/referee /out/ladder /usr/local/bin/
+COPY --from=binaries /out/referee /out/ladder /usr/local/bin/
 USER duel:duel
 WORKDIR /var/lib/duel
 # The ladder's gRPC API (`ladder serve --listen 0.0.0.0:50061`) and the public

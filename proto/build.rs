@@ -24,6 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .file_descriptor_set_path(&descriptor_path)
         .skip_protoc_run()
+        // INVALID_ARGUMENT, not INTERNAL, for a message that does not decode.
+        .codec_path("crate::codec::DuelCodec")
         .compile_fds(descriptors)?;
     Ok(())
 }

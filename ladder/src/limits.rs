@@ -102,6 +102,12 @@ pub const CONSERVATIVE_DEVIATIONS: f64 = 2.0;
 pub const SOFT_RESET_KEEP: f64 = 0.5;
 pub const SOFT_RESET_MIN_DEVIATION: f64 = 150.0;
 
+/// How many of the rulesets an endpoint offers in `Hello` are quoted back, and
+/// how many characters of each, when none is the ladder's: the refusal stays one
+/// short line whatever the endpoint sends.
+pub const MAX_QUOTED_RULESETS: usize = 8;
+pub const MAX_QUOTED_RULESET_CHARS: usize = 32;
+
 /// Most rows a list call returns.
 pub const MAX_LIST_ROWS: i64 = 1_000;
 

@@ -11,7 +11,10 @@ use duel_referee::{MatchHost, RefereeError};
 use duel_rules::Ruleset;
 
 use crate::error::{LadderError, Result};
-use crate::limits::{ENDPOINT_HELLO_TIMEOUT, MAX_URL_BYTES, MAX_WASM_BYTES};
+use crate::limits::{
+    ENDPOINT_HELLO_TIMEOUT, MAX_QUOTED_RULESET_CHARS, MAX_QUOTED_RULESETS, MAX_URL_BYTES,
+    MAX_WASM_BYTES,
+};
 
 /// A WASM upload the sandbox loaded: valid, of the `duel:bot` world, compiled
 /// (into the sandbox's caches, so the first match does not compile it again).
@@ -68,12 +71,12 @@ async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
     let offered: Vec<String> = answer
         .rulesets
         .iter()
-        .take(8)
+        .take(MAX_QUOTED_RULESETS)
         .map(|ruleset| {
             ruleset
                 .chars()
                 .filter(|c| !c.is_control())
-                .take(32)
+                .take(MAX_QUOTED_RULESET_CHARS)
                 .collect()
         })
         .collect();

@@ -1,10 +1,13 @@
 //! The `duel.v1` protocol: generated messages, clients and servers, and the
 //! encoded file descriptor set (for gRPC server reflection).
 //!
-//! Architecture invariant: only generated code and the descriptor live here; the
-//! conversions to and from domain types belong to the crates that own those types.
+//! Architecture invariant: only generated code, the codec it uses and the
+//! descriptor live here; the conversions to and from domain types belong to the
+//! crates that own those types.
 
 #![allow(missing_debug_implementations, clippy::all)]
+
+pub mod codec;
 
 pub mod v1 {
     tonic::include_proto!("duel.v1");

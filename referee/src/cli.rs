@@ -307,7 +307,6 @@ pub struct ServeArgs {
     pub store: Option<String>,
     #[command(flatten)]
     pub key: SigningKeyArgs,
-    /// Log lines as JSON objects instead of text.
     /// Also dial endpoint bots at loopback, private, link-local and other
     /// non-public addresses. Off by default: callers of a public referee must
     /// not make it reach into the network it runs in. Bot specs that name
@@ -315,6 +314,7 @@ pub struct ServeArgs {
     /// operator token).
     #[arg(long)]
     pub allow_private_endpoints: bool,
+    /// Log lines as JSON objects instead of text.
     #[arg(long)]
     pub log_json: bool,
     #[command(flatten)]

@@ -208,7 +208,7 @@ impl EndpointBot {
                     .name
                     .chars()
                     .filter(|c| !c.is_control())
-                    .take(64)
+                    .take(crate::limits::MAX_HELLO_NAME_CHARS)
                     .collect();
                 if name.trim().is_empty() {
                     url.to_owned()
@@ -327,6 +327,8 @@ fn failure_from_status(
     }
     let code = status.code();
     let category = match code {
+        // Made here, not sent by the bot: its reply did not decode.
+        _ if duel_proto::codec::is_malformed_message(status) => "protocol (malformed reply)".to_owned(),
         tonic::Code::Unavailable | tonic::Code::Cancelled => "unreachable".to_owned(),
         tonic::Code::DeadlineExceeded => "deadline".to_owned(),
         tonic::Code::Unknown | tonic::Code::Internal => {
@@ -445,5 +447,41 @@ impl Bot for EndpointBot {
 
     fn abandoned(&mut self) -> Spent {
         self.meter.settle()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    const CLOCK: Duration = Duration::from_millis(100);
+
+    fn reason(status: &tonic::Status, peer_text: bool) -> String {
+        failure_from_status(status, Duration::ZERO, CLOCK, peer_text).reason
+    }
+
+    /// A reply that did not decode is named as such, not blamed on the bot's
+    /// status; a status the bot sent keeps its code.
+    #[test]
+    fn failures_are_categorised() {
+        let error = pb::DecideResponse::decode(&[0xff_u8, 0xff][..])
+            .expect_err("tag 0 never decodes");
+        let malformed = duel_proto::codec::malformed_message(&error);
+        assert_eq!(reason(&malformed, false), "protocol (malformed reply)");
+        let sent = tonic::Status::invalid_argument("no such move");
+        assert_eq!(reason(&sent, false), "protocol (INVALID_ARGUMENT)");
+        assert_eq!(
+            reason(&sent, true),
+            "protocol (INVALID_ARGUMENT): no such move"
+        );
+        let internal = tonic::Status::internal("boom\nstack");
+        assert_eq!(reason(&internal, true), "bot error (INTERNAL): boom");
+        assert_eq!(
+            reason(&tonic::Status::unavailable("refused"), false),
+            "unreachable"
+        );
+        let late = failure_from_status(&sent, CLOCK, CLOCK, false);
+        assert_eq!(late.cause, crate::bot::FailureCause::Timeout);
     }
 }

@@ -64,6 +64,10 @@ pub const MIN_WALL_CLOCK: Duration = Duration::from_millis(1);
 /// stops a hostile endpoint from making the referee buffer megabytes.
 pub const MAX_BOT_RESPONSE_BYTES: usize = 64 * 1024;
 
+/// The longest bot name kept from an endpoint's `Hello`, in characters (control
+/// characters dropped first); the name is shown on tapes and in replays.
+pub const MAX_HELLO_NAME_CHARS: usize = 64;
+
 /// The longest log line kept in a replay, in bytes; longer lines are cut and
 /// end in `…`.
 pub const MAX_LOG_LINE_BYTES: usize = 300;

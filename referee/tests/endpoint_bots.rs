@@ -105,6 +105,29 @@ async fn garbage_answers_are_faults() {
     }
 }
 
+/// A reply over `MAX_BOT_RESPONSE_BYTES` is a fault every time, never
+/// buffered; a reply just under it plays (its log is cut by the recorder).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_replies_are_faults() {
+    let limit = duel_referee::limits::MAX_BOT_RESPONSE_BYTES;
+    let referee = serve_referee(serve_config(4, Default::default())).await;
+    let (huge, _) = serve_bot(Behaviour::Chatty(limit + 1)).await;
+    let replay = run_match(&referee, request(&huge.url(), "builtin:block", CLOCK_MS)).await;
+    let a = sides(&replay, 0);
+    assert!(
+        a.iter().all(|side| side.source == SourceName::Fault),
+        "{a:?}"
+    );
+    let (large, _) = serve_bot(Behaviour::Chatty(limit - 64)).await;
+    let replay = run_match(&referee, request(&large.url(), "builtin:block", CLOCK_MS)).await;
+    assert!(
+        sides(&replay, 0)
+            .iter()
+            .all(|side| side.source == SourceName::Bot)
+    );
+    referee.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bot_comes_back_after_faults() {
     let (flaky, _) = serve_bot(Behaviour::FailFirst(3)).await;

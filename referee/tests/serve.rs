@@ -295,6 +295,102 @@ async fn bad_requests_get_clear_codes() {
     referee.stop().await;
 }
 
+/// Sends bytes as they are as the one message of a unary call (issue 13,
+/// finding 8): what a broken or hostile client puts on the wire.
+#[derive(Debug, Clone, Default)]
+struct RawBytes;
+
+impl tonic::codec::Codec for RawBytes {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawBytes;
+    type Decoder = RawBytes;
+    fn encoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+    fn decoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+}
+
+impl tonic::codec::Encoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        buf: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(buf, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn decode(
+        &mut self,
+        buf: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Vec<u8>>, tonic::Status> {
+        let remaining = bytes::Buf::remaining(buf);
+        Ok(Some(bytes::Buf::copy_to_bytes(buf, remaining).to_vec()))
+    }
+}
+
+/// A request body that is not the method's protobuf message is the caller's
+/// fault: INVALID_ARGUMENT naming it, not INTERNAL (tonic's default), on every
+/// method; and the server still plays afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_requests_are_invalid_argument() {
+    let referee = serve_referee(serve_config(1, Default::default())).await;
+    let channel = tonic::transport::Endpoint::from_shared(referee.http_url())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    // 0xff… is a field with tag 0 (never valid); 0x0a 0x05 "ab" a string field
+    // cut short; 0x08 an integer field with no value.
+    let bodies: [&[u8]; 3] = [&[0xff, 0xff, 0xff, 0xff], &[0x0a, 0x05, b'a', b'b'], &[0x08]];
+    let methods = [
+        "/duel.v1.Referee/RunMatch",
+        "/duel.v1.Referee/GetReplay",
+        "/duel.v1.Referee/WatchMatch",
+    ];
+    for method in methods {
+        for body in bodies {
+            let mut grpc = tonic::client::Grpc::new(channel.clone());
+            grpc.ready().await.unwrap();
+            let path = http::uri::PathAndQuery::from_static(method);
+            let result = if method.ends_with("WatchMatch") {
+                grpc.server_streaming(tonic::Request::new(body.to_vec()), path, RawBytes)
+                    .await
+                    .map(|_| ())
+            } else {
+                grpc.unary(tonic::Request::new(body.to_vec()), path, RawBytes)
+                    .await
+                    .map(|_| ())
+            };
+            let status = result.expect_err("an undecodable request is refused");
+            assert_eq!(
+                status.code(),
+                tonic::Code::InvalidArgument,
+                "{method} {body:?}: {status:?}"
+            );
+            assert!(
+                status.message().contains("malformed protobuf message"),
+                "{method}: {status:?}"
+            );
+        }
+    }
+    let mut client = referee_client(&referee).await;
+    client
+        .run_match(request("builtin:block", "builtin:counter", 100))
+        .await
+        .expect("the server plays after malformed requests");
+    referee.stop().await;
+}
+
 /// By default a referee dials public addresses only: naming a loopback or
 /// private endpoint is refused before the match, and the bot is never asked.
 /// (Only loopback is dialed here; the policy over other addresses is tested as
@@ -688,4 +784,14 @@ async fn http_spectators_hear_aborted_when_shutdown_cuts_a_match_short() {
         0,
         "no replay is published for an aborted match"
     );
+}
+
+/// The operator token never reaches a log line through `{:?}`.
+#[test]
+fn the_operator_token_never_shows_in_debug_output() {
+    let mut config = serve_config(1, Default::default());
+    config.operator_token = Some("s3cret-operator-token".to_owned());
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("s3cret-operator-token"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
 }

@@ -158,6 +158,29 @@ impl Chromium {
         result["result"]["value"].clone()
     }
 
+    /// Opens `url` as a new document and waits until the viewer on it is
+    /// ready. Going through about:blank first, and waiting for each location,
+    /// keeps a check from reading the previous page (a URL differing from the
+    /// last only by its #fragment would otherwise be a same-document jump).
+    fn open(&mut self, url: &str) {
+        self.navigate(url);
+        self.wait_for(
+            "document.readyState === 'complete' && document.body !== null \
+             && document.body.dataset.state === 'ready'",
+            &json!(true),
+        );
+    }
+
+    /// Loads `url` as a new document (see [`Chromium::open`]), without waiting
+    /// for the viewer.
+    fn navigate(&mut self, url: &str) {
+        self.call("Page.navigate", json!({ "url": "about:blank" }));
+        self.wait_for("location.href", &json!("about:blank"));
+        self.call("Page.navigate", json!({ "url": url }));
+        // Not compared with `url`: the browser may normalise it.
+        self.wait_for("location.href !== 'about:blank'", &json!(true));
+    }
+
     fn wait_for(&mut self, expression: &str, expected: &Value) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -240,14 +263,7 @@ fn the_viewer_plays_a_replay_to_its_final_hp() {
     let Some(mut chromium) = Chromium::launch() else {
         return;
     };
-    chromium.call(
-        "Page.navigate",
-        json!({"url": server.url("/replays/view-1/view")}),
-    );
-    chromium.wait_for(
-        "document.body && document.body.dataset.state",
-        &json!("ready"),
-    );
+    chromium.open(&server.url("/replays/view-1/view"));
     assert_eq!(
         chromium.eval("document.body.dataset.frames"),
         json!(exchanges.len().to_string())
@@ -393,12 +409,7 @@ fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
     chromium.screenshot(&screenshot_folder().join("viewer-watch.png"));
 
     // Opened after the match, the same URL finds no live feed and shows the replay.
-    chromium.call("Page.navigate", json!({ "url": "about:blank" }));
-    chromium.call("Page.navigate", json!({ "url": url }));
-    chromium.wait_for(
-        "document.body && document.body.dataset.state",
-        &json!("ready"),
-    );
+    chromium.open(&url);
     assert_eq!(
         chromium.eval("document.body.dataset.liveEvents === undefined"),
         json!(true),
@@ -531,6 +542,24 @@ fn page_text(chromium: &mut Chromium) -> String {
         .to_owned()
 }
 
+/// Steps with the ▶ button until the page shows `frame`.
+fn step_to(chromium: &mut Chromium, frame: usize) {
+    loop {
+        let now: usize = chromium
+            .eval("document.body.dataset.frame")
+            .as_str()
+            .expect("frame")
+            .parse()
+            .expect("a number");
+        if now >= frame {
+            assert_eq!(now, frame, "stepped past frame {frame}");
+            return;
+        }
+        chromium.click("#btn-forward");
+        chromium.wait_for("document.body.dataset.frame", &json!((now + 1).to_string()));
+    }
+}
+
 fn count(chromium: &mut Chromium, selector: &str) -> usize {
     let value = chromium.eval(&format!("document.querySelectorAll('{selector}').length"));
     usize::try_from(value.as_u64().expect("a count")).expect("fits")
@@ -588,14 +617,7 @@ fn the_exchange_table_shows_causes_logs_and_the_tapes_damage() {
     let Some(mut chromium) = Chromium::launch() else {
         return;
     };
-    chromium.call(
-        "Page.navigate",
-        json!({ "url": server.url(&format!("/replays/logs-1/view#{fault_id}")) }),
-    );
-    chromium.wait_for(
-        "document.body && document.body.dataset.state",
-        &json!("ready"),
-    );
+    chromium.open(&server.url(&format!("/replays/logs-1/view#{fault_id}")));
     let fault_frame = frame_of(&replay, fault_round, faulted.number);
     assert_eq!(
         chromium.eval("document.body.dataset.frame"),
@@ -681,4 +703,184 @@ fn the_exchange_table_shows_causes_logs_and_the_tapes_damage() {
         ));
         assert_eq!(verdict, json!(expected), "{change}");
     }
+}
+
+/// A real match of built-in bots that goes to a third round with at least 7
+/// exchanges in the second: the first such seed.
+fn three_round_match() -> duel_replays::Replay {
+    (1..500)
+        .map(|seed| {
+            support::play(
+                "three-1",
+                "2026-05-01T20:00:00Z",
+                WeightClass::Middle,
+                seed,
+                "builtin:random",
+                "builtin:counter",
+            )
+        })
+        .find(|replay| replay.rounds.len() == 3 && replay.rounds[1].exchanges.len() >= 7)
+        .expect("some seed below 500 plays three rounds")
+}
+
+#[test]
+fn the_viewer_links_rows_draws_the_chart_and_never_spoils() {
+    let key = support::referee_key();
+    let replay = support::signed(three_round_match(), &key);
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&store_dir.path().display().to_string()).expect("open");
+    support::runtime()
+        .block_on(store.put(&replay))
+        .expect("put");
+    let server = support::Server::start(store, &key, RateConfig::default());
+    let exchanges = replay.exchanges().count();
+    let round_text = |number: u8| {
+        let result = replay.rounds[usize::from(number) - 1].result;
+        let winner = match result.winner {
+            duel_replays::WinnerName::A => format!("{} wins", replay.fighters[0].name),
+            duel_replays::WinnerName::B => format!("{} wins", replay.fighters[1].name),
+            duel_replays::WinnerName::Draw => "drawn".to_owned(),
+        };
+        format!("Round {number}: {winner}")
+    };
+
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    // At the opening bell nothing of the match is in the page.
+    chromium.open(&server.url("/replays/three-1/view"));
+    let text = page_text(&mut chromium);
+    for number in 1..=3 {
+        assert!(!text.contains(&round_text(number)), "{text}");
+    }
+    assert!(!text.contains("Round 3"), "{text}");
+    assert_eq!(count(&mut chromium, "#exchange-rows tr"), 0);
+    assert_eq!(count(&mut chromium, "#chart circle"), 0);
+
+    // `#r2e7` opens on that exchange, scrolled to and highlighted.
+    chromium.open(&server.url("/replays/three-1/view#r2e7"));
+    let target = frame_of(&replay, 2, 7);
+    assert_eq!(
+        chromium.eval("document.body.dataset.frame"),
+        json!(target.to_string())
+    );
+    assert_eq!(
+        chromium.eval(
+            "Array.from(document.querySelectorAll('tr.exchange.target')).map((row) => row.id)"
+        ),
+        json!(["r2e7"])
+    );
+    assert_eq!(
+        chromium.eval(
+            "(() => { const r = document.getElementById('r2e7').getBoundingClientRect(); \
+             return r.top >= 0 && r.bottom <= window.innerHeight; })()"
+        ),
+        json!(true),
+        "the linked row is on screen"
+    );
+    assert_eq!(
+        count(&mut chromium, "#exchange-rows tr.exchange"),
+        target,
+        "rows up to the exchange shown, none after"
+    );
+    for series in ["hp-a", "hp-b", "st-a", "st-b"] {
+        assert_eq!(
+            count(&mut chromium, &format!("#chart circle.point.{series}")),
+            target,
+            "{series}"
+        );
+    }
+    assert_eq!(count(&mut chromium, "#chart line.round-boundary"), 1);
+    let text = page_text(&mut chromium);
+    assert!(text.contains(&round_text(1)), "round 1 is over: {text}");
+    assert!(!text.contains(&round_text(2)), "{text}");
+    assert!(!text.contains("Round 3"), "{text}");
+
+    // Stepping on: round 2's result at its last exchange, still nothing of round 3.
+    let round_2_last = replay.rounds[1].exchanges.last().expect("exchanges").number;
+    let round_2_end = frame_of(&replay, 2, round_2_last);
+    step_to(&mut chromium, round_2_end);
+    let text = page_text(&mut chromium);
+    assert!(text.contains(&round_text(2)), "{text}");
+    assert!(!text.contains("Round 3"), "{text}");
+    step_to(&mut chromium, round_2_end + 1);
+    let text = page_text(&mut chromium);
+    assert!(text.contains("Round 3"), "round 3 has begun: {text}");
+    assert!(!text.contains(&round_text(3)), "{text}");
+
+    // At the end: every exchange, one point per exchange per series, both
+    // round boundaries, every round's result and the HP of the last exchange.
+    chromium.click("#btn-end");
+    chromium.wait_for("document.body.dataset.frame", &json!(exchanges.to_string()));
+    assert_eq!(
+        count(&mut chromium, "#exchange-rows tr.exchange"),
+        exchanges
+    );
+    let (_, last) = replay.exchanges().last().expect("exchanges");
+    for (series, value) in [
+        ("hp-a", last.a.hp),
+        ("hp-b", last.b.hp),
+        ("st-a", last.a.stamina),
+        ("st-b", last.b.stamina),
+    ] {
+        assert_eq!(
+            count(&mut chromium, &format!("#chart circle.point.{series}")),
+            exchanges,
+            "{series}"
+        );
+        assert_eq!(
+            chromium.eval(&format!(
+                "Array.from(document.querySelectorAll('#chart circle.point.{series}')).pop().dataset.value"
+            )),
+            json!(value.to_string()),
+            "{series}"
+        );
+    }
+    assert_eq!(count(&mut chromium, "#chart line.round-boundary"), 2);
+    let text = page_text(&mut chromium);
+    for number in 1..=3 {
+        assert!(text.contains(&round_text(number)), "{text}");
+    }
+
+    let folder = screenshot_folder();
+    chromium.navigate(&server.url("/replays/three-1/view#r2e7"));
+    chromium.wait_for(
+        "document.body !== null && document.body.dataset.signature",
+        &json!("verified"),
+    );
+    chromium.screenshot(&folder.join("viewer-table-desktop.png"));
+    chromium.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+    );
+    chromium.navigate(&server.url("/replays/three-1/view#r2e7"));
+    chromium.wait_for(
+        "document.body !== null && document.body.dataset.signature",
+        &json!("verified"),
+    );
+    assert_eq!(
+        chromium.eval("document.documentElement.scrollWidth <= 390"),
+        json!(true),
+        "the page fits a phone; the table scrolls inside its own box"
+    );
+    chromium.screenshot(&folder.join("viewer-table-phone.png"));
+    eprintln!("viewer screenshots in {}", folder.display());
+
+    // `?src=` loads only from this origin.
+    for src in [
+        "http://127.0.0.2:9/replays/three-1",
+        "//example.invalid/x.json",
+    ] {
+        chromium.navigate(&server.url(&format!("/replays/three-1/view?src={src}")));
+        chromium.wait_for(
+            "document.body !== null && document.body.dataset.state",
+            &json!("error"),
+        );
+        let status = chromium.eval("document.getElementById('status').textContent");
+        assert!(
+            status.as_str().expect("text").starts_with("Refused ?src="),
+            "{status}"
+        );
+    }
+    chromium.open(&server.url("/replays/three-1/view?src=/replays/three-1"));
 }

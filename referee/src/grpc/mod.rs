@@ -35,8 +35,8 @@ pub use referee::RefereeService;
 /// The environment variable holding the operator token of `referee serve`.
 pub const OPERATOR_TOKEN_ENV: &str = "DUEL_REFEREE_TOKEN";
 
-/// How `referee serve` is set up.
-#[derive(Clone, Debug)]
+/// How `referee serve` is set up. Its `Debug` never shows the operator token.
+#[derive(Clone)]
 pub struct ServeConfig {
     pub max_concurrent_matches: usize,
     /// How matches are built and played: the model gateway, WASM caches, TLS
@@ -54,6 +54,23 @@ pub struct ServeConfig {
     /// Publish every match live and its signed replay into a store (served over
     /// HTTP when [`Listeners::http`] is given).
     pub publishing: Option<Publishing>,
+}
+
+impl std::fmt::Debug for ServeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeConfig")
+            .field("max_concurrent_matches", &self.max_concurrent_matches)
+            .field("host", &self.host)
+            .field(
+                "operator_token",
+                &self.operator_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("public_url", &self.public_url)
+            .field("replay_dir", &self.replay_dir)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("publishing", &self.publishing)
+            .finish()
+    }
 }
 
 /// Where [`serve_listeners`] serves: gRPC, and optionally Prometheus metrics

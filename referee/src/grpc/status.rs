@@ -63,6 +63,34 @@ impl From<ServiceError> for Status {
             ServiceError::Model(ModelError::NotDeciding) => Code::PermissionDenied,
             ServiceError::Model(ModelError::Cut) => Code::DeadlineExceeded,
         };
+        if code == Code::Internal {
+            // The server's own failure: its text (paths, I/O errors) stays in
+            // the operator's log, found again by the id the caller is given.
+            let correlation_id = uuid::Uuid::new_v4();
+            tracing::error!(%correlation_id, error = %message, "internal error");
+            return Status::internal(format!("internal error (correlation id {correlation_id})"));
+        }
         Status::new(code, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_reach_callers_as_a_correlation_id_only() {
+        let error = ServiceError::Referee(RefereeError::Serve(
+            "cannot write /var/lib/duel/replays/x.json: disk full".to_owned(),
+        ));
+        let status = Status::from(error);
+        assert_eq!(status.code(), Code::Internal);
+        assert!(
+            status.message().starts_with("internal error (correlation id "),
+            "{status:?}"
+        );
+        assert!(!status.message().contains("/var/lib"), "{status:?}");
+        let refused = Status::from(ServiceError::InvalidArgument("bad clock".to_owned()));
+        assert_eq!(refused.message(), "bad clock");
     }
 }

@@ -29,6 +29,8 @@ pub enum Behaviour {
     Sleep(Duration),
     /// Answers this raw action value (unknown enum values, UNSPECIFIED).
     Raw(i32),
+    /// Answers JAB with one log line of this many bytes (oversized replies).
+    Chatty(usize),
     /// Fails the first `n` decisions with an error status, then answers JAB.
     FailFirst(usize),
     /// Calls Inference with these messages, then answers JAB.
@@ -119,6 +121,10 @@ impl Bot for TestBot {
                 .unwrap()
                 .push(observation.budget_left_tokens);
         }
+        let log = match &self.behaviour {
+            Behaviour::Chatty(bytes) => vec!["x".repeat(*bytes)],
+            _ => Vec::new(),
+        };
         let action = match &self.behaviour {
             Behaviour::Fixed(action) => *action as i32,
             Behaviour::Sleep(pause) => {
@@ -126,6 +132,7 @@ impl Bot for TestBot {
                 pb::Action::Jab as i32
             }
             Behaviour::Raw(value) => *value,
+            Behaviour::Chatty(_) => pb::Action::Jab as i32,
             Behaviour::FailFirst(n) => {
                 if index < *n {
                     return Err(Status::internal("scripted failure"));
@@ -178,10 +185,7 @@ impl Bot for TestBot {
                 pb::Action::Block as i32
             }
         };
-        Ok(Response::new(pb::DecideResponse {
-            action,
-            log: Vec::new(),
-        }))
+        Ok(Response::new(pb::DecideResponse { action, log }))
     }
 }
 

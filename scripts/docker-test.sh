@@ -10,10 +10,10 @@
 #      container, registers the example WASM bots, plays ranked matches, fetches
 #      a replay over HTTP and verifies it with `referee replay fetch`;
 #   5. brings deploy/compose.yaml up with host networking and a PostgreSQL image
-#      built from Debian's package (deploy/compose.host-network.yaml), plays a
-#      ranked match there and checks the ledger. NOT YET PASSING with Compose
-#      1.29: it refuses compose.yaml's `ports:` on the host-networked `ladder`
-#      service (see deploy/README.md); use --no-deploy meanwhile.
+#      built from Debian's package (deploy/compose.host-network.yaml: its
+#      `ladder-host` replaces the port-publishing `ladder`), plays ranked
+#      matches there between three owners' bots, checks the ledger and
+#      verifies a replay from the deployed replay service.
 #
 #   scripts/docker-test.sh                 # everything
 #   scripts/docker-test.sh --no-deploy     # steps 1-4
@@ -396,16 +396,21 @@ deploy() {
     $ready || { compose logs --tail 20 >&2; fail "the deployed ladder did not answer"; }
     deploy_cli root season start deploy-s1 >/dev/null
     local owner
-    for owner in dora eve; do
+    # Three owners: the matchmaker never pairs one owner's bots, nor two bots
+    # that just met, so two bots alone would play only once.
+    for owner in dora eve fay; do
         deploy_cli root account create "$owner" --out "/tokens/$owner.token" >/dev/null
         deploy_cli root credits grant "$owner" 500 --id "seed:$owner" >/dev/null
     done
     deploy_cli dora bot register d-counter --class light --builtin builtin:counter >/dev/null
     deploy_cli eve bot register e-block --class light --builtin builtin:block >/dev/null
+    deploy_cli fay bot register f-random --class light --builtin builtin:random >/dev/null
     local settled=0
     for _ in $(seq 1 6); do
+        # A bot still waiting from an earlier round is refused ("conflict") and keeps waiting.
         deploy_cli dora enqueue d-counter --stake 25 >/dev/null 2>&1 || true
         deploy_cli eve enqueue e-block --stake 25 >/dev/null 2>&1 || true
+        deploy_cli fay enqueue f-random --stake 25 >/dev/null 2>&1 || true
         for _ in $(seq 1 15); do
             settled="$(deploy_cli dora matches --state settled --json | jq length)"
             ((settled >= 2)) && break 2

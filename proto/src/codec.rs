@@ -29,8 +29,7 @@ pub fn malformed_message(error: &prost::DecodeError) -> Status {
 
 /// True when `status` was made locally by [`malformed_message`].
 pub fn is_malformed_message(status: &Status) -> bool {
-    status.code() == Code::InvalidArgument
-        && status.metadata().contains_key(MALFORMED_METADATA_KEY)
+    status.code() == Code::InvalidArgument && status.metadata().contains_key(MALFORMED_METADATA_KEY)
 }
 
 /// prost's codec with [`malformed_message`] for undecodable messages; the

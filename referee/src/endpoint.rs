@@ -328,7 +328,9 @@ fn failure_from_status(
     let code = status.code();
     let category = match code {
         // Made here, not sent by the bot: its reply did not decode.
-        _ if duel_proto::codec::is_malformed_message(status) => "protocol (malformed reply)".to_owned(),
+        _ if duel_proto::codec::is_malformed_message(status) => {
+            "protocol (malformed reply)".to_owned()
+        }
         tonic::Code::Unavailable | tonic::Code::Cancelled => "unreachable".to_owned(),
         tonic::Code::DeadlineExceeded => "deadline".to_owned(),
         tonic::Code::Unknown | tonic::Code::Internal => {
@@ -465,8 +467,8 @@ mod tests {
     /// status; a status the bot sent keeps its code.
     #[test]
     fn failures_are_categorised() {
-        let error = pb::DecideResponse::decode(&[0xff_u8, 0xff][..])
-            .expect_err("tag 0 never decodes");
+        let error =
+            pb::DecideResponse::decode(&[0xff_u8, 0xff][..]).expect_err("tag 0 never decodes");
         let malformed = duel_proto::codec::malformed_message(&error);
         assert_eq!(reason(&malformed, false), "protocol (malformed reply)");
         let sent = tonic::Status::invalid_argument("no such move");

@@ -351,7 +351,11 @@ async fn undecodable_requests_are_invalid_argument() {
         .unwrap();
     // 0xff… is a field with tag 0 (never valid); 0x0a 0x05 "ab" a string field
     // cut short; 0x08 an integer field with no value.
-    let bodies: [&[u8]; 3] = [&[0xff, 0xff, 0xff, 0xff], &[0x0a, 0x05, b'a', b'b'], &[0x08]];
+    let bodies: [&[u8]; 3] = [
+        &[0xff, 0xff, 0xff, 0xff],
+        &[0x0a, 0x05, b'a', b'b'],
+        &[0x08],
+    ];
     let methods = [
         "/duel.v1.Referee/RunMatch",
         "/duel.v1.Referee/GetReplay",

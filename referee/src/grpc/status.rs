@@ -86,7 +86,9 @@ mod tests {
         let status = Status::from(error);
         assert_eq!(status.code(), Code::Internal);
         assert!(
-            status.message().starts_with("internal error (correlation id "),
+            status
+                .message()
+                .starts_with("internal error (correlation id "),
             "{status:?}"
         );
         assert!(!status.message().contains("/var/lib"), "{status:?}");

@@ -239,8 +239,6 @@ fn screenshot_folder() -> PathBuf {
 
 #[test]
 fn the_viewer_plays_a_replay_to_its_final_hp() {
-    let folder = tempfile::tempdir().expect("temp dir");
-    let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
     let key = support::referee_key();
     let replay = support::signed(
         support::play(
@@ -253,10 +251,7 @@ fn the_viewer_plays_a_replay_to_its_final_hp() {
         ),
         &key,
     );
-    support::runtime()
-        .block_on(store.put(&replay))
-        .expect("put");
-    let server = support::Server::start(store, &key, RateConfig::default());
+    let (_store_dir, server) = serve_replay(&replay, &key);
     let exchanges: Vec<_> = replay.exchanges().collect();
     let (_, last) = *exchanges.last().expect("a match has exchanges");
 
@@ -560,6 +555,21 @@ fn step_to(chromium: &mut Chromium, frame: usize) {
     }
 }
 
+/// Serves `replay` over HTTP from a fresh folder store (kept while the folder
+/// handle lives).
+fn serve_replay(
+    replay: &duel_replays::Replay,
+    key: &duel_replays::SigningKey,
+) -> (tempfile::TempDir, support::Server) {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
+    support::runtime()
+        .block_on(store.put(replay))
+        .expect("put");
+    let server = support::Server::start(store, key, RateConfig::default());
+    (folder, server)
+}
+
 fn count(chromium: &mut Chromium, selector: &str) -> usize {
     let value = chromium.eval(&format!("document.querySelectorAll('{selector}').length"));
     usize::try_from(value.as_u64().expect("a count")).expect("fits")
@@ -607,12 +617,7 @@ fn the_exchange_table_shows_causes_logs_and_the_tapes_damage() {
         .expect("chatter overflows its log on its 2nd decision");
     let truncated_id = format!("r{truncated_round}e{}", truncated.number);
 
-    let store_dir = tempfile::tempdir().expect("temp dir");
-    let store = ReplayStore::open(&store_dir.path().display().to_string()).expect("open");
-    support::runtime()
-        .block_on(store.put(&replay))
-        .expect("put");
-    let server = support::Server::start(store, &key, RateConfig::default());
+    let (_store_dir, server) = serve_replay(&replay, &key);
 
     let Some(mut chromium) = Chromium::launch() else {
         return;
@@ -727,12 +732,7 @@ fn three_round_match() -> duel_replays::Replay {
 fn the_viewer_links_rows_draws_the_chart_and_never_spoils() {
     let key = support::referee_key();
     let replay = support::signed(three_round_match(), &key);
-    let store_dir = tempfile::tempdir().expect("temp dir");
-    let store = ReplayStore::open(&store_dir.path().display().to_string()).expect("open");
-    support::runtime()
-        .block_on(store.put(&replay))
-        .expect("put");
-    let server = support::Server::start(store, &key, RateConfig::default());
+    let (_store_dir, server) = serve_replay(&replay, &key);
     let exchanges = replay.exchanges().count();
     let round_text = |number: u8| {
         let result = replay.rounds[usize::from(number) - 1].result;

@@ -563,9 +563,7 @@ fn serve_replay(
 ) -> (tempfile::TempDir, support::Server) {
     let folder = tempfile::tempdir().expect("temp dir");
     let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
-    support::runtime()
-        .block_on(store.put(replay))
-        .expect("put");
+    support::runtime().block_on(store.put(replay)).expect("put");
     let server = support::Server::start(store, key, RateConfig::default());
     (folder, server)
 }

@@ -148,6 +148,13 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
     }
     doomed.abort();
     assert!(doomed.await.expect_err("killed").is_cancelled());
+    // The worker that re-runs it holds a long lease: its replay must be
+    // published within half its lease in real time, which the doomed worker's
+    // 400 ms (kept short for the manual clock) does not leave on a loaded
+    // machine.
+    let mut rerun = config.clone();
+    rerun.lease_ms = 20_000;
+    rerun.heartbeat_ms = 1_000;
     assert_eq!(
         db.store.game(&match_id).await.expect("match").state,
         MatchState::Running
@@ -168,7 +175,7 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
         "the lease holds until it expires"
     );
     clock.advance(2);
-    let worked = work_once(&store, &BuiltinFactory, &config)
+    let worked = work_once(&store, &BuiltinFactory, &rerun)
         .await
         .expect("re-run");
     let Worked::Settled(settlement) = worked else {

@@ -64,6 +64,9 @@ impl MatchConfig {
 pub struct Answer {
     pub decision: Option<Decision>,
     pub latency_ms: u64,
+    /// The same at microsecond resolution, when the runner timed the decision
+    /// (the clockless runner of built-in bots does not).
+    pub latency_us: Option<u64>,
 }
 
 impl Answer {
@@ -72,13 +75,25 @@ impl Answer {
         Answer {
             decision: None,
             latency_ms: 0,
+            latency_us: None,
         }
     }
 
+    /// Asked without timing it (latency_ms as given, no microseconds).
     pub fn asked(decision: Decision, latency_ms: u64) -> Answer {
         Answer {
             decision: Some(decision),
             latency_ms,
+            latency_us: None,
+        }
+    }
+
+    /// Asked and answered after `elapsed`.
+    pub fn timed(decision: Decision, elapsed: std::time::Duration) -> Answer {
+        Answer {
+            decision: Some(decision),
+            latency_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            latency_us: Some(u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)),
         }
     }
 }
@@ -90,6 +105,7 @@ struct Resolved {
     source: Source,
     tokens: u64,
     latency_ms: u64,
+    latency_us: Option<u64>,
     reason: Option<String>,
     restarted: bool,
     log: Vec<String>,
@@ -188,6 +204,7 @@ impl MatchRecorder {
                 source,
                 tokens,
                 latency_ms,
+                latency_us,
                 reason,
                 restarted,
                 log,
@@ -206,7 +223,7 @@ impl MatchRecorder {
                 latency_ms,
                 reason,
                 restarted,
-                latency_us: None,
+                latency_us,
                 log,
                 log_truncated,
             }
@@ -245,6 +262,7 @@ impl MatchRecorder {
                 source: Source::Bot,
                 tokens: 0,
                 latency_ms: 0,
+                latency_us: None,
                 reason: None,
                 restarted: false,
                 log: Vec::new(),
@@ -257,6 +275,7 @@ impl MatchRecorder {
                 source: Source::Budget,
                 tokens: 0,
                 latency_ms: answer.latency_ms,
+                latency_us: answer.latency_us,
                 reason: None,
                 restarted: false,
                 log: Vec::new(),
@@ -281,6 +300,7 @@ impl MatchRecorder {
             source,
             tokens: decision.tokens,
             latency_ms: answer.latency_ms,
+            latency_us: answer.latency_us,
             reason,
             restarted: decision.restarted,
             log,

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
-use duel_referee::arena::tournament::percentile;
+use duel_referee::arena::tournament::{latency_text, percentile};
 use duel_replays::{
     ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundEndName, RoundResultRecord,
     SideRecord, SourceName, WinnerName,
@@ -406,7 +406,7 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
                 .filter(|record| record.source == source)
                 .count()
         };
-        let mut latencies: Vec<u64> = records
+        let asked: Vec<_> = records
             .iter()
             .filter(|record| {
                 matches!(
@@ -414,9 +414,19 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
                     SourceName::Bot | SourceName::Timeout | SourceName::Fault
                 )
             })
-            .map(|record| record.latency_ms)
             .collect();
+        let mut latencies: Vec<u64> = asked.iter().map(|record| record.latency_micros()).collect();
         latencies.sort_unstable();
+        // Replays without microseconds (older ones, the clockless runner) say
+        // whole milliseconds, as they were measured.
+        let timed = asked.iter().all(|record| record.latency_us.is_some());
+        let latency = |micros: u64| {
+            if timed {
+                latency_text(micros)
+            } else {
+                format!("{} ms", micros / 1_000)
+            }
+        };
         let restarts = records.iter().filter(|record| record.restarted).count();
         let restarts = match restarts {
             0 => String::new(),
@@ -425,15 +435,15 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
         };
         let _ = writeln!(
             out,
-            "  {}  {} decisions · substituted: {} timeout, {} budget, {} fault{restarts} · tokens {} · latency p50 {} ms, p99 {} ms",
+            "  {}  {} decisions · substituted: {} timeout, {} budget, {} fault{restarts} · tokens {} · latency p50 {}, p99 {}",
             fighter_label(palette, side),
             records.len(),
             count(SourceName::Timeout),
             count(SourceName::Budget),
             count(SourceName::Fault),
             tokens_cell(palette, replay.result.tokens_used[side.index()], &records),
-            percentile(&latencies, 50),
-            percentile(&latencies, 99),
+            latency(percentile(&latencies, 50)),
+            latency(percentile(&latencies, 99)),
         );
     }
     out

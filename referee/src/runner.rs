@@ -73,8 +73,7 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
             }
         }
     };
-    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Answer::asked(decision, latency_ms)
+    Answer::timed(decision, started.elapsed())
 }
 
 /// Plays a match between two built-in bots without async, boxing or clocks: the

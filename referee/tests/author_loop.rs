@@ -423,6 +423,12 @@ fn a_python_bot_from_its_folder_plays_logs_and_passes_its_own_test() {
     assert!(stderr.contains("building pybot (first time"), "{stderr}");
     let tape = text(&played.stdout);
     assert!(tape.contains("round 1 exchange 1: stamina"), "{tape}");
+    // print() output is a log line too, under the first exchange only.
+    assert_eq!(
+        tape.matches("first decision made (1 so far)").count(),
+        1,
+        "{tape}"
+    );
     assert!(!tape.contains("(fault"), "{tape}");
 
     let tested = Command::new("python3")

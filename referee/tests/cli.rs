@@ -153,6 +153,8 @@ fn same_seed_gives_the_same_match() {
             for exchange in &mut round.exchanges {
                 exchange.a.latency_ms = 0;
                 exchange.b.latency_ms = 0;
+                exchange.a.latency_us = None;
+                exchange.b.latency_us = None;
             }
         }
         replay

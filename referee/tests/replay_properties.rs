@@ -43,6 +43,8 @@ fn without_latency(mut replay: Replay) -> Replay {
         for exchange in &mut round.exchanges {
             exchange.a.latency_ms = 0;
             exchange.b.latency_ms = 0;
+            exchange.a.latency_us = None;
+            exchange.b.latency_us = None;
         }
     }
     replay

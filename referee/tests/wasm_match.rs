@@ -42,6 +42,29 @@ fn two_example_wasm_bots_play_a_match_that_verifies() {
     let parsed = duel_replays::Replay::read(&replay).expect("replay");
     assert_eq!(parsed.fighters[0].kind, duel_replays::FighterKind::Wasm);
     assert!(parsed.fighters[0].digest.starts_with("sha256:"));
+    // Every decision is timed at microsecond resolution (a WASM decision takes
+    // microseconds, which whole milliseconds would show as 0), and the summary
+    // line says so.
+    for (_, exchange) in parsed.exchanges() {
+        for side in exchange.sides() {
+            let micros = side.latency_us.expect("timed decisions carry latency_us");
+            assert_eq!(micros / 1_000, side.latency_ms, "{side:?}");
+        }
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary = stdout
+        .lines()
+        .find(|line| line.contains("latency p50"))
+        .expect("a summary line per fighter");
+    let p50 = summary
+        .split("p50 ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .expect("p50 value");
+    assert!(
+        p50.ends_with(" µs") || p50.contains('.'),
+        "p50 shown below whole milliseconds: {summary}"
+    );
     let verified = Command::new(env!("CARGO_BIN_EXE_referee"))
         .args(["replay", "verify"])
         .arg(&replay)
@@ -106,6 +129,8 @@ fn a_tournament_of_wasm_bots_plays_from_an_instance_pool() {
             );
             bot["latency_p50_ms"] = 0.into();
             bot["latency_p99_ms"] = 0.into();
+            bot["latency_p50_us"] = 0.into();
+            bot["latency_p99_us"] = 0.into();
         }
         value
     };

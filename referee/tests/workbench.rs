@@ -35,6 +35,8 @@ fn tournament_json(extra: &[&str]) -> serde_json::Value {
     for bot in value["standings"]["bots"].as_array_mut().expect("bots") {
         bot["latency_p50_ms"] = 0.into();
         bot["latency_p99_ms"] = 0.into();
+        bot["latency_p50_us"] = 0.into();
+        bot["latency_p99_us"] = 0.into();
     }
     value
 }
@@ -162,6 +164,8 @@ fn resume_plays_no_pairing_twice_and_ends_with_the_full_table() {
         for bot in value["standings"]["bots"].as_array_mut().expect("bots") {
             bot["latency_p50_ms"] = 0.into();
             bot["latency_p99_ms"] = 0.into();
+            bot["latency_p50_us"] = 0.into();
+            bot["latency_p99_us"] = 0.into();
         }
     }
     assert_eq!(resumed["standings"], whole["standings"]);

@@ -130,6 +130,13 @@ fn is_false(value: &bool) -> bool {
 }
 
 impl SideRecord {
+    /// The decision's latency in microseconds: `latency_us` when the replay
+    /// has it, else `latency_ms` scaled (older replays, untimed runners).
+    pub fn latency_micros(&self) -> u64 {
+        self.latency_us
+            .unwrap_or_else(|| self.latency_ms.saturating_mul(1_000))
+    }
+
     /// This half of the exchange as the public tape shows it to bots.
     pub fn tape_side(&self) -> duel_rules::TapeSide {
         duel_rules::TapeSide {

@@ -177,7 +177,8 @@ pub struct MatchSummary {
     /// Per fighter: decisions substituted for a timeout, the budget, a fault.
     pub substitutions: [[u32; 3]; 2],
     /// Per fighter: latency of every decision the bot was asked for.
-    pub latencies_ms: [Vec<u64>; 2],
+    /// Latencies of the decisions a bot was asked for, in microseconds.
+    pub latencies_us: [Vec<u64>; 2],
     /// A fingerprint of the play (both fighters' actions and sources, exchange
     /// by exchange): equal for two matches that went alike. 0 in results
     /// written before it existed.
@@ -189,7 +190,7 @@ impl MatchSummary {
     pub fn of(scheduled: &ScheduledMatch, replay: &Replay) -> MatchSummary {
         let mut decisions = [0u32; 2];
         let mut substitutions = [[0u32; 3]; 2];
-        let mut latencies_ms: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+        let mut latencies_us: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
         let mut play = Fnv1a::default();
         for (position, (_, exchange)) in replay.exchanges().enumerate() {
             // The opening's exchanges were played, not decided.
@@ -202,15 +203,15 @@ impl MatchSummary {
                 }
                 decisions[index] += 1;
                 match record.source {
-                    SourceName::Bot => latencies_ms[index].push(record.latency_ms),
+                    SourceName::Bot => latencies_us[index].push(record.latency_micros()),
                     SourceName::Timeout => {
                         substitutions[index][0] += 1;
-                        latencies_ms[index].push(record.latency_ms);
+                        latencies_us[index].push(record.latency_micros());
                     }
                     SourceName::Budget => substitutions[index][1] += 1,
                     SourceName::Fault => {
                         substitutions[index][2] += 1;
-                        latencies_ms[index].push(record.latency_ms);
+                        latencies_us[index].push(record.latency_micros());
                     }
                 }
             }
@@ -225,7 +226,7 @@ impl MatchSummary {
             tokens: replay.result.tokens_used,
             decisions,
             substitutions,
-            latencies_ms,
+            latencies_us,
             play: play.0,
         }
     }

@@ -218,8 +218,12 @@ pub struct BotStanding {
     /// Share of its decisions substituted, by cause: timeout, budget, fault.
     pub substituted: [f64; 3],
     pub tokens_per_match: f64,
+    /// Decision latency percentiles, whole milliseconds (kept for scripts
+    /// that read them) and microseconds.
     pub latency_p50_ms: u64,
     pub latency_p99_ms: u64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
 }
 
 /// One pairing's line, from `a`'s point of view.
@@ -263,6 +267,15 @@ pub struct Standings {
 }
 
 /// Nearest-rank percentile of sorted values (0 when empty).
+/// A latency for people: `37 µs`, `4.2 ms`, `312 ms`.
+pub fn latency_text(micros: u64) -> String {
+    match micros {
+        0..1_000 => format!("{micros} µs"),
+        1_000..10_000 => format!("{:.1} ms", micros as f64 / 1_000.0),
+        _ => format!("{} ms", micros / 1_000),
+    }
+}
+
 pub fn percentile(sorted: &[u64], percent: usize) -> u64 {
     if sorted.is_empty() {
         return 0;
@@ -318,7 +331,7 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
             // Saturating: token counts come from replays, which are outside data.
             tokens[entrant] = tokens[entrant].saturating_add(summary.tokens[side]);
             matches[entrant] += 1;
-            latencies[entrant].extend_from_slice(&summary.latencies_ms[side]);
+            latencies[entrant].extend_from_slice(&summary.latencies_us[side]);
         }
         let [x, y] = summary.entrants;
         let (low, high) = (x.min(y), x.max(y));
@@ -352,8 +365,10 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
                 } else {
                     tokens[entrant] as f64 / matches[entrant] as f64
                 },
-                latency_p50_ms: percentile(&latencies[entrant], 50),
-                latency_p99_ms: percentile(&latencies[entrant], 99),
+                latency_p50_ms: percentile(&latencies[entrant], 50) / 1_000,
+                latency_p99_ms: percentile(&latencies[entrant], 99) / 1_000,
+                latency_p50_us: percentile(&latencies[entrant], 50),
+                latency_p99_us: percentile(&latencies[entrant], 99),
             }
         })
         .collect();
@@ -408,6 +423,16 @@ mod tests {
         }
         let seeds: std::collections::BTreeSet<u64> = schedule.iter().map(|s| s.seed).collect();
         assert_eq!(seeds.len(), 12, "every game pair has its own seed");
+    }
+
+    #[test]
+    fn latencies_read_at_their_scale() {
+        assert_eq!(latency_text(0), "0 µs");
+        assert_eq!(latency_text(37), "37 µs");
+        assert_eq!(latency_text(999), "999 µs");
+        assert_eq!(latency_text(1_000), "1.0 ms");
+        assert_eq!(latency_text(4_249), "4.2 ms");
+        assert_eq!(latency_text(312_700), "312 ms");
     }
 
     #[test]

@@ -12,7 +12,8 @@ use duel_referee::arena::pool::{Control, Entrant, PoolSettings, display_names, p
 use duel_referee::arena::sprt::{SprtRun, pair_matches};
 use duel_referee::arena::stats::{Sprt, Verdict};
 use duel_referee::arena::tournament::{
-    EloInterval, Format, Standings, TournamentDir, TournamentPlan, percentile, standings,
+    EloInterval, Format, Standings, TournamentDir, TournamentPlan, latency_text, percentile,
+    standings,
 };
 use duel_referee::limits::MAX_BOOK_BYTES;
 use duel_referee::opening::{Opening, OpeningSource};
@@ -327,7 +328,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
     );
     let _ = writeln!(
         out,
-        "\n {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9}  {:>6} {:>6}",
+        "\n {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9}  {:>7} {:>7}",
         "#",
         "bot",
         "games",
@@ -346,7 +347,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
     for (rank, row) in table.bots.iter().enumerate() {
         let _ = writeln!(
             out,
-            " {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9.0}  {:>4}ms {:>4}ms",
+            " {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9.0}  {:>7} {:>7}",
             rank + 1,
             row.bot,
             row.games,
@@ -359,8 +360,8 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
             percent(row.substituted[1]),
             percent(row.substituted[2]),
             row.tokens_per_match,
-            row.latency_p50_ms,
-            row.latency_p99_ms,
+            latency_text(row.latency_p50_us),
+            latency_text(row.latency_p99_us),
         );
     }
     let _ = writeln!(out, "\n Pairings (first bot's view)");
@@ -491,7 +492,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
             .iter()
             .flat_map(|summary| {
                 let side = summary.entrants.iter().position(|e| *e == 0).unwrap_or(0);
-                summary.latencies_ms[side].clone()
+                summary.latencies_us[side].clone()
             })
             .collect();
         latencies.sort_unstable();
@@ -513,11 +514,11 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         );
         let _ = writeln!(
             out,
-            "  Elo {} (95%) · {} latency p50 {} ms, p99 {} ms",
+            "  Elo {} (95%) · {} latency p50 {}, p99 {}",
             elo_text(elo, run.wdl.score().unwrap_or(0.5)),
             names[0],
-            percentile(&latencies, 50),
-            percentile(&latencies, 99)
+            latency_text(percentile(&latencies, 50)),
+            latency_text(percentile(&latencies, 99))
         );
         let _ = writeln!(out, "  LLR {:.2} ({lower:.2}, {upper:.2})", run.llr);
         let _ = writeln!(out, "{verdict_text}");

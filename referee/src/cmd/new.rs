@@ -276,9 +276,12 @@ class WitWorld(_World):
             action = Action.JAB
         else:
             action = Action.RECOVER
-        # Shown by `referee local --logs` and in the viewer (print works too).
+        # Shown by `referee local --logs` and in the viewer; print() is kept the
+        # same way (WASI stdout and stderr), under the exchange it belongs to.
         log.log(f"round {observation.round} exchange {observation.exchange}: "
                 f"stamina {stamina}, playing {action.name}")
+        if self.decisions == 1:
+            print(f"first decision made ({self.decisions} so far)")
         return action
 "#;
 

@@ -138,6 +138,7 @@ fn side_record_to_proto(side: &SideRecord) -> pb::ExchangeSide {
         tokens: side.tokens,
         latency_ms: side.latency_ms,
         reason: side.reason.clone().unwrap_or_default(),
+        latency_us: side.latency_us,
     }
 }
 

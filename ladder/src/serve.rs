@@ -234,17 +234,20 @@ async fn wave_timer(
 
 /// One line per wave that had anyone to pair (info), else debug.
 fn log_wave(class: WeightClass, report: &crate::store::WaveReport) {
-    let (class, season, pool, pairs, wave_ms) = (
+    let (class, season, pool, pairs, at_ms, wave_ms) = (
         class.name(),
         report.season.as_str(),
         report.waiting,
         report.matches.len(),
+        report.at_ms,
         report.duration_ms,
     );
     let (dropped, paused) = (report.dropped.len(), report.paused.len());
     if pool > 0 {
-        tracing::info!(class, season, pool, pairs, dropped, paused, wave_ms, "wave");
+        tracing::info!(
+            class, season, pool, pairs, dropped, paused, at_ms, wave_ms, "wave"
+        );
     } else {
-        tracing::debug!(class, season, pool, pairs, wave_ms, "wave");
+        tracing::debug!(class, season, pool, pairs, at_ms, wave_ms, "wave");
     }
 }

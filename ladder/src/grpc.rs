@@ -13,7 +13,8 @@ use tonic::{Request, Response, Status};
 use crate::auth::{Role, User};
 use crate::error::LadderError;
 use crate::ladder::{Ladder, Registration};
-use crate::model::{self, Bot, Match, MatchState, Season, Standing};
+use crate::model::{self, Bot, LadderStatus, Match, MatchState, Play, Season, Standing};
+use crate::store::SeasonChoice;
 
 /// The service over one ladder; served behind [`crate::gate::Gate`], which
 /// builds it.
@@ -139,7 +140,21 @@ fn account_pb(user: &User) -> pb::LadderAccount {
 }
 
 fn bot_pb(bot: Bot) -> pb::LadderBot {
+    let play = bot.play.state_name().to_owned();
+    let (active_stake, active_since_ms, paused_reason) = match bot.play {
+        Play::Inactive => (0, 0, String::new()),
+        Play::Active { stake, since_ms } => (stake, since_ms, String::new()),
+        Play::Paused {
+            stake,
+            since_ms,
+            reason,
+        } => (stake, since_ms, reason),
+    };
     pb::LadderBot {
+        play,
+        active_stake,
+        active_since_ms,
+        paused_reason,
         id: bot.id,
         name: bot.name,
         owner: bot.owner_name,
@@ -194,6 +209,35 @@ fn season_pb(season: Season) -> pb::LadderSeason {
         name: season.name,
         started_ms: season.started_ms,
         ended_ms: season.ended_ms.unwrap_or(0),
+    }
+}
+
+fn status_pb(status: LadderStatus) -> pb::LadderStatusResponse {
+    pb::LadderStatusResponse {
+        season: status.season.map(season_pb),
+        last_ended: status.last_ended.map(season_pb),
+        classes: status
+            .classes
+            .into_iter()
+            .map(|class| pb::LadderClassStatus {
+                weight_class: class.class.name().to_owned(),
+                bots: class.bots,
+                queued: class.queued,
+                active: class.active,
+                paused: class.paused,
+                accepted: class.accepted,
+                running: class.running,
+                settled: class.settled,
+                voided: class.voided,
+                last_wave: class.last_wave.map(|wave| pb::LadderWave {
+                    season_id: wave.season_id,
+                    at_ms: wave.at_ms,
+                    pool: wave.pool,
+                    pairs: wave.pairs,
+                    duration_ms: wave.duration_ms,
+                }),
+            })
+            .collect(),
     }
 }
 
@@ -367,6 +411,51 @@ impl LadderApi for LadderService {
         Ok(Response::new(pb::LadderLeaveQueueResponse {}))
     }
 
+    async fn activate_bot(
+        &self,
+        request: Request<pb::LadderActivateBotRequest>,
+    ) -> Reply<pb::LadderActivateBotResponse> {
+        let caller = self.caller(&request).await?;
+        let body = request.get_ref();
+        let bot = required("bot", &body.bot)?;
+        if body.stake < 1 {
+            return Err(Status::invalid_argument("stake must be at least 1 credit"));
+        }
+        let bot = self
+            .ladder
+            .activate(&caller, bot, body.stake)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::LadderActivateBotResponse {
+            bot: Some(bot_pb(bot)),
+        }))
+    }
+
+    async fn deactivate_bot(
+        &self,
+        request: Request<pb::LadderDeactivateBotRequest>,
+    ) -> Reply<pb::LadderDeactivateBotResponse> {
+        let caller = self.caller(&request).await?;
+        let bot = required("bot", &request.get_ref().bot)?;
+        let bot = self
+            .ladder
+            .deactivate(&caller, bot)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::LadderDeactivateBotResponse {
+            bot: Some(bot_pb(bot)),
+        }))
+    }
+
+    async fn status(
+        &self,
+        request: Request<pb::LadderStatusRequest>,
+    ) -> Reply<pb::LadderStatusResponse> {
+        let caller = self.caller(&request).await?;
+        let status = self.ladder.status(&caller).await.map_err(status_of)?;
+        Ok(Response::new(status_pb(status)))
+    }
+
     async fn list_matches(
         &self,
         request: Request<pb::LadderListMatchesRequest>,
@@ -474,10 +563,19 @@ impl LadderApi for LadderService {
             .map(model::class_from_name)
             .transpose()
             .map_err(status_of)?;
-        let season = (body.season_id > 0).then_some(body.season_id);
+        let choice = match (body.season_id, optional(&body.season_name)) {
+            (0, None) => SeasonChoice::Current,
+            (id, None) => SeasonChoice::Id(id),
+            (0, Some(name)) => SeasonChoice::Name(printable("season_name", name)?.to_owned()),
+            (_, Some(_)) => {
+                return Err(Status::invalid_argument(
+                    "set season_id or season_name, not both",
+                ));
+            }
+        };
         let (season, standings) = self
             .ladder
-            .standings(&caller, season, class)
+            .standings_of(&caller, &choice, class)
             .await
             .map_err(status_of)?;
         Ok(Response::new(pb::LadderStandingsResponse {

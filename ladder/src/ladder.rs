@@ -10,13 +10,13 @@ use tokio::sync::Semaphore;
 
 use crate::auth::{Role, User};
 use crate::error::{LadderError, Result};
-use crate::ledger::{LedgerReport, TransferOutcome};
+use crate::ledger::{HOUSE_ACCOUNT, ISSUANCE_ACCOUNT, LedgerReport, TransferOutcome};
 use crate::limits::{DEFAULT_MAX_CONCURRENT_COMPILES, MAX_RAKE_BP};
 use crate::model::{
-    Bot, BotKind, BotSource, Match, MatchState, OwnerQuotas, QueueEntry, Season, SideLogs,
-    Standing, check_name, class_from_name,
+    Bot, BotKind, BotSource, LadderStatus, Match, MatchState, OwnerQuotas, QueueEntry, Season,
+    SideLogs, Standing, check_name, class_from_name,
 };
-use crate::store::{Store, WaveReport};
+use crate::store::{SeasonChoice, Store, WaveReport};
 use crate::validate::{check_endpoint, validate_wasm};
 use duel_referee::MatchHost;
 
@@ -137,6 +137,11 @@ impl Ladder {
         role: Role,
     ) -> Result<(User, String)> {
         caller.require_operator("creating accounts")?;
+        if name == HOUSE_ACCOUNT || name == ISSUANCE_ACCOUNT {
+            return Err(LadderError::Invalid(format!(
+                "{name} is the ledger's own account name; choose another"
+            )));
+        }
         self.store.create_user(name, role).await
     }
 
@@ -262,12 +267,43 @@ impl Ladder {
         self.store.enqueue(caller, bot, stake).await
     }
 
+    /// Makes one of the caller's bots play continuously at `stake` a match.
+    pub async fn activate(&self, caller: &User, bot: &str, stake: i64) -> Result<Bot> {
+        if caller.role != Role::Owner {
+            return Err(LadderError::PermissionDenied(
+                "bots are activated by their owners, not operators".to_owned(),
+            ));
+        }
+        self.store.activate(caller, bot, stake).await
+    }
+
+    /// Stops one of the caller's bots playing continuously.
+    pub async fn deactivate(&self, caller: &User, bot: &str) -> Result<Bot> {
+        if caller.role != Role::Owner {
+            return Err(LadderError::PermissionDenied(
+                "bots are deactivated by their owners, not operators".to_owned(),
+            ));
+        }
+        self.store.deactivate(caller, bot).await
+    }
+
+    /// The ladder at a glance. Operator only.
+    pub async fn status(&self, caller: &User) -> Result<LadderStatus> {
+        caller.require_operator("reading the ladder's status")?;
+        self.store.status().await
+    }
+
     pub async fn dequeue(&self, caller: &User, bot: &str) -> Result<()> {
         self.store.dequeue(caller, bot).await
     }
 
-    /// An owner sees its own balance; an operator anyone's.
+    /// An owner sees its own balance; an operator anyone's, and the house's
+    /// (the rake account, `house`).
     pub async fn balance(&self, caller: &User, account: Option<&str>) -> Result<i64> {
+        if account == Some(HOUSE_ACCOUNT) {
+            caller.require_operator("reading the house's balance")?;
+            return Ok(self.store.account(HOUSE_ACCOUNT).await?.available());
+        }
         let target = match account {
             None => caller.clone(),
             Some(name) if name == caller.name => caller.clone(),
@@ -277,6 +313,17 @@ impl Ladder {
             }
         };
         self.store.available(&target.id).await
+    }
+
+    /// Standings of the season `choice` names, public to every
+    /// authenticated caller (see [`Store::chosen_season`]).
+    pub async fn standings_of(
+        &self,
+        _caller: &User,
+        choice: &SeasonChoice,
+        class: Option<WeightClass>,
+    ) -> Result<(Season, Vec<Standing>)> {
+        self.store.standings_of(choice, class).await
     }
 
     /// Standings are public to every authenticated caller.

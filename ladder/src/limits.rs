@@ -89,6 +89,13 @@ pub const MATCHMAKER_NEIGHBOURS: usize = 16;
 pub const DEFAULT_WAVE_INTERVAL_MS: u64 = 5_000;
 /// Most bots waiting in one class; an enqueue beyond it is refused.
 pub const MAX_QUEUE_PER_CLASS: i64 = 100_000;
+/// Most bots playing continuously (active or paused) in one class; an
+/// activation beyond it is refused. A wave's pool is at most the queue and
+/// these.
+pub const MAX_ACTIVE_PER_CLASS: i64 = 100_000;
+/// Default `ladder serve --match-interval-ms`: an active bot is back in the
+/// waves as soon as its last match settled (the wave interval paces it).
+pub const DEFAULT_MATCH_INTERVAL_MS: u64 = 0;
 
 /// Glicko-2 system constant τ.
 pub const GLICKO2_TAU: f64 = 0.5;

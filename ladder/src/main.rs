@@ -85,6 +85,11 @@ enum Command {
         /// Milliseconds between pairing waves.
         #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_WAVE_INTERVAL_MS)]
         wave_interval_ms: u64,
+        /// An active bot (`ladder bot activate`) is re-queued no sooner than
+        /// this many milliseconds after its last match settled; 0: the next
+        /// wave (the wave interval sets the pace).
+        #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_MATCH_INTERVAL_MS)]
+        match_interval_ms: u64,
         /// The Inference URL endpoint bots are told (default: http://<listen>).
         #[arg(long, value_name = "URL")]
         public_url: Option<String>,
@@ -361,6 +366,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
             http,
             workers,
             wave_interval_ms,
+            match_interval_ms,
             public_url,
             limits,
             play,
@@ -373,6 +379,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 signing_key: play.signing_key()?,
                 workers,
                 wave_interval: std::time::Duration::from_millis(wave_interval_ms.max(1)),
+                match_interval: std::time::Duration::from_millis(match_interval_ms),
                 allow_private_endpoints: play.allow_private_endpoints,
                 host: play.host_config()?,
                 public_url,

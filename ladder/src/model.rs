@@ -94,6 +94,43 @@ pub struct Bot {
     pub current_version: i64,
     /// Oldest first; the last is the current version.
     pub versions: Vec<BotVersion>,
+    /// Whether it plays continuously (`ladder bot activate`).
+    pub play: Play,
+}
+
+/// A bot's continuous ranked play.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Play {
+    /// Plays only when enqueued.
+    #[default]
+    Inactive,
+    /// In every pairing wave of its class (once its last match settled and the
+    /// operator's match interval passed), staking `stake` each match.
+    Active { stake: i64, since_ms: i64 },
+    /// Activated, but the ladder stopped pairing it; activating again resumes.
+    Paused {
+        stake: i64,
+        since_ms: i64,
+        reason: String,
+    },
+}
+
+impl Play {
+    /// `inactive`, `active` or `paused`.
+    pub fn state_name(&self) -> &'static str {
+        match self {
+            Play::Inactive => "inactive",
+            Play::Active { .. } => "active",
+            Play::Paused { .. } => "paused",
+        }
+    }
+
+    pub fn stake(&self) -> Option<i64> {
+        match self {
+            Play::Inactive => None,
+            Play::Active { stake, .. } | Play::Paused { stake, .. } => Some(*stake),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -308,4 +345,46 @@ impl SideLogs {
             })
             .collect()
     }
+}
+
+/// The last pairing wave of one class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaveRecord {
+    pub season_id: i64,
+    pub at_ms: i64,
+    /// Bots in its pool (queued and ready active ones).
+    pub pool: i64,
+    pub pairs: i64,
+    pub duration_ms: i64,
+}
+
+/// One class at a glance, for `ladder status`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassStatus {
+    pub class: WeightClass,
+    /// Registered bots of the class.
+    pub bots: i64,
+    /// In the one-shot queue.
+    pub queued: i64,
+    /// Playing continuously (not paused).
+    pub active: i64,
+    pub paused: i64,
+    /// Matches of the season shown, by state: accepted (waiting for a
+    /// worker), running (leased), settled and voided.
+    pub accepted: i64,
+    pub running: i64,
+    pub settled: i64,
+    pub voided: i64,
+    pub last_wave: Option<WaveRecord>,
+}
+
+/// The ladder at a glance, for `ladder status`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LadderStatus {
+    /// The running season; `None` between seasons.
+    pub season: Option<Season>,
+    /// The season that ended last, if any.
+    pub last_ended: Option<Season>,
+    /// Light, middle, heavy.
+    pub classes: Vec<ClassStatus>,
 }

@@ -42,6 +42,9 @@ pub struct ServeConfig {
     /// In-process workers; 0 leaves all matches to `ladder worker` processes.
     pub workers: usize,
     pub wave_interval: Duration,
+    /// An active bot is back in the waves no sooner than this after its last
+    /// match settled (`--match-interval-ms`).
+    pub match_interval: Duration,
     /// Accept endpoint bots on loopback and private addresses.
     pub allow_private_endpoints: bool,
     /// How matches are built and played (the metered model gateway, the WASM
@@ -150,6 +153,7 @@ pub async fn serve(
     tasks.push(tokio::spawn(wave_timer(
         store.clone(),
         config.wave_interval,
+        config.match_interval,
         shutdown.clone(),
     )));
     if let Some((listener, _)) = http {
@@ -197,8 +201,15 @@ pub async fn serve(
     served.map_err(|error| LadderError::Io(format!("gRPC server: {error}")))
 }
 
-/// Runs one pairing wave per class every `interval`.
-async fn wave_timer(store: Store, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+/// Runs one pairing wave per class every `interval`; active bots rest
+/// `match_interval` after each match.
+async fn wave_timer(
+    store: Store,
+    interval: Duration,
+    match_interval: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let match_interval_ms = u64::try_from(match_interval.as_millis()).unwrap_or(u64::MAX);
     while !*shutdown.borrow() {
         // Between seasons there is nothing to pair; the queue waits.
         let season_running = match store.active_season().await {
@@ -209,8 +220,8 @@ async fn wave_timer(store: Store, interval: Duration, mut shutdown: watch::Recei
             }
         };
         for class in WeightClass::ALL.into_iter().filter(|_| season_running) {
-            match store.run_wave(class).await {
-                Ok(report) => tracing::debug!(?report, class = class.name(), "wave"),
+            match store.run_wave_paced(class, match_interval_ms).await {
+                Ok(report) => log_wave(class, &report),
                 Err(error) => tracing::error!(%error, class = class.name(), "pairing wave failed"),
             }
         }
@@ -218,5 +229,25 @@ async fn wave_timer(store: Store, interval: Duration, mut shutdown: watch::Recei
             _ = tokio::time::sleep(interval) => {}
             _ = shutdown.changed() => {}
         }
+    }
+}
+
+/// One line per wave that had anyone to pair (info), else debug.
+fn log_wave(class: WeightClass, report: &crate::store::WaveReport) {
+    let (class, season, pool, pairs, at_ms, wave_ms) = (
+        class.name(),
+        report.season.as_str(),
+        report.waiting,
+        report.matches.len(),
+        report.at_ms,
+        report.duration_ms,
+    );
+    let (dropped, paused) = (report.dropped.len(), report.paused.len());
+    if pool > 0 {
+        tracing::info!(
+            class, season, pool, pairs, dropped, paused, at_ms, wave_ms, "wave"
+        );
+    } else {
+        tracing::debug!(class, season, pool, pairs, at_ms, wave_ms, "wave");
     }
 }

@@ -50,8 +50,25 @@ pub enum BotCommand {
         #[arg(long)]
         json: bool,
     },
-    /// One bot with its versions.
+    /// One bot with its versions and whether it plays continuously.
     Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Play one of your bots continuously at STAKE a match, until you
+    /// deactivate it, your balance no longer covers the stake (it is paused)
+    /// or the season ends (owner). Again: a new stake, or resume a paused bot.
+    Activate {
+        name: String,
+        #[arg(long)]
+        stake: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop one of your bots playing continuously; a match already made is
+    /// still played (owner).
+    Deactivate {
         name: String,
         #[arg(long)]
         json: bool,
@@ -69,6 +86,53 @@ pub(super) async fn run(client: &mut Client, command: BotCommand) -> Result<()> 
         BotCommand::Version { name, source, json } => version(client, name, source, json).await,
         BotCommand::List { json } => list(client, json).await,
         BotCommand::Show { name, json } => show(client, name, json).await,
+        BotCommand::Activate { name, stake, json } => activate(client, name, stake, json).await,
+        BotCommand::Deactivate { name, json } => deactivate(client, name, json).await,
+    }
+}
+
+/// `ladder bot activate NAME --stake N [--json]`.
+async fn activate(client: &mut Client, name: String, stake: i64, json: bool) -> Result<()> {
+    let request = client.request(pb::LadderActivateBotRequest { bot: name, stake });
+    let reply = client
+        .inner
+        .activate_bot(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_play_change(reply.bot, json)?);
+    Ok(())
+}
+
+/// `ladder bot deactivate NAME [--json]`.
+async fn deactivate(client: &mut Client, name: String, json: bool) -> Result<()> {
+    let request = client.request(pb::LadderDeactivateBotRequest { bot: name });
+    let reply = client
+        .inner
+        .deactivate_bot(request)
+        .await
+        .map_err(failed)?
+        .into_inner();
+    emit(&render_play_change(reply.bot, json)?);
+    Ok(())
+}
+
+fn render_play_change(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
+    let bot = required(bot, "bot")?;
+    Ok(if json {
+        json_line(&bot_json(&bot))
+    } else {
+        format!("{}: {}\n", bot.name, play_text(&bot))
+    })
+}
+
+/// `active, stake 25`, `paused: balance 10 is below the stake 25`, `inactive`.
+fn play_text(bot: &pb::LadderBot) -> String {
+    match bot.play.as_str() {
+        "active" => format!("active, stake {}", bot.active_stake),
+        "paused" => format!("paused: {}", bot.paused_reason),
+        "" => "inactive".to_owned(),
+        other => other.to_owned(),
     }
 }
 
@@ -169,6 +233,7 @@ fn render_show(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
         return Ok(json_line(&bot_json(&bot)));
     }
     let mut text = bot_line(&bot);
+    text.push_str(&format!("  play: {}\n", play_text(&bot)));
     for version in &bot.versions {
         text.push_str(&format!(
             "  v{} {} {} {}\n",
@@ -227,6 +292,10 @@ fn bot_json(bot: &pb::LadderBot) -> Value {
         "owner": bot.owner,
         "class": bot.weight_class,
         "current_version": bot.current_version,
+        "play": if bot.play.is_empty() { "inactive" } else { bot.play.as_str() },
+        "active_stake": (bot.active_stake > 0).then_some(bot.active_stake),
+        "active_since_ms": (bot.active_since_ms > 0).then_some(bot.active_since_ms),
+        "paused_reason": (!bot.paused_reason.is_empty()).then_some(bot.paused_reason.as_str()),
         "versions": bot.versions.iter().map(|version| json!({
             "version": version.version,
             "kind": version.kind,
@@ -248,6 +317,10 @@ mod tests {
             owner: "alice".into(),
             weight_class: "light".into(),
             current_version: 2,
+            play: "inactive".into(),
+            active_stake: 0,
+            active_since_ms: 0,
+            paused_reason: String::new(),
             versions: vec![pb::LadderBotVersion {
                 version: 1,
                 kind: "builtin".into(),
@@ -262,7 +335,7 @@ mod tests {
     fn a_bot_renders_as_text_and_json() {
         assert_eq!(
             render_show(Some(counter()), false).expect("text"),
-            "counter (owner alice, class light, version 2)\n  v1 builtin builtin:counter d1\n"
+            "counter (owner alice, class light, version 2)\n  play: inactive\n  v1 builtin builtin:counter d1\n"
         );
         assert_eq!(
             render_registered(Some(counter()), false).expect("text"),
@@ -274,12 +347,32 @@ mod tests {
         );
         assert_eq!(
             render_show(Some(counter()), true).expect("json"),
-            "{\"class\":\"light\",\"current_version\":2,\"id\":\"b1\",\"name\":\"counter\",\
-             \"owner\":\"alice\",\"versions\":[{\"created_ms\":5,\"digest\":\"d1\",\
+            "{\"active_since_ms\":null,\"active_stake\":null,\"class\":\"light\",\"current_version\":2,\"id\":\"b1\",\"name\":\"counter\",\
+             \"owner\":\"alice\",\"paused_reason\":null,\"play\":\"inactive\",\"versions\":[{\"created_ms\":5,\"digest\":\"d1\",\
              \"kind\":\"builtin\",\"spec\":\"builtin:counter\",\"version\":1}]}\n"
         );
         assert_eq!(render_list(&[], false), "");
         assert_eq!(render_list(&[], true), "[]\n");
+    }
+
+    #[test]
+    fn a_paused_bot_says_why() {
+        let paused = pb::LadderBot {
+            play: "paused".into(),
+            active_stake: 25,
+            active_since_ms: 7,
+            paused_reason: "balance 10 is below the stake 25".into(),
+            ..counter()
+        };
+        assert_eq!(
+            render_play_change(Some(paused.clone()), false).expect("text"),
+            "counter: paused: balance 10 is below the stake 25\n"
+        );
+        let value: Value =
+            serde_json::from_str(&render_show(Some(paused), true).expect("json")).expect("json");
+        assert_eq!(value["play"], "paused");
+        assert_eq!(value["active_stake"], 25);
+        assert_eq!(value["paused_reason"], "balance 10 is below the stake 25");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! never a flag value) and the text and `--json` renderings of every read.
 //!
 //! One function per command, grouped by what it touches: [`accounts`],
-//! [`bots`], [`money`] (credits, rake, balance, ledger), [`seasons`]
-//! (seasons and standings) and [`matches`] (the queue and matches). Each
+//! [`bots`] (and continuous play), [`money`] (credits, rake, balance, ledger),
+//! [`seasons`] (seasons and standings), [`matches`] (the queue and matches)
+//! and [`status`] (the operator's one screen). Each
 //! command sends one request and prints the rendering of its reply; the
 //! renderings are pure functions of the reply, so they are tested without a
 //! server. A field the server always sets is required: a reply without it is
@@ -15,6 +16,7 @@ mod bots;
 mod matches;
 mod money;
 mod seasons;
+mod status;
 
 use std::path::{Path, PathBuf};
 
@@ -152,10 +154,12 @@ pub enum ClientCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Standings of the running season, or of an ended one.
+    /// Standings of the running season (else of the one that ended last), or
+    /// of any season by name or id; sorted by rating − 2·RD per class.
     Standings {
+        /// A season's name or numeric id.
         #[arg(long)]
-        season: Option<i64>,
+        season: Option<String>,
         #[arg(long)]
         class: Option<String>,
         #[arg(long)]
@@ -170,6 +174,13 @@ pub enum ClientCommand {
         state: Option<String>,
         #[arg(long)]
         bot: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The ladder on one screen: the season, per class the bots (queued,
+    /// active, paused), the season's matches by state and the last pairing
+    /// wave (operator).
+    Status {
         #[arg(long)]
         json: bool,
     },
@@ -222,6 +233,7 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
             bot,
             json,
         } => matches::list(client, state, bot, json).await,
+        ClientCommand::Status { json } => status::status(client, json).await,
         ClientCommand::Match {
             command: MatchCommand::Logs { id, json },
         } => matches::logs(client, id, json).await,

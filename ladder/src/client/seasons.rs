@@ -52,16 +52,25 @@ async fn end(client: &mut Client) -> Result<()> {
     Ok(())
 }
 
-/// `ladder standings [--season ID] [--class CLASS] [--json]`.
+/// `ladder standings [--season NAME|ID] [--class CLASS] [--json]`.
 pub(super) async fn standings(
     client: &mut Client,
-    season: Option<i64>,
+    season: Option<String>,
     class: Option<String>,
     json: bool,
 ) -> Result<()> {
+    // A number is a season id, anything else its name; 0 and empty are the
+    // proto's "the running season (else the last ended)" and "every class".
+    let (season_id, season_name) = match season.as_deref().map(str::trim) {
+        None | Some("") => (0, String::new()),
+        Some(text) => match text.parse::<i64>() {
+            Ok(id) => (id, String::new()),
+            Err(_) => (0, text.to_owned()),
+        },
+    };
     let request = client.request(pb::LadderStandingsRequest {
-        // Filters; 0 and empty are the proto's "the running season" and "every class".
-        season_id: season.unwrap_or(0),
+        season_id,
+        season_name,
         weight_class: class.unwrap_or_default(),
     });
     let reply = client
@@ -73,6 +82,9 @@ pub(super) async fn standings(
     emit(&render_standings(reply, json)?);
     Ok(())
 }
+
+/// How standings are ordered, said above every table.
+const SORTED_BY: &str = "sorted by rating − 2·RD (conservative rating), per class";
 
 fn render_standings(reply: pb::LadderStandingsResponse, json: bool) -> Result<String> {
     let season = required(reply.season, "season")?;
@@ -87,7 +99,10 @@ fn render_standings(reply: pb::LadderStandingsResponse, json: bool) -> Result<St
     } else {
         "running"
     };
-    let mut text = format!("season {} ({}, {state})\n", season.id, season.name);
+    let mut text = format!(
+        "season {} ({state}; id {})\n{SORTED_BY}\n",
+        season.name, season.id
+    );
     for standing in &reply.standings {
         text.push_str(&standing_line(standing));
     }
@@ -176,7 +191,8 @@ mod tests {
     fn standings_render_as_a_table() {
         assert_eq!(
             render_standings(reply(), false).expect("text"),
-            "season 1 (autumn, running)\n  \
+            "season autumn (running; id 1)\n\
+             sorted by rating − 2·RD (conservative rating), per class\n  \
              1. counter              alice        light   1662.3 ±290.0 2W 1L 0D provisional\n"
         );
     }

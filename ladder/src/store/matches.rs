@@ -8,6 +8,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
+use super::play::{ReadyBot, pause_tx, ready_after_match_tx, short_of_stake, take_active_tx};
 use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
@@ -70,13 +71,25 @@ pub struct PairSide {
     pub stake: i64,
 }
 
-/// Accepts a pairing: removes both bots from the queue, pins the ruleset in force,
+/// Where a paired bot came from: its acceptance takes it out of there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// Paired by the caller ([`Store::accept_pair`]).
+    Direct,
+    /// The one-shot queue: its row is removed.
+    Queue,
+    /// Continuous play: it must still be active and ready since `cutoff_ms`;
+    /// it is busy until this match settles or is voided.
+    Active { cutoff_ms: i64 },
+}
+
+/// Accepts a pairing: removes both bots from where they waited, pins the ruleset in force,
 /// the class, the budget and the rake, and moves both stakes into escrow, all in one
 /// transaction. The bots' queue rows must still be there.
 async fn accept_tx(
     conn: &mut AnyConnection,
     sides: &[PairSide; 2],
-    from_queue: bool,
+    origins: [Origin; 2],
     match_id: &str,
     seed: i64,
     now: i64,
@@ -84,16 +97,26 @@ async fn accept_tx(
     let season = active_season_tx(conn)
         .await?
         .ok_or_else(|| LadderError::Invalid("no season is running".to_owned()))?;
-    if from_queue {
-        let removed = sqlx::query("DELETE FROM queue WHERE bot_id = $1 OR bot_id = $2")
-            .bind(sides[0].bot_id.clone())
-            .bind(sides[1].bot_id.clone())
-            .execute(&mut *conn)
-            .await?;
-        if removed.rows_affected() != 2 {
-            return Err(LadderError::Conflict(
-                "a paired bot left the queue".to_owned(),
-            ));
+    // Bot rows are taken in bot-id order, as settlement takes ratings.
+    let mut order = [0, 1];
+    order.sort_by(|&x, &y| sides[x].bot_id.cmp(&sides[y].bot_id));
+    for (side, origin) in order.map(|index| (&sides[index], origins[index])) {
+        match origin {
+            Origin::Direct => {}
+            Origin::Queue => {
+                let removed = sqlx::query("DELETE FROM queue WHERE bot_id = $1")
+                    .bind(side.bot_id.clone())
+                    .execute(&mut *conn)
+                    .await?;
+                if removed.rows_affected() != 1 {
+                    return Err(LadderError::Conflict(
+                        "a paired bot left the queue".to_owned(),
+                    ));
+                }
+            }
+            Origin::Active { cutoff_ms } => {
+                take_active_tx(conn, &side.bot_id, side.stake, cutoff_ms).await?;
+            }
         }
     }
     let found = sqlx::query(
@@ -219,7 +242,8 @@ async fn void_tx(conn: &mut AnyConnection, game: &Match, note: &str, now: i64) -
     .bind(game.id.clone())
     .execute(&mut *conn)
     .await?;
-    Ok(())
+    let [a, b] = &game.sides;
+    ready_after_match_tx(conn, &game.id, [&a.bot_id, &b.bot_id], now).await
 }
 
 enum ClaimStep {
@@ -377,6 +401,8 @@ async fn apply_plan(
     .bind(game.id.clone())
     .execute(&mut *conn)
     .await?;
+    let [a, b] = &game.sides;
+    ready_after_match_tx(conn, &game.id, [&a.bot_id, &b.bot_id], now).await?;
     for request in &plan.transfers {
         apply_transfer(conn, request, now).await?;
     }
@@ -423,10 +449,19 @@ async fn heartbeat_tx(
 /// What one pairing wave did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WaveReport {
+    /// The running season's name.
+    pub season: String,
+    /// When the wave started (the store's clock).
+    pub at_ms: i64,
+    /// The pool: queued bots and ready active bots (paused ones not counted).
     pub waiting: usize,
     pub matches: Vec<String>,
     /// Bots dropped from the queue because their owner could no longer cover the stake.
     pub dropped: Vec<String>,
+    /// Active bots paused because their owner could no longer cover the stake.
+    pub paused: Vec<String>,
+    /// How long the wave took.
+    pub duration_ms: u64,
 }
 
 /// A fresh match seed from the referee's one generator, as the database stores
@@ -454,17 +489,45 @@ impl Store {
     ) -> Result<Match> {
         let now = self.now();
         write_tx!(self, |conn| accept_tx(
-            conn, &sides, false, match_id, seed, now
+            conn,
+            &sides,
+            [Origin::Direct; 2],
+            match_id,
+            seed,
+            now
         ))
     }
 
-    /// Runs one pairing wave over everyone waiting in `class`.
+    /// Runs one pairing wave over everyone waiting in `class`, active bots
+    /// ready as soon as their last match ended.
     pub async fn run_wave(&self, class: WeightClass) -> Result<WaveReport> {
+        self.run_wave_paced(class, 0).await
+    }
+
+    /// Runs one pairing wave over everyone waiting in `class`: the one-shot
+    /// queue and the active bots whose last match ended at least
+    /// `match_interval_ms` ago. Each pair is accepted in its own transaction
+    /// (stakes escrowed once); an active bot whose owner cannot cover its
+    /// stake is paused with the reason, a queued one dropped. The wave is
+    /// recorded for `ladder status`.
+    pub async fn run_wave_paced(
+        &self,
+        class: WeightClass,
+        match_interval_ms: u64,
+    ) -> Result<WaveReport> {
+        let started = std::time::Instant::now();
         let Some(season) = self.active_season().await? else {
             return Err(LadderError::Invalid(
                 "no season is running; an operator starts one".to_owned(),
             ));
         };
+        let mut report = WaveReport {
+            season: season.name.clone(),
+            at_ms: self.now(),
+            ..WaveReport::default()
+        };
+        let interval_ms = i64::try_from(match_interval_ms).unwrap_or(i64::MAX);
+        let cutoff_ms = report.at_ms.saturating_sub(interval_ms);
         let rows = sqlx::query(
             "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.last_opponent, COALESCE(r.rating, 1500.0) AS rating \
              FROM queue q JOIN bots b ON b.id = q.bot_id \
@@ -477,6 +540,7 @@ impl Store {
         .await?;
         let mut waiting = Vec::with_capacity(rows.len());
         let mut stakes = Vec::with_capacity(rows.len());
+        let mut origins = Vec::with_capacity(rows.len());
         for row in &rows {
             waiting.push(Waiting {
                 bot_id: get(row, "bot_id")?,
@@ -486,36 +550,77 @@ impl Store {
                 last_opponent: get(row, "last_opponent")?,
             });
             stakes.push(get::<i64>(row, "stake")?);
+            origins.push(Origin::Queue);
         }
-        let mut report = WaveReport {
-            waiting: waiting.len(),
-            ..WaveReport::default()
-        };
+        for ready in self.ready_bots(season.id, class, cutoff_ms).await? {
+            // Paused before pairing, so it takes no partner from another bot.
+            if self.pause_if_short(&ready).await?.is_some() {
+                report.paused.push(ready.bot_id);
+                continue;
+            }
+            let ReadyBot {
+                bot_id,
+                owner_id,
+                stake,
+                waves_waited,
+                last_opponent,
+                rating,
+            } = ready;
+            waiting.push(Waiting {
+                bot_id,
+                owner_id,
+                rating,
+                waves_waited,
+                last_opponent,
+            });
+            stakes.push(stake);
+            origins.push(Origin::Active { cutoff_ms });
+        }
+        report.waiting = waiting.len();
         for (first, second) in matchmaker::pair_wave(&waiting) {
             let sides = [first, second].map(|index| PairSide {
                 bot_id: waiting[index].bot_id.clone(),
                 stake: stakes[index],
             });
+            let pair_origins = [origins[first], origins[second]];
             let match_id = duel_referee::host::new_match_id();
             let seed = stored_seed();
             let now = self.now();
             match write_tx!(self, |conn| accept_tx(
-                conn, &sides, true, &match_id, seed, now
+                conn,
+                &sides,
+                pair_origins,
+                &match_id,
+                seed,
+                now
             )) {
                 Ok(game) => report.matches.push(game.id),
                 Err(LadderError::InsufficientCredits(_)) => {
-                    // Drop whichever bot's owner cannot cover its stake now; the
-                    // other keeps its place for the next wave.
+                    // Drop (or pause) whichever bot's owner cannot cover its
+                    // stake now; the other keeps its place for the next wave.
                     for (index, side) in [first, second].into_iter().zip(&sides) {
                         let account = self
                             .account(&owner_account(&waiting[index].owner_id))
                             .await?;
-                        if account.available() < side.stake {
-                            sqlx::query("DELETE FROM queue WHERE bot_id = $1")
-                                .bind(side.bot_id.clone())
-                                .execute(self.pool())
-                                .await?;
-                            report.dropped.push(side.bot_id.clone());
+                        if account.available() >= side.stake {
+                            continue;
+                        }
+                        match origins[index] {
+                            Origin::Queue => {
+                                sqlx::query("DELETE FROM queue WHERE bot_id = $1")
+                                    .bind(side.bot_id.clone())
+                                    .execute(self.pool())
+                                    .await?;
+                                report.dropped.push(side.bot_id.clone());
+                            }
+                            Origin::Active { .. } => {
+                                let reason = short_of_stake(account.available(), side.stake);
+                                let bot_id = side.bot_id.clone();
+                                if write_tx!(self, |conn| pause_tx(conn, &bot_id, &reason))? {
+                                    report.paused.push(side.bot_id.clone());
+                                }
+                            }
+                            Origin::Direct => {}
                         }
                     }
                 }
@@ -527,6 +632,9 @@ impl Store {
             .bind(class.name())
             .execute(self.pool())
             .await?;
+        self.active_waited(class, cutoff_ms).await?;
+        report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.record_wave(class, season.id, &report).await?;
         Ok(report)
     }
 

@@ -11,10 +11,12 @@
 mod ledger_sql;
 mod logs;
 mod matches;
+mod play;
 mod postgres;
 mod registry;
 mod seasons;
 mod sqlite;
+mod status;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use crate::error::{LadderError, Result};
 
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
+pub use seasons::SeasonChoice;
 pub use sqlite::Sqlite;
 
 /// The SQL and transaction behaviour that differ between backends.

@@ -13,7 +13,7 @@ use crate::ledger::{
 };
 use crate::limits::{MAX_LIST_ROWS, MAX_QUEUE_PER_CLASS, MAX_TRANSFER_CREDITS, QUOTA_DAY_MS};
 use crate::model::{
-    Bot, BotKind, BotSource, BotVersion, OwnerQuotas, OwnerUsage, QueueEntry, check_name,
+    Bot, BotKind, BotSource, BotVersion, OwnerQuotas, OwnerUsage, Play, QueueEntry, check_name,
     class_from_name,
 };
 
@@ -216,7 +216,8 @@ async fn register_tx(
 
 pub(crate) async fn load_bot(conn: &mut AnyConnection, name: &str) -> Result<Bot> {
     let row = sqlx::query(
-        "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version \
+        "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
+         b.active_stake, b.active_since, b.paused_reason \
          FROM bots b JOIN users u ON u.id = b.owner_id WHERE b.name = $1",
     )
     .bind(name.to_owned())
@@ -243,6 +244,7 @@ fn bot_from_row(row: &AnyRow) -> Result<Bot> {
         class: class_from_name(&get::<String>(row, "class")?)?,
         current_version: get(row, "current_version")?,
         versions: Vec::new(),
+        play: super::play::play_from_row(row)?,
     })
 }
 
@@ -273,6 +275,12 @@ async fn enqueue_tx(
     let season = active_season_tx(conn).await?.ok_or_else(|| {
         LadderError::Invalid("no season is running; an operator starts one".to_owned())
     })?;
+    if bot.play != Play::Inactive {
+        return Err(LadderError::Conflict(format!(
+            "bot {bot_name} plays continuously ({}); `ladder bot deactivate {bot_name}` to queue it once",
+            bot.play.state_name()
+        )));
+    }
     let class = bot.class.name();
     let open = sqlx::query("SELECT open FROM classes WHERE name = $1")
         .bind(class)
@@ -488,7 +496,8 @@ impl Store {
     /// Bots, optionally of one owner, by name.
     pub async fn bots(&self, owner_id: Option<&str>) -> Result<Vec<Bot>> {
         let rows = sqlx::query(
-            "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version \
+            "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
+             b.active_stake, b.active_since, b.paused_reason \
              FROM bots b JOIN users u ON u.id = b.owner_id \
              WHERE ($1 = '' OR b.owner_id = $1) ORDER BY b.name LIMIT $2",
         )

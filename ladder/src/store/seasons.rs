@@ -11,6 +11,27 @@ use crate::limits::MAX_LIST_ROWS;
 use crate::model::{Season, Standing, check_name};
 use crate::rating::{self, Rating};
 
+/// Which season a reader asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeasonChoice {
+    /// The running season, else the one that ended last.
+    Current,
+    Id(i64),
+    Name(String),
+}
+
+impl SeasonChoice {
+    /// `--season` as typed: a number is an id, anything else a name.
+    pub fn parse(text: &str) -> SeasonChoice {
+        let text = text.trim();
+        match text.parse::<i64>() {
+            Ok(id) => SeasonChoice::Id(id),
+            Err(_) if text.is_empty() => SeasonChoice::Current,
+            Err(_) => SeasonChoice::Name(text.to_owned()),
+        }
+    }
+}
+
 fn season_from_row(row: &AnyRow) -> Result<Season> {
     Ok(Season {
         id: get(row, "id")?,
@@ -259,6 +280,8 @@ async fn end_tx(conn: &mut AnyConnection, now: i64) -> Result<Season> {
         .execute(&mut *conn)
         .await?;
     }
+    // Continuous play ends with the season.
+    super::play::deactivate_all_tx(conn).await?;
     sqlx::query("UPDATE seasons SET ended_ms = $1 WHERE id = $2")
         .bind(now)
         .bind(season.id)
@@ -271,6 +294,11 @@ async fn end_tx(conn: &mut AnyConnection, now: i64) -> Result<Season> {
 impl Store {
     pub async fn start_season(&self, name: &str) -> Result<Season> {
         check_name("season", name)?;
+        if name.bytes().all(|byte| byte.is_ascii_digit()) {
+            return Err(LadderError::Invalid(format!(
+                "season name {name:?} is all digits; `--season N` means the season with id N"
+            )));
+        }
         write_tx!(self, |conn| start_tx(conn, name, self.now()))
     }
 
@@ -302,19 +330,63 @@ impl Store {
         season_from_row(&row)
     }
 
-    /// Standings of a season (the running one if `None`), optionally of one
-    /// class, best conservative rating first. Frozen once the season ended.
+    pub async fn season_named(&self, name: &str) -> Result<Season> {
+        let row = sqlx::query("SELECT * FROM seasons WHERE name = $1")
+            .bind(name.to_owned())
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| LadderError::NotFound(format!("season {name}")))?;
+        season_from_row(&row)
+    }
+
+    /// The season that ended last, if any ever did.
+    pub async fn last_ended_season(&self) -> Result<Option<Season>> {
+        let row = sqlx::query(
+            "SELECT * FROM seasons WHERE ended_ms IS NOT NULL ORDER BY ended_ms DESC, id DESC LIMIT 1",
+        )
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(season_from_row).transpose()
+    }
+
+    /// The season a choice names: the running one, else the one that ended
+    /// last (its frozen table); NOT_FOUND only when there never was a season.
+    pub async fn chosen_season(&self, choice: &SeasonChoice) -> Result<Season> {
+        match choice {
+            SeasonChoice::Id(id) => self.season(*id).await,
+            SeasonChoice::Name(name) => self.season_named(name).await,
+            SeasonChoice::Current => match self.active_season().await? {
+                Some(season) => Ok(season),
+                None => self.last_ended_season().await?.ok_or_else(|| {
+                    LadderError::NotFound(
+                        "no season yet: an operator starts one with `ladder season start NAME`"
+                            .to_owned(),
+                    )
+                }),
+            },
+        }
+    }
+
+    /// Standings of a season (the running one if `None`, else the last ended
+    /// one), optionally of one class, best conservative rating first. Frozen
+    /// once the season ended.
     pub async fn standings(
         &self,
         season_id: Option<i64>,
         class: Option<WeightClass>,
     ) -> Result<(Season, Vec<Standing>)> {
-        let season = match season_id {
-            Some(id) => self.season(id).await?,
-            None => self.active_season().await?.ok_or_else(|| {
-                LadderError::NotFound("no season is running; name one with --season".to_owned())
-            })?,
-        };
+        let choice = season_id.map_or(SeasonChoice::Current, SeasonChoice::Id);
+        self.standings_of(&choice, class).await
+    }
+
+    /// Standings of the season `choice` names (see [`Store::chosen_season`]),
+    /// sorted per class by rating − 2·RD (the conservative rating), then name.
+    pub async fn standings_of(
+        &self,
+        choice: &SeasonChoice,
+        class: Option<WeightClass>,
+    ) -> Result<(Season, Vec<Standing>)> {
+        let season = self.chosen_season(choice).await?;
         let class_name = class.map(WeightClass::name).unwrap_or("").to_owned();
         if season.ended_ms.is_none() {
             let rows = sqlx::query(LIVE_STANDINGS)

@@ -16,6 +16,7 @@ use duel_ladder::gate::ApiLimits;
 use duel_ladder::model::OwnerQuotas;
 use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
+use duel_referee::publish::HttpLimits;
 use duel_referee::outcome::{EXIT_ERROR, Outcome};
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
@@ -174,6 +175,22 @@ struct LimitArgs {
     /// Seconds one owner's uploads may spend compiling per UTC day.
     #[arg(long, default_value_t = OwnerQuotas::default().compile_seconds_per_day)]
     compile_seconds_per_day: u64,
+    /// Connections the replay service (--http) serves at once; more wait to be
+    /// accepted.
+    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
+    http_max_connections: NonZeroUsize,
+    /// Milliseconds a replay service client has to send a request's headers
+    /// (also the longest a kept-alive connection waits for its next request).
+    #[arg(long, default_value_t = duration_ms(HttpLimits::default().header_read_timeout))]
+    http_header_timeout_ms: u64,
+    /// Milliseconds with no bytes moving after which a replay service
+    /// connection is closed.
+    #[arg(long, default_value_t = duration_ms(HttpLimits::default().idle_timeout))]
+    http_idle_timeout_ms: u64,
+}
+
+fn duration_ms(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 const DEFAULT_COMPILES: NonZeroUsize =
@@ -190,6 +207,14 @@ impl LimitArgs {
             calls_per_second_per_token: self.calls_per_second_per_token,
             call_burst_per_token: self.call_burst_per_token,
             max_concurrent_uploads: self.max_concurrent_uploads,
+        }
+    }
+
+    fn http(&self) -> HttpLimits {
+        HttpLimits {
+            header_read_timeout: std::time::Duration::from_millis(self.http_header_timeout_ms.max(1)),
+            idle_timeout: std::time::Duration::from_millis(self.http_idle_timeout_ms.max(1)),
+            max_connections: self.http_max_connections,
         }
     }
 
@@ -379,6 +404,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 api: limits.api(),
                 quotas: limits.quotas(),
                 max_concurrent_compiles: limits.max_concurrent_compiles,
+                http_limits: limits.http(),
             };
             let shutdown = Shutdown::install()?;
             duel_ladder::serve::serve(config, shutdown.receiver(), None)

@@ -13,7 +13,7 @@ use std::time::Duration;
 use duel_proto::v1::inference_server::InferenceServer;
 use duel_referee::credentials::Credentials;
 use duel_referee::grpc::InferenceService;
-use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
+use duel_referee::publish::{self, HttpLimits, LiveFeeds, PublishState, RateConfig};
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::SigningKey;
 use duel_replays::store::ReplayStore;
@@ -55,6 +55,8 @@ pub struct ServeConfig {
     pub quotas: OwnerQuotas,
     /// Uploads validated (compiled) at once; more wait for a turn.
     pub max_concurrent_compiles: std::num::NonZeroUsize,
+    /// Connections and timeouts of the replay service (`http`).
+    pub http_limits: HttpLimits,
 }
 
 /// The addresses `ladder serve` listens on (port 0 picks one).
@@ -160,11 +162,12 @@ pub async fn serve(
             RateConfig::default(),
         );
         let mut stop = shutdown.clone();
+        let http_limits = config.http_limits;
         tasks.push(tokio::spawn(async move {
             let stopped = async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             };
-            if let Err(error) = publish::serve(listener, state, stopped).await {
+            if let Err(error) = publish::serve(listener, state, http_limits, stopped).await {
                 tracing::error!(%error, "the replay HTTP service stopped");
             }
         }));

@@ -304,7 +304,12 @@ pub fn serve(args: ReplayServeArgs) -> Result<Outcome> {
             LiveFeeds::new(),
             RateConfig::default(),
         );
-        publish::serve(listener, state, async move { shutdown.wait().await })
+        publish::serve(
+            listener,
+            state,
+            publish::HttpLimits::default(),
+            async move { shutdown.wait().await },
+        )
             .await
             .context("the replay service stopped")
     })?;

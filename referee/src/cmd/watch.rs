@@ -52,7 +52,7 @@ impl Watch {
             RateConfig::default(),
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(publish::serve(listener, state, async {
+        let server = tokio::spawn(publish::serve(listener, state, publish::HttpLimits::default(), async {
             let _ = stopped.await;
         }));
         Ok(Watch {

@@ -13,6 +13,7 @@ use std::num::{NonZeroU32, NonZeroUsize};
 
 use duel_ladder::Store;
 use duel_ladder::gate::ApiLimits;
+use duel_ladder::metrics::LadderMetrics;
 use duel_ladder::model::OwnerQuotas;
 use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
@@ -66,6 +67,9 @@ enum Command {
         /// The Inference URL endpoint bots are told (default: http://<inference-listen>).
         #[arg(long, value_name = "URL", requires = "inference_listen")]
         public_url: Option<String>,
+        /// Also serve Prometheus metrics at http://ADDR/metrics.
+        #[arg(long, value_name = "ADDR")]
+        metrics_listen: Option<std::net::SocketAddr>,
         #[command(flatten)]
         play: PlayArgs,
     },
@@ -340,6 +344,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
             workers,
             inference_listen,
             public_url,
+            metrics_listen,
             play,
         } => {
             let signing_key = play.signing_key()?;
@@ -364,10 +369,26 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 host.clone(),
                 play.allow_private_endpoints,
             ));
+            let metrics = LadderMetrics::new();
             let mut tasks = Vec::new();
+            if let Some(address) = metrics_listen {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen on {address} (metrics)"))?;
+                let metrics = Arc::clone(&metrics);
+                let mut stop = stop_rx.clone();
+                tasks.push(tokio::spawn(duel_referee::grpc::metrics::serve_metrics(
+                    listener,
+                    move || metrics.render(),
+                    async move {
+                        let _ = stop.wait_for(|stopped| *stopped).await;
+                    },
+                )));
+            }
             for _ in 0..workers.max(1) {
-                let config =
+                let mut config =
                     WorkerConfig::new(host.clone(), replays.clone(), Arc::clone(&signing_key));
+                config.metrics = Some(Arc::clone(&metrics));
                 tasks.push(tokio::spawn(worker::run(
                     store.clone(),
                     Arc::clone(&factory),

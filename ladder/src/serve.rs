@@ -13,6 +13,7 @@ use std::time::Duration;
 use duel_proto::v1::inference_server::InferenceServer;
 use duel_referee::credentials::Credentials;
 use duel_referee::grpc::InferenceService;
+use duel_referee::grpc::metrics::metrics_router;
 use duel_referee::publish::{self, HttpLimits, LiveFeeds, PublishState, RateConfig};
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::SigningKey;
@@ -23,6 +24,7 @@ use tokio::sync::watch;
 use crate::error::{LadderError, Result};
 use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
+use crate::metrics::LadderMetrics;
 use crate::model::OwnerQuotas;
 use crate::store::Store;
 use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
@@ -129,6 +131,7 @@ pub async fn serve(
     }
 
     let live = LiveFeeds::new();
+    let metrics = LadderMetrics::new();
     let mut tasks = Vec::new();
     let factory: Arc<dyn BotFactory> = Arc::new(LadderFactory::new(
         store.clone(),
@@ -142,6 +145,7 @@ pub async fn serve(
             Arc::clone(&config.signing_key),
         );
         worker_config.live = Some(live.clone());
+        worker_config.metrics = Some(Arc::clone(&metrics));
         tasks.push(tokio::spawn(worker::run(
             store.clone(),
             Arc::clone(&factory),
@@ -152,6 +156,7 @@ pub async fn serve(
     tasks.push(tokio::spawn(wave_timer(
         store.clone(),
         config.wave_interval,
+        Arc::clone(&metrics),
         shutdown.clone(),
     )));
     if let Some((listener, _)) = http {
@@ -167,7 +172,9 @@ pub async fn serve(
             let stopped = async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             };
-            if let Err(error) = publish::serve(listener, state, http_limits, stopped).await {
+            // The replay service, and this process's `/metrics` beside it.
+            let router = publish::router(state).merge(metrics_router(move || metrics.render()));
+            if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await {
                 tracing::error!(%error, "the replay HTTP service stopped");
             }
         }));
@@ -201,7 +208,12 @@ pub async fn serve(
 }
 
 /// Runs one pairing wave per class every `interval`.
-async fn wave_timer(store: Store, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+async fn wave_timer(
+    store: Store,
+    interval: Duration,
+    metrics: Arc<LadderMetrics>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     while !*shutdown.borrow() {
         // Between seasons there is nothing to pair; the queue waits.
         let season_running = match store.active_season().await {
@@ -213,8 +225,14 @@ async fn wave_timer(store: Store, interval: Duration, mut shutdown: watch::Recei
         };
         for class in WeightClass::ALL.into_iter().filter(|_| season_running) {
             match store.run_wave(class).await {
-                Ok(report) => tracing::debug!(?report, class = class.name(), "wave"),
-                Err(error) => tracing::error!(%error, class = class.name(), "pairing wave failed"),
+                Ok(report) => {
+                    metrics.wave(class, report.matches.len(), report.waiting);
+                    tracing::debug!(?report, class = class.name(), "wave");
+                }
+                Err(error) => {
+                    metrics.error(&error);
+                    tracing::error!(%error, class = class.name(), "pairing wave failed");
+                }
             }
         }
         tokio::select! {

@@ -141,6 +141,8 @@ pub struct WorkerConfig {
     /// Live feeds of the matches this worker plays (`ladder serve` shares them
     /// with its HTTP service).
     pub live: Option<LiveFeeds>,
+    /// Where the worker counts what it does (`/metrics`).
+    pub metrics: Option<Arc<crate::metrics::LadderMetrics>>,
 }
 
 impl WorkerConfig {
@@ -157,6 +159,7 @@ impl WorkerConfig {
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
             decision_wall_clock: DECISION_WALL_CLOCK,
             live: None,
+            metrics: None,
         }
     }
 }
@@ -222,9 +225,17 @@ pub async fn work_once(
     let Some(claim) = store.claim(config.lease_ms, store.clock().now_ms()).await? else {
         return Ok(Worked::Idle);
     };
+    let (class, accepted_ms) = (claim.game.class, claim.game.accepted_ms);
+    let running = config.metrics.as_ref().map(|metrics| metrics.claimed(class));
     // Instrumented, not entered: a guard held across awaits would nest spans.
     let span = tracing::info_span!("match", match_id = %claim.game.id);
-    tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await
+    let worked =
+        tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await;
+    drop(running);
+    if let (Some(metrics), Ok(worked)) = (&config.metrics, &worked) {
+        metrics.worked(class, worked, store.clock().now_ms() - accepted_ms);
+    }
+    worked
 }
 
 /// The match options the row pins: ruleset, class and budget must agree, or
@@ -466,7 +477,12 @@ pub async fn run(
         match work_once(&store, &*factory, &config).await {
             Ok(Worked::Idle) => {}
             Ok(_) => continue,
-            Err(error) => tracing::error!(%error, "worker pass failed"),
+            Err(error) => {
+                if let Some(metrics) = &config.metrics {
+                    metrics.error(&error);
+                }
+                tracing::error!(%error, "worker pass failed");
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(WORKER_IDLE_POLL_MS)) => {}

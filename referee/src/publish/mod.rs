@@ -44,7 +44,7 @@ use tokio_stream::wrappers::BroadcastStream;
 
 pub use error::ApiError;
 use error::JsonPath;
-pub use listen::HttpLimits;
+pub use listen::{HttpLimits, serve_router};
 pub use live::{LiveEvent, LiveFeeds, LivePublisher, Subscription};
 
 use crate::limits::{

@@ -17,8 +17,8 @@ use duel_ladder::metrics::LadderMetrics;
 use duel_ladder::model::OwnerQuotas;
 use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
-use duel_referee::publish::HttpLimits;
 use duel_referee::outcome::{EXIT_ERROR, Outcome};
+use duel_referee::publish::HttpLimits;
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::store::ReplayStore;
@@ -216,7 +216,9 @@ impl LimitArgs {
 
     fn http(&self) -> HttpLimits {
         HttpLimits {
-            header_read_timeout: std::time::Duration::from_millis(self.http_header_timeout_ms.max(1)),
+            header_read_timeout: std::time::Duration::from_millis(
+                self.http_header_timeout_ms.max(1),
+            ),
             idle_timeout: std::time::Duration::from_millis(self.http_idle_timeout_ms.max(1)),
             max_connections: self.http_max_connections,
         }

@@ -119,7 +119,11 @@ impl Default for LadderMetrics {
         // Every series exists from the start: a scrape before the first match
         // already shows them all.
         for class in WeightClass::ALL.map(Class::from) {
-            for state in [MatchState::accepted, MatchState::settled, MatchState::voided] {
+            for state in [
+                MatchState::accepted,
+                MatchState::settled,
+                MatchState::voided,
+            ] {
                 let _ = metrics.matches.get_or_create(&MatchLabels { class, state });
             }
             let _ = metrics.running.get_or_create(&ClassLabel { class });

@@ -174,7 +174,8 @@ pub async fn serve(
             };
             // The replay service, and this process's `/metrics` beside it.
             let router = publish::router(state).merge(metrics_router(move || metrics.render()));
-            if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await {
+            if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await
+            {
                 tracing::error!(%error, "the replay HTTP service stopped");
             }
         }));

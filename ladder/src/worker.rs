@@ -226,7 +226,10 @@ pub async fn work_once(
         return Ok(Worked::Idle);
     };
     let (class, accepted_ms) = (claim.game.class, claim.game.accepted_ms);
-    let running = config.metrics.as_ref().map(|metrics| metrics.claimed(class));
+    let running = config
+        .metrics
+        .as_ref()
+        .map(|metrics| metrics.claimed(class));
     // Instrumented, not entered: a guard held across awaits would nest spans.
     let span = tracing::info_span!("match", match_id = %claim.game.id);
     let worked =

@@ -77,13 +77,24 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| dir.path().join(name);
     let init = Command::new(LADDER)
-        .args(["init", "--db", &db.url, "--operator", "root", "--token-file"])
+        .args([
+            "init",
+            "--db",
+            &db.url,
+            "--operator",
+            "root",
+            "--token-file",
+        ])
         .arg(path("root.token"))
         .arg("--signing-key")
         .arg(path("signing.key"))
         .output()
         .expect("ladder init");
-    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
     let mut server = start_server(
         &db.url,
         dir.path(),
@@ -122,7 +133,15 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
     ] {
         cli.json(
             token,
-            &["bot", "register", name, "--class", "light", "--wasm", &example_bot(file)],
+            &[
+                "bot",
+                "register",
+                name,
+                "--class",
+                "light",
+                "--wasm",
+                &example_bot(file),
+            ],
         );
         cli.ok(token, &["enqueue", name, "--stake", "10"]);
     }
@@ -139,39 +158,72 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
         if accepted >= 2
             && settled == accepted
             && let Some(scrape) = scrape(&http, &worker_url).await
-            && sum(&scrape, "duel_ladder_matches_total", &[("state", "settled")])
-                == settled as f64
+            && sum(
+                &scrape,
+                "duel_ladder_matches_total",
+                &[("state", "settled")],
+            ) == settled as f64
         {
             break (settled, scrape);
         }
-        assert!(Instant::now() < deadline, "matches not settled and counted in time");
+        assert!(
+            Instant::now() < deadline,
+            "matches not settled and counted in time"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     // The worker: what it settled, per class too, and nothing still held.
     assert_eq!(
-        sum(&worker_scrape, "duel_ladder_matches_total", &[("state", "settled"), ("class", "light")]),
+        sum(
+            &worker_scrape,
+            "duel_ladder_matches_total",
+            &[("state", "settled"), ("class", "light")]
+        ),
         settled as f64
     );
-    assert_eq!(sum(&worker_scrape, "duel_ladder_matches_total", &[("state", "voided")]), 0.0);
+    assert_eq!(
+        sum(
+            &worker_scrape,
+            "duel_ladder_matches_total",
+            &[("state", "voided")]
+        ),
+        0.0
+    );
     assert_eq!(sum(&worker_scrape, "duel_ladder_worker_leases", &[]), 0.0);
     assert_eq!(sum(&worker_scrape, "duel_ladder_matches_running", &[]), 0.0);
-    assert_eq!(sum(&worker_scrape, "duel_ladder_store_errors_total", &[]), 0.0);
+    assert_eq!(
+        sum(&worker_scrape, "duel_ladder_store_errors_total", &[]),
+        0.0
+    );
     assert!(
-        worker_scrape
-            .samples
-            .iter()
-            .any(|sample| sample.metric.starts_with("duel_ladder_settlement_latency_seconds")),
+        worker_scrape.samples.iter().any(|sample| sample
+            .metric
+            .starts_with("duel_ladder_settlement_latency_seconds")),
         "the settlement latency histogram is exposed"
     );
     // The server: the matches its waves accepted, and the queue left.
     let serve_scrape = scrape(&http, &serve_url).await.expect("serve's /metrics");
     assert_eq!(
-        sum(&serve_scrape, "duel_ladder_matches_total", &[("state", "accepted")]),
+        sum(
+            &serve_scrape,
+            "duel_ladder_matches_total",
+            &[("state", "accepted")]
+        ),
         settled as f64
     );
-    assert_eq!(sum(&serve_scrape, "duel_ladder_queue_size", &[("class", "light")]), 0.0);
+    assert_eq!(
+        sum(
+            &serve_scrape,
+            "duel_ladder_queue_size",
+            &[("class", "light")]
+        ),
+        0.0
+    );
 
     terminate(&mut worker.0, "ladder worker").await;
     terminate(&mut server.child, "ladder serve").await;
 }
-both_backends!(metrics_of_serve_and_worker, metrics_count_what_the_store_says);
+both_backends!(
+    metrics_of_serve_and_worker,
+    metrics_count_what_the_store_says
+);

@@ -572,7 +572,10 @@ fn limits(header_ms: u64, idle_ms: u64, cap: usize) -> HttpLimits {
 
 /// Reads from `stream` until the server closes it (or resets it), giving up
 /// after `patience`: the bytes read, and whether it was closed.
-async fn read_until_closed(stream: &mut tokio::net::TcpStream, patience: Duration) -> (Vec<u8>, bool) {
+async fn read_until_closed(
+    stream: &mut tokio::net::TcpStream,
+    patience: Duration,
+) -> (Vec<u8>, bool) {
     use tokio::io::AsyncReadExt;
     let mut received = Vec::new();
     let read = tokio::time::timeout(patience, async {
@@ -598,7 +601,10 @@ fn two_thousand_idle_connections_do_not_starve_a_fetch() {
     // the hard one); with a lower hard limit, hold as many as fit.
     let files = rlimit::increase_nofile_limit(2 * IDLE_SOCKETS + 256).expect("open-file limit");
     let sockets = IDLE_SOCKETS.min(files.saturating_sub(256) / 2);
-    assert!(sockets >= 500, "the open-file limit ({files}) is too low for this test");
+    assert!(
+        sockets >= 500,
+        "the open-file limit ({files}) is too low for this test"
+    );
     // Timeouts far longer than the test: the idle sockets stay open throughout.
     let fixture = fixture_with(RateConfig::default(), limits(120_000, 120_000, 4_096));
     support::runtime().block_on(async {
@@ -634,7 +640,11 @@ fn two_thousand_idle_connections_do_not_starve_a_fetch() {
                 .await
                 .expect("write");
             let (answer, closed) = read_until_closed(stream, Duration::from_secs(10)).await;
-            assert!(closed && answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+            assert!(
+                closed && answer.starts_with(b"HTTP/1.1 200"),
+                "{}",
+                String::from_utf8_lossy(&answer)
+            );
         }
     });
 }
@@ -659,7 +669,9 @@ fn beyond_the_cap_new_connections_wait_until_a_place_frees() {
         tokio::pin!(fetch);
         // No place is free before the header timeout cuts an idle client.
         assert!(
-            tokio::time::timeout(Duration::from_millis(400), &mut fetch).await.is_err(),
+            tokio::time::timeout(Duration::from_millis(400), &mut fetch)
+                .await
+                .is_err(),
             "a third connection was served while two held both places"
         );
         let replay = fetch.await.expect("served once a place freed");
@@ -686,14 +698,21 @@ fn an_idle_connection_is_closed_after_the_idle_timeout() {
             .await
             .expect("write");
         let (answer, closed) = read_until_closed(&mut kept, Duration::from_secs(20)).await;
-        assert!(answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
         assert!(closed, "the kept-alive connection was closed once idle");
         // Silent from the start.
         let mut silent = tokio::net::TcpStream::connect(fixture.server.address)
             .await
             .expect("connect");
         let (answer, closed) = read_until_closed(&mut silent, Duration::from_secs(20)).await;
-        assert!(closed && answer.is_empty(), "the silent connection was closed once idle");
+        assert!(
+            closed && answer.is_empty(),
+            "the silent connection was closed once idle"
+        );
     });
 }
 
@@ -709,7 +728,9 @@ fn headers_sent_slowly_are_cut_after_the_header_read_timeout() {
             .expect("connect");
         let (mut reader, mut writer) = stream.into_split();
         let trickle = tokio::spawn(async move {
-            let _ = writer.write_all(b"GET /public-key HTTP/1.1\r\nHost: test\r\nX-Slow: ").await;
+            let _ = writer
+                .write_all(b"GET /public-key HTTP/1.1\r\nHost: test\r\nX-Slow: ")
+                .await;
             // One byte every 50 ms, for at most 20 s.
             for _ in 0..400 {
                 if writer.write_all(b"a").await.is_err() {
@@ -732,7 +753,11 @@ fn headers_sent_slowly_are_cut_after_the_header_read_timeout() {
         .await
         .is_ok();
         assert!(closed, "the slow client was cut");
-        assert!(!answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+        assert!(
+            !answer.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
         assert!(!trickle.is_finished() || trickle.await.is_ok());
     });
 }
@@ -753,11 +778,19 @@ fn security_headers_on_html_json_and_errors() {
             ("/replays/bad.id", StatusCode::BAD_REQUEST),
             ("/no/such/route", StatusCode::NOT_FOUND),
         ] {
-            let response = http.get(fixture.server.url(path)).send().await.expect("get");
+            let response = http
+                .get(fixture.server.url(path))
+                .send()
+                .await
+                .expect("get");
             assert_eq!(response.status(), status, "{path}");
             assert_security_headers(&response);
         }
-        let post = http.post(fixture.server.url("/replays")).send().await.expect("post");
+        let post = http
+            .post(fixture.server.url("/replays"))
+            .send()
+            .await
+            .expect("post");
         assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_security_headers(&post);
     });

@@ -80,7 +80,10 @@ async fn round_trip(store: &ReplayStore) {
     }
     // A published replay is never replaced (it is served as immutable): the
     // same bytes again are a no-op, other bytes under its id are refused.
-    store.put_json(&replays[0]).await.expect("the same bytes again");
+    store
+        .put_json(&replays[0])
+        .await
+        .expect("the same bytes again");
     let mut other = replays[0].clone();
     other.extend_from_slice(b"\n");
     match store.put_json(&other).await {

@@ -310,8 +310,8 @@ pub fn serve(args: ReplayServeArgs) -> Result<Outcome> {
             publish::HttpLimits::default(),
             async move { shutdown.wait().await },
         )
-            .await
-            .context("the replay service stopped")
+        .await
+        .context("the replay service stopped")
     })?;
     Ok(Outcome::Done)
 }

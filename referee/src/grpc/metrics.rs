@@ -202,7 +202,8 @@ pub async fn serve_metrics(
     render: impl Fn() -> String + Clone + Send + Sync + 'static,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let router = metrics_router(render).fallback(|| async { (http::StatusCode::NOT_FOUND, "see /metrics\n") });
+    let router = metrics_router(render)
+        .fallback(|| async { (http::StatusCode::NOT_FOUND, "see /metrics\n") });
     if let Err(error) = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await

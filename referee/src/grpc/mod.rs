@@ -194,8 +194,7 @@ pub async fn serve_listeners(
         }
         let stop = http_stop.clone();
         tokio::spawn(async move {
-            if let Err(error) =
-                crate::publish::serve(
+            if let Err(error) = crate::publish::serve(
                 http_listener,
                 state,
                 crate::publish::HttpLimits::default(),

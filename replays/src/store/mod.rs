@@ -56,8 +56,11 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ReplayError>>;
     /// Writes `bytes` at `key` only when nothing is there, atomically (two
     /// writers racing: one wins). `false` when something was: nothing written.
-    fn put_new<'a>(&'a self, key: &'a str, bytes: Vec<u8>)
-    -> BoxFuture<'a, Result<bool, ReplayError>>;
+    fn put_new<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, ReplayError>>;
     /// The bytes at `key`, or `None` when there is nothing there.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, ReplayError>>;
     /// Removes the object at `key`; nothing there is not an error.

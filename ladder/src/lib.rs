@@ -17,6 +17,7 @@ pub mod ladder;
 pub mod ledger;
 pub mod limits;
 pub mod matchmaker;
+pub mod metrics;
 pub mod model;
 pub mod rating;
 pub mod serve;

@@ -13,10 +13,12 @@ use std::num::{NonZeroU32, NonZeroUsize};
 
 use duel_ladder::Store;
 use duel_ladder::gate::ApiLimits;
+use duel_ladder::metrics::LadderMetrics;
 use duel_ladder::model::OwnerQuotas;
 use duel_ladder::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 use duel_referee::credentials::Credentials;
 use duel_referee::outcome::{EXIT_ERROR, Outcome};
+use duel_referee::publish::HttpLimits;
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::store::ReplayStore;
@@ -65,6 +67,9 @@ enum Command {
         /// The Inference URL endpoint bots are told (default: http://<inference-listen>).
         #[arg(long, value_name = "URL", requires = "inference_listen")]
         public_url: Option<String>,
+        /// Also serve Prometheus metrics at http://ADDR/metrics.
+        #[arg(long, value_name = "ADDR")]
+        metrics_listen: Option<std::net::SocketAddr>,
         #[command(flatten)]
         play: PlayArgs,
     },
@@ -179,6 +184,22 @@ struct LimitArgs {
     /// Seconds one owner's uploads may spend compiling per UTC day.
     #[arg(long, default_value_t = OwnerQuotas::default().compile_seconds_per_day)]
     compile_seconds_per_day: u64,
+    /// Connections the replay service (--http) serves at once; more wait to be
+    /// accepted.
+    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
+    http_max_connections: NonZeroUsize,
+    /// Milliseconds a replay service client has to send a request's headers
+    /// (also the longest a kept-alive connection waits for its next request).
+    #[arg(long, default_value_t = duration_ms(HttpLimits::default().header_read_timeout))]
+    http_header_timeout_ms: u64,
+    /// Milliseconds with no bytes moving after which a replay service
+    /// connection is closed.
+    #[arg(long, default_value_t = duration_ms(HttpLimits::default().idle_timeout))]
+    http_idle_timeout_ms: u64,
+}
+
+fn duration_ms(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 const DEFAULT_COMPILES: NonZeroUsize =
@@ -195,6 +216,16 @@ impl LimitArgs {
             calls_per_second_per_token: self.calls_per_second_per_token,
             call_burst_per_token: self.call_burst_per_token,
             max_concurrent_uploads: self.max_concurrent_uploads,
+        }
+    }
+
+    fn http(&self) -> HttpLimits {
+        HttpLimits {
+            header_read_timeout: std::time::Duration::from_millis(
+                self.http_header_timeout_ms.max(1),
+            ),
+            idle_timeout: std::time::Duration::from_millis(self.http_idle_timeout_ms.max(1)),
+            max_connections: self.http_max_connections,
         }
     }
 
@@ -320,6 +351,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
             workers,
             inference_listen,
             public_url,
+            metrics_listen,
             play,
         } => {
             let signing_key = play.signing_key()?;
@@ -344,10 +376,26 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 host.clone(),
                 play.allow_private_endpoints,
             ));
+            let metrics = LadderMetrics::new();
             let mut tasks = Vec::new();
+            if let Some(address) = metrics_listen {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen on {address} (metrics)"))?;
+                let metrics = Arc::clone(&metrics);
+                let mut stop = stop_rx.clone();
+                tasks.push(tokio::spawn(duel_referee::grpc::metrics::serve_metrics(
+                    listener,
+                    move || metrics.render(),
+                    async move {
+                        let _ = stop.wait_for(|stopped| *stopped).await;
+                    },
+                )));
+            }
             for _ in 0..workers.max(1) {
-                let config =
+                let mut config =
                     WorkerConfig::new(host.clone(), replays.clone(), Arc::clone(&signing_key));
+                config.metrics = Some(Arc::clone(&metrics));
                 tasks.push(tokio::spawn(worker::run(
                     store.clone(),
                     Arc::clone(&factory),
@@ -386,6 +434,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 api: limits.api(),
                 quotas: limits.quotas(),
                 max_concurrent_compiles: limits.max_concurrent_compiles,
+                http_limits: limits.http(),
             };
             let shutdown = Shutdown::install()?;
             duel_ladder::serve::serve(config, shutdown.receiver(), None)

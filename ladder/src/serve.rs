@@ -13,7 +13,8 @@ use std::time::Duration;
 use duel_proto::v1::inference_server::InferenceServer;
 use duel_referee::credentials::Credentials;
 use duel_referee::grpc::InferenceService;
-use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
+use duel_referee::grpc::metrics::metrics_router;
+use duel_referee::publish::{self, HttpLimits, LiveFeeds, PublishState, RateConfig};
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::SigningKey;
 use duel_replays::store::ReplayStore;
@@ -23,6 +24,7 @@ use tokio::sync::watch;
 use crate::error::{LadderError, Result};
 use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
+use crate::metrics::LadderMetrics;
 use crate::model::OwnerQuotas;
 use crate::store::Store;
 use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
@@ -58,6 +60,8 @@ pub struct ServeConfig {
     pub quotas: OwnerQuotas,
     /// Uploads validated (compiled) at once; more wait for a turn.
     pub max_concurrent_compiles: std::num::NonZeroUsize,
+    /// Connections and timeouts of the replay service (`http`).
+    pub http_limits: HttpLimits,
 }
 
 /// The addresses `ladder serve` listens on (port 0 picks one).
@@ -130,6 +134,7 @@ pub async fn serve(
     }
 
     let live = LiveFeeds::new();
+    let metrics = LadderMetrics::new();
     let mut tasks = Vec::new();
     let factory: Arc<dyn BotFactory> = Arc::new(LadderFactory::new(
         store.clone(),
@@ -143,6 +148,7 @@ pub async fn serve(
             Arc::clone(&config.signing_key),
         );
         worker_config.live = Some(live.clone());
+        worker_config.metrics = Some(Arc::clone(&metrics));
         tasks.push(tokio::spawn(worker::run(
             store.clone(),
             Arc::clone(&factory),
@@ -154,6 +160,7 @@ pub async fn serve(
         store.clone(),
         config.wave_interval,
         config.match_interval,
+        Arc::clone(&metrics),
         shutdown.clone(),
     )));
     if let Some((listener, _)) = http {
@@ -164,11 +171,15 @@ pub async fn serve(
             RateConfig::default(),
         );
         let mut stop = shutdown.clone();
+        let http_limits = config.http_limits;
         tasks.push(tokio::spawn(async move {
             let stopped = async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             };
-            if let Err(error) = publish::serve(listener, state, stopped).await {
+            // The replay service, and this process's `/metrics` beside it.
+            let router = publish::router(state).merge(metrics_router(move || metrics.render()));
+            if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await
+            {
                 tracing::error!(%error, "the replay HTTP service stopped");
             }
         }));
@@ -207,6 +218,7 @@ async fn wave_timer(
     store: Store,
     interval: Duration,
     match_interval: Duration,
+    metrics: Arc<LadderMetrics>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let match_interval_ms = u64::try_from(match_interval.as_millis()).unwrap_or(u64::MAX);
@@ -221,8 +233,14 @@ async fn wave_timer(
         };
         for class in WeightClass::ALL.into_iter().filter(|_| season_running) {
             match store.run_wave_paced(class, match_interval_ms).await {
-                Ok(report) => log_wave(class, &report),
-                Err(error) => tracing::error!(%error, class = class.name(), "pairing wave failed"),
+                Ok(report) => {
+                    metrics.wave(class, report.matches.len(), report.waiting);
+                    log_wave(class, &report);
+                }
+                Err(error) => {
+                    metrics.error(&error);
+                    tracing::error!(%error, class = class.name(), "pairing wave failed");
+                }
             }
         }
         tokio::select! {

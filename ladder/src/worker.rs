@@ -21,7 +21,7 @@ use duel_referee::{
     MatchRecorder, MatchSession, ReplaySinks,
 };
 use duel_replays::store::ReplayStore;
-use duel_replays::{RoundResultRecord, SigningKey};
+use duel_replays::{Replay, RoundResultRecord, SigningKey};
 use duel_rules::{ExchangeStep, Ruleset, Side, Winner};
 use tokio::sync::watch;
 
@@ -141,6 +141,8 @@ pub struct WorkerConfig {
     /// Live feeds of the matches this worker plays (`ladder serve` shares them
     /// with its HTTP service).
     pub live: Option<LiveFeeds>,
+    /// Where the worker counts what it does (`/metrics`).
+    pub metrics: Option<Arc<crate::metrics::LadderMetrics>>,
 }
 
 impl WorkerConfig {
@@ -157,6 +159,7 @@ impl WorkerConfig {
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
             decision_wall_clock: DECISION_WALL_CLOCK,
             live: None,
+            metrics: None,
         }
     }
 }
@@ -222,9 +225,20 @@ pub async fn work_once(
     let Some(claim) = store.claim(config.lease_ms, store.clock().now_ms()).await? else {
         return Ok(Worked::Idle);
     };
+    let (class, accepted_ms) = (claim.game.class, claim.game.accepted_ms);
+    let running = config
+        .metrics
+        .as_ref()
+        .map(|metrics| metrics.claimed(class));
     // Instrumented, not entered: a guard held across awaits would nest spans.
     let span = tracing::info_span!("match", match_id = %claim.game.id);
-    tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await
+    let worked =
+        tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await;
+    drop(running);
+    if let (Some(metrics), Ok(worked)) = (&config.metrics, &worked) {
+        metrics.worked(class, worked, store.clock().now_ms() - accepted_ms);
+    }
+    worked
 }
 
 /// The match options the row pins: ruleset, class and budget must agree, or
@@ -396,6 +410,15 @@ async fn run_claim(
     .await
     {
         Ok(Ok(())) => {}
+        // An earlier run of this match published its replay and then lost its
+        // lease before settling. A published replay is never replaced (it is
+        // served as immutable), so that run's result is the one settled.
+        Ok(Err(duel_referee::RefereeError::Replay(duel_replays::ReplayError::Conflict(_)))) => {
+            replay = published_replay(config, &game.id).await?;
+            tracing::warn!(
+                "this match's replay was published by an earlier run; settling with its result"
+            );
+        }
         Ok(Err(error)) => return Err(LadderError::Io(error.to_string())),
         Err(_) => {
             return Err(LadderError::Io(format!(
@@ -466,7 +489,12 @@ pub async fn run(
         match work_once(&store, &*factory, &config).await {
             Ok(Worked::Idle) => {}
             Ok(_) => continue,
-            Err(error) => tracing::error!(%error, "worker pass failed"),
+            Err(error) => {
+                if let Some(metrics) = &config.metrics {
+                    metrics.error(&error);
+                }
+                tracing::error!(%error, "worker pass failed");
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(WORKER_IDLE_POLL_MS)) => {}
@@ -489,4 +517,27 @@ async fn keep_logs(store: &Store, game: &crate::model::Match, replay: &duel_repl
             tracing::warn!(match_id = %game.id, side = side.name(), %error, "cannot keep the bot's logs");
         }
     }
+}
+
+/// The replay an earlier run of `match_id` published, checked to be this
+/// match's and signed with this ladder's key.
+async fn published_replay(config: &WorkerConfig, match_id: &str) -> Result<Replay> {
+    let corrupt = |why: String| LadderError::Io(format!("published replay of {match_id}: {why}"));
+    let json = config
+        .replays
+        .get_json(match_id)
+        .await
+        .map_err(|error| corrupt(error.to_string()))?
+        .ok_or_else(|| corrupt("refused as a conflict, then not found".to_owned()))?;
+    // With an expected key, `Ok(Ok(_))` is always a valid signature by it.
+    match duel_replays::check_signature(&json, Some(&config.signing_key.verifying_key())) {
+        Ok(Ok(_)) => {}
+        Ok(Err(failure)) => return Err(corrupt(format!("signature: {failure:?}"))),
+        Err(error) => return Err(corrupt(error.to_string())),
+    }
+    let replay = Replay::from_slice(&json).map_err(|error| corrupt(error.to_string()))?;
+    if replay.match_id != match_id {
+        return Err(corrupt(format!("it names match {}", replay.match_id)));
+    }
+    Ok(replay)
 }

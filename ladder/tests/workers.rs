@@ -216,6 +216,74 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
 }
 both_backends!(worker_killed_mid_match, killed_worker_is_rerun_once);
 
+/// A run that published its replay and then lost its lease before settling:
+/// the re-run's replay would replace a published one, which is refused, so it
+/// settles with the published replay's result instead, exactly once, and the
+/// published bytes stay as they were.
+async fn published_replay_is_settled_by_the_rerun(db: &TestDb) {
+    let match_id = one_match(db, builtin("builtin:block")).await;
+    let replays = tempfile::tempdir().expect("replays dir");
+    let config = worker_config(&replays);
+    // What the earlier run published: this match, played its own way (a draw
+    // or not, whatever this seed gives), signed with the ladder's key.
+    let mut earlier = duel_referee::run_bare_match(
+        duel_referee::MatchConfig::new(
+            match_id.clone(),
+            "2026-05-01T20:00:00Z".to_owned(),
+            duel_rules::WeightClass::Light,
+            99,
+        ),
+        [
+            &duel_referee::builtin::BuiltinFighter::new(BuiltinSpec::Counter),
+            &duel_referee::builtin::BuiltinFighter::new(BuiltinSpec::Block),
+        ],
+    );
+    earlier.season = Some("s1".to_owned());
+    duel_replays::sign(&mut earlier, &config.signing_key);
+    config.replays.put(&earlier).await.expect("published");
+    let published = config
+        .replays
+        .get_json(&match_id)
+        .await
+        .expect("read")
+        .expect("there");
+
+    let worked = work_once(&db.store, &BuiltinFactory, &config)
+        .await
+        .expect("settles");
+    let Worked::Settled(settlement) = worked else {
+        panic!("expected a settlement, got {worked:?}");
+    };
+    let expected = match earlier.result.winner {
+        duel_replays::WinnerName::A => duel_ladder::model::Outcome::A,
+        duel_replays::WinnerName::B => duel_ladder::model::Outcome::B,
+        duel_replays::WinnerName::Draw => duel_ladder::model::Outcome::Draw,
+    };
+    assert_eq!(settlement.winner, expected);
+    let game = db.store.game(&match_id).await.expect("match");
+    assert_eq!(game.state, MatchState::Settled);
+    assert_eq!(
+        config
+            .replays
+            .get_json(&match_id)
+            .await
+            .expect("read")
+            .expect("there"),
+        published,
+        "the published replay is never replaced"
+    );
+    db.store
+        .ledger_check()
+        .await
+        .expect("ledger")
+        .expect("the ledger is clean");
+}
+
+both_backends!(
+    a_published_replay_is_settled_by_the_rerun,
+    published_replay_is_settled_by_the_rerun
+);
+
 async fn two_workers_race(db: &TestDb) {
     let match_id = one_match(db, builtin("builtin:block")).await;
     let now = duel_ladder::store::now_ms();

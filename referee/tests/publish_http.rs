@@ -1,12 +1,12 @@
 //! The replay service over real HTTP on a loopback port: every route, its
-//! headers, and its errors.
+//! headers, and its errors; the listener's connection cap and timeouts.
 
 mod support;
 
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use duel_referee::publish::{LiveEvent, RateConfig};
+use duel_referee::publish::{CONTENT_SECURITY_POLICY, HttpLimits, LiveEvent, RateConfig};
 use duel_replays::public_key_text;
 use duel_replays::store::{ReplayStore, decompress};
 use duel_rules::WeightClass;
@@ -25,6 +25,10 @@ struct Fixture {
 }
 
 fn fixture(rate: RateConfig) -> Fixture {
+    fixture_with(rate, HttpLimits::default())
+}
+
+fn fixture_with(rate: RateConfig, limits: HttpLimits) -> Fixture {
     let folder = tempfile::tempdir().expect("temp dir");
     let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
     let key = support::referee_key();
@@ -55,7 +59,7 @@ fn fixture(rate: RateConfig) -> Fixture {
     }
     Fixture {
         _folder: folder,
-        server: Server::start(store, &key, rate),
+        server: Server::start_with(store, &key, rate, limits),
         published,
     }
 }
@@ -67,8 +71,21 @@ fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// The headers every answer of the service carries.
+fn assert_security_headers(response: &reqwest::Response) {
+    let headers = response.headers();
+    let csp = headers
+        .get("content-security-policy")
+        .unwrap_or_else(|| panic!("{} has no CSP", response.url()));
+    assert_eq!(csp, CONTENT_SECURITY_POLICY);
+    assert!(CONTENT_SECURITY_POLICY.contains("frame-ancestors 'none'"));
+    assert!(!CONTENT_SECURITY_POLICY.contains("unsafe-inline"));
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+}
+
 async fn json_error(response: reqwest::Response, status: StatusCode) -> String {
     assert_eq!(response.status(), status);
+    assert_security_headers(&response);
     assert_eq!(response.headers()[CONTENT_TYPE], "application/json");
     let body: serde_json::Value = response
         .bytes()
@@ -92,6 +109,7 @@ fn replays_download_plain_or_zstd_with_etags_and_long_cache() {
             "public, max-age=31536000, immutable"
         );
         assert!(plain.headers().get(CONTENT_ENCODING).is_none());
+        assert_security_headers(&plain);
         let etag = plain.headers()[ETAG].to_str().expect("etag").to_owned();
         assert_eq!(plain.bytes().await.expect("body"), fixture.published[0]);
 
@@ -305,8 +323,11 @@ fn the_viewer_page_its_assets_and_the_public_key() {
             .expect("get");
         assert_eq!(page.status(), StatusCode::OK);
         assert_eq!(page.headers()[CONTENT_TYPE], "text/html; charset=utf-8");
+        assert_security_headers(&page);
         let html = page.text().await.expect("html");
         assert!(html.contains("../../viewer/viewer.js") && html.contains("id=\"hp-a-value\""));
+        // Nothing inline that the CSP would block: scripts and styles are files.
+        assert!(!html.contains("<script>") && !html.contains("<style") && !html.contains("style="));
         for (file, content_type) in [
             ("viewer.js", "text/javascript; charset=utf-8"),
             ("viewer.css", "text/css; charset=utf-8"),
@@ -318,6 +339,7 @@ fn the_viewer_page_its_assets_and_the_public_key() {
                 .expect("get");
             assert_eq!(asset.status(), StatusCode::OK);
             assert_eq!(asset.headers()[CONTENT_TYPE], content_type);
+            assert_security_headers(&asset);
             assert!(!asset.bytes().await.expect("body").is_empty());
         }
         let missing = http
@@ -327,11 +349,13 @@ fn the_viewer_page_its_assets_and_the_public_key() {
             .expect("get");
         json_error(missing, StatusCode::NOT_FOUND).await;
 
-        let key: serde_json::Value = http
+        let key = http
             .get(fixture.server.url("/public-key"))
             .send()
             .await
-            .expect("get")
+            .expect("get");
+        assert_security_headers(&key);
+        let key: serde_json::Value = key
             .bytes()
             .await
             .map(|body| serde_json::from_slice::<serde_json::Value>(&body).expect("JSON body"))
@@ -534,5 +558,240 @@ fn every_http_error_is_json() {
                 "{method} {path}: {message:?} should name {words:?}"
             );
         }
+    });
+}
+
+/// Limits for the listener tests: `header` and `idle` timeouts, `cap` connections.
+fn limits(header_ms: u64, idle_ms: u64, cap: usize) -> HttpLimits {
+    HttpLimits {
+        header_read_timeout: Duration::from_millis(header_ms),
+        idle_timeout: Duration::from_millis(idle_ms),
+        max_connections: std::num::NonZeroUsize::new(cap).expect("cap"),
+    }
+}
+
+/// Reads from `stream` until the server closes it (or resets it), giving up
+/// after `patience`: the bytes read, and whether it was closed.
+async fn read_until_closed(
+    stream: &mut tokio::net::TcpStream,
+    patience: Duration,
+) -> (Vec<u8>, bool) {
+    use tokio::io::AsyncReadExt;
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(patience, async {
+        let mut buffer = [0u8; 4096];
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => received.extend_from_slice(&buffer[..n]),
+            }
+        }
+    })
+    .await;
+    (received, read.is_ok())
+}
+
+/// Sockets the idle-connection test holds: each costs the test process two
+/// file descriptors (its end and the server's).
+const IDLE_SOCKETS: u64 = 2_000;
+
+#[test]
+fn two_thousand_idle_connections_do_not_starve_a_fetch() {
+    // Both ends live in this process: raise the soft open-file limit (up to
+    // the hard one); with a lower hard limit, hold as many as fit.
+    let files = rlimit::increase_nofile_limit(2 * IDLE_SOCKETS + 256).expect("open-file limit");
+    let sockets = IDLE_SOCKETS.min(files.saturating_sub(256) / 2);
+    assert!(
+        sockets >= 500,
+        "the open-file limit ({files}) is too low for this test"
+    );
+    // Timeouts far longer than the test: the idle sockets stay open throughout.
+    let fixture = fixture_with(RateConfig::default(), limits(120_000, 120_000, 4_096));
+    support::runtime().block_on(async {
+        let mut idle = Vec::new();
+        for _ in 0..sockets {
+            idle.push(
+                tokio::net::TcpStream::connect(fixture.server.address)
+                    .await
+                    .expect("connect"),
+            );
+        }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("client");
+        for _ in 0..3 {
+            let replay = http
+                .get(fixture.server.url("/replays/m-2"))
+                .send()
+                .await
+                .expect("a fetch is served while the idle connections are held");
+            assert_eq!(replay.status(), StatusCode::OK);
+            assert_eq!(replay.bytes().await.expect("body"), fixture.published[1]);
+        }
+        // The idle connections were accepted and are still open: the server
+        // answers on the first and the last of them.
+        let last = idle.len() - 1;
+        for index in [0, last] {
+            use tokio::io::AsyncWriteExt;
+            let stream = &mut idle[index];
+            stream
+                .write_all(b"GET /public-key HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+                .await
+                .expect("write");
+            let (answer, closed) = read_until_closed(stream, Duration::from_secs(10)).await;
+            assert!(
+                closed && answer.starts_with(b"HTTP/1.1 200"),
+                "{}",
+                String::from_utf8_lossy(&answer)
+            );
+        }
+    });
+}
+
+#[test]
+fn beyond_the_cap_new_connections_wait_until_a_place_frees() {
+    // Two places, both taken by clients that send nothing: cut after 1 s.
+    let fixture = fixture_with(RateConfig::default(), limits(1_000, 120_000, 2));
+    support::runtime().block_on(async {
+        let mut idle = Vec::new();
+        for _ in 0..2 {
+            idle.push(
+                tokio::net::TcpStream::connect(fixture.server.address)
+                    .await
+                    .expect("connect"),
+            );
+        }
+        // Give the server time to accept both before the fetch connects.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let http = client();
+        let fetch = http.get(fixture.server.url("/replays/m-1")).send();
+        tokio::pin!(fetch);
+        // No place is free before the header timeout cuts an idle client.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(400), &mut fetch)
+                .await
+                .is_err(),
+            "a third connection was served while two held both places"
+        );
+        let replay = fetch.await.expect("served once a place freed");
+        assert_eq!(replay.status(), StatusCode::OK);
+        for stream in &mut idle {
+            let (answer, closed) = read_until_closed(stream, Duration::from_secs(10)).await;
+            assert!(closed, "the idle connection was cut");
+            assert!(!answer.starts_with(b"HTTP/1.1 200"));
+        }
+    });
+}
+
+#[test]
+fn an_idle_connection_is_closed_after_the_idle_timeout() {
+    // The header timeout is far off: only the idle timeout can close these.
+    let fixture = fixture_with(RateConfig::default(), limits(120_000, 300, 16));
+    support::runtime().block_on(async {
+        use tokio::io::AsyncWriteExt;
+        // Kept alive after a response, then idle.
+        let mut kept = tokio::net::TcpStream::connect(fixture.server.address)
+            .await
+            .expect("connect");
+        kept.write_all(b"GET /public-key HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await
+            .expect("write");
+        let (answer, closed) = read_until_closed(&mut kept, Duration::from_secs(20)).await;
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        assert!(closed, "the kept-alive connection was closed once idle");
+        // Silent from the start.
+        let mut silent = tokio::net::TcpStream::connect(fixture.server.address)
+            .await
+            .expect("connect");
+        let (answer, closed) = read_until_closed(&mut silent, Duration::from_secs(20)).await;
+        assert!(
+            closed && answer.is_empty(),
+            "the silent connection was closed once idle"
+        );
+    });
+}
+
+#[test]
+fn headers_sent_slowly_are_cut_after_the_header_read_timeout() {
+    // The idle timeout is far off, and bytes keep coming: only the header
+    // timeout can cut this client.
+    let fixture = fixture_with(RateConfig::default(), limits(500, 120_000, 16));
+    support::runtime().block_on(async {
+        use tokio::io::AsyncWriteExt;
+        let stream = tokio::net::TcpStream::connect(fixture.server.address)
+            .await
+            .expect("connect");
+        let (mut reader, mut writer) = stream.into_split();
+        let trickle = tokio::spawn(async move {
+            let _ = writer
+                .write_all(b"GET /public-key HTTP/1.1\r\nHost: test\r\nX-Slow: ")
+                .await;
+            // One byte every 50 ms, for at most 20 s.
+            for _ in 0..400 {
+                if writer.write_all(b"a").await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        let mut answer = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(20), async {
+            use tokio::io::AsyncReadExt;
+            let mut buffer = [0u8; 1024];
+            loop {
+                match reader.read(&mut buffer).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => answer.extend_from_slice(&buffer[..n]),
+                }
+            }
+        })
+        .await
+        .is_ok();
+        assert!(closed, "the slow client was cut");
+        assert!(
+            !answer.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        assert!(!trickle.is_finished() || trickle.await.is_ok());
+    });
+}
+
+#[test]
+fn security_headers_on_html_json_and_errors() {
+    let fixture = fixture(RateConfig::default());
+    support::runtime().block_on(async {
+        let http = client();
+        for (path, status) in [
+            ("/replays/m-1/view", StatusCode::OK),
+            ("/replays/m-1", StatusCode::OK),
+            ("/replays", StatusCode::OK),
+            ("/live", StatusCode::OK),
+            ("/public-key", StatusCode::OK),
+            ("/viewer/viewer.js", StatusCode::OK),
+            ("/replays/nope", StatusCode::NOT_FOUND),
+            ("/replays/bad.id", StatusCode::BAD_REQUEST),
+            ("/no/such/route", StatusCode::NOT_FOUND),
+        ] {
+            let response = http
+                .get(fixture.server.url(path))
+                .send()
+                .await
+                .expect("get");
+            assert_eq!(response.status(), status, "{path}");
+            assert_security_headers(&response);
+        }
+        let post = http
+            .post(fixture.server.url("/replays"))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_security_headers(&post);
     });
 }

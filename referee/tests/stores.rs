@@ -78,6 +78,23 @@ async fn round_trip(store: &ReplayStore) {
             "{id} is stored compressed"
         );
     }
+    // A published replay is never replaced (it is served as immutable): the
+    // same bytes again are a no-op, other bytes under its id are refused.
+    store
+        .put_json(&replays[0])
+        .await
+        .expect("the same bytes again");
+    let mut other = replays[0].clone();
+    other.extend_from_slice(b"\n");
+    match store.put_json(&other).await {
+        Err(duel_replays::ReplayError::Conflict(id)) => assert_eq!(id, "r-1"),
+        outcome => panic!("other bytes under r-1 must be refused, not {outcome:?}"),
+    }
+    assert_eq!(
+        store.get_json("r-1").await.expect("get").as_ref(),
+        Some(&replays[0]),
+        "the first publication stands"
+    );
     assert_eq!(store.get_json("r-404").await.expect("get"), None);
     assert!(store.get_json("../etc/passwd").await.is_err());
 

@@ -29,6 +29,12 @@ pub enum ReplayError {
     Key(String),
     #[error("replay store: {0}")]
     Store(String),
+    /// A replay is already published under this id with other bytes: a
+    /// published replay is never replaced (it is served as immutable).
+    #[error(
+        "replay {0} is already published with other contents; a published replay is never replaced"
+    )]
+    Conflict(String),
     #[error("{0} is not a valid replay id (1 to 128 of A-Z a-z 0-9 - _)")]
     BadId(String),
     #[error("{0}")]

@@ -304,9 +304,14 @@ pub fn serve(args: ReplayServeArgs) -> Result<Outcome> {
             LiveFeeds::new(),
             RateConfig::default(),
         );
-        publish::serve(listener, state, async move { shutdown.wait().await })
-            .await
-            .context("the replay service stopped")
+        publish::serve(
+            listener,
+            state,
+            publish::HttpLimits::default(),
+            async move { shutdown.wait().await },
+        )
+        .await
+        .context("the replay service stopped")
     })?;
     Ok(Outcome::Done)
 }

@@ -52,9 +52,14 @@ impl Watch {
             RateConfig::default(),
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(publish::serve(listener, state, async {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(publish::serve(
+            listener,
+            state,
+            publish::HttpLimits::default(),
+            async {
+                let _ = stopped.await;
+            },
+        ));
         Ok(Watch {
             address,
             live,

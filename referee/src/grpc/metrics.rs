@@ -20,7 +20,7 @@ const LATENCY_BUCKETS_MS: [f64; 10] = [
 ];
 
 /// The content type of the exposition.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // label values are written as the variants' names
@@ -171,11 +171,28 @@ impl Metrics {
     /// The exposition, with `running` matches in flight now.
     pub fn render(&self, running: usize) -> String {
         self.running.set(i64::try_from(running).unwrap_or(i64::MAX));
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry)
-            .expect("writing into a String cannot fail");
-        text
+        encode(&self.registry)
     }
+}
+
+/// A registry's exposition in the OpenMetrics text format.
+pub fn encode(registry: &Registry) -> String {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry)
+        .expect("writing into a String cannot fail");
+    text
+}
+
+/// The route `GET /metrics`, answering `render()`: to serve alone
+/// ([`serve_metrics`]) or to merge into another service's router.
+pub fn metrics_router(render: impl Fn() -> String + Clone + Send + Sync + 'static) -> axum::Router {
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let render = render.clone();
+            async move { ([(http::header::CONTENT_TYPE, CONTENT_TYPE)], render()) }
+        }),
+    )
 }
 
 /// Serves `GET /metrics` on `listener` until `shutdown` resolves. `render`
@@ -185,14 +202,7 @@ pub async fn serve_metrics(
     render: impl Fn() -> String + Clone + Send + Sync + 'static,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let router = axum::Router::new()
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let render = render.clone();
-                async move { ([(http::header::CONTENT_TYPE, CONTENT_TYPE)], render()) }
-            }),
-        )
+    let router = metrics_router(render)
         .fallback(|| async { (http::StatusCode::NOT_FOUND, "see /metrics\n") });
     if let Err(error) = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)

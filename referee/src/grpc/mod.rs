@@ -194,8 +194,13 @@ pub async fn serve_listeners(
         }
         let stop = http_stop.clone();
         tokio::spawn(async move {
-            if let Err(error) =
-                crate::publish::serve(http_listener, state, stop.cancelled_owned()).await
+            if let Err(error) = crate::publish::serve(
+                http_listener,
+                state,
+                crate::publish::HttpLimits::default(),
+                stop.cancelled_owned(),
+            )
+            .await
             {
                 tracing::error!(%error, "the replay service stopped");
             }

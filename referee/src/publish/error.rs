@@ -33,7 +33,8 @@ impl From<ReplayError> for ApiError {
             | ReplayError::UnknownFormat { .. }
             | ReplayError::UnknownRuleset(_)
             | ReplayError::Key(_)
-            | ReplayError::Store(_) => ApiError::Internal(error.to_string()),
+            | ReplayError::Store(_)
+            | ReplayError::Conflict(_) => ApiError::Internal(error.to_string()),
         }
     }
 }

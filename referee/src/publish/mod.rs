@@ -17,6 +17,7 @@
 
 pub mod client;
 mod error;
+mod listen;
 pub mod live;
 mod viewer;
 
@@ -43,6 +44,7 @@ use tokio_stream::wrappers::BroadcastStream;
 
 pub use error::ApiError;
 use error::JsonPath;
+pub use listen::{HttpLimits, serve_router};
 pub use live::{LiveEvent, LiveFeeds, LivePublisher, Subscription};
 
 use crate::limits::{
@@ -50,8 +52,17 @@ use crate::limits::{
     MAX_RATE_LIMITED_CLIENTS,
 };
 
-/// Cache lifetime of a replay: a published replay never changes.
+/// Cache lifetime of a replay: a published replay never changes (the stores
+/// refuse other bytes under an id they hold).
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// The Content-Security-Policy of every response. The viewer has no inline
+/// script or style (its script sets element styles through the DOM, which CSP
+/// allows), talks only to its own site (`fetch`, `EventSource`), and is never
+/// framed: not by another site, not by this one.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+    style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; \
+    form-action 'none'; frame-ancestors 'none'";
 
 /// How the listing rate limit is set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,9 +122,11 @@ impl PublishState {
 }
 
 /// The service's routes, for `referee replay serve` or to mount in another
-/// service. Serve it with `into_make_service_with_connect_info::<SocketAddr>()`
-/// so listings are limited per client address (without it, all clients share
-/// one allowance).
+/// service. Serve it with [`serve`] (or another server that puts a
+/// `ConnectInfo<SocketAddr>` into each request) so listings are limited per
+/// client address (without it, all clients share one allowance). Every
+/// response carries the security headers ([`CONTENT_SECURITY_POLICY`],
+/// `nosniff`).
 pub fn router(state: PublishState) -> Router {
     Router::new()
         .route("/replays", get(list_replays))
@@ -127,20 +140,39 @@ pub fn router(state: PublishState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
+        .layer(axum::middleware::map_response(security_headers))
 }
 
-/// Serves [`router`] on `listener` until `shutdown` completes.
+/// The headers every answer carries, errors included.
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // For browsers that predate `frame-ancestors`.
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    response
+}
+
+/// Serves [`router`] on `listener` under `limits` (connection cap,
+/// header-read and idle timeouts) until `shutdown` completes; listings are
+/// limited per client address.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: PublishState,
+    limits: HttpLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    listen::serve_router(listener, router(state), limits, shutdown).await
 }
 
 fn accepts_zstd(headers: &HeaderMap) -> bool {

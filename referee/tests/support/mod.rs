@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use duel_referee::builtin::BuiltinFighter;
-use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
+use duel_referee::publish::{self, HttpLimits, LiveFeeds, PublishState, RateConfig};
 use duel_referee::{BotSpec, MatchConfig, run_bare_match};
 use duel_replays::store::ReplayStore;
 use duel_replays::{Replay, SigningKey};
@@ -51,6 +51,16 @@ pub struct Server {
 
 impl Server {
     pub fn start(store: ReplayStore, key: &SigningKey, rate: RateConfig) -> Server {
+        Server::start_with(store, key, rate, HttpLimits::default())
+    }
+
+    /// [`Server::start`] with the listener's own limits.
+    pub fn start_with(
+        store: ReplayStore,
+        key: &SigningKey,
+        rate: RateConfig,
+        limits: HttpLimits,
+    ) -> Server {
         let live = LiveFeeds::new();
         let state = PublishState::new(store, key.verifying_key(), live.clone(), rate);
         let (address_tx, address_rx) = std::sync::mpsc::channel();
@@ -68,7 +78,7 @@ impl Server {
                 address_tx
                     .send(listener.local_addr().expect("address"))
                     .expect("send");
-                publish::serve(listener, state, async {
+                publish::serve(listener, state, limits, async {
                     let _ = stop_rx.await;
                 })
                 .await

@@ -158,12 +158,17 @@ fn unique_name() -> String {
 /// the rename (and any new folder) before the put returns, so an acknowledged
 /// write survives a crash whole, and an unacknowledged one leaves at most a
 /// temporary file for the next sweep.
+///
+/// With `replace` false, the file is linked into place only when nothing is
+/// there (a hard link fails on an existing name, atomically): `Ok(false)` then,
+/// and nothing changed.
 fn write_durably(
     root: &Path,
     temporary_folder: &Path,
     path: &Path,
     bytes: &[u8],
-) -> Result<(), ReplayError> {
+    replace: bool,
+) -> Result<bool, ReplayError> {
     let folder = path.parent().unwrap_or(root);
     let created = !folder.is_dir();
     if created {
@@ -180,9 +185,19 @@ fn write_durably(
         let _ = std::fs::remove_file(&temporary);
         return Err(io_error(&temporary, "write", error));
     }
-    if let Err(error) = std::fs::rename(&temporary, path) {
+    if replace {
+        if let Err(error) = std::fs::rename(&temporary, path) {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(io_error(path, "write", error));
+        }
+    } else {
+        let linked = std::fs::hard_link(&temporary, path);
         let _ = std::fs::remove_file(&temporary);
-        return Err(io_error(path, "write", error));
+        match linked {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(error) => return Err(io_error(path, "write", error)),
+        }
     }
     sync_folder(folder)?;
     if created {
@@ -196,7 +211,7 @@ fn write_durably(
             child = parent;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 impl StoreBackend for LocalBackend {
@@ -206,9 +221,30 @@ impl StoreBackend for LocalBackend {
             let root = self.root.clone();
             let temporary = self.temporary.clone();
             let path = self.path(key);
-            tokio::task::spawn_blocking(move || write_durably(&root, &temporary, &path, &bytes))
-                .await
-                .map_err(|error| ReplayError::Store(format!("write task failed: {error}")))?
+            tokio::task::spawn_blocking(move || {
+                write_durably(&root, &temporary, &path, &bytes, true)
+            })
+            .await
+            .map_err(|error| ReplayError::Store(format!("write task failed: {error}")))?
+            .map(|_| ())
+        })
+    }
+
+    fn put_new<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, ReplayError>> {
+        Box::pin(async move {
+            self.sweep_if_due();
+            let root = self.root.clone();
+            let temporary = self.temporary.clone();
+            let path = self.path(key);
+            tokio::task::spawn_blocking(move || {
+                write_durably(&root, &temporary, &path, &bytes, false)
+            })
+            .await
+            .map_err(|error| ReplayError::Store(format!("write task failed: {error}")))?
         })
     }
 

@@ -54,6 +54,13 @@ pub use s3::S3Backend;
 pub trait StoreBackend: Send + Sync + fmt::Debug {
     /// Writes `bytes` at `key`, replacing what was there, atomically.
     fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ReplayError>>;
+    /// Writes `bytes` at `key` only when nothing is there, atomically (two
+    /// writers racing: one wins). `false` when something was: nothing written.
+    fn put_new<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, ReplayError>>;
     /// The bytes at `key`, or `None` when there is nothing there.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, ReplayError>>;
     /// Removes the object at `key`; nothing there is not an error.
@@ -323,16 +330,27 @@ impl ReplayStore {
     }
 
     /// Publishes replay JSON: checks that it parses, compresses it as received
-    /// (a signature covers those bytes), and indexes it. Publishing the same id
-    /// again replaces the replay.
+    /// (a signature covers those bytes), and indexes it. Publishing the same
+    /// bytes again is a no-op; other bytes under a published id are refused
+    /// with [`ReplayError::Conflict`].
     pub async fn put_json(&self, json: &[u8]) -> Result<ReplayMeta, ReplayError> {
         let replay = Replay::from_slice(json)?;
         let meta = meta_of(&replay)?;
         let order = order_name(&replay.accepted_at, &replay.match_id)?;
         self.recover().await?;
-        self.backend
-            .put(&replay_key(&meta.id), compress(json)?)
-            .await?;
+        // A published replay is never replaced: its URL is cached as
+        // immutable. Publishing the same bytes again is a no-op here (and
+        // finishes its index entries below); other bytes are refused.
+        let key = replay_key(&meta.id);
+        if !self.backend.put_new(&key, compress(json)?).await? {
+            let stored = match self.backend.get(&key).await? {
+                Some(compressed) => Some(decompress(&compressed)?),
+                None => None,
+            };
+            if stored.as_deref() != Some(json) {
+                return Err(ReplayError::Conflict(meta.id));
+            }
+        }
         // The journal entry first: from here on, a crash is finished by the
         // next process to use the store, so the entries appear all or none.
         let pending = format!("{PENDING_FOLDER}/{order}");

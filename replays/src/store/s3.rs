@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::ReplayError;
 use crate::store::StoreBackend;
@@ -71,6 +71,29 @@ impl StoreBackend for S3Backend {
                 .await
                 .map_err(store_error)?;
             Ok(())
+        })
+    }
+
+    fn put_new<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, ReplayError>> {
+        Box::pin(async move {
+            // `If-None-Match: *`: the server refuses a put over an existing key.
+            let options = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            match self
+                .store
+                .put_opts(&self.object_path(key), PutPayload::from(bytes), options)
+                .await
+            {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+                Err(error) => Err(store_error(error)),
+            }
         })
     }
 

@@ -1,0 +1,222 @@
+//! Prometheus metrics of `ladder serve` and `ladder worker`: matches accepted,
+//! running, settled and voided per class, settlement latency, queue size,
+//! worker leases held and store errors, in the OpenMetrics text format
+//! (prometheus-client, encoded and served by the referee's `grpc::metrics`).
+//!
+//! Counters count what this process did (its waves, its workers): with several
+//! worker processes, sum them across processes.
+
+use std::sync::Arc;
+
+use duel_rules::WeightClass;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::error::LadderError;
+use crate::worker::Worked;
+
+/// Upper bounds of the settlement latency histogram (from a match's
+/// acceptance to its settlement), in seconds.
+const SETTLEMENT_BUCKETS_S: [f64; 10] = [
+    1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3_600.0,
+];
+
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)] // label values are written as the variants' names
+enum MatchState {
+    accepted,
+    settled,
+    voided,
+}
+
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+enum Class {
+    light,
+    middle,
+    heavy,
+}
+
+impl From<WeightClass> for Class {
+    fn from(class: WeightClass) -> Class {
+        match class {
+            WeightClass::Light => Class::light,
+            WeightClass::Middle => Class::middle,
+            WeightClass::Heavy => Class::heavy,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MatchLabels {
+    class: Class,
+    state: MatchState,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClassLabel {
+    class: Class,
+}
+
+/// The metrics of one ladder process and the registry that exposes them.
+#[derive(Debug)]
+pub struct LadderMetrics {
+    registry: Registry,
+    matches: Family<MatchLabels, Counter>,
+    running: Family<ClassLabel, Gauge>,
+    queue: Family<ClassLabel, Gauge>,
+    leases: Gauge,
+    settlement_latency_s: Histogram,
+    store_errors: Counter,
+}
+
+impl Default for LadderMetrics {
+    fn default() -> LadderMetrics {
+        let mut registry = Registry::with_prefix("duel_ladder");
+        let metrics = LadderMetrics {
+            registry: Registry::default(),
+            matches: Family::default(),
+            running: Family::default(),
+            queue: Family::default(),
+            leases: Gauge::default(),
+            settlement_latency_s: Histogram::new(SETTLEMENT_BUCKETS_S),
+            store_errors: Counter::default(),
+        };
+        registry.register(
+            "matches",
+            "Matches by class and state: accepted (paired by this process's waves), settled and voided (by its workers)",
+            metrics.matches.clone(),
+        );
+        registry.register(
+            "matches_running",
+            "Matches this process's workers are playing now, by class",
+            metrics.running.clone(),
+        );
+        registry.register(
+            "queue_size",
+            "Bots waiting in the queue after the last pairing wave, by class",
+            metrics.queue.clone(),
+        );
+        registry.register(
+            "worker_leases",
+            "Match leases this process's workers hold now",
+            metrics.leases.clone(),
+        );
+        registry.register(
+            "settlement_latency_seconds",
+            "Time from a match's acceptance to its settlement",
+            metrics.settlement_latency_s.clone(),
+        );
+        registry.register(
+            "store_errors",
+            "Worker passes and pairing waves that failed on the database",
+            metrics.store_errors.clone(),
+        );
+        // Every series exists from the start: a scrape before the first match
+        // already shows them all.
+        for class in WeightClass::ALL.map(Class::from) {
+            for state in [
+                MatchState::accepted,
+                MatchState::settled,
+                MatchState::voided,
+            ] {
+                let _ = metrics.matches.get_or_create(&MatchLabels { class, state });
+            }
+            let _ = metrics.running.get_or_create(&ClassLabel { class });
+            let _ = metrics.queue.get_or_create(&ClassLabel { class });
+        }
+        LadderMetrics {
+            registry,
+            ..metrics
+        }
+    }
+}
+
+impl LadderMetrics {
+    pub fn new() -> Arc<LadderMetrics> {
+        Arc::new(LadderMetrics::default())
+    }
+
+    fn count(&self, class: WeightClass, state: MatchState, by: u64) {
+        self.matches
+            .get_or_create(&MatchLabels {
+                class: class.into(),
+                state,
+            })
+            .inc_by(by);
+    }
+
+    /// A pairing wave of `class`: `accepted` matches made, `waiting` bots left.
+    pub fn wave(&self, class: WeightClass, accepted: usize, waiting: usize) {
+        self.count(class, MatchState::accepted, accepted as u64);
+        self.queue
+            .get_or_create(&ClassLabel {
+                class: class.into(),
+            })
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
+    }
+
+    /// A worker claimed a match of `class`: running (and its lease held)
+    /// until the returned guard drops.
+    pub fn claimed(self: &Arc<Self>, class: WeightClass) -> Running {
+        self.leases.inc();
+        self.running
+            .get_or_create(&ClassLabel {
+                class: class.into(),
+            })
+            .inc();
+        Running {
+            metrics: Arc::clone(self),
+            class,
+        }
+    }
+
+    /// What a worker's pass over a match of `class` came to; `latency_ms` is
+    /// the time from its acceptance until now.
+    pub fn worked(&self, class: WeightClass, worked: &Worked, latency_ms: i64) {
+        match worked {
+            Worked::Settled(settlement) if !settlement.already_settled => {
+                self.count(class, MatchState::settled, 1);
+                self.settlement_latency_s
+                    .observe(latency_ms.max(0) as f64 / 1_000.0);
+            }
+            Worked::Voided { .. } => self.count(class, MatchState::voided, 1),
+            Worked::Settled(_) | Worked::Idle | Worked::LostLease { .. } => {}
+        }
+    }
+
+    /// An error from a worker pass or a wave: counted when the database failed.
+    pub fn error(&self, error: &LadderError) {
+        if matches!(error, LadderError::Database(_)) {
+            self.store_errors.inc();
+        }
+    }
+
+    /// The exposition.
+    pub fn render(&self) -> String {
+        duel_referee::grpc::metrics::encode(&self.registry)
+    }
+}
+
+/// A match being played; dropping it ends it in the gauges.
+#[derive(Debug)]
+pub struct Running {
+    metrics: Arc<LadderMetrics>,
+    class: WeightClass,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.metrics.leases.dec();
+        self.metrics
+            .running
+            .get_or_create(&ClassLabel {
+                class: self.class.into(),
+            })
+            .dec();
+    }
+}

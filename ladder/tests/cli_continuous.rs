@@ -8,11 +8,10 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, start_server, terminate};
+use common::cli::{Cli, init_root, start_server, terminate};
 
 /// How long the server gets to play the matches the test waits for.
 const PLAY_DEADLINE: Duration = Duration::from_secs(60);
@@ -20,23 +19,7 @@ const PLAY_DEADLINE: Duration = Duration::from_secs(60);
 async fn continuous_through_cli(db: &TestDb) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| -> PathBuf { dir.path().join(name) };
-    let init = Command::new(LADDER)
-        .args([
-            "init",
-            "--db",
-            &db.url,
-            "--operator",
-            "root",
-            "--token-file",
-        ])
-        .arg(path("root.token"))
-        .output()
-        .expect("ladder init");
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    init_root(&db.url, dir.path(), false);
     let mut server = start_server(&db.url, dir.path(), &["--match-interval-ms", "100"]);
     let cli = Cli {
         server: &server.url.clone(),

@@ -6,11 +6,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, start_server, terminate};
+use common::cli::{Cli, init_root, start_server, terminate};
 use serde_json::Value;
 
 /// How long the workers get to play every queued match.
@@ -28,23 +27,7 @@ fn states(matches: &Value) -> Vec<String> {
 async fn season_through_cli(db: &TestDb) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| -> PathBuf { dir.path().join(name) };
-    let init = Command::new(LADDER)
-        .args([
-            "init",
-            "--db",
-            &db.url,
-            "--operator",
-            "root",
-            "--token-file",
-        ])
-        .arg(path("root.token"))
-        .output()
-        .expect("ladder init");
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    init_root(&db.url, dir.path(), false);
     let mut server = start_server(&db.url, dir.path(), &[]);
     let cli = Cli {
         server: &server.url.clone(),

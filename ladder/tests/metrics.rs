@@ -6,37 +6,14 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, start_server, terminate};
+use common::cli::{Cli, LADDER, Worker, init_root, start_server, terminate};
 use prometheus_parse::{Scrape, Value};
 
 const SETTLE_DEADLINE: Duration = Duration::from_secs(90);
-
-fn example_bot(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/bots")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/build-bots",
-        path.display()
-    );
-    path.display().to_string()
-}
-
-/// A `ladder worker` process, killed if the test fails before stopping it.
-struct Worker(Child);
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A loopback port free now (the worker binds it next).
 fn free_port() -> u16 {
@@ -76,25 +53,7 @@ fn sum(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
 async fn metrics_count_what_the_store_says(db: &TestDb) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| dir.path().join(name);
-    let init = Command::new(LADDER)
-        .args([
-            "init",
-            "--db",
-            &db.url,
-            "--operator",
-            "root",
-            "--token-file",
-        ])
-        .arg(path("root.token"))
-        .arg("--signing-key")
-        .arg(path("signing.key"))
-        .output()
-        .expect("ladder init");
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    init_root(&db.url, dir.path(), true);
     let mut server = start_server(
         &db.url,
         dir.path(),
@@ -140,7 +99,7 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
                 "--class",
                 "light",
                 "--wasm",
-                &example_bot(file),
+                &common::bots::wasm_path(file),
             ],
         );
         cli.ok(token, &["enqueue", name, "--stake", "10"]);

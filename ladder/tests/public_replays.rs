@@ -8,39 +8,16 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, start_server, terminate};
+use common::cli::{Cli, LADDER, Worker, init_root, start_server, terminate};
 use duel_referee::publish::client;
 use duel_replays::{FighterKind, Replay};
 use serde_json::Value;
 
 const SETTLE_DEADLINE: Duration = Duration::from_secs(60);
-
-fn example_bot(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/bots")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/build-bots or copy the example bots there",
-        path.display()
-    );
-    path.display().to_string()
-}
-
-/// A `ladder worker` process, killed if the test fails before stopping it.
-struct Worker(Child);
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 async fn get(http: &reqwest::Client, url: &str) -> (u16, String, Vec<u8>) {
     let response = http.get(url).send().await.expect("GET");
@@ -71,26 +48,7 @@ async fn ranked_replay_is_public(db: &TestDb) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| dir.path().join(name);
     // init creates the signing key that serve (and any worker) then loads.
-    let init = Command::new(LADDER)
-        .args([
-            "init",
-            "--db",
-            &db.url,
-            "--operator",
-            "root",
-            "--token-file",
-        ])
-        .arg(path("root.token"))
-        .arg("--signing-key")
-        .arg(path("signing.key"))
-        .output()
-        .expect("ladder init");
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
-    let said = String::from_utf8_lossy(&init.stdout);
+    let said = init_root(&db.url, dir.path(), true);
     assert!(said.contains("created (public key"), "{said}");
     // The match is played by a separate `ladder worker` process sharing the
     // database, the replay store and the key; serve only serves.
@@ -152,7 +110,7 @@ async fn ranked_replay_is_public(db: &TestDb) {
                 "--class",
                 "light",
                 "--wasm",
-                &example_bot(file),
+                &common::bots::wasm_path(file),
             ],
         );
         assert_eq!(bot["versions"][0]["kind"], "wasm", "{bot}");

@@ -11,8 +11,8 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::ledger_sql::load_account;
-use super::registry::load_bot;
-use super::seasons::{active_season_tx, ensure_rating};
+use super::registry::{load_bot, load_own_bot, running_season_tx};
+use super::seasons::ensure_rating;
 use super::{Store, get, write_tx};
 use crate::auth::User;
 use crate::error::{LadderError, Result};
@@ -136,16 +136,8 @@ async fn activate_tx(
     stake: i64,
     now: i64,
 ) -> Result<Bot> {
-    let bot = load_bot(conn, bot_name).await?;
-    if bot.owner_id != owner.id {
-        return Err(LadderError::PermissionDenied(format!(
-            "bot {bot_name} belongs to {}, not {}",
-            bot.owner_name, owner.name
-        )));
-    }
-    let season = active_season_tx(conn).await?.ok_or_else(|| {
-        LadderError::Invalid("no season is running; an operator starts one".to_owned())
-    })?;
+    let bot = load_own_bot(conn, owner, bot_name).await?;
+    let season = running_season_tx(conn).await?;
     let class = bot.class.name();
     let open = sqlx::query("SELECT open FROM classes WHERE name = $1")
         .bind(class)
@@ -225,13 +217,7 @@ async fn activate_tx(
 }
 
 async fn deactivate_tx(conn: &mut AnyConnection, owner: &User, bot_name: &str) -> Result<Bot> {
-    let bot = load_bot(conn, bot_name).await?;
-    if bot.owner_id != owner.id {
-        return Err(LadderError::PermissionDenied(format!(
-            "bot {bot_name} belongs to {}, not {}",
-            bot.owner_name, owner.name
-        )));
-    }
+    let bot = load_own_bot(conn, owner, bot_name).await?;
     if bot.play == Play::Inactive {
         return Err(LadderError::NotFound(format!(
             "bot {bot_name} is not active"

@@ -214,6 +214,29 @@ async fn register_tx(
     load_bot(conn, name).await
 }
 
+/// `bot_name`, which `owner` must own (PERMISSION_DENIED otherwise).
+pub(crate) async fn load_own_bot(
+    conn: &mut AnyConnection,
+    owner: &User,
+    bot_name: &str,
+) -> Result<Bot> {
+    let bot = load_bot(conn, bot_name).await?;
+    if bot.owner_id != owner.id {
+        return Err(LadderError::PermissionDenied(format!(
+            "bot {bot_name} belongs to {}, not {}",
+            bot.owner_name, owner.name
+        )));
+    }
+    Ok(bot)
+}
+
+/// The running season, for what needs one (queueing, playing).
+pub(crate) async fn running_season_tx(conn: &mut AnyConnection) -> Result<crate::model::Season> {
+    active_season_tx(conn).await?.ok_or_else(|| {
+        LadderError::Invalid("no season is running; an operator starts one".to_owned())
+    })
+}
+
 pub(crate) async fn load_bot(conn: &mut AnyConnection, name: &str) -> Result<Bot> {
     let row = sqlx::query(
         "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
@@ -265,16 +288,8 @@ async fn enqueue_tx(
     stake: i64,
     now: i64,
 ) -> Result<QueueEntry> {
-    let bot = load_bot(conn, bot_name).await?;
-    if bot.owner_id != owner.id {
-        return Err(LadderError::PermissionDenied(format!(
-            "bot {bot_name} belongs to {}, not {}",
-            bot.owner_name, owner.name
-        )));
-    }
-    let season = active_season_tx(conn).await?.ok_or_else(|| {
-        LadderError::Invalid("no season is running; an operator starts one".to_owned())
-    })?;
+    let bot = load_own_bot(conn, owner, bot_name).await?;
+    let season = running_season_tx(conn).await?;
     if bot.play != Play::Inactive {
         return Err(LadderError::Conflict(format!(
             "bot {bot_name} plays continuously ({}); `ladder bot deactivate {bot_name}` to queue it once",

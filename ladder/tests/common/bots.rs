@@ -6,6 +6,19 @@ use std::path::PathBuf;
 use duel_proto::v1 as pb;
 use tokio::net::TcpListener;
 
+/// The path of example bot `name` (`target/bots/NAME.wasm`), which must exist.
+pub fn wasm_path(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bots")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/build-bots or copy the example bots there",
+        path.display()
+    );
+    path.display().to_string()
+}
+
 /// The bytes of example bot `name` (`target/bots/NAME.wasm`).
 pub fn wasm(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

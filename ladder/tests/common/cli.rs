@@ -33,6 +33,35 @@ fn field<'a>(line: &'a str, field: &str) -> Option<&'a str> {
 
 /// Starts `ladder serve` on an ephemeral port, with its replays and signing
 /// key under `dir` and `extra` flags, and reads its addresses from its log.
+/// A `ladder worker` process, killed if the test fails before stopping it.
+pub struct Worker(pub Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ladder init` on the database, with operator `root` whose token goes to
+/// `dir/root.token`; with `signing_key`, also the replay signing key at
+/// `dir/signing.key`. Returns what it printed.
+pub fn init_root(db_url: &str, dir: &Path, signing_key: bool) -> String {
+    let mut init = Command::new(LADDER);
+    init.args(["init", "--db", db_url, "--operator", "root", "--token-file"])
+        .arg(dir.join("root.token"));
+    if signing_key {
+        init.arg("--signing-key").arg(dir.join("signing.key"));
+    }
+    let init = init.output().expect("ladder init");
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    String::from_utf8_lossy(&init.stdout).into_owned()
+}
+
 pub fn start_server(db_url: &str, dir: &Path, extra: &[&str]) -> Server {
     // Two in-process workers unless the caller says otherwise.
     let workers: &[&str] = if extra.contains(&"--workers") {

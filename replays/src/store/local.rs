@@ -214,20 +214,33 @@ fn write_durably(
     Ok(true)
 }
 
-impl StoreBackend for LocalBackend {
-    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ReplayError>> {
+impl LocalBackend {
+    /// Writes `bytes` durably under `key`; without `replace`, only if nothing
+    /// is there yet (`Ok(false)` when something is).
+    fn write(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        replace: bool,
+    ) -> BoxFuture<'_, Result<bool, ReplayError>> {
+        self.sweep_if_due();
+        let root = self.root.clone();
+        let temporary = self.temporary.clone();
+        let path = self.path(key);
         Box::pin(async move {
-            self.sweep_if_due();
-            let root = self.root.clone();
-            let temporary = self.temporary.clone();
-            let path = self.path(key);
             tokio::task::spawn_blocking(move || {
-                write_durably(&root, &temporary, &path, &bytes, true)
+                write_durably(&root, &temporary, &path, &bytes, replace)
             })
             .await
             .map_err(|error| ReplayError::Store(format!("write task failed: {error}")))?
-            .map(|_| ())
         })
+    }
+}
+
+impl StoreBackend for LocalBackend {
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ReplayError>> {
+        let written = self.write(key, bytes, true);
+        Box::pin(async move { written.await.map(|_| ()) })
     }
 
     fn put_new<'a>(
@@ -235,17 +248,7 @@ impl StoreBackend for LocalBackend {
         key: &'a str,
         bytes: Vec<u8>,
     ) -> BoxFuture<'a, Result<bool, ReplayError>> {
-        Box::pin(async move {
-            self.sweep_if_due();
-            let root = self.root.clone();
-            let temporary = self.temporary.clone();
-            let path = self.path(key);
-            tokio::task::spawn_blocking(move || {
-                write_durably(&root, &temporary, &path, &bytes, false)
-            })
-            .await
-            .map_err(|error| ReplayError::Store(format!("write task failed: {error}")))?
-        })
+        self.write(key, bytes, false)
     }
 
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, ReplayError>> {

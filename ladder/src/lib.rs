@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod model;
 pub mod rating;
 pub mod serve;
+pub mod site;
 pub mod store;
 pub mod validate;
 pub mod worker;

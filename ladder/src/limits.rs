@@ -131,3 +131,18 @@ const _: () = assert!(MAX_RAKE_BP < 10_000);
 const _: () = assert!(MAX_TRANSFER_CREDITS < i64::MAX / 1_000_000);
 const _: () = assert!(MAX_RPC_MESSAGE_BYTES < MAX_UPLOAD_MESSAGE_BYTES);
 const _: () = assert!(DEFAULT_MAX_CONCURRENT_COMPILES <= DEFAULT_MAX_CONCURRENT_UPLOADS);
+
+// The public site (`ladder serve --http`, src/site/).
+
+/// Points on a bot's rating chart: its last this many rated matches.
+pub const MAX_CHART_POINTS: i64 = 500;
+/// Opponents listed on a bot's page (those it met most often).
+pub const MAX_OPPONENTS_LISTED: i64 = 50;
+/// Rows of a listing page (matches, a class's table) unless `limit=` asks fewer.
+pub const SITE_PAGE_ROWS: usize = 50;
+/// The most rows one page may ask for (`limit=`).
+pub const MAX_SITE_PAGE_ROWS: usize = 200;
+/// Rows of each class's table and of the latest matches on the home page.
+pub const HOME_TOP_ROWS: usize = 10;
+/// How long browsers and caches may reuse a page or its JSON twin.
+pub const SITE_PAGE_MAX_AGE_S: u32 = 5;

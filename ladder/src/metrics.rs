@@ -1,6 +1,7 @@
 //! Prometheus metrics of `ladder serve` and `ladder worker`: matches accepted,
 //! running, settled and voided per class, settlement latency, queue size,
-//! worker leases held and store errors, in the OpenMetrics text format
+//! worker leases held, decision latency per bot kind and store errors, in the
+//! OpenMetrics text format
 //! (prometheus-client, encoded and served by the referee's `grpc::metrics`).
 //!
 //! Counters count what this process did (its waves, its workers): with several
@@ -8,6 +9,7 @@
 
 use std::sync::Arc;
 
+use duel_replays::{FighterKind, Replay};
 use duel_rules::WeightClass;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -23,6 +25,12 @@ use crate::worker::Worked;
 /// acceptance to its settlement), in seconds.
 const SETTLEMENT_BUCKETS_S: [f64; 10] = [
     1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3_600.0,
+];
+
+/// Upper bounds of the decision latency histogram, in seconds: from a
+/// built-in bot's microseconds to an endpoint's seconds (the wall clock is 10 s).
+const DECISION_BUCKETS_S: [f64; 12] = [
+    0.000_01, 0.000_05, 0.000_1, 0.000_5, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0,
 ];
 
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -62,6 +70,29 @@ struct ClassLabel {
     class: Class,
 }
 
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+enum Kind {
+    builtin,
+    wasm,
+    endpoint,
+}
+
+impl From<FighterKind> for Kind {
+    fn from(kind: FighterKind) -> Kind {
+        match kind {
+            FighterKind::Builtin => Kind::builtin,
+            FighterKind::Wasm => Kind::wasm,
+            FighterKind::Endpoint => Kind::endpoint,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: Kind,
+}
+
 /// The metrics of one ladder process and the registry that exposes them.
 #[derive(Debug)]
 pub struct LadderMetrics {
@@ -71,6 +102,7 @@ pub struct LadderMetrics {
     queue: Family<ClassLabel, Gauge>,
     leases: Gauge,
     settlement_latency_s: Histogram,
+    decision_latency_s: Family<KindLabel, Histogram>,
     store_errors: Counter,
 }
 
@@ -84,6 +116,7 @@ impl Default for LadderMetrics {
             queue: Family::default(),
             leases: Gauge::default(),
             settlement_latency_s: Histogram::new(SETTLEMENT_BUCKETS_S),
+            decision_latency_s: Family::new_with_constructor(|| Histogram::new(DECISION_BUCKETS_S)),
             store_errors: Counter::default(),
         };
         registry.register(
@@ -112,6 +145,11 @@ impl Default for LadderMetrics {
             metrics.settlement_latency_s.clone(),
         );
         registry.register(
+            "decision_latency_seconds",
+            "How long bots took to decide, per decision of the matches this process's workers played, by bot kind",
+            metrics.decision_latency_s.clone(),
+        );
+        registry.register(
             "store_errors",
             "Worker passes and pairing waves that failed on the database",
             metrics.store_errors.clone(),
@@ -128,6 +166,11 @@ impl Default for LadderMetrics {
             }
             let _ = metrics.running.get_or_create(&ClassLabel { class });
             let _ = metrics.queue.get_or_create(&ClassLabel { class });
+        }
+        for kind in [Kind::builtin, Kind::wasm, Kind::endpoint] {
+            let _ = metrics
+                .decision_latency_s
+                .get_or_create(&KindLabel { kind });
         }
         LadderMetrics {
             registry,
@@ -186,6 +229,23 @@ impl LadderMetrics {
             }
             Worked::Voided { .. } => self.count(class, MatchState::voided, 1),
             Worked::Settled(_) | Worked::Idle | Worked::LostLease { .. } => {}
+        }
+    }
+
+    /// Every timed decision of a played match, by the kind of bot that made it.
+    pub fn decisions(&self, replay: &Replay) {
+        let kinds = replay.fighters.each_ref().map(|fighter| KindLabel {
+            kind: fighter.kind.into(),
+        });
+        let [a, b] = kinds
+            .each_ref()
+            .map(|kind| self.decision_latency_s.get_or_create(kind).clone());
+        for exchange in replay.rounds.iter().flat_map(|round| &round.exchanges) {
+            for (side, histogram) in [(&exchange.a, &a), (&exchange.b, &b)] {
+                if let Some(latency_us) = side.latency_us {
+                    histogram.observe(latency_us as f64 / 1_000_000.0);
+                }
+            }
         }
     }
 

@@ -172,12 +172,16 @@ pub async fn serve(
         );
         let mut stop = shutdown.clone();
         let http_limits = config.http_limits;
+        let site_store = store.clone();
         tasks.push(tokio::spawn(async move {
             let stopped = async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             };
-            // The replay service, and this process's `/metrics` beside it.
-            let router = publish::router(state).merge(metrics_router(move || metrics.render()));
+            // The replay service, this process's `/metrics` beside it,
+            // and the public site (pages and their JSON twins) over the store.
+            let router = publish::router(state)
+                .merge(metrics_router(move || metrics.render()))
+                .merge(crate::site::router(site_store));
             if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await
             {
                 tracing::error!(%error, "the replay HTTP service stopped");

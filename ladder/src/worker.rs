@@ -430,6 +430,9 @@ async fn run_claim(
     if let Some(live) = live {
         live.finish(&replay.result);
     }
+    if let Some(metrics) = &config.metrics {
+        metrics.decisions(&replay);
+    }
     let winner = match replay.result.winner.into() {
         Winner::A => Outcome::A,
         Winner::B => Outcome::B,

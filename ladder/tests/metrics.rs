@@ -160,6 +160,50 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
             .starts_with("duel_ladder_settlement_latency_seconds")),
         "the settlement latency histogram is exposed"
     );
+    // Decision latency by bot kind: one observation per timed decision of
+    // the matches played, all by WASM bots.
+    let mut timed = 0;
+    for game in cli
+        .json(&root, &["matches", "--state", "settled"])
+        .as_array()
+        .expect("matches")
+    {
+        let id = game["id"].as_str().expect("id");
+        let body = http
+            .get(format!("{base}/replays/{id}"))
+            .send()
+            .await
+            .expect("replay")
+            .bytes()
+            .await
+            .expect("replay body");
+        let replay: serde_json::Value = serde_json::from_slice(&body).expect("replay JSON");
+        for round in replay["rounds"].as_array().expect("rounds") {
+            for exchange in round["exchanges"].as_array().expect("exchanges") {
+                timed += ["a", "b"]
+                    .iter()
+                    .filter(|side| exchange[**side]["latency_us"].is_u64())
+                    .count();
+            }
+        }
+    }
+    assert!(timed > 0);
+    let decisions = |kind: &str| {
+        worker_scrape
+            .samples
+            .iter()
+            .filter(|sample| sample.metric == "duel_ladder_decision_latency_seconds")
+            .filter(|sample| sample.labels.get("kind") == Some(kind))
+            .find_map(|sample| match &sample.value {
+                Value::Histogram(buckets) => buckets
+                    .iter()
+                    .find(|bucket| bucket.less_than.is_infinite())
+                    .map(|bucket| bucket.count),
+                _ => None,
+            })
+    };
+    assert_eq!(decisions("wasm"), Some(timed as f64));
+    assert_eq!(decisions("endpoint"), Some(0.0));
     // The server: the matches its waves accepted, and the queue left.
     let serve_scrape = scrape(&http, &serve_url).await.expect("serve's /metrics");
     assert_eq!(

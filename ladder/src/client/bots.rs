@@ -210,7 +210,13 @@ fn render_list(bots: &[pb::LadderBot], json: bool) -> String {
     if json {
         json_line(&Value::Array(bots.iter().map(bot_json).collect()))
     } else {
-        bots.iter().map(bot_line).collect()
+        // One line per bot, with its play state (and why it is paused).
+        bots.iter()
+            .map(|bot| {
+                let line = bot_line(bot);
+                format!("{}: {}\n", line.trim_end(), play_text(bot))
+            })
+            .collect()
     }
 }
 
@@ -352,6 +358,17 @@ mod tests {
              \"kind\":\"builtin\",\"spec\":\"builtin:counter\",\"version\":1}]}\n"
         );
         assert_eq!(render_list(&[], false), "");
+        let paused = pb::LadderBot {
+            play: "paused".into(),
+            active_stake: 25,
+            paused_reason: "balance 10 is below the stake 25".into(),
+            ..counter()
+        };
+        assert_eq!(
+            render_list(&[counter(), paused], false),
+            "counter (owner alice, class light, version 2): inactive\n\
+             counter (owner alice, class light, version 2): paused: balance 10 is below the stake 25\n"
+        );
         assert_eq!(render_list(&[], true), "[]\n");
     }
 

@@ -15,6 +15,7 @@ mod play;
 mod postgres;
 mod registry;
 mod seasons;
+pub mod site;
 mod sqlite;
 mod status;
 

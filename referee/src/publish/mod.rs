@@ -143,8 +143,9 @@ pub fn router(state: PublishState) -> Router {
         .layer(axum::middleware::map_response(security_headers))
 }
 
-/// The headers every answer carries, errors included.
-async fn security_headers(mut response: Response) -> Response {
+/// The headers every answer carries, errors included; public so that routes
+/// served beside these (the ladder's site) carry the same.
+pub async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,

@@ -22,6 +22,7 @@ pub mod model;
 pub mod rating;
 pub mod serve;
 pub mod store;
+pub mod tv;
 pub mod validate;
 pub mod worker;
 

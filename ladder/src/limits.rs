@@ -170,6 +170,5 @@ pub const TV_KEEP_ALIVE: std::time::Duration = duel_referee::limits::LIVE_KEEP_A
 
 const _: () = assert!(DEFAULT_TV_EXCHANGE_MS <= MAX_TV_EXCHANGE_MS);
 const _: () = assert!(TV_RECENTLY_SHOWN < TV_CANDIDATE_MATCHES);
-const _: () = assert!(
-    TV_KEEP_ALIVE.as_millis() < duel_referee::limits::HTTP_IDLE_TIMEOUT.as_millis()
-);
+const _: () =
+    assert!(TV_KEEP_ALIVE.as_millis() < duel_referee::limits::HTTP_IDLE_TIMEOUT.as_millis());

@@ -108,7 +108,7 @@ enum Command {
             long,
             value_name = "MS",
             default_value_t = duel_ladder::limits::DEFAULT_TV_EXCHANGE_MS,
-            value_parser = clap::value_parser!(u64).range(1..=duel_ladder::limits::MAX_TV_EXCHANGE_MS as i64)
+            value_parser = clap::value_parser!(u64).range(1..=duel_ladder::limits::MAX_TV_EXCHANGE_MS)
         )]
         tv_exchange_ms: u64,
         #[command(flatten)]

@@ -169,7 +169,12 @@ pub async fn serve(
     if let Some((listener, _)) = http {
         // Duel TV replays settled matches at a watchable pace (`/tv`), each
         // also a live feed while it airs.
-        let duel_tv = DuelTv::new(store.clone(), replays.clone(), Some(live.clone()), config.tv);
+        let duel_tv = DuelTv::new(
+            store.clone(),
+            replays.clone(),
+            Some(live.clone()),
+            config.tv,
+        );
         tasks.push(tokio::spawn(duel_tv.clone().run(shutdown.clone())));
         let state = PublishState::new(
             replays.clone(),

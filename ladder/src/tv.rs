@@ -416,7 +416,7 @@ impl DuelTv {
     async fn load(&self, settled: &SettledMatch) -> Loaded {
         let id = &settled.id;
         let failed = |why: String| {
-            tracing::warn!(match_id = %id, why, "Duel TV skips this match: its replay is unusable");
+            tracing::warn!(match_id = %id, %why, "Duel TV skips this match: its replay is unusable");
             None
         };
         if settled.replay_path.is_none() {
@@ -442,7 +442,7 @@ impl DuelTv {
             return;
         };
         let mut program = lock(&self.inner.program);
-        update(&mut program);
+        update(&mut *program);
         program.frames.push(Arc::clone(&frame));
         // No watcher is not an error.
         let _ = self.inner.sender.send(frame);
@@ -465,7 +465,11 @@ impl DuelTv {
             fighters: settled.names.clone(),
             why,
             exchange: 0,
-            exchanges: replay.rounds.iter().map(|round| round.exchanges.len()).sum(),
+            exchanges: replay
+                .rounds
+                .iter()
+                .map(|round| round.exchanges.len())
+                .sum(),
             ended: false,
             start_hp: ruleset.start_hp(),
             max_stamina: ruleset.max_stamina(),
@@ -502,8 +506,7 @@ impl DuelTv {
                 let event = LiveEvent::Exchange {
                     round: round.number,
                     exchange: Box::new(exchange.clone()),
-                    round_result: (index + 1 == round.exchanges.len())
-                        .then(|| round.result.clone()),
+                    round_result: (index + 1 == round.exchanges.len()).then_some(round.result),
                 };
                 shown += 1;
                 self.publish(&event, |program| {
@@ -564,11 +567,7 @@ pub fn router(tv: DuelTv) -> Router {
 }
 
 fn json_error(status: StatusCode, message: String) -> Response {
-    (
-        status,
-        axum::Json(serde_json::json!({ "error": message })),
-    )
-        .into_response()
+    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
 }
 
 async fn tv_feed(State(tv): State<DuelTv>) -> Response {
@@ -583,13 +582,10 @@ async fn tv_feed(State(tv): State<DuelTv>) -> Response {
         let _ = stopped.wait_for(|stopped| *stopped).await;
     };
     // A lagging watcher skips what it missed rather than holding the broadcast.
-    let live =
-        BroadcastStream::new(watch.receiver).filter_map(|frame| async move { frame.ok() });
+    let live = BroadcastStream::new(watch.receiver).filter_map(|frame| async move { frame.ok() });
     let stream = futures::stream::iter(watch.history)
         .chain(live)
-        .map(|frame| {
-            Ok::<Event, Infallible>(Event::default().event(frame.kind).data(&frame.data))
-        })
+        .map(|frame| Ok::<Event, Infallible>(Event::default().event(frame.kind).data(&frame.data)))
         .take_until(off_air);
     (
         [(header::CACHE_CONTROL, "no-cache")],
@@ -708,10 +704,7 @@ mod tests {
             Some((0, Why::Latest))
         );
         // The only match is shown again; none is none.
-        assert_eq!(
-            choose(&all[..1], &ids(&["new"])),
-            Some((0, Why::Latest))
-        );
+        assert_eq!(choose(&all[..1], &ids(&["new"])), Some((0, Why::Latest)));
         assert_eq!(choose(&[], &ids(&["new"])), None);
     }
 }

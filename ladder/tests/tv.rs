@@ -110,7 +110,12 @@ async fn settle_matches(db: &TestDb, replays: &std::path::Path) -> HashSet<Strin
         let (owner, _) = db.owner(&format!("owner{index}"), 1_000).await;
         let name = format!("bot{index}");
         ladder
-            .register_bot(&owner, &name, "light", Registration::Builtin((*spec).to_owned()))
+            .register_bot(
+                &owner,
+                &name,
+                "light",
+                Registration::Builtin((*spec).to_owned()),
+            )
             .await
             .expect("register");
         ladder.enqueue(&owner, &name, 10).await.expect("enqueue");
@@ -261,7 +266,9 @@ async fn replay_exchanges(http: &reqwest::Client, base: &str, id: &str) -> Vec<(
 fn numbers(event: &SseEvent) -> (u64, u64) {
     (
         event.data["round"].as_u64().expect("round"),
-        event.data["exchange"]["number"].as_u64().expect("exchange number"),
+        event.data["exchange"]["number"]
+            .as_u64()
+            .expect("exchange number"),
     )
 }
 
@@ -277,7 +284,10 @@ struct Watched {
 async fn watch_match(sse: &mut Sse) -> Watched {
     let start = sse.next_event().await;
     assert_eq!(start.kind, "start", "{:?}", start.data);
-    let id = start.data["match_id"].as_str().expect("match id").to_owned();
+    let id = start.data["match_id"]
+        .as_str()
+        .expect("match id")
+        .to_owned();
     let mut exchanges = Vec::new();
     loop {
         let event = sse.next_event().await;
@@ -357,7 +367,10 @@ async fn duel_tv_broadcasts(db: &TestDb) {
     let deadline = Instant::now() + EVENT_DEADLINE;
     let mut listed = false;
     while !listed {
-        assert!(Instant::now() < deadline, "/live never listed the match on air");
+        assert!(
+            Instant::now() < deadline,
+            "/live never listed the match on air"
+        );
         tokio::time::sleep(PACE / 3).await;
         let now = get_json(&http, &format!("{base}/tv/now")).await;
         let on_air = &now["on_air"];
@@ -367,7 +380,11 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         assert!(settled.contains(id), "{now}");
         assert_eq!(on_air["class"], "light", "{now}");
         assert_eq!(on_air["season"], "winter", "{now}");
-        assert_eq!(on_air["fighters"].as_array().map(Vec::len), Some(2), "{now}");
+        assert_eq!(
+            on_air["fighters"].as_array().map(Vec::len),
+            Some(2),
+            "{now}"
+        );
         let total = replay_exchanges(&http, &base, id).await.len();
         assert_eq!(on_air["exchanges"].as_u64(), Some(total as u64), "{now}");
         assert!(on_air["exchange"].as_u64().expect("exchange") <= total as u64);
@@ -385,7 +402,10 @@ async fn duel_tv_broadcasts(db: &TestDb) {
     // start and exchanges so far, then the rest, with no gap or repeat.
     let deadline = Instant::now() + EVENT_DEADLINE;
     loop {
-        assert!(Instant::now() < deadline, "never joined a match in its middle");
+        assert!(
+            Instant::now() < deadline,
+            "never joined a match in its middle"
+        );
         let now = get_json(&http, &format!("{base}/tv/now")).await;
         let on_air = &now["on_air"];
         let shown = on_air["exchange"].as_u64().unwrap_or(0);
@@ -404,7 +424,10 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         // have come from the history; the rest live; none missed or twice.
         let expected = replay_exchanges(&http, &base, &id).await;
         let seen: Vec<(u64, u64)> = watched.exchanges.iter().map(numbers).collect();
-        assert_eq!(seen, expected, "the late watcher's match {id} ({shown} shown before)");
+        assert_eq!(
+            seen, expected,
+            "the late watcher's match {id} ({shown} shown before)"
+        );
         // And it goes on to the next match.
         let next = late.next_event().await;
         assert_eq!(next.kind, "start");
@@ -418,11 +441,7 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         ("/tv/tv.css", "text/css"),
         ("/tv/now", "application/json"),
     ] {
-        let response = http
-            .get(format!("{base}{path}"))
-            .send()
-            .await
-            .expect("GET");
+        let response = http.get(format!("{base}{path}")).send().await.expect("GET");
         assert_eq!(response.status(), 200, "{path}");
         let headers = response.headers();
         let header = |name: &str| {
@@ -438,14 +457,21 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         let body = response.text().await.expect("body");
         assert!(!body.is_empty(), "{path}");
         if path == "/tv/tv.js" {
-            assert!(body.contains("EventSource(\"/tv\")"), "the widget follows /tv");
+            assert!(
+                body.contains("EventSource(\"/tv\")"),
+                "the widget follows /tv"
+            );
             assert!(!body.contains("innerHTML"), "no HTML from data");
         }
     }
 
-    // Shutdown ends the watchers still connected and the server returns.
+    // Shutdown ends the watchers still connected and the server returns. The
+    // first watcher reads on meanwhile (what it left unread included).
+    let first = tokio::spawn(async move { first.drain().await });
     server.shut_down().await;
-    first.drain().await;
+    first
+        .await
+        .expect("the first watcher's stream ends at shutdown");
 }
 both_backends!(duel_tv_broadcasts_settled_matches, duel_tv_broadcasts);
 

@@ -1,6 +1,6 @@
 // Duel TV widget: fills <section id="tv"> on the home page with the match on
 // air at /tv (server-sent events: start, exchange, end, across matches), live.
-// No framework, no inline style, no innerHTML: text goes in through
+// No framework, no inline style, no HTML parsed from data: text goes in through
 // textContent, bar widths through element.style (the site's CSP allows both).
 (function () {
   "use strict";

@@ -442,7 +442,7 @@ impl DuelTv {
             return;
         };
         let mut program = lock(&self.inner.program);
-        update(&mut *program);
+        update(&mut program);
         program.frames.push(Arc::clone(&frame));
         // No watcher is not an error.
         let _ = self.inner.sender.send(frame);

@@ -497,3 +497,201 @@ async fn duel_tv_waits_for_a_match(db: &TestDb) {
     sse.drain().await;
 }
 both_backends!(duel_tv_with_no_settled_match, duel_tv_waits_for_a_match);
+
+/// The home page's Duel TV snippet, as the site's `/` contains it.
+const HOME_SNIPPET: &str = r#"<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Duel ladder</title>
+<link rel="stylesheet" href="/tv/tv.css"><script src="/tv/tv.js" defer></script>
+</head><body><main><section id="tv" class="tv" aria-label="Duel TV"></section></main></body></html>"#;
+
+/// Duel TV (its broadcaster and routes) beside the replay service, with a
+/// stand-in home page holding the widget's snippet under the site's CSP: a
+/// browser needs a page of the same origin.
+async fn serve_widget(db: &TestDb, replays: &std::path::Path) -> (String, watch::Sender<bool>) {
+    use axum::routing::get;
+    use duel_ladder::tv::{self, DuelTv};
+    use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
+
+    let store = duel_replays::store::ReplayStore::open(&replays.display().to_string())
+        .expect("replay store");
+    let live = LiveFeeds::new();
+    let mut config = test_tv();
+    // Slow enough to see each exchange in the page.
+    config.exchange_pace = Duration::from_millis(150);
+    let duel_tv = DuelTv::new(db.store.clone(), store.clone(), Some(live.clone()), config);
+    let (stop, shutdown) = watch::channel(false);
+    tokio::spawn(duel_tv.clone().run(shutdown.clone()));
+    let key = duel_replays::SigningKey::from_bytes(&[3; 32]);
+    let state = PublishState::new(store, key.verifying_key(), live, RateConfig::default());
+    let home = axum::Router::new()
+        .route(
+            "/",
+            get(|| async {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    HOME_SNIPPET,
+                )
+            }),
+        )
+        .layer(axum::middleware::map_response(publish::security_headers));
+    let router = publish::router(state)
+        .merge(tv::router(duel_tv))
+        .merge(home);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let mut stopped = shutdown;
+    tokio::spawn(publish::serve_router(
+        listener,
+        router,
+        HttpLimits::default(),
+        async move {
+            let _ = stopped.wait_for(|stopped| *stopped).await;
+        },
+    ));
+    (format!("http://{address}"), stop)
+}
+
+/// The widget in real headless Chromium: it shows the match on air and
+/// advances exchange by exchange (names, round and exchange, HP bars as wide
+/// as the HP left), links the live viewer then the replay, goes on to the
+/// next match, breaks no CSP rule and fits 390 px. Screenshots are kept
+/// under the target folder (`tv-screenshots/`).
+#[test]
+fn the_widget_follows_duel_tv_in_chromium() {
+    use common::chromium::{Chromium, screenshot_folder};
+    use serde_json::json;
+
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let replays = dir.path().join("replays");
+    let (db, settled, base, stop) = runtime.block_on(async {
+        let db = TestDb::sqlite().await;
+        let settled = settle_matches(&db, &replays).await;
+        let (base, stop) = serve_widget(&db, &replays).await;
+        (db, settled, base, stop)
+    });
+    // Every CSP violation of the page, recorded before its scripts run.
+    chromium.call("Page.enable", json!({}));
+    chromium.call(
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({"source": "window.cspViolations = []; document.addEventListener(\
+            'securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective));"}),
+    );
+    chromium.navigate(&format!("{base}/"));
+    chromium.wait_for(
+        "document.getElementById('tv').dataset.state === 'live' \
+         && Number(document.getElementById('tv').dataset.exchanges) >= 1",
+        &json!(true),
+    );
+    let id = chromium.eval("document.getElementById('tv').dataset.matchId");
+    let id = id.as_str().expect("match id on air").to_owned();
+    assert!(settled.contains(&id), "{id}");
+    let names =
+        chromium.eval("[...document.querySelectorAll('#tv .tv-name')].map((e) => e.textContent)");
+    let names: Vec<&str> = names
+        .as_array()
+        .expect("names")
+        .iter()
+        .map(|name| name.as_str().expect("name"))
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(
+        names.iter().all(|name| name.starts_with("bot")),
+        "{names:?}"
+    );
+    assert_eq!(
+        chromium.eval("document.querySelector('#tv .tv-link').getAttribute('href')"),
+        json!(format!("/live/{id}/view"))
+    );
+    // Exchange by exchange: the count and the progress line move on, and
+    // each HP bar is as wide as the HP left (set through element.style).
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + EVENT_DEADLINE;
+    while seen.len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the widget did not advance: {seen:?}"
+        );
+        let state = chromium.eval(
+            "(() => { const tv = document.getElementById('tv'); \
+             const hp = [...tv.querySelectorAll('.tv-hp')].map((m) => \
+               [Number(m.querySelector('.tv-value').textContent), m.querySelector('.tv-fill').style.width]); \
+             return { id: tv.dataset.matchId, state: tv.dataset.state, n: Number(tv.dataset.exchanges), \
+               progress: tv.querySelector('.tv-progress').textContent, hp: hp }; })()",
+        );
+        if state["id"] == id.as_str() && state["state"] == "live" {
+            let progress = state["progress"].as_str().expect("progress");
+            assert!(progress.starts_with("Round "), "{state}");
+            assert!(progress.contains(" · exchange "), "{state}");
+            for side in state["hp"].as_array().expect("hp") {
+                let hp = side[0].as_f64().expect("hp value");
+                let width = side[1].as_str().expect("width");
+                let percent: f64 = width
+                    .trim_end_matches('%')
+                    .parse()
+                    .unwrap_or_else(|_| panic!("bar width {width:?}"));
+                assert!(
+                    (percent - (hp / 160.0 * 100.0).clamp(0.0, 100.0)).abs() < 0.5,
+                    "{state}"
+                );
+            }
+            seen.insert(state["n"].as_u64().expect("count"));
+        }
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    let folder = screenshot_folder("tv-screenshots");
+    chromium.screenshot(&folder.join("tv-desktop.png"));
+    chromium.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+    );
+    assert_eq!(
+        chromium.eval("document.documentElement.scrollWidth <= 390"),
+        json!(true),
+        "the widget fits 390 px"
+    );
+    chromium.screenshot(&folder.join("tv-phone.png"));
+    // The end: the result and the replay's viewer; then the next match.
+    chromium.wait_for(
+        &format!(
+            "document.getElementById('tv').dataset.matchId !== '{id}' \
+             || document.getElementById('tv').dataset.state === 'ended'"
+        ),
+        &json!(true),
+    );
+    let ended = chromium.eval(
+        "(() => { const tv = document.getElementById('tv'); return [tv.dataset.matchId, \
+         tv.dataset.state, tv.querySelector('.tv-result').textContent, \
+         tv.querySelector('.tv-link').getAttribute('href')]; })()",
+    );
+    if ended[0] == id.as_str() {
+        let result = ended[2].as_str().expect("result");
+        assert!(
+            result.contains("wins the match") || result.contains("is a draw"),
+            "{ended}"
+        );
+        assert_eq!(ended[3], json!(format!("/replays/{id}/view")));
+    }
+    chromium.wait_for(
+        &format!(
+            "document.getElementById('tv').dataset.matchId !== '{id}' \
+             && document.getElementById('tv').dataset.state === 'live'"
+        ),
+        &json!(true),
+    );
+    assert_eq!(chromium.eval("window.cspViolations"), json!([]));
+    eprintln!("Duel TV screenshots in {}", folder.display());
+    stop.send_replace(true);
+    drop(chromium);
+    runtime.block_on(db.cleanup());
+}

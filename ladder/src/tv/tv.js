@@ -103,19 +103,29 @@
       view.link.href = "/live/" + encodeURIComponent(match.id) + "/view";
       view.link.textContent = "open in viewer";
       view.link.hidden = false;
-      // The maxima of the bars and why this match is on air.
-      const id = match.id;
+      describe(match.id, 2);
+    }
+
+    // The maxima of the bars and why this match is on air, from /tv/now;
+    // tried again once a second later when it fails (the defaults stay).
+    function describe(id, tries) {
       fetch("/tv/now", { headers: { accept: "application/json" } })
-        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(function (response) {
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.json();
+        })
         .then(function (now) {
           const onAir = now && now.on_air;
-          if (!onAir || !match || onAir.match_id !== id) return;
+          if (!onAir || !match || onAir.match_id !== id || match.id !== id) return;
           match.hp = onAir.start_hp || match.hp;
           match.stamina = onAir.max_stamina || match.stamina;
+          if (match.over) return;
           view.status.textContent = "Live · " + onAir.class + " · season " + onAir.season +
             " · " + (WHY[onAir.why] || onAir.why);
         })
-        .catch(function () { /* the defaults stay */ });
+        .catch(function () {
+          if (tries > 1) setTimeout(function () { describe(id, tries - 1); }, 1000);
+        });
     }
 
     function actionText(side) {

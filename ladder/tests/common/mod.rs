@@ -6,6 +6,8 @@
 #![allow(dead_code)]
 
 pub mod bots;
+#[path = "../../../referee/tests/support/chromium.rs"]
+pub mod chromium;
 pub mod cli;
 #[path = "../../../referee/tests/support/services.rs"]
 pub mod services;

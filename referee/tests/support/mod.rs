@@ -117,4 +117,5 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .expect("runtime")
 }
+pub mod chromium;
 pub mod services;

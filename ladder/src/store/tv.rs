@@ -28,7 +28,8 @@ impl Store {
     /// The `limit` settled matches accepted last, newest first. Ordered by
     /// acceptance, not settlement, so that the `(state, accepted_ms)` index
     /// answers it without a sort however many matches there are (matches
-    /// settle in acceptance order but for re-runs).
+    /// settle in acceptance order but for re-runs); matches of one wave
+    /// (accepted at the same millisecond) come in the index's order.
     pub async fn latest_settled(&self, limit: usize) -> Result<Vec<SettledMatch>> {
         let rows = sqlx::query(
             "SELECT m.id, m.class, m.winner, m.replay_path, m.accepted_ms, s.name AS season, \
@@ -38,7 +39,7 @@ impl Store {
              JOIN seasons s ON s.id = m.season_id \
              LEFT JOIN ratings ra ON ra.season_id = m.season_id AND ra.bot_id = m.bot_a \
              LEFT JOIN ratings rb ON rb.season_id = m.season_id AND rb.bot_id = m.bot_b \
-             WHERE m.state = 'settled' ORDER BY m.accepted_ms DESC, m.id DESC LIMIT $1",
+             WHERE m.state = 'settled' ORDER BY m.accepted_ms DESC LIMIT $1",
         )
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(self.pool())

@@ -23,6 +23,7 @@ pub mod rating;
 pub mod serve;
 pub mod site;
 pub mod store;
+pub mod tv;
 pub mod validate;
 pub mod worker;
 

@@ -98,6 +98,19 @@ enum Command {
         /// The Inference URL endpoint bots are told (default: http://<listen>).
         #[arg(long, value_name = "URL")]
         public_url: Option<String>,
+        /// Duel TV's pace (with --http): milliseconds between two exchanges
+        /// of the broadcast. Duel TV replays recently settled ranked matches
+        /// at this pace, one after another, at /tv (server-sent events) and
+        /// /tv/now, each also listed at /live while it airs. 700 shows a
+        /// 36-exchange match in about 25 s; lower is faster. Between two
+        /// matches it pauses for 4 exchanges.
+        #[arg(
+            long,
+            value_name = "MS",
+            default_value_t = duel_ladder::limits::DEFAULT_TV_EXCHANGE_MS,
+            value_parser = clap::value_parser!(u64).range(1..=duel_ladder::limits::MAX_TV_EXCHANGE_MS)
+        )]
+        tv_exchange_ms: u64,
         #[command(flatten)]
         limits: LimitArgs,
         #[command(flatten)]
@@ -416,6 +429,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
             wave_interval_ms,
             match_interval_ms,
             public_url,
+            tv_exchange_ms,
             limits,
             play,
         } => {
@@ -435,6 +449,9 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 quotas: limits.quotas(),
                 max_concurrent_compiles: limits.max_concurrent_compiles,
                 http_limits: limits.http(),
+                tv: duel_ladder::tv::TvConfig::paced(std::time::Duration::from_millis(
+                    tv_exchange_ms,
+                )),
             };
             let shutdown = Shutdown::install()?;
             duel_ladder::serve::serve(config, shutdown.receiver(), None)

@@ -1,7 +1,7 @@
 //! `ladder serve`: the gRPC API (with `duel.v1.Inference` for endpoint bots),
 //! in-process workers, the matchmaking wave timer and, on its own address, the
-//! public replay service over HTTP — all over one database, stopped together by
-//! one shutdown signal.
+//! public replay service over HTTP with Duel TV — all over one database,
+//! stopped together by one shutdown signal.
 //! Architecture invariant: the server owns no state of its own; everything lives in
 //! the store (and the replay store), so any number of `ladder worker` processes
 //! may share the database.
@@ -27,6 +27,7 @@ use crate::ladder::Ladder;
 use crate::metrics::LadderMetrics;
 use crate::model::OwnerQuotas;
 use crate::store::Store;
+use crate::tv::{self, DuelTv, TvConfig};
 use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 
 /// What `ladder serve` runs.
@@ -62,6 +63,8 @@ pub struct ServeConfig {
     pub max_concurrent_compiles: std::num::NonZeroUsize,
     /// Connections and timeouts of the replay service (`http`).
     pub http_limits: HttpLimits,
+    /// The pace of Duel TV, broadcast on `http` (`/tv`).
+    pub tv: TvConfig,
 }
 
 /// The addresses `ladder serve` listens on (port 0 picks one).
@@ -164,6 +167,15 @@ pub async fn serve(
         shutdown.clone(),
     )));
     if let Some((listener, _)) = http {
+        // Duel TV replays settled matches at a watchable pace (`/tv`), each
+        // also a live feed while it airs.
+        let duel_tv = DuelTv::new(
+            store.clone(),
+            replays.clone(),
+            Some(live.clone()),
+            config.tv,
+        );
+        tasks.push(tokio::spawn(duel_tv.clone().run(shutdown.clone())));
         let state = PublishState::new(
             replays.clone(),
             config.signing_key.verifying_key(),
@@ -177,10 +189,11 @@ pub async fn serve(
             let stopped = async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             };
-            // The replay service, this process's `/metrics` beside it,
+            // The replay service, this process's `/metrics` beside it, Duel TV,
             // and the public site (pages and their JSON twins) over the store.
             let router = publish::router(state)
                 .merge(metrics_router(move || metrics.render()))
+                .merge(tv::router(duel_tv))
                 .merge(crate::site::router(site_store));
             if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await
             {

@@ -10,6 +10,7 @@ mod watch_support;
 
 use std::path::PathBuf;
 use std::process::Command;
+
 use duel_referee::publish::RateConfig;
 use duel_replays::store::ReplayStore;
 use duel_rules::WeightClass;

@@ -97,21 +97,21 @@ fn match_rows(lines: &[MatchLine]) -> Markup {
         div.scroll {
             table.matches {
                 thead { tr {
-                    th { "Finished" } th { "Class" } th { "Fighters" } th { "Result" }
-                    th.num { "Stakes" } th { "Replay" }
+                    th { "Fighters" } th { "Result" } th { "Finished" } th.optional { "Class" }
+                    th.num.optional { "Stakes" } th { "Replay" }
                 } }
                 tbody {
                     @for line in lines {
                         tr {
-                            td { a href=(match_href(&line.id)) { (line.finished_ms.map_or_else(|| when(line.accepted_ms), when)) } }
-                            td { (line.class) }
                             td {
                                 a href=(bot_href(&line.bot_a)) { (line.bot_a) }
                                 " vs "
                                 a href=(bot_href(&line.bot_b)) { (line.bot_b) }
                             }
                             td { (result_text(line)) }
-                            td.num { (line.stake_a) " + " (line.stake_b) }
+                            td { a.when href=(match_href(&line.id)) { (line.finished_ms.map_or_else(|| when(line.accepted_ms), when)) } }
+                            td.optional { (line.class) }
+                            td.num.optional { (line.stake_a) " + " (line.stake_b) }
                             td {
                                 @if line.replay {
                                     a href=(format!("/replays/{}/view", line.id)) { "watch" }
@@ -143,8 +143,8 @@ fn class_table(season: &SeasonLine, table: &ClassTable, full_link: bool) -> Mark
                 div.scroll {
                     table.standings {
                         thead { tr {
-                            th.num { "#" } th { "Bot" } th { "Owner" } th.num { "Rating" }
-                            th.num { "RD" } th.num { "W" } th.num { "D" } th.num { "L" } th.num { "Matches" }
+                            th.num { "#" } th { "Bot" } th.optional { "Owner" } th.num { "Rating" }
+                            th.num { "RD" } th.num { "W" } th.num { "D" } th.num { "L" } th.num.optional { "Matches" }
                         } }
                         tbody {
                             @for row in &table.rows {
@@ -154,11 +154,11 @@ fn class_table(season: &SeasonLine, table: &ClassTable, full_link: bool) -> Mark
                                         a href=(bot_href(&row.bot)) { (row.bot) }
                                         @if row.provisional { abbr.provisional title="provisional: RD ≥ 110" { "?" } }
                                     }
-                                    td { (row.owner) }
+                                    td.optional { (row.owner) }
                                     td.num { (format!("{:.0}", row.rating)) }
                                     td.num { (format!("{:.0}", row.deviation)) }
                                     td.num { (row.wins) } td.num { (row.draws) } td.num { (row.losses) }
-                                    td.num { (row.games) }
+                                    td.num.optional { (row.games) }
                                 }
                             }
                         }
@@ -220,7 +220,7 @@ pub fn home(page: &HomePage) -> Markup {
                 section {
                     h2 { "Top of the standings" }
                     p.note { (SORT_NOTE) }
-                    div.classes {
+                    div.classes.compact {
                         @for table in &page.standings { (class_table(season, table, true)) }
                     }
                 }

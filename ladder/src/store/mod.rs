@@ -18,6 +18,7 @@ mod seasons;
 pub mod site;
 mod sqlite;
 mod status;
+mod tv;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -33,6 +34,7 @@ pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
 pub use seasons::SeasonChoice;
 pub use sqlite::Sqlite;
+pub use tv::SettledMatch;
 
 /// The SQL and transaction behaviour that differ between backends.
 pub trait Dialect: Send + Sync + std::fmt::Debug {

@@ -143,8 +143,10 @@ pub fn router(state: PublishState) -> Router {
         .layer(axum::middleware::map_response(security_headers))
 }
 
-/// The headers every answer carries, errors included; public so that routes
-/// served beside these (the ladder's site) carry the same.
+/// The headers every answer carries, errors included: [`CONTENT_SECURITY_POLICY`],
+/// `nosniff`, `X-Frame-Options: DENY` and a same-origin referrer policy. Other
+/// routers served beside [`router`] apply it as
+/// `.layer(axum::middleware::map_response(security_headers))`.
 pub async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(

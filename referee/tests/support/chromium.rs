@@ -1,20 +1,15 @@
-//! A headless Chromium driven over the DevTools protocol, for the tests of
-//! web pages (the replay viewer, the ladder site): launch, navigate, evaluate,
-//! click, screenshot. Shared by path (`#[path]`) with the ladder's tests; the
-//! including module must also have a sibling `services` module.
-
-#![allow(dead_code)]
+//! A headless Chromium driven over the DevTools protocol, for tests of the
+//! pages in a real browser (the replay viewer; the ladder's Duel TV widget
+//! includes this file too, beside its own `services`).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{Value, json};
-
-use super::services;
 
 /// A headless Chromium with its own profile, killed on drop.
 pub struct Chromium {
@@ -33,17 +28,17 @@ impl Drop for Chromium {
 }
 
 /// The Chromium to drive: `CHROMIUM`, or the first on PATH.
-pub fn chromium_binary() -> Option<String> {
+fn chromium_binary() -> Option<String> {
     std::env::var("CHROMIUM")
         .ok()
-        .or_else(|| services::program(&["chromium", "chromium-browser", "google-chrome"]))
+        .or_else(|| super::services::program(&["chromium", "chromium-browser", "google-chrome"]))
 }
 
 impl Chromium {
     /// A headless Chromium, or `None` (the test skipped) where there is none.
     pub fn launch() -> Option<Chromium> {
         let Some(binary) = chromium_binary() else {
-            services::skip(
+            super::services::skip(
                 "Chromium",
                 "not on PATH and CHROMIUM unset; scripts/ensure-chromium.sh installs it",
             );
@@ -209,7 +204,7 @@ impl Chromium {
         }
     }
 
-    pub fn screenshot(&mut self, path: &Path) {
+    pub fn screenshot(&mut self, path: &PathBuf) {
         // Let the bars finish their 0.25 s transition.
         std::thread::sleep(Duration::from_millis(400));
         let shot = self.call(
@@ -224,7 +219,7 @@ impl Chromium {
     }
 }
 
-/// `<target>/<name>`, created: where tests keep their screenshots.
+/// `NAME` under the target folder, created: where tests keep screenshots.
 pub fn screenshot_folder(name: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)

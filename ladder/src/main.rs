@@ -369,8 +369,10 @@ async fn run(cli: Cli) -> Result<Outcome> {
         } => {
             let signing_key = play.signing_key()?;
             let mut host_config = play.host_config()?;
+            // One object per replay: `ladder serve` lists them from the database.
             let replays = ReplayStore::open(&play.replays)
-                .with_context(|| format!("opening the replay store {}", play.replays))?;
+                .with_context(|| format!("opening the replay store {}", play.replays))?
+                .without_index();
             let store = Store::connect(&db)
                 .await
                 .with_context(|| format!("opening {db}"))?;

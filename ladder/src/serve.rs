@@ -95,7 +95,8 @@ pub async fn serve(
     bound: Option<tokio::sync::oneshot::Sender<Bound>>,
 ) -> Result<()> {
     let store = Store::connect(&config.db_url).await?;
-    let replays = ReplayStore::open(&config.replays)?;
+    // One object per replay: the listing is the settled matches (issue 15).
+    let replays = ReplayStore::open(&config.replays)?.without_index();
     let credentials = Credentials::new();
     let (listener, grpc_address) = bind(config.listen, "gRPC").await?;
     let mut host_config =
@@ -176,11 +177,12 @@ pub async fn serve(
             config.tv,
         );
         tasks.push(tokio::spawn(duel_tv.clone().run(shutdown.clone())));
-        let state = PublishState::new(
+        let state = PublishState::with_index(
             replays.clone(),
             config.signing_key.verifying_key(),
             live,
             RateConfig::default(),
+            Arc::new(crate::store::LadderReplayIndex(store.clone())),
         );
         let mut stop = shutdown.clone();
         let http_limits = config.http_limits;

@@ -195,7 +195,7 @@ pub enum Worked {
 }
 
 /// A stored acceptance time (ms since the epoch) in RFC 3339.
-fn rfc3339(ms: i64) -> Result<String> {
+pub(crate) fn rfc3339(ms: i64) -> Result<String> {
     let nanos = i128::from(ms) * 1_000_000;
     time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .ok()

@@ -129,6 +129,8 @@ async fn ranked_replay_is_public(db: &TestDb) {
     let one = cli.json(&alice, &["matches", "--id", &id]);
     let location = one["replay_path"].as_str().expect("replay location");
     assert!(std::path::Path::new(location).exists(), "{location}");
+    // One file per replay: the listing below comes from the database.
+    assert!(!path("replays").join("index").exists(), "no index files");
 
     let http = client::http_client().expect("http client");
     // The published key is the one init created.

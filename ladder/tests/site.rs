@@ -207,6 +207,43 @@ async fn site_of_a_season(db: &TestDb) {
         .collect();
     assert!(finished.windows(2).all(|w| w[0] >= w[1]), "{finished:?}");
 
+    // The replay listing (`GET /replays`) comes from the same rows: every
+    // settled match's replay once, three per page, newest first; by bot too.
+    let mut replays = Vec::new();
+    let mut next = "/replays?season=autumn&limit=3".to_owned();
+    loop {
+        let page = http.json(&next).await;
+        replays.extend(
+            page["replays"]
+                .as_array()
+                .expect("replays")
+                .iter()
+                .map(|meta| meta["id"].as_str().unwrap_or_default().to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(cursor) => next = format!("/replays?season=autumn&limit=3&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        replays.iter().collect::<HashSet<_>>(),
+        settled.iter().collect::<HashSet<_>>()
+    );
+    assert_eq!(replays.len(), settled.len());
+    let by_bot = http.json("/replays?bot=a-counter&limit=100").await;
+    let by_bot = by_bot["replays"].as_array().expect("replays");
+    assert!(!by_bot.is_empty());
+    assert!(by_bot.iter().all(|meta| {
+        meta["fighters"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["name"] == "a-counter"))
+    }));
+    assert!(
+        http.json("/replays?class=heavy").await["replays"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+
     // Home: the season, each class's top rows, the latest matches, Duel TV.
     let home = http.json("/api/home").await;
     assert_eq!(home["season"]["name"], "autumn");

@@ -255,3 +255,37 @@ fn a_torn_index_entry_is_rebuilt_from_its_replay() {
         );
     }
 }
+
+/// A store without its own index (the ladder's: its database lists the
+/// replays) writes one file per replay and nothing else; it keeps the same
+/// promises: the same bytes again are a no-op, other bytes are refused.
+#[test]
+fn a_store_without_index_writes_one_file_per_replay() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let store = open(folder.path()).without_index();
+    assert!(!store.is_indexed());
+    runtime().block_on(async {
+        for (id, day) in [("m1", 1), ("m2", 2), ("m3", 3)] {
+            store.put_json(&replay(id, day)).await.expect("put");
+        }
+        store.put_json(&replay("m2", 2)).await.expect("same bytes");
+        let refused = store.put_json(&replay("m2", 9)).await;
+        assert!(
+            matches!(refused, Err(duel_replays::ReplayError::Conflict(_))),
+            "{refused:?}"
+        );
+        assert_eq!(
+            store.get_json("m3").await.expect("get"),
+            Some(replay("m3", 3))
+        );
+        assert!(listed(&store, None).await.is_empty(), "no index of its own");
+    });
+    let written: Vec<PathBuf> = files(folder.path())
+        .into_iter()
+        .filter(|path| !path.starts_with("tmp"))
+        .collect();
+    assert_eq!(
+        written,
+        ["m1", "m2", "m3"].map(|id| PathBuf::from(format!("replays/{id}.json.zst")))
+    );
+}

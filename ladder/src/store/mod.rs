@@ -14,6 +14,7 @@ mod matches;
 mod play;
 mod postgres;
 mod registry;
+mod replay_index;
 mod seasons;
 pub mod site;
 mod sqlite;
@@ -32,6 +33,7 @@ use crate::error::{LadderError, Result};
 
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
+pub use replay_index::LadderReplayIndex;
 pub use seasons::SeasonChoice;
 pub use sqlite::Sqlite;
 pub use tv::SettledMatch;

@@ -33,7 +33,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use duel_replays::store::{ListQuery, ReplayStore, decompress, validate_id};
+use duel_replays::store::{
+    ListQuery, ReplayIndex, ReplayStore, check_query, decompress, validate_id,
+};
 use duel_replays::{ClassName, VerifyingKey, public_key_text};
 use futures::StreamExt;
 use governor::clock::{Clock, DefaultClock};
@@ -92,6 +94,8 @@ struct Inner {
     public_key: VerifyingKey,
     live: LiveFeeds,
     limiter: DefaultKeyedRateLimiter<IpAddr>,
+    /// Answers `GET /replays` instead of the store's own index.
+    index: Option<Arc<dyn ReplayIndex>>,
 }
 
 impl PublishState {
@@ -101,6 +105,28 @@ impl PublishState {
         live: LiveFeeds,
         rate: RateConfig,
     ) -> PublishState {
+        PublishState::build(store, public_key, live, rate, None)
+    }
+
+    /// Lists replays from `index` (the ladder's database) rather than the
+    /// store's own index: for a store opened [`ReplayStore::without_index`].
+    pub fn with_index(
+        store: ReplayStore,
+        public_key: VerifyingKey,
+        live: LiveFeeds,
+        rate: RateConfig,
+        index: Arc<dyn ReplayIndex>,
+    ) -> PublishState {
+        PublishState::build(store, public_key, live, rate, Some(index))
+    }
+
+    fn build(
+        store: ReplayStore,
+        public_key: VerifyingKey,
+        live: LiveFeeds,
+        rate: RateConfig,
+        index: Option<Arc<dyn ReplayIndex>>,
+    ) -> PublishState {
         let quota = Quota::per_minute(rate.listings_per_minute).allow_burst(rate.burst);
         PublishState {
             inner: Arc::new(Inner {
@@ -108,6 +134,7 @@ impl PublishState {
                 public_key,
                 live,
                 limiter: RateLimiter::keyed(quota),
+                index,
             }),
         }
     }
@@ -323,7 +350,13 @@ async fn list_replays(
 ) -> Result<Response, ApiError> {
     check_rate(&state, client_address(&parts))?;
     let query = parse_list_query(raw.as_deref())?;
-    let page = state.inner.store.list(&query).await?;
+    let page = match &state.inner.index {
+        Some(index) => {
+            check_query(&query)?;
+            index.list(&query).await?
+        }
+        None => state.inner.store.list(&query).await?,
+    };
     let mut response = axum::Json(page).into_response();
     response.headers_mut().insert(
         header::CACHE_CONTROL,

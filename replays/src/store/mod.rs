@@ -18,6 +18,11 @@
 //! - `index/pending/<order>` — the index entry of a replay whose entries are
 //!   being written: the journal that makes an index update all-or-nothing.
 //!
+//! A store opened [`ReplayStore::without_index`] writes the replay object
+//! alone: its listing is kept by its owner instead (the ladder lists its
+//! replays from its database, in the transaction that settles each match) and
+//! served through [`ReplayIndex`]. One file or object per replay.
+//!
 //! The replay object is written before its index entries, so a listing never
 //! names a replay that cannot be fetched. Before the entries, the entry is put
 //! in `index/pending/`; after all of them, it is removed. A writer that crashes
@@ -75,6 +80,14 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<Vec<String>, ReplayError>>;
 }
 
+/// A listing of replays kept outside the store (see
+/// [`ReplayStore::without_index`]): the ladder's database answers it.
+pub trait ReplayIndex: Send + Sync + fmt::Debug {
+    /// One page of replays matching `query` (already checked with
+    /// [`check_query`]), newest first.
+    fn list<'a>(&'a self, query: &'a ListQuery) -> BoxFuture<'a, Result<ListPage, ReplayError>>;
+}
+
 /// The index record of one replay: enough to list it without reading it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayMeta {
@@ -122,6 +135,8 @@ pub struct ReplayStore {
     description: String,
     /// Set once the journal a crashed writer left has been replayed.
     recovered: Arc<tokio::sync::OnceCell<()>>,
+    /// Whether this store keeps the listing index beside the replays.
+    indexed: bool,
 }
 
 /// The journal folder: index entries of replays being indexed.
@@ -215,7 +230,22 @@ impl ReplayStore {
             backend,
             description,
             recovered: Arc::new(tokio::sync::OnceCell::new()),
+            indexed: true,
         }
+    }
+
+    /// This store, writing each replay as one object and no index entries:
+    /// for an owner that keeps the listing itself (the ladder: its settled
+    /// matches are the index) and serves it through a [`ReplayIndex`].
+    /// [`ReplayStore::list`] then answers only what an indexed writer left.
+    pub fn without_index(mut self) -> ReplayStore {
+        self.indexed = false;
+        self
+    }
+
+    /// Whether [`ReplayStore::put_json`] writes listing index entries.
+    pub fn is_indexed(&self) -> bool {
+        self.indexed
     }
 
     /// Finishes the index updates a crashed writer left in the journal, once
@@ -337,7 +367,9 @@ impl ReplayStore {
         let replay = Replay::from_slice(json)?;
         let meta = meta_of(&replay)?;
         let order = order_name(&replay.accepted_at, &replay.match_id)?;
-        self.recover().await?;
+        if self.indexed {
+            self.recover().await?;
+        }
         // A published replay is never replaced: its URL is cached as
         // immutable. Publishing the same bytes again is a no-op here (and
         // finishes its index entries below); other bytes are refused.
@@ -350,6 +382,9 @@ impl ReplayStore {
             if stored.as_deref() != Some(json) {
                 return Err(ReplayError::Conflict(meta.id));
             }
+        }
+        if !self.indexed {
+            return Ok(meta);
         }
         // The journal entry first: from here on, a crash is finished by the
         // next process to use the store, so the entries appear all or none.
@@ -547,7 +582,9 @@ fn matches(meta: &ReplayMeta, query: &ListQuery) -> bool {
     bot_ok && season_ok && class_ok
 }
 
-fn check_query(query: &ListQuery) -> Result<(), ReplayError> {
+/// Checks a listing request: the page size, the filters' sizes, and that a
+/// cursor is made of safe characters.
+pub fn check_query(query: &ListQuery) -> Result<(), ReplayError> {
     if query.limit == 0 || query.limit > MAX_PAGE_REPLAYS {
         return Err(ReplayError::BadQuery(format!(
             "limit must be 1 to {MAX_PAGE_REPLAYS}, not {}",

@@ -35,31 +35,14 @@ async fn continuous_through_cli(db: &TestDb) {
         ("carol", "c-random", "builtin:random"),
     ];
     for (owner, bot, spec) in bots {
-        let token = path(&format!("{owner}.token"));
-        let token_text = token.to_str().expect("utf-8");
-        cli.ok(&root, &["account", "create", owner, "--out", token_text]);
-        cli.ok(
-            &root,
-            &[
-                "credits",
-                "grant",
-                owner,
-                "1000",
-                "--id",
-                &format!("seed:{owner}"),
-            ],
-        );
-        cli.ok(
-            &token,
-            &[
-                "bot",
-                "register",
-                bot,
-                "--class",
-                "light",
-                "--builtin",
-                spec,
-            ],
+        let token = common::cli::owner_with_bot(
+            &cli,
+            dir.path(),
+            owner,
+            1000,
+            bot,
+            ["--builtin", spec],
+            None,
         );
         let activated = cli.ok(&token, &["bot", "activate", bot, "--stake", "10"]);
         assert_eq!(activated, format!("{bot}: active, stake 10\n"));

@@ -6,11 +6,10 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, Worker, init_root, start_server, terminate};
+use common::cli::{Cli, init_root, start_server, terminate};
 use prometheus_parse::{Scrape, Value};
 
 const SETTLE_DEADLINE: Duration = Duration::from_secs(90);
@@ -60,17 +59,14 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
         &["--http", "127.0.0.1:0", "--workers", "0"],
     );
     let metrics_port = free_port();
-    let mut worker = Worker(
-        Command::new(LADDER)
-            .args(["worker", "--db", &db.url, "--workers", "2", "--replays"])
-            .arg(path("replays"))
-            .arg("--signing-key")
-            .arg(path("signing.key"))
-            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ladder worker"),
+    let metrics_listen = format!("127.0.0.1:{metrics_port}");
+    let mut worker = common::cli::start_worker(
+        &db.url,
+        dir.path(),
+        2,
+        &["--metrics-listen", &metrics_listen],
     );
+
     let base = server.http.clone().expect("the replay service runs");
     let cli = Cli {
         server: &server.url.clone(),

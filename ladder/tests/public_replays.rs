@@ -8,11 +8,10 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TestDb;
-use common::cli::{Cli, LADDER, Worker, init_root, start_server, terminate};
+use common::cli::{Cli, init_root, start_server, terminate};
 use duel_referee::publish::client;
 use duel_replays::{FighterKind, Replay};
 use serde_json::Value;
@@ -57,16 +56,8 @@ async fn ranked_replay_is_public(db: &TestDb) {
         dir.path(),
         &["--http", "127.0.0.1:0", "--workers", "0"],
     );
-    let mut worker = Worker(
-        Command::new(LADDER)
-            .args(["worker", "--db", &db.url, "--workers", "1", "--replays"])
-            .arg(path("replays"))
-            .arg("--signing-key")
-            .arg(path("signing.key"))
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ladder worker"),
-    );
+    let mut worker = common::cli::start_worker(&db.url, dir.path(), 1, &[]);
+
     let base = server.http.clone().expect("the replay service runs");
     let cli = Cli {
         server: &server.url.clone(),

@@ -129,33 +129,15 @@ async fn site_of_a_season(db: &TestDb) {
 
     cli.ok(&root, &["season", "start", "autumn"]);
     for (owner, bot, spec) in BOTS {
-        let token = path(&format!("{owner}.token"));
-        let token_text = token.to_str().expect("utf-8");
-        cli.ok(&root, &["account", "create", owner, "--out", token_text]);
-        cli.ok(
-            &root,
-            &[
-                "credits",
-                "grant",
-                owner,
-                "1000",
-                "--id",
-                &format!("seed:{owner}"),
-            ],
+        common::cli::owner_with_bot(
+            &cli,
+            dir.path(),
+            owner,
+            1000,
+            bot,
+            ["--builtin", spec],
+            Some(10),
         );
-        cli.ok(
-            &token,
-            &[
-                "bot",
-                "register",
-                bot,
-                "--class",
-                "light",
-                "--builtin",
-                spec,
-            ],
-        );
-        cli.ok(&token, &["bot", "activate", bot, "--stake", "10"]);
     }
     let started = Instant::now();
     while http.json("/api/matches").await["matches"]["items"]

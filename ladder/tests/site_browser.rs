@@ -11,11 +11,10 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::chromium::{Chromium, screenshot_folder};
-use common::cli::{Cli, LADDER, Worker, init_root, start_server, terminate};
+use common::cli::{Cli, init_root, start_server, terminate};
 use serde_json::{Value, json};
 
 const PLAY_DEADLINE: Duration = Duration::from_secs(90);
@@ -77,16 +76,8 @@ async fn a_person_browses_a_running_season() {
             "150",
         ],
     );
-    let mut worker = Worker(
-        Command::new(LADDER)
-            .args(["worker", "--db", &db.url, "--workers", "1", "--replays"])
-            .arg(path("replays"))
-            .arg("--signing-key")
-            .arg(path("signing.key"))
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ladder worker"),
-    );
+    let mut worker = common::cli::start_worker(&db.url, dir.path(), 1, &[]);
+
     let base = server.http.clone().expect("the site runs");
     let cli = Cli {
         server: &server.url.clone(),
@@ -113,23 +104,7 @@ async fn a_person_browses_a_running_season() {
             "builtin:random".to_owned(),
         ),
     ] {
-        let token = path(&format!("{owner}.token"));
-        let token_text = token.to_str().expect("utf-8");
-        cli.ok(&root, &["account", "create", owner, "--out", token_text]);
-        cli.ok(
-            &root,
-            &[
-                "credits",
-                "grant",
-                owner,
-                "5000",
-                "--id",
-                &format!("seed:{owner}"),
-            ],
-        );
-        let register = ["bot", "register", bot, "--class", "light", flag, &value];
-        cli.ok(&token, &register);
-        cli.ok(&token, &["bot", "activate", bot, "--stake", "10"]);
+        common::cli::owner_with_bot(&cli, dir.path(), owner, 5000, bot, [flag, &value], Some(10));
     }
     let http = reqwest::Client::new();
     let get_json = |path: String| {

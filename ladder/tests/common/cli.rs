@@ -159,6 +159,61 @@ impl Cli<'_> {
     }
 }
 
+/// A `ladder worker` process with `workers` workers over the database, the
+/// replays and the signing key under `dir` (as [`start_server`] uses them),
+/// plus `extra` flags.
+pub fn start_worker(db_url: &str, dir: &Path, workers: usize, extra: &[&str]) -> Worker {
+    Worker(
+        Command::new(LADDER)
+            .args(["worker", "--db", db_url, "--workers", &workers.to_string()])
+            .arg("--replays")
+            .arg(dir.join("replays"))
+            .arg("--signing-key")
+            .arg(dir.join("signing.key"))
+            .args(extra)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start ladder worker"),
+    )
+}
+
+/// An owner account `owner` (its token in `dir/<owner>.token`, `credits`
+/// granted) with bot `bot` registered in the light class from `source`
+/// (`["--builtin", spec]` or `["--wasm", path]`), activated at `stake` when
+/// given. Returns the token's path.
+pub fn owner_with_bot(
+    cli: &Cli,
+    dir: &Path,
+    owner: &str,
+    credits: u32,
+    bot: &str,
+    source: [&str; 2],
+    stake: Option<u32>,
+) -> std::path::PathBuf {
+    let root = dir.join("root.token");
+    let token = dir.join(format!("{owner}.token"));
+    let token_text = token.to_str().expect("utf-8 path");
+    cli.ok(&root, &["account", "create", owner, "--out", token_text]);
+    let credits = credits.to_string();
+    let grant_id = format!("seed:{owner}");
+    cli.ok(
+        &root,
+        &["credits", "grant", owner, &credits, "--id", &grant_id],
+    );
+    let [flag, value] = source;
+    cli.ok(
+        &token,
+        &["bot", "register", bot, "--class", "light", flag, value],
+    );
+    if let Some(stake) = stake {
+        cli.ok(
+            &token,
+            &["bot", "activate", bot, "--stake", &stake.to_string()],
+        );
+    }
+    token
+}
+
 /// Stops a `ladder` process with SIGTERM and asserts it exits cleanly within 20 s.
 pub async fn terminate(child: &mut Child, what: &str) {
     let pid = child.id().to_string();

@@ -110,6 +110,13 @@ impl Chromium {
 
     /// Sends one command (to the page once attached) and waits for its answer.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .unwrap_or_else(|error| panic!("{method} failed: {error}"))
+    }
+
+    /// [`Chromium::call`], with the protocol's error as `Err` (a page between
+    /// two documents answers "Inspected target navigated or closed").
+    pub fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -126,12 +133,10 @@ impl Chromium {
             };
             let value: Value = serde_json::from_str(text.as_str()).expect("DevTools JSON");
             if value["id"] == json!(id) {
-                assert!(
-                    value.get("error").is_none(),
-                    "{method} failed: {}",
-                    value["error"]
-                );
-                return value["result"].clone();
+                return match value.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(value["result"].clone()),
+                };
             }
         }
     }
@@ -172,16 +177,33 @@ impl Chromium {
         self.wait_for("location.href !== 'about:blank'", &json!(true));
     }
 
+    /// Polls `expression` until it equals `expected` (20 s at most). While
+    /// the page is between documents (after a click on a link) the protocol
+    /// refuses to evaluate; that counts as not yet.
     pub fn wait_for(&mut self, expression: &str, expected: &Value) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let value = self.eval(expression);
+            let answer = self.try_call(
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+            );
+            let value = match &answer {
+                Ok(result) => {
+                    assert!(
+                        result.get("exceptionDetails").is_none(),
+                        "{expression}: {}",
+                        result["exceptionDetails"]
+                    );
+                    result["result"]["value"].clone()
+                }
+                Err(_) => Value::Null,
+            };
             if &value == expected {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "{expression} stayed {value}, expected {expected}"
+                "{expression} stayed {value}, expected {expected} (last answer {answer:?})"
             );
             std::thread::sleep(Duration::from_millis(50));
         }

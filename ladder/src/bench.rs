@@ -32,6 +32,9 @@ pub struct BenchReport {
     pub settled_per_s: f64,
     /// The same matches run by the referee alone with the same concurrency.
     pub bare_per_s: f64,
+    /// `ledger check` over the database after the run: `Err` names the first
+    /// violation.
+    pub ledger: std::result::Result<(), String>,
 }
 
 fn rate(count: usize, elapsed: Duration) -> f64 {
@@ -172,6 +175,8 @@ pub async fn settle_bench(
             .map_err(|error| LadderError::Io(format!("bench baseline: {error}")))??;
     }
     let bare_per_s = rate(per_task * workers.max(1), started.elapsed());
+    // A faster ladder that breaks the books is no faster ladder.
+    let ledger = store.ledger_check().await?.map(|_| ());
     let report = BenchReport {
         backend: store.backend(),
         matches,
@@ -179,6 +184,7 @@ pub async fn settle_bench(
         accepted_per_s,
         settled_per_s,
         bare_per_s,
+        ledger,
     };
     store.close().await;
     Ok(report)

@@ -471,16 +471,25 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 .await
                 .with_context(|| format!("benchmarking {db}"))?;
             println!(
-                "{}: {} matches, {} workers: accepted {:.0}/s, settled {:.0}/s, bare referee {:.0}/s (ratio {:.2})",
+                "{}: {} matches, {} workers: accepted {:.0}/s, settled {:.0}/s, bare referee {:.0}/s (the referee alone is {:.0}x faster)",
                 report.backend,
                 report.matches,
                 report.workers,
                 report.accepted_per_s,
                 report.settled_per_s,
                 report.bare_per_s,
-                report.settled_per_s / report.bare_per_s.max(1e-9)
+                report.bare_per_s / report.settled_per_s.max(1e-9)
             );
-            Ok(Outcome::Done)
+            match &report.ledger {
+                Ok(()) => {
+                    println!("ledger check: ok");
+                    Ok(Outcome::Done)
+                }
+                Err(violation) => {
+                    eprintln!("ledger check: {violation}");
+                    Ok(Outcome::Negative)
+                }
+            }
         }
         Command::Ledger {
             command: LedgerCommand::Check { db: None, json },

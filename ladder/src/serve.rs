@@ -218,7 +218,9 @@ pub async fn serve(
         .add_service(ladder_service)
         .add_service(inference_service)
         .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            // `serve_with_incoming` ignores `Server::tcp_nodelay`: endpoint
+            // bots' Inference calls are small messages that Nagle would delay.
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             },

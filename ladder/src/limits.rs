@@ -164,9 +164,9 @@ pub const TV_CANDIDATE_MATCHES: usize = 5;
 /// candidate exists: one less than the candidates, so a quiet ladder's last
 /// matches are shown in turn.
 pub const TV_RECENTLY_SHOWN: usize = TV_CANDIDATE_MATCHES - 1;
-/// A win is an upset when the winner's rating is still this much below the
-/// loser's after the match (ratings are read after settlement, when the win
-/// has already narrowed the gap).
+/// A win is an upset when the winner was rated this much below the loser
+/// before the match (from `rating_history`; after it for a bot's first match
+/// of the season, when the win has already narrowed the gap).
 pub const TV_UPSET_MIN_RATING_GAP: f64 = 50.0;
 /// A match is close when it was decided by one round at most and the damage
 /// dealt differs by at most this share of the total, in percent.

@@ -114,7 +114,8 @@ pub struct Candidate {
     pub winner: WinnerName,
     pub round_wins: [u8; 2],
     pub damage: [u32; 2],
-    /// The bots' ratings after the match, when rated.
+    /// The bots' ratings before the match (after it for a bot's first match
+    /// of its season), when rated.
     pub ratings: [Option<f64>; 2],
 }
 
@@ -134,9 +135,10 @@ impl Candidate {
         }
     }
 
-    /// How far (rating points) the winner is still below the loser, when that
-    /// is at least [`TV_UPSET_MIN_RATING_GAP`]. Ratings are read after the
-    /// match, which narrowed the gap: a gap left is a gap that was larger.
+    /// How far (rating points) the winner was below the loser, when that is
+    /// at least [`TV_UPSET_MIN_RATING_GAP`]. Ratings are those before the
+    /// match where the history has them; after it (the gap narrowed by the
+    /// win) for a bot's first match of the season.
     pub fn upset_gap(&self) -> Option<f64> {
         let (winner, loser) = match self.winner {
             WinnerName::A => (0, 1),

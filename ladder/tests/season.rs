@@ -141,6 +141,47 @@ async fn season_end_to_end(db: &TestDb) {
         live.iter().all(|standing| standing.provisional),
         "few games: still provisional"
     );
+    // Every rated match left one point on each bot's chart, its rating after
+    // the match; Duel TV judges upsets by the point before.
+    for standing in &live {
+        let history = db
+            .store
+            .rating_history(&standing.bot_id)
+            .await
+            .expect("history");
+        assert_eq!(
+            history.len() as i64,
+            standing.games,
+            "{}",
+            standing.bot_name
+        );
+        let last = history.last().expect("played");
+        assert_eq!(
+            (last.rating, last.deviation),
+            (standing.rating, standing.deviation)
+        );
+        assert!(
+            history
+                .windows(2)
+                .all(|pair| pair[0].at_ms <= pair[1].at_ms)
+        );
+    }
+    for game in db.store.latest_settled(5).await.expect("latest") {
+        for (name, rating) in game.names.iter().zip(game.ratings) {
+            let bot = db.store.bot(name).await.expect("bot");
+            let history = db.store.rating_history(&bot.id).await.expect("history");
+            let at = history
+                .iter()
+                .position(|point| point.match_id == game.id)
+                .expect("this match on the chart");
+            // Its first match of the season: the rating as it is now.
+            let expected = match at.checked_sub(1) {
+                Some(before) => history[before].rating,
+                None => history.last().expect("played").rating,
+            };
+            assert_eq!(rating, Some(expected), "{name} in {}", game.id);
+        }
+    }
     let ended = ladder.end_season(&operator).await.expect("end");
     assert_eq!(ended.id, season.id);
     let (_, frozen) = ladder

@@ -16,8 +16,10 @@ pub struct SettledMatch {
     /// The bots' names, side a then side b.
     pub names: [String; 2],
     pub winner: Outcome,
-    /// Each bot's rating in the match's season as it is now (after this
-    /// match and any later one); `None` when the bot has none there.
+    /// Each bot's rating in the match's season before the match (its last
+    /// rated match before this one, from `rating_history`), else as it is now
+    /// (its first match of the season: the starting rating is not kept);
+    /// `None` when the bot has none there.
     pub ratings: [Option<f64>; 2],
     /// Where the worker published the replay (its id is the match id).
     pub replay_path: Option<String>,
@@ -33,7 +35,13 @@ impl Store {
     pub async fn latest_settled(&self, limit: usize) -> Result<Vec<SettledMatch>> {
         let rows = sqlx::query(
             "SELECT m.id, m.class, m.winner, m.replay_path, m.accepted_ms, s.name AS season, \
-             ba.name AS name_a, bb.name AS name_b, ra.rating AS rating_a, rb.rating AS rating_b \
+             ba.name AS name_a, bb.name AS name_b, \
+             COALESCE((SELECT h.rating FROM rating_history h WHERE h.bot_id = m.bot_a \
+                 AND h.season_id = m.season_id AND h.at_ms < m.finished_ms \
+                 ORDER BY h.at_ms DESC LIMIT 1), ra.rating) AS rating_a, \
+             COALESCE((SELECT h.rating FROM rating_history h WHERE h.bot_id = m.bot_b \
+                 AND h.season_id = m.season_id AND h.at_ms < m.finished_ms \
+                 ORDER BY h.at_ms DESC LIMIT 1), rb.rating) AS rating_b \
              FROM matches m \
              JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
              JOIN seasons s ON s.id = m.season_id \

@@ -42,8 +42,11 @@ side() { # this other against
 
 declare -a names queries
 add() { names+=("$1"); queries+=("$2"); }
-add "settled_matches (home, page 1)" "$match_line WHERE m.state = 'settled' AND (m.finished_ms, m.id) < (9223372036854775807, '') ORDER BY m.finished_ms DESC, m.id DESC LIMIT 51"
-add "settled_matches (page 1,000)" "$match_line WHERE m.state = 'settled' AND (m.finished_ms, m.id) < ($cursor_ms, '$cursor_id') ORDER BY m.finished_ms DESC, m.id DESC LIMIT 51"
+listing() { # finished_ms id limit
+    echo "$match_line WHERE m.id IN (SELECT id FROM matches WHERE state = 'settled' AND (finished_ms, id) < ($1, '$2') ORDER BY finished_ms DESC, id DESC LIMIT $3) ORDER BY m.finished_ms DESC, m.id DESC LIMIT $3"
+}
+add "settled_matches (home, 10 latest)" "$(listing 9223372036854775807 '' 11)"
+add "settled_matches (page 1,000)" "$(listing "$cursor_ms" "$cursor_id" 51)"
 add "match_line" "$match_line WHERE m.id = '$match_id'"
 add "bot_matches (bot page)" "$match_line WHERE m.id IN ($(side bot_a bot_b " AND '' = ''") UNION ALL $(side bot_b bot_a " AND '' = ''")) ORDER BY m.finished_ms DESC, m.id DESC LIMIT 51"
 add "bot_matches (head-to-head)" "$match_line WHERE m.id IN ($(side bot_a bot_b " AND bot_b = '$rival'") UNION ALL $(side bot_b bot_a " AND bot_a = '$rival'")) ORDER BY m.finished_ms DESC, m.id DESC LIMIT 51"

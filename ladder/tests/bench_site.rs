@@ -24,7 +24,17 @@ async fn count(db: &sqlx::AnyPool, sql: &str) -> i64 {
 async fn seeds_serves_and_loads_every_page() {
     let db = TestDb::sqlite().await;
     let seed = Command::new(LADDER)
-        .args(["bench-site", "seed", "--db", &db.url, "--bots", "50", "--matches", "500", "--json"])
+        .args([
+            "bench-site",
+            "seed",
+            "--db",
+            &db.url,
+            "--bots",
+            "50",
+            "--matches",
+            "500",
+            "--json",
+        ])
         .output()
         .expect("ladder bench-site seed");
     assert!(
@@ -40,8 +50,17 @@ async fn seeds_serves_and_loads_every_page() {
     // A consistent ladder: same-class pairs of different owners, W/D/L that
     // add up, a frozen table for the ended season.
     sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&db.url).await.expect("open the seeded file");
-    assert_eq!(count(&pool, "SELECT COUNT(*) FROM matches WHERE state = 'settled'").await, 500);
+    let pool = sqlx::AnyPool::connect(&db.url)
+        .await
+        .expect("open the seeded file");
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT COUNT(*) FROM matches WHERE state = 'settled'"
+        )
+        .await,
+        500
+    );
     assert_eq!(
         count(
             &pool,
@@ -63,7 +82,16 @@ async fn seeds_serves_and_loads_every_page() {
     );
     // A second seed refuses the filled database.
     let again = Command::new(LADDER)
-        .args(["bench-site", "seed", "--db", &db.url, "--bots", "50", "--matches", "5"])
+        .args([
+            "bench-site",
+            "seed",
+            "--db",
+            &db.url,
+            "--bots",
+            "50",
+            "--matches",
+            "5",
+        ])
         .output()
         .expect("ladder bench-site seed");
     assert!(!again.status.success());
@@ -111,25 +139,53 @@ async fn seeds_serves_and_loads_every_page() {
     );
     let report: Value = serde_json::from_slice(&load.stdout).expect("load JSON");
     let pages = report["pages"].as_array().expect("pages");
-    assert_eq!(pages.len(), 12, "six pages, each in HTML and JSON: {report}");
+    assert_eq!(
+        pages.len(),
+        12,
+        "six pages, each in HTML and JSON: {report}"
+    );
     for page in pages {
         assert_eq!(page["errors"], 0, "{page}");
         assert_eq!(page["requests"], 3, "{page}");
         assert!(page["p99_ms"].as_f64().expect("p99") > 0.0, "{page}");
         assert!(page["body_bytes"].as_u64().expect("bytes") > 0, "{page}");
     }
-    let names: Vec<&str> = pages.iter().filter_map(|page| page["page"].as_str()).collect();
-    for expected in ["home", "standings p1", "bot (chart)", "head-to-head", "matches p10"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    let names: Vec<&str> = pages
+        .iter()
+        .filter_map(|page| page["page"].as_str())
+        .collect();
+    for expected in [
+        "home",
+        "standings p1",
+        "bot (chart)",
+        "head-to-head",
+        "matches p10",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
-    let formats: Vec<&str> = pages.iter().filter_map(|page| page["format"].as_str()).collect();
-    assert_eq!(formats.iter().filter(|format| **format == "json").count(), 6);
+    let formats: Vec<&str> = pages
+        .iter()
+        .filter_map(|page| page["format"].as_str())
+        .collect();
+    assert_eq!(
+        formats.iter().filter(|format| **format == "json").count(),
+        6
+    );
     // The bot page is the busiest bot's, with its chart.
     let bot = pages
         .iter()
         .find(|page| page["page"] == "bot (chart)" && page["format"] == "html")
         .expect("bot page");
-    assert!(bot["path"].as_str().expect("path").starts_with("/bots/bot-"), "{bot}");
+    assert!(
+        bot["path"]
+            .as_str()
+            .expect("path")
+            .starts_with("/bots/bot-"),
+        "{bot}"
+    );
     // The watchers: measured once Duel TV serves /tv, else said why not.
     let sse = &report["sse"];
     let status = sse["status"].as_str().expect("sse status");

@@ -110,7 +110,16 @@ impl LoadReport {
         }
         out.push_str(&format!(
             "{:<22} {:<5} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}  target\n",
-            "page", "fmt", "reqs", "errors", "p50 ms", "p95 ms", "p99 ms", "max ms", "req/s", "bytes"
+            "page",
+            "fmt",
+            "reqs",
+            "errors",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "req/s",
+            "bytes"
         ));
         for page in &self.pages {
             out.push_str(&format!(
@@ -197,7 +206,8 @@ fn to_i64(value: u64) -> i64 {
 
 /// The pages of a seeded ladder, found in SQL.
 async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
-    let not_seeded = || LadderError::Invalid("the database has no season: seed it first".to_owned());
+    let not_seeded =
+        || LadderError::Invalid("the database has no season: seed it first".to_owned());
     let season_row = sqlx::query(
         "SELECT id, name FROM seasons ORDER BY CASE WHEN ended_ms IS NULL THEN 0 ELSE 1 END, id DESC LIMIT 1",
     )
@@ -298,14 +308,20 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
     };
 
     let notes = vec![
-        format!("season {season}; class {class}: {in_class} bots, deep standings page {standings_page}"),
+        format!(
+            "season {season}; class {class}: {in_class} bots, deep standings page {standings_page}"
+        ),
         format!("bot {bot}: {bot_matches} matches; head-to-head with {rival}: {rivalry}+ matches"),
         format!("listing: {settled} settled matches, page {listing_page} of {last_page}"),
     ];
     let season_path = format!("/seasons/{season}");
     let targets = vec![
         Target::new("home", "/".to_owned(), None),
-        Target::new("standings p1", season_path.clone(), Some(query(&[("class", &class)])?)),
+        Target::new(
+            "standings p1",
+            season_path.clone(),
+            Some(query(&[("class", &class)])?),
+        ),
         Target::new(
             &format!("standings p{standings_page}"),
             season_path,
@@ -340,12 +356,19 @@ struct Sample {
 async fn fetch(client: &reqwest::Client, url: &str) -> Sample {
     let began = Instant::now();
     let outcome = async {
-        let response = client.get(url).send().await.map_err(|error| error.to_string())?;
+        let response = client
+            .get(url)
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
         let status = response.status();
         let body = response.bytes().await.map_err(|error| error.to_string())?;
         if status != reqwest::StatusCode::OK {
             let text = String::from_utf8_lossy(&body);
-            return Err(format!("{status}: {}", text.chars().take(200).collect::<String>()));
+            return Err(format!(
+                "{status}: {}",
+                text.chars().take(200).collect::<String>()
+            ));
         }
         Ok(body.len())
     }
@@ -404,7 +427,10 @@ async fn measure(
         }
     }
     let wall = began.elapsed();
-    let errors = samples.iter().filter(|sample| sample.error.is_some()).count();
+    let errors = samples
+        .iter()
+        .filter(|sample| sample.error.is_some())
+        .count();
     let first_error = samples.iter().find_map(|sample| sample.error.clone());
     let mut latencies: Vec<Duration> = samples.iter().map(|sample| sample.latency).collect();
     latencies.sort();
@@ -512,8 +538,7 @@ async fn watchers(base: &str, config: &LoadConfig) -> SseFigures {
     if let (Some(before), Some(after)) = (figures.rss_before_kib, figures.rss_after_kib)
         && !held.is_empty()
     {
-        figures.rss_per_watcher_kib =
-            Some((after as f64 - before as f64) / held.len() as f64);
+        figures.rss_per_watcher_kib = Some((after as f64 - before as f64) / held.len() as f64);
     }
     figures.status = "measured".to_owned();
     drop(held);

@@ -252,7 +252,12 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
         // ladder that has run a while, so index-only scans apply.
         (
             "analyze",
-            if sql.postgres { "VACUUM ANALYZE" } else { "ANALYZE" }.to_owned(),
+            if sql.postgres {
+                "VACUUM ANALYZE"
+            } else {
+                "ANALYZE"
+            }
+            .to_owned(),
         ),
     ];
 

@@ -152,10 +152,9 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
         ),
         (
             "bot_versions",
-            format!(
-                "INSERT INTO bot_versions (bot_id, version, kind, spec, digest, created_ms) \
-                 SELECT id, 1, 'builtin', 'builtin:counter', 'builtin:counter', created_ms FROM bots"
-            ),
+            "INSERT INTO bot_versions (bot_id, version, kind, spec, digest, created_ms) \
+             SELECT id, 1, 'builtin', 'builtin:counter', 'builtin:counter', created_ms FROM bots"
+                .to_owned(),
         ),
         (
             "seasons",
@@ -238,7 +237,6 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
         (
             "rating_history",
             // Around the bot's season rating, ±40, with its deviation + 0…29.
-            format!(
                 "INSERT INTO rating_history (bot_id, match_id, season_id, version, at_ms, rating, deviation) \
                  SELECT h.bot, h.id, h.season_id, 1, h.finished_ms, \
                  r.rating + CAST((h.seed * 7919) % 81 - 40 AS DOUBLE PRECISION), \
@@ -246,7 +244,7 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
                  FROM (SELECT bot_a AS bot, id, season_id, finished_ms, seed FROM matches \
                        UNION ALL SELECT bot_b, id, season_id, finished_ms, seed + 1 FROM matches) AS h \
                  JOIN ratings r ON r.season_id = h.season_id AND r.bot_id = h.bot"
-            ),
+                .to_owned(),
         ),
         // VACUUM also marks the pages all-visible, as autovacuum would on a
         // ladder that has run a while, so index-only scans apply.

@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod bench;
+pub mod bench_site;
 pub mod clock;
 pub mod error;
 pub mod gate;

@@ -128,6 +128,12 @@ enum Command {
         #[arg(long, default_value = "bench-replays")]
         replays_dir: PathBuf,
     },
+    /// The public site's scale benchmark (docs/perf/site.md): seed a large
+    /// ladder in SQL, then load the site's pages.
+    BenchSite {
+        #[command(subcommand)]
+        command: BenchSiteCommand,
+    },
     /// Ledger commands.
     Ledger {
         #[command(subcommand)]
@@ -285,6 +291,45 @@ impl PlayArgs {
             self.allow_private_endpoints,
         ))
     }
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchSiteCommand {
+    /// Fill an empty database with owners, bots, two seasons, settled matches,
+    /// ratings, frozen standings and rating histories (the ledger stays empty).
+    Seed {
+        #[arg(long)]
+        db: String,
+        #[arg(long, default_value_t = 10_000)]
+        bots: u64,
+        #[arg(long, default_value_t = 1_000_000)]
+        matches: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure each page and its JSON twin of a running `ladder serve --http`
+    /// over the seeded database: latency percentiles and requests per second.
+    Load {
+        /// The site, e.g. http://127.0.0.1:8080.
+        #[arg(long)]
+        url: String,
+        /// The database the server serves (the pages' addresses are found in it).
+        #[arg(long)]
+        db: String,
+        /// Measured requests per page and format.
+        #[arg(long, default_value_t = 1_000)]
+        requests: usize,
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+        /// The serve process, whose RSS is read around the SSE watchers.
+        #[arg(long)]
+        server_pid: Option<u32>,
+        /// Concurrent SSE watchers of Duel TV (/tv); 0 skips them.
+        #[arg(long, default_value_t = duel_ladder::limits::BENCH_SITE_SSE_WATCHERS)]
+        watchers: usize,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -491,6 +536,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 }
             }
         }
+        Command::BenchSite { command } => bench_site(command).await,
         Command::Ledger {
             command: LedgerCommand::Check { db: None, json },
         } => Ok(if client::ledger_check(cli.connection, json).await? {
@@ -523,6 +569,69 @@ async fn run(cli: Cli) -> Result<Outcome> {
         Command::Client(command) => {
             client::run(cli.connection, command).await?;
             Ok(Outcome::Done)
+        }
+    }
+}
+
+async fn bench_site(command: BenchSiteCommand) -> Result<Outcome> {
+    match command {
+        BenchSiteCommand::Seed {
+            db,
+            bots,
+            matches,
+            json,
+        } => {
+            let report = duel_ladder::bench_site::seed(&db, bots, matches)
+                .await
+                .with_context(|| format!("seeding {db}"))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "{}: seeded {} bots of {} owners, {} matches, {} rating points in {:.1} s",
+                    report.backend,
+                    report.bots,
+                    report.owners,
+                    report.matches,
+                    report.rating_history_rows,
+                    report.total_s
+                );
+                for (step, seconds) in &report.steps {
+                    println!("  {step:<16} {seconds:>8.1} s");
+                }
+            }
+            Ok(Outcome::Done)
+        }
+        BenchSiteCommand::Load {
+            url,
+            db,
+            requests,
+            concurrency,
+            server_pid,
+            watchers,
+            json,
+        } => {
+            let config = duel_ladder::bench_site::LoadConfig {
+                url,
+                db_url: db,
+                requests,
+                concurrency,
+                server_pid,
+                watchers,
+            };
+            let report = duel_ladder::bench_site::load(&config)
+                .await
+                .with_context(|| format!("loading {}", config.url))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.table());
+            }
+            Ok(if report.errors() == 0 {
+                Outcome::Done
+            } else {
+                Outcome::Negative
+            })
         }
     }
 }

@@ -255,7 +255,11 @@ async fn wave_timer(
         for class in WeightClass::ALL.into_iter().filter(|_| season_running) {
             match store.run_wave_paced(class, match_interval_ms).await {
                 Ok(report) => {
-                    metrics.wave(class, report.matches.len(), report.waiting);
+                    // The pool less the bots paired or dropped: who is left.
+                    let left = report
+                        .waiting
+                        .saturating_sub(2 * report.matches.len() + report.dropped.len());
+                    metrics.wave(class, report.matches.len(), left);
                     log_wave(class, &report);
                 }
                 Err(error) => {

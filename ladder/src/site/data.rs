@@ -89,8 +89,19 @@ pub struct BotPage {
     pub opponents: Vec<OpponentLine>,
     /// Oldest first.
     pub versions: Vec<VersionLine>,
+    /// The chart drawn from `history`, for the HTML page only (the twin has
+    /// the points): see [`BotPage::draw_chart`].
     #[serde(skip)]
     pub chart_svg: Option<String>,
+}
+
+impl BotPage {
+    /// Draws the rating chart (an SVG of up to 500 points: the page's
+    /// costliest step, so the JSON twin skips it).
+    pub fn draw_chart(&mut self) {
+        self.chart_svg =
+            super::chart::rating_chart(&self.history, &format!("Rating history of {}", self.name));
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -207,7 +218,6 @@ pub async fn bot(store: &Store, name: &str, cursor: &MatchCursor, limit: usize) 
         .iter()
         .find(|version| version.version == bot.current_version)
         .map_or("unknown", |version| version.kind.name());
-    let chart_svg = super::chart::rating_chart(&history, &format!("Rating history of {name}"));
     Ok(BotPage {
         class: bot.class.name(),
         owner: bot.owner_name.clone(),
@@ -221,7 +231,7 @@ pub async fn bot(store: &Store, name: &str, cursor: &MatchCursor, limit: usize) 
         opponents: store.opponents(&bot.id).await?,
         versions: bot.versions.iter().map(VersionLine::from).collect(),
         history,
-        chart_svg,
+        chart_svg: None,
         name: bot.name,
     })
 }

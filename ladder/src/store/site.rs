@@ -11,7 +11,7 @@ use sqlx::any::AnyRow;
 
 use super::{Store, get};
 use crate::error::{LadderError, Result};
-use crate::limits::{CONSERVATIVE_DEVIATIONS, MAX_CHART_POINTS, MAX_OPPONENTS_LISTED};
+use crate::limits::{MAX_CHART_POINTS, MAX_OPPONENTS_LISTED};
 use crate::model::{Play, Season, class_from_name};
 use crate::rating::Rating;
 
@@ -214,6 +214,12 @@ const MATCH_LINE: &str = "SELECT m.id, m.class, m.state, m.winner, m.stake_a, m.
      FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
      JOIN seasons s ON s.id = m.season_id";
 
+/// The conservative rating of a `ratings r` row, as the running table sorts
+/// by it. Written out (not bound) so it is the expression of the index
+/// `ratings_class` (migrations/*/0006_site.sql), which PostgreSQL and SQLite
+/// then walk in order; [`crate::limits::CONSERVATIVE_DEVIATIONS`] is 2.
+const CONSERVATIVE_SQL: &str = "r.rating - 2.0 * r.deviation";
+
 fn match_line(row: &AnyRow) -> Result<MatchLine> {
     Ok(MatchLine {
         id: get(row, "id")?,
@@ -269,8 +275,13 @@ impl Store {
         cursor: &MatchCursor,
         limit: usize,
     ) -> Result<Page<MatchLine>> {
+        // The page is cut from the index alone first, then named: with the
+        // joins in one query SQLite picked a plan that scanned far down the
+        // index for small limits (the home page's 10: 300 ms at 100,000
+        // matches; docs/perf/site.md).
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{MATCH_LINE} WHERE m.state = 'settled' AND (m.finished_ms, m.id) < ($1, $2) \
+            "{MATCH_LINE} WHERE m.id IN (SELECT id FROM matches WHERE state = 'settled' \
+             AND (finished_ms, id) < ($1, $2) ORDER BY finished_ms DESC, id DESC LIMIT $3) \
              ORDER BY m.finished_ms DESC, m.id DESC LIMIT $3"
         )))
         .bind(cursor.finished_ms)
@@ -381,17 +392,18 @@ impl Store {
             let (conservative, bot) = after.map_or((f64::INFINITY, String::new()), |cursor| {
                 (cursor.conservative, cursor.bot.clone())
             });
-            let rows = sqlx::query(
+            // Walks the index on (season, class, conservative DESC) from the
+            // cursor on; the name orders ties within one conservative value.
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT b.name AS bot_name, u.name AS owner_name, r.rating, r.deviation, \
-                 r.games, r.wins, r.losses, r.draws, r.rating - $3 * r.deviation AS conservative \
+                 r.games, r.wins, r.losses, r.draws, {CONSERVATIVE_SQL} AS conservative \
                  FROM ratings r JOIN bots b ON b.id = r.bot_id JOIN users u ON u.id = b.owner_id \
-                 WHERE r.season_id = $1 AND r.class = $2 \
-                 AND (r.rating - $3 * r.deviation < $4 OR (r.rating - $3 * r.deviation = $4 AND b.name > $5)) \
-                 ORDER BY conservative DESC, b.name LIMIT $6",
-            )
+                 WHERE r.season_id = $1 AND r.class = $2 AND {CONSERVATIVE_SQL} <= $3 \
+                 AND ({CONSERVATIVE_SQL} < $3 OR b.name > $4) \
+                 ORDER BY {CONSERVATIVE_SQL} DESC, b.name LIMIT $5"
+            )))
             .bind(season.id)
             .bind(class.name())
-            .bind(CONSERVATIVE_DEVIATIONS)
             .bind(conservative)
             .bind(bot)
             .bind(fetch_limit(limit))
@@ -511,8 +523,11 @@ impl Store {
     /// with its score against each.
     pub async fn opponents(&self, bot_id: &str) -> Result<Vec<OpponentLine>> {
         let rows = sqlx::query(
-            "SELECT bo.name AS bot_name, COUNT(*) AS games, CAST(SUM(o.won) AS BIGINT) AS wins, \
-             CAST(SUM(o.drawn) AS BIGINT) AS draws, CAST(SUM(o.lost) AS BIGINT) AS losses FROM (\
+            // Counted per opponent id from the bot indexes alone (they carry
+            // the opponent, state and winner), then named.
+            "SELECT bo.name AS bot_name, o.games, o.wins, o.draws, o.losses FROM (\
+             SELECT opponent, COUNT(*) AS games, CAST(SUM(won) AS BIGINT) AS wins, \
+             CAST(SUM(drawn) AS BIGINT) AS draws, CAST(SUM(lost) AS BIGINT) AS losses FROM (\
                SELECT bot_b AS opponent, CASE winner WHEN 'a' THEN 1 ELSE 0 END AS won, \
                       CASE winner WHEN 'draw' THEN 1 ELSE 0 END AS drawn, \
                       CASE winner WHEN 'b' THEN 1 ELSE 0 END AS lost \
@@ -522,8 +537,8 @@ impl Store {
                       CASE winner WHEN 'draw' THEN 1 ELSE 0 END, \
                       CASE winner WHEN 'a' THEN 1 ELSE 0 END \
                FROM matches WHERE bot_b = $1 AND state = 'settled'\
-             ) AS o JOIN bots bo ON bo.id = o.opponent \
-             GROUP BY bo.name ORDER BY games DESC, bo.name LIMIT $2",
+             ) AS sides GROUP BY opponent) AS o JOIN bots bo ON bo.id = o.opponent \
+             ORDER BY o.games DESC, bo.name LIMIT $2",
         )
         .bind(bot_id.to_owned())
         .bind(MAX_OPPONENTS_LISTED)
@@ -596,6 +611,11 @@ mod tests {
         assert_eq!(
             StandingCursor::parse(&standing.encode()).ok(),
             Some(standing)
+        );
+        assert_eq!(
+            crate::limits::CONSERVATIVE_DEVIATIONS.to_bits(),
+            2.0_f64.to_bits(),
+            "CONSERVATIVE_SQL and the index ratings_class write 2.0"
         );
         for bad in ["", "x_y", "12", "-_"] {
             assert!(MatchCursor::parse(bad).is_err(), "{bad}");

@@ -344,6 +344,13 @@ enum LedgerCommand {
     },
 }
 
+/// `println!` that survives a closed pipe (`ladder bench | head -1`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        client::emit(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 fn main() -> ExitCode {
     // Colours only on a terminal: logs piped to files or tests stay plain text.
     tracing_subscriber::fmt()
@@ -381,7 +388,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
         } => {
             if let Some(path) = &signing_key {
                 let (key, created) = duel_replays::load_or_create_signing_key(path)?;
-                println!(
+                say!(
                     "signing key {} {} (public key {})",
                     path.display(),
                     if created { "created" } else { "exists" },
@@ -394,13 +401,13 @@ async fn run(cli: Cli) -> Result<Outcome> {
             match store.bootstrap_operator(&operator).await? {
                 Some((user, token)) => {
                     client::write_secret(&token_file, &token)?;
-                    println!(
+                    say!(
                         "operator {} created; token written to {}",
                         user.name,
                         token_file.display()
                     );
                 }
-                None => println!("an operator exists already; nothing created"),
+                None => say!("an operator exists already; nothing created"),
             }
             Ok(Outcome::Done)
         }
@@ -515,7 +522,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
             let report = duel_ladder::bench::settle_bench(&db, matches, workers, replays_dir)
                 .await
                 .with_context(|| format!("benchmarking {db}"))?;
-            println!(
+            say!(
                 "{}: {} matches, {} workers: accepted {:.0}/s, settled {:.0}/s, bare referee {:.0}/s (the referee alone is {:.0}x faster)",
                 report.backend,
                 report.matches,
@@ -527,7 +534,7 @@ async fn run(cli: Cli) -> Result<Outcome> {
             );
             match &report.ledger {
                 Ok(()) => {
-                    println!("ledger check: ok");
+                    say!("ledger check: ok");
                     Ok(Outcome::Done)
                 }
                 Err(violation) => {
@@ -585,9 +592,9 @@ async fn bench_site(command: BenchSiteCommand) -> Result<Outcome> {
                 .await
                 .with_context(|| format!("seeding {db}"))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                say!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                println!(
+                say!(
                     "{}: seeded {} bots of {} owners, {} matches, {} rating points in {:.1} s",
                     report.backend,
                     report.bots,
@@ -597,7 +604,7 @@ async fn bench_site(command: BenchSiteCommand) -> Result<Outcome> {
                     report.total_s
                 );
                 for (step, seconds) in &report.steps {
-                    println!("  {step:<16} {seconds:>8.1} s");
+                    say!("  {step:<16} {seconds:>8.1} s");
                 }
             }
             Ok(Outcome::Done)
@@ -623,9 +630,9 @@ async fn bench_site(command: BenchSiteCommand) -> Result<Outcome> {
                 .await
                 .with_context(|| format!("loading {}", config.url))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                say!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print!("{}", report.table());
+                client::emit(&report.table());
             }
             Ok(if report.errors() == 0 {
                 Outcome::Done

@@ -131,7 +131,7 @@ impl Default for LadderMetrics {
         );
         registry.register(
             "queue_size",
-            "Bots waiting in the queue after the last pairing wave, by class",
+            "Bots left unpaired after the last pairing wave (queued and ready active bots), by class",
             metrics.queue.clone(),
         );
         registry.register(

@@ -49,3 +49,24 @@ async fn bench_settles_and_keeps_the_books(db: &TestDb) {
 }
 
 both_backends!(bench_through_the_binary, bench_settles_and_keeps_the_books);
+
+/// A reader that goes away early (`ladder bench | head -1`) ends the output,
+/// not the program: no panic, exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_pipe_is_not_a_panic() {
+    let db = TestDb::sqlite().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(LADDER)
+        .args(["bench", "--db", &db.url, "--matches", "5", "--replays-dir"])
+        .arg(dir.path().join("replays"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run ladder bench");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    db.cleanup().await;
+}

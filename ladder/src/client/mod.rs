@@ -341,7 +341,17 @@ fn json_line(value: &Value) -> String {
     format!("{value}\n")
 }
 
-/// Prints a command's rendering (every line already ends in `\n`).
-fn emit(text: &str) {
-    print!("{text}");
+/// Prints a command's rendering (every line already ends in `\n`). A reader
+/// that went away (`ladder … | head -1`) is not an error: the rest is
+/// dropped, where `print!` would panic.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        && error.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("ladder: cannot write to standard output: {error}");
+    }
 }

@@ -388,3 +388,20 @@ pub struct LadderStatus {
     /// Light, middle, heavy.
     pub classes: Vec<ClassStatus>,
 }
+
+/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`, for people
+/// (`ladder status`, the site's pages).
+pub fn utc_text(ms: i64) -> String {
+    match time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) {
+        Ok(at) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+            at.year(),
+            u8::from(at.month()),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second()
+        ),
+        Err(_) => format!("{ms} ms after the epoch"),
+    }
+}

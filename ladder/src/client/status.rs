@@ -42,7 +42,7 @@ fn render_status(reply: &pb::LadderStatusResponse, json: bool) -> String {
                 "{} pairs from {} at {} ({} ms)",
                 wave.pairs,
                 wave.pool,
-                utc(wave.at_ms),
+                duel_ladder::model::utc_text(wave.at_ms),
                 wave.duration_ms
             ),
             None => "none".to_owned(),
@@ -61,28 +61,6 @@ fn render_status(reply: &pb::LadderStatusResponse, json: bool) -> String {
         ));
     }
     text
-}
-
-/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
-fn utc(ms: i64) -> String {
-    let seconds = ms.div_euclid(1_000);
-    let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        of_day / 3_600,
-        of_day % 3_600 / 60,
-        of_day % 60
-    )
 }
 
 fn season_json(season: &pb::LadderSeason) -> Value {

@@ -89,19 +89,6 @@ pub struct BotPage {
     pub opponents: Vec<OpponentLine>,
     /// Oldest first.
     pub versions: Vec<VersionLine>,
-    /// The chart drawn from `history`, for the HTML page only (the twin has
-    /// the points): see [`BotPage::draw_chart`].
-    #[serde(skip)]
-    pub chart_svg: Option<String>,
-}
-
-impl BotPage {
-    /// Draws the rating chart (an SVG of up to 500 points: the page's
-    /// costliest step, so the JSON twin skips it).
-    pub fn draw_chart(&mut self) {
-        self.chart_svg =
-            super::chart::rating_chart(&self.history, &format!("Rating history of {}", self.name));
-    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -231,7 +218,6 @@ pub async fn bot(store: &Store, name: &str, cursor: &MatchCursor, limit: usize) 
         opponents: store.opponents(&bot.id).await?,
         versions: bot.versions.iter().map(VersionLine::from).collect(),
         history,
-        chart_svg: None,
         name: bot.name,
     })
 }
@@ -264,8 +250,7 @@ pub async fn matches(store: &Store, cursor: &MatchCursor, limit: usize) -> Resul
 }
 
 pub async fn match_page(store: &Store, id: &str) -> Result<MatchPage> {
-    let line = store.match_line(id).await?;
-    let note = store.game(id).await?.note;
+    let (line, note) = store.match_line(id).await?;
     let (viewer, replay) = if line.replay {
         (
             Some(format!("/replays/{id}/view")),

@@ -274,12 +274,9 @@ async fn bot(
 ) -> Reply {
     let listing = listing(raw.as_deref(), format, false)?;
     let cursor = match_cursor(&listing, format)?;
-    let mut page = data::bot(&store, &name, &cursor, listing.limit)
+    let page = data::bot(&store, &name, &cursor, listing.limit)
         .await
         .map_err(|error| SiteError::new(format, error))?;
-    if format == Format::Html {
-        page.draw_chart();
-    }
     let href = json_href(&pages::bot_href(&page.name), raw.as_deref());
     Ok(reply(format, &page, |page| pages::bot(page, &href)))
 }

@@ -8,6 +8,7 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::data::{BotPage, HomePage, MatchPage, MatchesPage, SeasonPage, SeasonsPage, VersusPage};
+use crate::model::utc_text;
 use crate::store::site::{ClassTable, MatchLine, Page, Record, SeasonLine};
 
 /// A page: title, the address of its JSON twin, and its body.
@@ -53,21 +54,6 @@ pub fn error_page(status: u16, message: &str) -> Markup {
     )
 }
 
-/// `2026-12-01 12:34 UTC`.
-pub fn when(ms: i64) -> String {
-    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) else {
-        return format!("{ms} ms");
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
-        at.year(),
-        u8::from(at.month()),
-        at.day(),
-        at.hour(),
-        at.minute()
-    )
-}
-
 pub fn bot_href(name: &str) -> String {
     format!("/bots/{name}")
 }
@@ -109,7 +95,7 @@ fn match_rows(lines: &[MatchLine]) -> Markup {
                                 a href=(bot_href(&line.bot_b)) { (line.bot_b) }
                             }
                             td { (result_text(line)) }
-                            td { a.when href=(match_href(&line.id)) { (line.finished_ms.map_or_else(|| when(line.accepted_ms), when)) } }
+                            td { a.when href=(match_href(&line.id)) { (line.finished_ms.map_or_else(|| utc_text(line.accepted_ms), utc_text)) } }
                             td.optional { (line.class) }
                             td.num.optional { (line.stake_a) " + " (line.stake_b) }
                             td {
@@ -182,8 +168,8 @@ fn season_label(season: &SeasonLine) -> Markup {
     html! {
         a href=(season_href(&season.name)) { "season " (season.name) }
         @match season.ended_ms {
-            Some(ended) => { " (ended " (when(ended)) ", final table)" }
-            None => { " (running since " (when(season.started_ms)) ")" }
+            Some(ended) => { " (ended " (utc_text(ended)) ", final table)" }
+            None => { " (running since " (utc_text(season.started_ms)) ")" }
         }
     }
 }
@@ -244,8 +230,8 @@ pub fn seasons(page: &SeasonsPage) -> Markup {
                         @for season in &page.seasons {
                             tr {
                                 td { a href=(season_href(&season.name)) { (season.name) } }
-                                td { (when(season.started_ms)) }
-                                td { (season.ended_ms.map_or_else(|| "running".to_owned(), when)) }
+                                td { (utc_text(season.started_ms)) }
+                                td { (season.ended_ms.map_or_else(|| "running".to_owned(), utc_text)) }
                             }
                         }
                     }
@@ -263,8 +249,8 @@ pub fn season(page: &SeasonPage, json_href: &str) -> Markup {
             h1 { "Season " (page.season.name) }
             p.lead {
                 @match page.season.ended_ms {
-                    Some(ended) => { "Ended " (when(ended)) ": this is its final, frozen table." }
-                    None => { "Running since " (when(page.season.started_ms)) "." }
+                    Some(ended) => { "Ended " (utc_text(ended)) ": this is its final, frozen table." }
+                    None => { "Running since " (utc_text(page.season.started_ms)) "." }
                 }
             }
             p.note { (SORT_NOTE) }
@@ -282,6 +268,9 @@ fn record_text(record: &Record) -> String {
 
 pub fn bot(page: &BotPage, json_href: &str) -> Markup {
     let name = &page.name;
+    // Drawn here, for the HTML page only: the page's costliest step, and the
+    // JSON twin has the points.
+    let chart_svg = super::chart::rating_chart(&page.history, &format!("Rating history of {name}"));
     layout(
         name,
         json_href,
@@ -300,7 +289,7 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
             }
             section {
                 h2 { "Rating history" }
-                @match &page.chart_svg {
+                @match &chart_svg {
                     Some(svg) => {
                         figure.chart {
                             (PreEscaped(svg))
@@ -352,7 +341,7 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
                                 td { "v" (version.version) }
                                 td { (version.kind) }
                                 td { code { (version.digest) } }
-                                td { (when(version.created_ms)) }
+                                td { (utc_text(version.created_ms)) }
                             }
                         }
                     }
@@ -425,8 +414,8 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                 dt { "Class" } dd { (line.class) }
                 dt { "Versions" } dd { (line.bot_a) " v" (line.version_a) ", " (line.bot_b) " v" (line.version_b) }
                 dt { "Stakes" } dd { (line.stake_a) " + " (line.stake_b) " credits" }
-                dt { "Accepted" } dd { (when(line.accepted_ms)) }
-                @if let Some(finished) = line.finished_ms { dt { "Finished" } dd { (when(finished)) } }
+                dt { "Accepted" } dd { (utc_text(line.accepted_ms)) }
+                @if let Some(finished) = line.finished_ms { dt { "Finished" } dd { (utc_text(finished)) } }
                 @if let Some(note) = &page.note { dt { "Note" } dd { (note) } }
             }
             p { a href=(versus_href(&line.bot_a, &line.bot_b)) { "Head-to-head of " (line.bot_a) " and " (line.bot_b) " →" } }

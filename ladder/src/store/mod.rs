@@ -233,6 +233,19 @@ async fn set_setting_tx(conn: &mut AnyConnection, key: &str, value: i64) -> Resu
 }
 
 /// Reads a column, turning a type mismatch into a one-line error.
+/// The `n` of a `SELECT COUNT(*) AS n …` query bound to one text value.
+pub(crate) async fn count_of(
+    conn: &mut sqlx::AnyConnection,
+    sql: &'static str,
+    value: &str,
+) -> Result<i64> {
+    let row = sqlx::query(sql)
+        .bind(value.to_owned())
+        .fetch_one(&mut *conn)
+        .await?;
+    get(&row, "n")
+}
+
 pub(crate) fn get<'r, T>(row: &'r AnyRow, column: &str) -> Result<T>
 where
     T: sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>,

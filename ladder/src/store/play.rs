@@ -13,7 +13,7 @@ use sqlx::any::AnyRow;
 use super::ledger_sql::load_account;
 use super::registry::{load_bot, load_own_bot, running_season_tx};
 use super::seasons::ensure_rating;
-use super::{Store, get, write_tx};
+use super::{Store, count_of, get, write_tx};
 use crate::auth::User;
 use crate::error::{LadderError, Result};
 use crate::ledger::owner_account;
@@ -160,15 +160,12 @@ async fn activate_tx(
         )));
     }
     if bot.play == Play::Inactive {
-        let active: i64 = get(
-            &sqlx::query(
-                "SELECT COUNT(*) AS n FROM bots WHERE class = $1 AND active_stake IS NOT NULL",
-            )
-            .bind(class)
-            .fetch_one(&mut *conn)
-            .await?,
-            "n",
-        )?;
+        let active = count_of(
+            conn,
+            "SELECT COUNT(*) AS n FROM bots WHERE class = $1 AND active_stake IS NOT NULL",
+            class,
+        )
+        .await?;
         if active >= MAX_ACTIVE_PER_CLASS {
             return Err(LadderError::Invalid(format!(
                 "the {class} class has {MAX_ACTIVE_PER_CLASS} active bots, the most it plays"

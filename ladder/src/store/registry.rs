@@ -5,7 +5,7 @@ use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
 use super::seasons::{active_season_tx, ensure_rating};
-use super::{Store, get, is_unique_violation, write_tx};
+use super::{Store, count_of, get, is_unique_violation, write_tx};
 use crate::auth::{self, Role, User};
 use crate::error::{LadderError, Result};
 use crate::ledger::{
@@ -308,13 +308,12 @@ async fn enqueue_tx(
             "class {class} is closed for ranked play"
         )));
     }
-    let waiting: i64 = get(
-        &sqlx::query("SELECT COUNT(*) AS n FROM queue WHERE class = $1")
-            .bind(class)
-            .fetch_one(&mut *conn)
-            .await?,
-        "n",
-    )?;
+    let waiting = count_of(
+        conn,
+        "SELECT COUNT(*) AS n FROM queue WHERE class = $1",
+        class,
+    )
+    .await?;
     if waiting >= MAX_QUEUE_PER_CLASS {
         return Err(LadderError::Invalid(format!(
             "the {class} queue is full ({MAX_QUEUE_PER_CLASS} bots)"

@@ -293,14 +293,17 @@ impl Store {
         Ok(match_page(lines, limit))
     }
 
-    /// One match as listings show it.
-    pub async fn match_line(&self, match_id: &str) -> Result<MatchLine> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{MATCH_LINE} WHERE m.id = $1")))
-            .bind(match_id.to_owned())
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| LadderError::NotFound(format!("match {}", shorten(match_id))))?;
-        match_line(&row)
+    /// One match as listings show it, with its note (why it was voided).
+    pub async fn match_line(&self, match_id: &str) -> Result<(MatchLine, Option<String>)> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{} WHERE m.id = $1",
+            MATCH_LINE.replacen("SELECT ", "SELECT m.note, ", 1)
+        )))
+        .bind(match_id.to_owned())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("match {}", shorten(match_id))))?;
+        Ok((match_line(&row)?, get(&row, "note")?))
     }
 
     /// A bot's settled matches, newest first, after `cursor`; with `opponent`,

@@ -32,6 +32,9 @@ pub struct BenchReport {
     pub settled_per_s: f64,
     /// The same matches run by the referee alone with the same concurrency.
     pub bare_per_s: f64,
+    /// How the settlements were written: transactions of several (group
+    /// commit) or one at a time.
+    pub settlements: crate::store::SettlementStats,
     /// `ledger check` over the database after the run: `Err` names the first
     /// violation.
     pub ledger: std::result::Result<(), String>,
@@ -184,6 +187,7 @@ pub async fn settle_bench(
         accepted_per_s,
         settled_per_s,
         bare_per_s,
+        settlements: store.settlement_stats(),
         ledger,
     };
     store.close().await;

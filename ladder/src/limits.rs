@@ -75,6 +75,10 @@ pub const DEFAULT_HEARTBEAT_MS: i64 = 5_000;
 /// A match is run at most this many times: the next claim of a match that never
 /// settled (its third) voids it (stakes returned) instead of running it again.
 pub const MAX_MATCH_RUNS: i64 = 2;
+/// Most settlements written in one transaction (group commit): a batch's
+/// statements grow with it, and each size is one more prepared statement per
+/// connection.
+pub const MAX_SETTLEMENT_BATCH: usize = 16;
 
 /// Matchmaking: the rating gap every bot accepts on its first wave, and how much
 /// it widens for each wave it waited without a partner.

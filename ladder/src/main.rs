@@ -532,6 +532,14 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 report.bare_per_s,
                 report.bare_per_s / report.settled_per_s.max(1e-9)
             );
+            let stats = report.settlements;
+            say!(
+                "settlements: {} in {} shared transactions ({:.1} each), {} alone",
+                stats.batched,
+                stats.batches,
+                stats.batched as f64 / stats.batches.max(1) as f64,
+                stats.alone
+            );
             match &report.ledger {
                 Ok(()) => {
                     say!("ledger check: ok");

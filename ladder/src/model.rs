@@ -243,6 +243,8 @@ pub struct Claim {
     pub lease_expires_ms: i64,
     pub game: Match,
     pub versions: [BotVersion; 2],
+    /// The name of the match's season (the replay carries it).
+    pub season_name: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

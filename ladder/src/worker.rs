@@ -329,7 +329,6 @@ async fn run_claim(
         // match is run again, or voided after its last attempt.
         Err(error) => return Err(error),
     };
-    let season = store.season(game.season_id).await?;
     // Heartbeat beside the match; losing the lease abandons the match.
     let (lost_tx, mut lost_rx) = watch::channel(false);
     let heartbeat = AbortOnDrop({
@@ -393,7 +392,7 @@ async fn run_claim(
             match_id: game.id.clone(),
         });
     }
-    replay.season = Some(season.name);
+    replay.season = Some(claim.season_name.clone());
     // Ranked replays are public and logs can reveal strategy (issue 12): each
     // side's logs are kept for its owner, and the published, signed replay
     // carries none.

@@ -31,6 +31,11 @@ async fn bench_settles_and_keeps_the_books(db: &TestDb) {
         "{stdout}"
     );
     assert!(stdout.contains("settled "), "{stdout}");
+    // Every settlement went through the batched path (none fell back).
+    assert!(
+        stdout.contains(&format!("settlements: {MATCHES} in ")) && stdout.contains(", 0 alone\n"),
+        "{stdout}"
+    );
     assert!(stdout.ends_with("ledger check: ok\n"), "{stdout}");
     let files = std::fs::read_dir(replays.join("replays"))
         .expect("replay folder")

@@ -39,6 +39,7 @@ async fn backlog_settled_at_once(db: &TestDb) {
         serial.rating
     );
     let now = 1_000;
+    let before = db.store.settlement_stats();
     for round in 0..ROUNDS {
         let (hero_owner, _) = db.owner(&format!("hero{round}"), 10_000).await;
         let hero = db
@@ -120,6 +121,16 @@ async fn backlog_settled_at_once(db: &TestDb) {
             serial.rating
         );
     }
+    // Reports that arrive together share a transaction (group commit), and
+    // none of them needed the one-by-one fallback.
+    let stats = db.store.settlement_stats();
+    let settled = (ROUNDS * BACKLOG) as u64;
+    assert_eq!(stats.batched - before.batched, settled, "{stats:?}");
+    assert_eq!(stats.alone, before.alone, "{stats:?}");
+    assert!(
+        stats.batches - before.batches < settled,
+        "every settlement had its own transaction: {stats:?}"
+    );
 }
 both_backends!(
     backlog_of_one_bot_settled_concurrently,

@@ -19,7 +19,7 @@ use crate::model::{
     BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name,
 };
 
-fn match_from_row(row: &AnyRow) -> Result<Match> {
+pub(super) fn match_from_row(row: &AnyRow) -> Result<Match> {
     let side = |suffix: &str| -> Result<MatchSide> {
         Ok(MatchSide {
             bot_id: get(row, &format!("bot_{suffix}"))?,
@@ -692,58 +692,73 @@ impl Store {
     /// Claims the oldest claimable match for `lease_ms`, voiding on the way any
     /// that ran out of attempts. `None` when nothing is waiting.
     pub async fn claim(&self, lease_ms: i64, now: i64) -> Result<Option<Claim>> {
-        let select = self.dialect().select_claimable();
-        loop {
-            let lease_id = uuid::Uuid::new_v4().to_string();
-            let step = write_tx!(self, |conn| claim_tx(
-                conn, select, &lease_id, lease_ms, now
-            ))?;
-            match step {
-                ClaimStep::Nothing => return Ok(None),
-                ClaimStep::Voided => continue,
-                ClaimStep::Claimed(match_id) => {
-                    // The match and both pinned versions in one read.
-                    let row = sqlx::query(
-                        "SELECT m.*, ba.name AS name_a, bb.name AS name_b, \
-                         va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
-                         vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
-                         FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
-                         JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
-                         JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
-                         WHERE m.id = $1",
-                    )
-                    .bind(match_id.clone())
-                    .fetch_optional(self.pool())
-                    .await?
-                    .ok_or_else(|| {
-                        LadderError::corrupt(format!("claimed match {match_id} without its bot versions"))
-                    })?;
-                    let game = match_from_row(&row)?;
-                    let version = |suffix: &str, number: i64| -> Result<BotVersion> {
-                        Ok(BotVersion {
-                            version: number,
-                            kind: BotKind::from_name(&get::<String>(
-                                &row,
-                                &format!("kind_{suffix}"),
-                            )?)?,
-                            spec: get(&row, &format!("spec_{suffix}"))?,
-                            digest: get(&row, &format!("digest_{suffix}"))?,
-                            created_ms: get(&row, &format!("created_{suffix}"))?,
-                        })
-                    };
-                    let (a, b) = (
-                        version("a", game.sides[0].version)?,
-                        version("b", game.sides[1].version)?,
-                    );
-                    return Ok(Some(Claim {
-                        lease_id,
-                        lease_expires_ms: now.saturating_add(lease_ms),
-                        game,
-                        versions: [a, b],
-                    }));
+        let lease_id = uuid::Uuid::new_v4().to_string();
+        // The common case in one statement: the oldest claimable match, if it
+        // has runs left. Otherwise (nothing waiting, or a match to void first)
+        // the claim transaction decides.
+        let claimed = sqlx::query(self.dialect().claim_next())
+            .bind(lease_id.clone())
+            .bind(now.saturating_add(lease_ms))
+            .bind(now)
+            .bind(MAX_MATCH_RUNS)
+            .fetch_optional(self.pool())
+            .await?;
+        let match_id = match claimed {
+            Some(row) => get::<String>(&row, "id")?,
+            None => {
+                let select = self.dialect().select_claimable();
+                loop {
+                    let step = write_tx!(self, |conn| claim_tx(
+                        conn, select, &lease_id, lease_ms, now
+                    ))?;
+                    match step {
+                        ClaimStep::Nothing => return Ok(None),
+                        ClaimStep::Voided => continue,
+                        ClaimStep::Claimed(match_id) => break match_id,
+                    }
                 }
             }
-        }
+        };
+        // The match, both pinned versions and the season's name in one read.
+        let row = sqlx::query(
+            "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
+             va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
+             vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
+             FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
+             JOIN seasons s ON s.id = m.season_id \
+             JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
+             JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
+             WHERE m.id = $1",
+        )
+        .bind(match_id.clone())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or_else(|| {
+            LadderError::corrupt(format!(
+                "claimed match {match_id} without its season or bot versions"
+            ))
+        })?;
+        let game = match_from_row(&row)?;
+        let version = |suffix: &str, number: i64| -> Result<BotVersion> {
+            Ok(BotVersion {
+                version: number,
+                kind: BotKind::from_name(&get::<String>(&row, &format!("kind_{suffix}"))?)?,
+                spec: get(&row, &format!("spec_{suffix}"))?,
+                digest: get(&row, &format!("digest_{suffix}"))?,
+                created_ms: get(&row, &format!("created_{suffix}"))?,
+            })
+        };
+        let (a, b) = (
+            version("a", game.sides[0].version)?,
+            version("b", game.sides[1].version)?,
+        );
+        Ok(Some(Claim {
+            lease_id,
+            lease_expires_ms: now.saturating_add(lease_ms),
+            season_name: get(&row, "season_name")?,
+            game,
+            versions: [a, b],
+        }))
     }
 
     /// Extends a lease; fails once the lease expired or another worker took the match.
@@ -754,14 +769,35 @@ impl Store {
         lease_ms: i64,
         now: i64,
     ) -> Result<i64> {
-        write_tx!(self, |conn| heartbeat_tx(
-            conn, match_id, lease_id, lease_ms, now
-        ))
+        // One statement: its own transaction, with no BEGIN and COMMIT to send.
+        let mut conn = self.pool().acquire().await?;
+        heartbeat_tx(&mut conn, match_id, lease_id, lease_ms, now).await
     }
 
-    /// Settles a match in one transaction, only for the lease holder. A repeat by
-    /// the same lease returns the settlement already made and changes nothing.
+    /// Settles a match, only for the lease holder, in one transaction with the
+    /// other settlements of this process that arrive meanwhile (group commit).
+    /// A repeat by the same lease returns the settlement already made and
+    /// changes nothing.
     pub async fn complete(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        winner: Outcome,
+        replay_path: &str,
+        now: i64,
+    ) -> Result<Settlement> {
+        self.settle_queued(super::settle::SettleRequest {
+            match_id: match_id.to_owned(),
+            lease_id: lease_id.to_owned(),
+            winner,
+            replay_path: replay_path.to_owned(),
+            now,
+        })
+        .await
+    }
+
+    /// Settles one match in its own transaction (the batch's fallback).
+    pub(crate) async fn complete_one(
         &self,
         match_id: &str,
         lease_id: &str,

@@ -16,6 +16,7 @@ mod postgres;
 mod registry;
 mod replay_index;
 mod seasons;
+mod settle;
 pub mod site;
 mod sqlite;
 mod status;
@@ -35,6 +36,7 @@ pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
 pub use replay_index::LadderReplayIndex;
 pub use seasons::SeasonChoice;
+pub use settle::SettlementStats;
 pub use sqlite::Sqlite;
 pub use tv::SettledMatch;
 
@@ -46,9 +48,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Selects the oldest claimable match (`$1` = now): queued, or running with an
     /// expired lease; locked so concurrent claimers skip it where the backend can.
     fn select_claimable(&self) -> &'static str;
+    /// Claims the oldest claimable match in one statement if it has runs left
+    /// (`$1` lease id, `$2` lease expiry, `$3` now, `$4` most runs), returning
+    /// its `id`; otherwise changes nothing.
+    fn claim_next(&self) -> &'static str;
     /// Reads one match row for settlement (`$1` = id), locked against concurrent
     /// settlement, with whether its season still runs (`season_open`: 1, 0, NULL without a season).
     fn select_match_for_update(&self) -> &'static str;
+    /// Whether the backend locks rows (`SELECT … FOR UPDATE`); without row
+    /// locks, the write transaction holds the whole database.
+    fn row_locks(&self) -> bool;
     /// Reads two bots' ratings in a season (`$1` season, `$2`, `$3` bot ids) and
     /// locks both rows in bot-id order until the transaction ends, where the
     /// backend has row locks.
@@ -71,6 +80,8 @@ pub struct Store {
     /// Every time the store writes on its own (acceptance, transfers, seasons,
     /// registrations) comes from here; calls that take `now` use theirs.
     clock: Arc<dyn Clock>,
+    /// Settlements waiting to be written together (group commit).
+    settlements: Arc<settle::SettlementQueue>,
 }
 
 /// The system clock in milliseconds since the epoch (what [`SystemClock`] reads).
@@ -164,6 +175,7 @@ impl Store {
             pool,
             dialect,
             clock: Arc::new(SystemClock),
+            settlements: Arc::default(),
         })
     }
 

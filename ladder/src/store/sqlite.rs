@@ -23,11 +23,22 @@ impl Dialect for Sqlite {
          ORDER BY accepted_ms, id LIMIT 1"
     }
 
+    fn claim_next(&self) -> &'static str {
+        "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, attempts = attempts + 1 \
+         WHERE id = (SELECT id FROM matches \
+         WHERE state = 'queued' OR (state = 'running' AND lease_expires_ms < $3) \
+         ORDER BY accepted_ms, id LIMIT 1) AND attempts < $4 RETURNING id"
+    }
+
     fn select_match_for_update(&self) -> &'static str {
         "SELECT m.*, \
          (SELECT CAST(CASE WHEN ended_ms IS NULL THEN 1 ELSE 0 END AS BIGINT) FROM seasons s \
           WHERE s.id = m.season_id) AS season_open \
          FROM matches m WHERE m.id = $1"
+    }
+
+    fn row_locks(&self) -> bool {
+        false
     }
 
     fn select_ratings_for_update(&self) -> &'static str {

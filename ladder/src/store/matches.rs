@@ -731,7 +731,7 @@ impl Store {
              WHERE m.id = $1",
         )
         .bind(match_id.clone())
-        .fetch_optional(self.pool())
+        .fetch_optional(self.reads())
         .await?
         .ok_or_else(|| {
             LadderError::corrupt(format!(

@@ -31,6 +31,7 @@ use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{LadderError, Result};
+use crate::limits::SQLITE_READ_CONNECTIONS;
 
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
@@ -76,6 +77,11 @@ const MAX_TRANSACTION_RETRIES: u32 = 8;
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: AnyPool,
+    /// Where reads outside write transactions go: on SQLite, read-only
+    /// connections beside the one writer, so pages and listings do not queue
+    /// behind writes (WAL: a reader sees every commit made before it began);
+    /// on PostgreSQL, the same pool.
+    reads: AnyPool,
     dialect: Arc<dyn Dialect>,
     /// Every time the store writes on its own (acceptance, transfers, seasons,
     /// registrations) comes from here; calls that take `now` use theirs.
@@ -168,11 +174,29 @@ impl Store {
                     Ok(())
                 })
             })
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         dialect.migrator().run(&pool).await?;
+        let reads = if is_sqlite {
+            AnyPoolOptions::new()
+                .max_connections(SQLITE_READ_CONNECTIONS)
+                .acquire_timeout(Duration::from_secs(30))
+                .after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        sqlx::raw_sql("PRAGMA query_only = ON; PRAGMA busy_timeout = 10000;")
+                            .execute(&mut *conn)
+                            .await?;
+                        Ok(())
+                    })
+                })
+                .connect_with(options)
+                .await?
+        } else {
+            pool.clone()
+        };
         Ok(Store {
             pool,
+            reads,
             dialect,
             clock: Arc::new(SystemClock),
             settlements: Arc::default(),
@@ -203,6 +227,11 @@ impl Store {
         &self.pool
     }
 
+    /// The pool for reads outside write transactions (see [`Store::reads`]'s field).
+    pub(crate) fn reads(&self) -> &AnyPool {
+        &self.reads
+    }
+
     pub(crate) fn dialect(&self) -> &dyn Dialect {
         &*self.dialect
     }
@@ -217,6 +246,7 @@ impl Store {
 
     /// Closes every connection (tests drop their databases afterwards).
     pub async fn close(&self) {
+        self.reads.close().await;
         self.pool.close().await;
     }
 

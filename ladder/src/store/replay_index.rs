@@ -85,7 +85,7 @@ impl Store {
             .bind(class.to_owned())
             .bind(query.bot.clone().unwrap_or_default())
             .bind(limit)
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await?;
         let more = rows.len() > query.limit;
         let mut replays = Vec::with_capacity(rows.len().min(query.limit));

@@ -287,7 +287,7 @@ impl Store {
         .bind(cursor.finished_ms)
         .bind(cursor.id.clone())
         .bind(fetch_limit(limit))
-        .fetch_all(self.pool())
+        .fetch_all(self.reads())
         .await?;
         let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;
         Ok(match_page(lines, limit))
@@ -300,7 +300,7 @@ impl Store {
             MATCH_LINE.replacen("SELECT ", "SELECT m.note, ", 1)
         )))
         .bind(match_id.to_owned())
-        .fetch_optional(self.pool())
+        .fetch_optional(self.reads())
         .await?
         .ok_or_else(|| LadderError::NotFound(format!("match {}", shorten(match_id))))?;
         Ok((match_line(&row)?, get(&row, "note")?))
@@ -339,7 +339,7 @@ impl Store {
             .bind(cursor.finished_ms)
             .bind(cursor.id.clone())
             .bind(fetch_limit(limit))
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await?;
         let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;
         Ok(match_page(lines, limit))
@@ -372,7 +372,7 @@ impl Store {
             .bind(class.name())
             .bind(first_rank)
             .bind(fetch_limit(limit))
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await?;
             rows.iter()
                 .map(|row| {
@@ -410,7 +410,7 @@ impl Store {
             .bind(conservative)
             .bind(bot)
             .bind(fetch_limit(limit))
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await?;
             rows.iter()
                 .zip(first_rank + 1..)
@@ -467,7 +467,7 @@ impl Store {
         )
         .bind(bot_id.to_owned())
         .bind(MAX_CHART_POINTS)
-        .fetch_all(self.pool())
+        .fetch_all(self.reads())
         .await?;
         let mut points = rows
             .iter()
@@ -494,7 +494,7 @@ impl Store {
              CAST(COALESCE(SUM(losses), 0) AS BIGINT) AS losses FROM ratings WHERE bot_id = $1",
         )
         .bind(bot_id.to_owned())
-        .fetch_one(self.pool())
+        .fetch_one(self.reads())
         .await?;
         Ok(Record {
             wins: get(&row, "wins")?,
@@ -510,7 +510,7 @@ impl Store {
         )
         .bind(season_id)
         .bind(bot_id.to_owned())
-        .fetch_optional(self.pool())
+        .fetch_optional(self.reads())
         .await?;
         row.map(|row| {
             Ok(Rating {
@@ -545,7 +545,7 @@ impl Store {
         )
         .bind(bot_id.to_owned())
         .bind(MAX_OPPONENTS_LISTED)
-        .fetch_all(self.pool())
+        .fetch_all(self.reads())
         .await?;
         rows.iter()
             .map(|row| {
@@ -568,7 +568,7 @@ impl Store {
         )
         .bind(bot_id.to_owned())
         .bind(opponent_id.to_owned())
-        .fetch_all(self.pool())
+        .fetch_all(self.reads())
         .await?;
         let mut record = Record::default();
         for row in &rows {

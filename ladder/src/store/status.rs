@@ -49,18 +49,18 @@ impl Store {
                  FROM bots WHERE class = $1",
             )
             .bind(class.name())
-            .fetch_one(self.pool())
+            .fetch_one(self.reads())
             .await?;
             let queued = sqlx::query("SELECT COUNT(*) AS n FROM queue WHERE class = $1")
                 .bind(class.name())
-                .fetch_one(self.pool())
+                .fetch_one(self.reads())
                 .await?;
             let states = sqlx::query(
                 "SELECT state, COUNT(*) AS n FROM matches WHERE class = $1 AND season_id = $2 GROUP BY state",
             )
             .bind(class.name())
             .bind(season_id)
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await?;
             let mut by_state = [0_i64; 4];
             for row in &states {
@@ -74,7 +74,7 @@ impl Store {
             }
             let wave = sqlx::query("SELECT * FROM waves WHERE class = $1")
                 .bind(class.name())
-                .fetch_optional(self.pool())
+                .fetch_optional(self.reads())
                 .await?;
             let last_wave = wave
                 .map(|row| {

@@ -50,7 +50,7 @@ impl Store {
              WHERE m.state = 'settled' ORDER BY m.accepted_ms DESC LIMIT $1",
         )
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(self.pool())
+        .fetch_all(self.reads())
         .await?;
         rows.iter()
             .map(|row| {

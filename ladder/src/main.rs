@@ -420,7 +420,9 @@ async fn run(cli: Cli) -> Result<Outcome> {
             play,
         } => {
             let signing_key = play.signing_key()?;
-            let mut host_config = play.host_config()?;
+            // Each worker plays one match at a time: a WASM instance pool for
+            // that many (beyond it, on demand).
+            let mut host_config = play.host_config()?.playing_at_once(workers.max(1));
             // One object per replay: `ladder serve` lists them from the database.
             let replays = ReplayStore::open(&play.replays)
                 .with_context(|| format!("opening the replay store {}", play.replays))?

@@ -99,8 +99,11 @@ pub async fn serve(
     let replays = ReplayStore::open(&config.replays)?.without_index();
     let credentials = Credentials::new();
     let (listener, grpc_address) = bind(config.listen, "gRPC").await?;
+    // Each in-process worker plays one match at a time: a WASM instance pool
+    // for that many (beyond it, on demand).
     let mut host_config =
-        worker::ladder_host_config(config.host.clone(), config.allow_private_endpoints);
+        worker::ladder_host_config(config.host.clone(), config.allow_private_endpoints)
+            .playing_at_once(config.workers);
     host_config.inference = Some(InferenceLink {
         url: config
             .public_url

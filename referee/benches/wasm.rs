@@ -2,7 +2,9 @@
 //! (a live WASM instance against a built-in strategy, same observation), and a
 //! whole warm match between two small example Rust WASM bots with the async
 //! runner, both instantiations and the full replay included, with instances
-//! allocated on demand and from a pool. Compare with
+//! allocated on demand, from a pool (as `referee local`, `referee serve`,
+//! ladder workers and tournaments get), and from a pool whose every slot is
+//! taken (both instances overflow to on-demand allocation). Compare with
 //! `match/async runner, script vs script` (benches/matches.rs) and with the
 //! sandbox's own figures (sandbox/benches/sandbox.rs). Figures: docs/perf/sandbox.md.
 //!
@@ -151,9 +153,21 @@ fn wasm(c: &mut Criterion) {
             runtime.block_on(run_match(black_box(config(7)), [&mut a, &mut b]))
         })
     });
-    for (label, pool) in [("on-demand", None), ("instance pool", Some(1))] {
+    let variants = [
+        ("on-demand", None, 0),
+        ("instance pool", Some(1), 0),
+        // A pool for one match has four slots: all held by live instances.
+        ("instance pool full, overflow on demand", Some(1), 4),
+    ];
+    for (label, pool, held) in variants {
         let (_, jabber) = load("jabber", pool);
         let (_, counter) = load("counter", pool);
+        let mut holders: Vec<WasmBot> = (0..held)
+            .map(|_| wasm_bot(&jabber_path, &jabber, &config(7), Side::A))
+            .collect();
+        for holder in &mut holders {
+            runtime.block_on(holder.decide(recorder.observation(Side::A)));
+        }
         let play = |config: MatchConfig| {
             let mut a = wasm_bot(&counter_path, &counter, &config, Side::A);
             let mut b = wasm_bot(&jabber_path, &jabber, &config, Side::B);
@@ -164,7 +178,13 @@ fn wasm(c: &mut Criterion) {
             format!("async runner, wasm counter vs wasm jabber, {exchanges} exchanges ({label})"),
             |bench| bench.iter(|| play(black_box(config(7)))),
         );
+        drop(holders);
     }
+    let stats = pooled.wasm_stats();
+    assert!(
+        stats.pool_instantiations > 0 && stats.on_demand_instantiations > 0,
+        "both paths measured: {stats:?}"
+    );
     group.finish();
 }
 

@@ -16,13 +16,16 @@ use std::time::Duration;
 use duel_replays::store::ReplayStore;
 use duel_replays::{FighterInfo, Replay, SigningKey};
 use duel_rules::{ExchangeStep, Side, WeightClass};
-use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig};
+use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig, SandboxStats};
 
 use crate::bot::Bot;
 use crate::bots::{BotContext, InferenceLink, builtin_bot, endpoint_bot};
 use crate::endpoint::EndpointPolicy;
 use crate::error::RefereeError;
-use crate::limits::{DECISION_WALL_CLOCK, MAX_CACHED_COMPONENTS, SEED_MODULUS};
+use crate::limits::{
+    DECISION_WALL_CLOCK, MAX_CACHED_COMPONENTS, POOLED_MATCHES_MAX, POOLED_SANDBOXES_MAX,
+    SEED_MODULUS,
+};
 use crate::meter::ModelGateway;
 use crate::opening::Opening;
 use crate::record::{MatchConfig, MatchRecorder};
@@ -32,12 +35,15 @@ use crate::tls::Trust;
 /// How WASM instances are allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WasmAllocation {
-    /// Each instance maps its own memory: never runs dry, for processes that
-    /// play any number of matches at once (`local`, `serve`, ladder workers).
+    /// Each instance maps its own memory (~50 µs an instance, mostly mmap,
+    /// munmap and page faults).
     OnDemand,
-    /// Instances come from a pool reserved for this many matches at once, several
-    /// times cheaper to set up (tournaments and SPRT, which bound their jobs).
-    /// More matches than that at once would find the pool empty.
+    /// Instances come from a pool reserved for this many matches at once
+    /// (capped at [`POOLED_MATCHES_MAX`]), several times cheaper to set up;
+    /// one that finds the pool full is allocated on demand instead, so more
+    /// matches than that still play. What `referee local` (1), `referee
+    /// serve` (its `--max-matches`), ladder workers (their count), tournaments
+    /// and SPRT (their jobs) use; see [`HostConfig::playing_at_once`].
     Pooled { concurrent_matches: usize },
 }
 
@@ -45,12 +51,14 @@ impl WasmAllocation {
     fn sandbox_allocation(self) -> Allocation {
         match self {
             WasmAllocation::OnDemand => Allocation::OnDemand,
-            WasmAllocation::Pooled { concurrent_matches } => Allocation::Pooling {
-                // Two fighters a match (a failed instance is dropped before its
-                // replacement is made), two to spare.
-                instances: u32::try_from(concurrent_matches.saturating_mul(2).saturating_add(2))
-                    .unwrap_or(u32::MAX),
-            },
+            WasmAllocation::Pooled { concurrent_matches } => {
+                let matches = concurrent_matches.clamp(1, POOLED_MATCHES_MAX);
+                Allocation::Pooling {
+                    // Two fighters a match (a failed instance is dropped before
+                    // its replacement is made), two to spare.
+                    instances: u32::try_from(matches * 2 + 2).unwrap_or(u32::MAX),
+                }
+            }
         }
     }
 }
@@ -73,6 +81,19 @@ pub struct HostConfig {
 }
 
 impl HostConfig {
+    /// WASM instances from a pool sized for `matches` played at once by the
+    /// process (see [`WasmAllocation::Pooled`]); none (on demand) for 0, a
+    /// process that only validates uploads.
+    pub fn playing_at_once(mut self, matches: usize) -> HostConfig {
+        self.wasm_allocation = match matches {
+            0 => WasmAllocation::OnDemand,
+            _ => WasmAllocation::Pooled {
+                concurrent_matches: matches,
+            },
+        };
+        self
+    }
+
     /// A host with `gateway`, no Inference service, no disk cache, WASM
     /// instances on demand, the system's TLS roots and the public endpoint
     /// policy (no peer text in replays).
@@ -100,6 +121,8 @@ struct HostInner {
     config: HostConfig,
     /// One sandbox (one wasmtime engine) per wall clock: the engine's epoch
     /// deadline is the clock, and the matches of a process nearly always share one.
+    /// With [`WasmAllocation::Pooled`], at most [`POOLED_SANDBOXES_MAX`] of
+    /// them have an instance pool (the rules' clock always can).
     sandboxes: Mutex<HashMap<Duration, Sandbox>>,
     /// Components loaded by digest (ladder workers keep their bytes in a
     /// database): a hit skips the bytes and the compile.
@@ -157,18 +180,52 @@ impl MatchHost {
         }
         let config = &self.inner.config;
         let disk_cache_dir = config.wasm_cache_dir.clone().filter(|dir| dir.is_dir());
+        // The rules' clock always gets its pool (ranked matches play under
+        // it); other clocks share the rest of the allowance, first come.
+        let other_pools = sandboxes
+            .iter()
+            .filter(|(clock, sandbox)| {
+                **clock != DECISION_WALL_CLOCK
+                    && sandbox.config().allocation != Allocation::OnDemand
+            })
+            .count();
+        let allocation = match config.wasm_allocation {
+            WasmAllocation::Pooled { .. }
+                if wall_clock != DECISION_WALL_CLOCK && other_pools + 1 >= POOLED_SANDBOXES_MAX =>
+            {
+                Allocation::OnDemand
+            }
+            wanted => wanted.sandbox_allocation(),
+        };
         let sandbox = Sandbox::new(SandboxConfig {
             decision_wall_clock: wall_clock,
             // A short clock needs a finer tick to be enforced at all (the default
             // tick is longer than a 1 ms clock).
             epoch_tick: duel_sandbox::limits::EPOCH_TICK_DEFAULT.min(wall_clock / 4),
             disk_cache_dir,
-            allocation: config.wasm_allocation.sandbox_allocation(),
+            allocation,
             ..SandboxConfig::default()
         })
         .map_err(RefereeError::Sandbox)?;
         sandboxes.insert(wall_clock, sandbox.clone());
         Ok(sandbox)
+    }
+
+    /// What the host's sandboxes did so far (compiles, cache hits, instances
+    /// from a pool and on demand), summed over the wall clocks in use.
+    pub fn wasm_stats(&self) -> SandboxStats {
+        lock(&self.inner.sandboxes)
+            .values()
+            .map(Sandbox::stats)
+            .fold(SandboxStats::default(), |sum, one| SandboxStats {
+                compiled: sum.compiled + one.compiled,
+                memory_hits: sum.memory_hits + one.memory_hits,
+                disk_hits: sum.disk_hits + one.disk_hits,
+                disk_write_errors: sum.disk_write_errors + one.disk_write_errors,
+                pool_instantiations: sum.pool_instantiations + one.pool_instantiations,
+                on_demand_instantiations: sum.on_demand_instantiations
+                    + one.on_demand_instantiations,
+            })
     }
 
     /// The largest component this host accepts, in bytes.

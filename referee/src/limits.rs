@@ -166,6 +166,19 @@ pub const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
 /// compiled code: ~0.5 MiB for a Rust bot, ~31 MiB for a Python one.
 pub const MAX_CACHED_COMPONENTS: usize = 64;
 
+/// Matches a WASM instance pool is sized for at most, whatever bound the
+/// process has on matches at once (`referee serve` allows 256 by default):
+/// two slots a match plus two, each slot reserving ~16 GiB of address space
+/// (`duel_sandbox::limits::POOL_MEMORIES_PER_SLOT`), so 16 matches reserve
+/// ~0.5 TiB. Instances beyond the pool are allocated on demand, never refused.
+pub const POOLED_MATCHES_MAX: usize = 16;
+
+/// Sandboxes (one per wall clock in use) that get an instance pool; a process
+/// playing under more distinct clocks (a `referee serve` caller may choose any
+/// of 1..=10,000 ms) allocates the rest on demand, so callers cannot make it
+/// reserve address space without bound.
+pub const POOLED_SANDBOXES_MAX: usize = 2;
+
 /// Seeds the referee makes are below this: random, and short enough to retype.
 pub const SEED_MODULUS: u64 = 1_000_000_000;
 

@@ -799,3 +799,41 @@ fn the_operator_token_never_shows_in_debug_output() {
     assert!(!shown.contains("s3cret-operator-token"), "{shown}");
     assert!(shown.contains("<redacted>"), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_plays_wasm_bots_from_its_instance_pool() {
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let metrics_listener = loopback().await;
+    let metrics_address = metrics_listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(duel_referee::grpc::serve_with_metrics(
+        listener,
+        Some(metrics_listener),
+        serve_config(2, Default::default()),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let mut client = RefereeClient::connect(format!("http://{address}"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        client
+            .run_match(request(&wasm_bot("jabber"), &wasm_bot("counter"), 5_000))
+            .await
+            .unwrap();
+    }
+    let text = http_get(metrics_address, "/metrics").await;
+    // Four instances, all from the pool sized for the server's two matches.
+    assert!(
+        text.contains("duel_wasm_instances_made{allocation=\"pool\"} 4\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("duel_wasm_instances_made{allocation=\"on_demand\"} 0\n"),
+        "{text}"
+    );
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+}

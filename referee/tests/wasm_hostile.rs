@@ -72,9 +72,10 @@ fn opponent() -> BuiltinBot {
 }
 
 /// A match of the WASM bot at `path`, built as `referee local` builds it (the
-/// process's sandbox, default limits), against the built-in opponent.
+/// process's sandbox, default limits, an instance pool for one match),
+/// against the built-in opponent.
 async fn play(path: &Path, match_id: &str, clock: Duration) -> Replay {
-    let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()));
+    let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()).playing_at_once(1));
     let mut options = MatchOptions::new(WeightClass::Middle)
         .seed(SEED)
         .wall_clock(clock);

@@ -1,7 +1,9 @@
 //! WASM bots through the real binary: the example bots built by
 //! `scripts/build-bots` (run by scripts/setup/bots.sh before the suite) play a
 //! full match whose replay verifies, and a file that is not a component is a
-//! one-line error before the match.
+//! one-line error before the match. And through a match host with an instance
+//! pool (as `local`, `serve` and ladder workers build theirs): more matches at
+//! once than the pool holds all play, the rest on demand.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -137,4 +139,95 @@ fn a_tournament_of_wasm_bots_plays_from_an_instance_pool() {
     let one = table("1");
     assert_eq!(one["standings"]["matches_played"], 24);
     assert_eq!(one, table("3"));
+}
+
+/// A built-in bot whose first decision waits for `gate`: its match stays in
+/// its first exchange, its WASM opponent's instance live, until the gate opens.
+struct Gated {
+    inner: duel_referee::builtin::BuiltinBot,
+    gate: Option<std::sync::Arc<tokio::sync::Barrier>>,
+}
+
+impl duel_referee::Bot for Gated {
+    fn info(&self) -> duel_replays::FighterInfo {
+        self.inner.info()
+    }
+
+    fn decide<'a>(
+        &'a mut self,
+        observation: duel_rules::Observation<'a>,
+    ) -> duel_referee::bot::DecisionFuture<'a> {
+        Box::pin(async move {
+            if let Some(gate) = self.gate.take() {
+                gate.wait().await;
+            }
+            self.inner.decide(observation).await
+        })
+    }
+
+    fn abandoned(&mut self) -> duel_referee::Spent {
+        duel_referee::Spent::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_matches_at_once_than_the_pool_holds_all_play() {
+    use duel_referee::{
+        BotContext, BotMaker, BuiltinSpec, Fighter, FighterSource, HostConfig, MatchHost,
+        MatchOptions, ModelGateway,
+    };
+    use duel_rules::WeightClass;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const MATCHES: usize = 6;
+    let clock = Duration::from_secs(10);
+    // A pool for one match has four slots; six WASM instances will be live.
+    let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()).playing_at_once(1));
+    let bytes = std::fs::read(bot("jabber")).expect("example bot built");
+    let jabber = host.load_component(bytes, clock).await.expect("loads");
+    // Every match is in its first exchange (its WASM instance made) before
+    // any goes on.
+    let gate = Arc::new(tokio::sync::Barrier::new(MATCHES));
+    let mut matches = tokio::task::JoinSet::new();
+    for seed in 0..MATCHES as u64 {
+        let gate = Arc::clone(&gate);
+        let make: BotMaker = Arc::new(move |context: &BotContext| {
+            Box::new(Gated {
+                inner: duel_referee::builtin::BuiltinBot::new(
+                    BuiltinSpec::Random,
+                    context.seed,
+                    context.side,
+                ),
+                gate: Some(Arc::clone(&gate)),
+            }) as Box<dyn duel_referee::Bot>
+        });
+        let fighters = [
+            Fighter::new(FighterSource::Component(jabber.clone())),
+            Fighter::new(FighterSource::Made(make)),
+        ];
+        let options = MatchOptions::new(WeightClass::Middle).seed(seed);
+        let session = host.prepare(fighters, options).await.expect("prepared");
+        matches.spawn(async move { session.play(&mut |_: &_, _: &_| {}).await });
+    }
+    let mut replays = Vec::new();
+    while let Some(replay) = matches.join_next().await {
+        replays.push(replay.expect("match task"));
+    }
+    assert_eq!(replays.len(), MATCHES);
+    for replay in &replays {
+        for (_, exchange) in replay.exchanges() {
+            assert_eq!(
+                exchange.a.source,
+                duel_replays::SourceName::Bot,
+                "{exchange:?}"
+            );
+        }
+    }
+    let stats = host.wasm_stats();
+    assert_eq!(
+        (stats.pool_instantiations, stats.on_demand_instantiations),
+        (4, 2),
+        "{stats:?}"
+    );
 }

@@ -2,7 +2,8 @@
 //! it was: every failed instance (panic, memory cap, fuel) is freed, not kept.
 //! The resident set after a warm-up batch is the baseline; after many more
 //! matches it may have grown by a bounded amount only; with instances allocated
-//! on demand and from a pool. Alone in its test binary, so no other test shares
+//! on demand, from a pool, and from a full pool (every instance overflows to
+//! on-demand allocation). Alone in its test binary, so no other test shares
 //! the process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,8 +14,8 @@ use duel_referee::builtin::BuiltinBot;
 use duel_referee::wasm::WasmBot;
 use duel_referee::{BotSpec, MatchConfig, ModelGateway, run_match};
 use duel_replays::Replay;
-use duel_rules::{Side, Source, WeightClass};
-use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig};
+use duel_rules::{MatchState, Observation, Ruleset, Side, Source, WeightClass};
+use duel_sandbox::{Allocation, BotInstance, LoadedBot, NoModel, Sandbox, SandboxConfig};
 
 const MIB: u64 = 1024 * 1024;
 /// Matches played before the baseline is taken (caches, pools, allocator arenas
@@ -92,9 +93,29 @@ async fn batch(hostile: &LoadedBot, first: usize, count: usize) -> usize {
     failures
 }
 
+/// `slots` live instances of `bot`, each past its first decision: they hold
+/// as many pool slots for as long as they live.
+async fn holders(bot: &LoadedBot, slots: usize) -> Vec<BotInstance> {
+    let state = MatchState::new(Ruleset::CURRENT);
+    let observation = Observation::new(&state, Side::A, "held", WeightClass::Middle, 64_000, &[]);
+    let mut held = Vec::new();
+    for seed in 0..slots {
+        let context = duel_sandbox::BotContext {
+            match_id: "held".to_owned(),
+            seed: seed as u64,
+            side: Side::A,
+        };
+        let mut instance = bot.instantiate(context, std::sync::Arc::new(NoModel));
+        instance.decide(&observation).await.unwrap();
+        held.push(instance);
+    }
+    held
+}
+
 /// Warm-up, baseline, many more matches, growth within the bound; then a clean
-/// match to show the process still healthy.
-async fn memory_returns_to_baseline(allocation: Allocation) {
+/// match to show the process still healthy. `held` pool slots stay taken
+/// throughout (by live well-behaved instances).
+async fn memory_returns_to_baseline(allocation: Allocation, held: usize) {
     let sandbox = Sandbox::new(SandboxConfig {
         // Cheap failures: a spinning loop runs out of fuel in about a
         // millisecond, an allocating one hits the cap after 16 MiB.
@@ -109,6 +130,7 @@ async fn memory_returns_to_baseline(allocation: Allocation) {
     let bytes = std::fs::read(&path)
         .unwrap_or_else(|err| panic!("{}: {err}; run scripts/build-bots", path.display()));
     let hostile = sandbox.load(&bytes).unwrap();
+    let holding = holders(&hostile, held).await;
 
     let warm_up_failures = batch(&hostile, 0, WARM_UP_MATCHES).await;
     assert!(warm_up_failures > WARM_UP_MATCHES * 5, "{warm_up_failures}");
@@ -137,12 +159,26 @@ async fn memory_returns_to_baseline(allocation: Allocation) {
             .exchanges()
             .all(|(_, exchange)| Source::from(exchange.a.source) == Source::Bot)
     );
+    let stats = sandbox.stats();
+    eprintln!("{allocation:?} with {held} slots held: {stats:?}");
+    match allocation {
+        Allocation::OnDemand => assert_eq!(stats.pool_instantiations, 0),
+        Allocation::Pooling { instances } if held >= instances as usize => {
+            assert_eq!(stats.pool_instantiations, held as u64);
+            assert!(stats.on_demand_instantiations > (WARM_UP_MATCHES + MATCHES) as u64);
+        }
+        Allocation::Pooling { .. } => assert_eq!(stats.on_demand_instantiations, 0),
+    }
+    drop(holding);
 }
 
 #[tokio::test]
 async fn hundreds_of_hostile_matches_return_memory_to_baseline() {
-    memory_returns_to_baseline(Allocation::OnDemand).await;
+    memory_returns_to_baseline(Allocation::OnDemand, 0).await;
     // A pool keeps freed slots' pages mapped for the next bot: that too must
     // stay at a fixed size, whatever the bots did.
-    memory_returns_to_baseline(Allocation::Pooling { instances: 4 }).await;
+    memory_returns_to_baseline(Allocation::Pooling { instances: 4 }, 0).await;
+    // A full pool: every hostile instance overflows to the on-demand engine,
+    // and is freed there just the same.
+    memory_returns_to_baseline(Allocation::Pooling { instances: 2 }, 2).await;
 }

@@ -93,6 +93,17 @@ pub const POOL_MEMORY_KEEP_RESIDENT_BYTES: usize = 2 * MIB;
 /// The same for tables (a Rust bot's are a few hundred entries).
 pub const POOL_TABLE_KEEP_RESIDENT_BYTES: usize = 64 * 1024;
 
+/// Per pool slot, the most core instances, memories and tables reserved (a
+/// component may use up to the per-bot maxima above, taking several slots'
+/// share; when the totals run out, instances overflow to on-demand
+/// allocation). A Python bot has ~10 core instances and 1-2 memories; a Rust
+/// bot 1 core instance and 1 memory. Each memory slot reserves 4 GiB plus a
+/// 32 MiB guard of address space (never committed unless touched): a pool of
+/// 34 instances (16 matches) reserves ~0.5 TiB of the 128 TiB address space.
+pub const POOL_CORE_INSTANCES_PER_SLOT: u32 = 16;
+pub const POOL_MEMORIES_PER_SLOT: u32 = 4;
+pub const POOL_TABLES_PER_SLOT: u32 = 8;
+
 const _: () = assert!(
     FUEL_PER_DECISION_DEFAULT > 1_000_000,
     "a Python decision must fit"
@@ -121,6 +132,9 @@ pub enum Allocation {
     /// Allocate each instance's memories and tables when it is created.
     OnDemand,
     /// Pre-reserve slots for this many instances (`Config::allocation_strategy`).
+    /// The pool never runs dry: an instance that finds every slot taken is
+    /// allocated on demand instead, by a second engine the sandbox keeps for
+    /// that (its component deserialized there on first need).
     Pooling { instances: u32 },
 }
 

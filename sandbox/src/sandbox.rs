@@ -2,7 +2,7 @@
 //! bot instances under the per-decision limits.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -10,8 +10,8 @@ use duel_rules::{Action, Observation, Side};
 use sha2::{Digest as _, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
-    UpdateDeadline,
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolConcurrencyLimitError,
+    PoolingAllocationConfig, Store, Trap, UpdateDeadline,
 };
 
 use crate::bindings::{WorldVersion, convert_v1_0_0, v1_0_0};
@@ -19,7 +19,8 @@ use crate::cache::{DiskCache, MemoryCache};
 use crate::error::{DecideFailure, FailureCause, SandboxError, short_reason};
 use crate::host::{HostState, LimitHit, Limiter, WallClockOut};
 use crate::limits::{
-    ASYNC_STACK_BYTES, Allocation, POOL_MEMORY_KEEP_RESIDENT_BYTES, POOL_TABLE_KEEP_RESIDENT_BYTES,
+    ASYNC_STACK_BYTES, Allocation, POOL_CORE_INSTANCES_PER_SLOT, POOL_MEMORIES_PER_SLOT,
+    POOL_MEMORY_KEEP_RESIDENT_BYTES, POOL_TABLE_KEEP_RESIDENT_BYTES, POOL_TABLES_PER_SLOT,
     SandboxConfig, WASM_STACK_BYTES_MAX,
 };
 use crate::model::ModelPort;
@@ -32,8 +33,13 @@ pub struct Sandbox {
 }
 
 struct SandboxInner {
+    /// Where bots are compiled and instantiated: with the pooling allocator
+    /// when the configuration asks for it.
     engine: Engine,
     linker: Linker<HostState>,
+    /// With a pool: the on-demand engine an instance goes to when every slot
+    /// is taken, so the pool never runs dry.
+    overflow: Option<Overflow>,
     config: SandboxConfig,
     compiled: Mutex<MemoryCache<Loaded>>,
     disk: Option<DiskCache>,
@@ -50,12 +56,22 @@ impl std::fmt::Debug for SandboxInner {
     }
 }
 
+/// The engine of instances that found the pool full. Compiled code is
+/// compatible between the two engines (same tunables; the allocation strategy
+/// does not enter compilation), so a component moves over by serialization.
+struct Overflow {
+    engine: Engine,
+    linker: Linker<HostState>,
+}
+
 #[derive(Debug, Default)]
 struct Counters {
     compiled: AtomicU64,
     memory_hits: AtomicU64,
     disk_hits: AtomicU64,
     disk_write_errors: AtomicU64,
+    pool_instantiations: AtomicU64,
+    on_demand_instantiations: AtomicU64,
 }
 
 /// What the sandbox's caches did so far.
@@ -68,16 +84,21 @@ pub struct SandboxStats {
     /// Artifacts that could not be written to the disk cache (the load still
     /// succeeded; the next process compiles again).
     pub disk_write_errors: u64,
+    /// Wasm instances made in a pool slot.
+    pub pool_instantiations: u64,
+    /// Wasm instances allocated on demand: every one without a pool, and with
+    /// a pool those that found every slot taken.
+    pub on_demand_instantiations: u64,
 }
 
-/// Advances the engine epoch every tick until dropped.
+/// Advances the engines' epoch every tick until dropped.
 struct EpochTicker {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl EpochTicker {
-    fn start(engine: Engine, tick: Duration) -> Result<EpochTicker, SandboxError> {
+    fn start(engines: Vec<Engine>, tick: Duration) -> Result<EpochTicker, SandboxError> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
@@ -85,7 +106,9 @@ impl EpochTicker {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(tick);
-                    engine.increment_epoch();
+                    for engine in &engines {
+                        engine.increment_epoch();
+                    }
                 }
             })
             .map_err(|err| SandboxError::Engine(format!("cannot start the epoch thread: {err}")))?;
@@ -105,7 +128,9 @@ impl Drop for EpochTicker {
     }
 }
 
-fn engine_config(config: &SandboxConfig) -> Result<Config, SandboxError> {
+/// The engine's configuration; `pooled` turns the pooling allocator on when the
+/// sandbox's configuration asks for one.
+fn engine_config(config: &SandboxConfig, pooled: bool) -> Config {
     let mut wasm = Config::new();
     wasm.epoch_interruption(true)
         .consume_fuel(true)
@@ -113,13 +138,14 @@ fn engine_config(config: &SandboxConfig) -> Result<Config, SandboxError> {
         .concurrency_support(false)
         .max_wasm_stack(WASM_STACK_BYTES_MAX)
         .async_stack_size(ASYNC_STACK_BYTES);
-    if let Allocation::Pooling { instances } = config.allocation {
+    if let (Allocation::Pooling { instances }, true) = (config.allocation, pooled) {
         let per_bot = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let per_slot = |n: usize, cap: u32| instances.saturating_mul(per_bot(n).min(cap));
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(instances)
-            .total_core_instances(instances.saturating_mul(per_bot(config.instances_max).min(16)))
-            .total_memories(instances.saturating_mul(per_bot(config.memories_max).min(4)))
-            .total_tables(instances.saturating_mul(per_bot(config.tables_max).min(8)))
+            .total_core_instances(per_slot(config.instances_max, POOL_CORE_INSTANCES_PER_SLOT))
+            .total_memories(per_slot(config.memories_max, POOL_MEMORIES_PER_SLOT))
+            .total_tables(per_slot(config.tables_max, POOL_TABLES_PER_SLOT))
             .max_core_instances_per_component(per_bot(config.instances_max))
             .max_memories_per_component(per_bot(config.memories_max))
             .max_tables_per_component(per_bot(config.tables_max))
@@ -132,7 +158,22 @@ fn engine_config(config: &SandboxConfig) -> Result<Config, SandboxError> {
             .pagemap_scan(Enabled::Auto);
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
-    Ok(wasm)
+    wasm
+}
+
+/// An engine and its linker: closed WASI and the `duel:bot` imports.
+fn engine_and_linker(
+    config: &SandboxConfig,
+    pooled: bool,
+) -> Result<(Engine, Linker<HostState>), SandboxError> {
+    let engine = Engine::new(&engine_config(config, pooled))
+        .map_err(|err| SandboxError::Engine(err.to_string()))?;
+    let mut linker = Linker::<HostState>::new(&engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+        .map_err(|err| SandboxError::Engine(err.to_string()))?;
+    v1_0_0::Bot::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
+        .map_err(|err| SandboxError::Engine(err.to_string()))?;
+    Ok((engine, linker))
 }
 
 impl Sandbox {
@@ -140,23 +181,27 @@ impl Sandbox {
     /// the caches, and starts the epoch thread.
     pub fn new(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         config.validate().map_err(SandboxError::Config)?;
-        let engine = Engine::new(&engine_config(&config)?)
-            .map_err(|err| SandboxError::Engine(err.to_string()))?;
-        let mut linker = Linker::<HostState>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|err| SandboxError::Engine(err.to_string()))?;
-        v1_0_0::Bot::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
-            .map_err(|err| SandboxError::Engine(err.to_string()))?;
+        let (engine, linker) = engine_and_linker(&config, true)?;
+        let overflow = match config.allocation {
+            Allocation::Pooling { .. } => {
+                let (engine, linker) = engine_and_linker(&config, false)?;
+                Some(Overflow { engine, linker })
+            }
+            Allocation::OnDemand => None,
+        };
         let disk = match &config.disk_cache_dir {
             Some(dir) => Some(DiskCache::open(dir, &engine)?),
             None => None,
         };
-        let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
+        let mut engines = vec![engine.clone()];
+        engines.extend(overflow.iter().map(|overflow| overflow.engine.clone()));
+        let ticker = EpochTicker::start(engines, config.epoch_tick)?;
         Ok(Sandbox {
             inner: Arc::new(SandboxInner {
                 compiled: Mutex::new(MemoryCache::new(config.compiled_cache_entries)),
                 engine,
                 linker,
+                overflow,
                 config,
                 disk,
                 counters: Counters::default(),
@@ -176,6 +221,8 @@ impl Sandbox {
             memory_hits: c.memory_hits.load(Ordering::Relaxed),
             disk_hits: c.disk_hits.load(Ordering::Relaxed),
             disk_write_errors: c.disk_write_errors.load(Ordering::Relaxed),
+            pool_instantiations: c.pool_instantiations.load(Ordering::Relaxed),
+            on_demand_instantiations: c.on_demand_instantiations.load(Ordering::Relaxed),
         }
     }
 
@@ -286,23 +333,61 @@ impl SandboxInner {
         size_bytes: usize,
     ) -> Result<Loaded, SandboxError> {
         let world = WorldVersion::detect(&self.engine, &component)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|err| SandboxError::WrongWorld(short_reason(&format!("{err:#}"))))?;
-        let pre = match world {
-            WorldVersion::V1_0_0 => BotPre::V1_0_0(
-                v1_0_0::BotPre::new(pre)
-                    .map_err(|err| SandboxError::WrongWorld(short_reason(&format!("{err:#}"))))?,
-            ),
-        };
+        let pre = pre_link(&self.linker, &component, world)?;
         Ok(Loaded {
             digest,
             world,
+            component,
             pre,
+            overflow_pre: OnceLock::new(),
             size_bytes,
         })
     }
+
+    /// `loaded`, pre-linked in the overflow engine: its compiled code copied
+    /// over on first need (milliseconds for a large bot; once per component).
+    fn overflow_pre<'a>(
+        &self,
+        overflow: &Overflow,
+        loaded: &'a Loaded,
+    ) -> Result<&'a BotPre, wasmtime::Error> {
+        loaded
+            .overflow_pre
+            .get_or_init(|| copy_to(overflow, loaded))
+            .as_ref()
+            .map_err(|err| wasmtime::Error::msg(format!("{err:#}")))
+    }
+}
+
+/// Copies a loaded bot's compiled code into the overflow engine and pre-links
+/// it there.
+fn copy_to(overflow: &Overflow, loaded: &Loaded) -> Result<BotPre, wasmtime::Error> {
+    let bytes = loaded.component.serialize()?;
+    // SAFETY: `bytes` were serialized just above, in this process, by an engine
+    // whose compilation settings are the overflow engine's (`engine_config`
+    // differs only in the allocator, which does not enter compiled code); and
+    // wasmtime checks that compatibility again before loading them.
+    #[allow(unsafe_code)]
+    let component = unsafe { Component::deserialize(&overflow.engine, &bytes) }?;
+    pre_link(&overflow.linker, &component, loaded.world)
+        .map_err(|err| wasmtime::Error::msg(err.to_string()))
+}
+
+/// Pre-links a component of `world` with `linker`.
+fn pre_link(
+    linker: &Linker<HostState>,
+    component: &Component,
+    world: WorldVersion,
+) -> Result<BotPre, SandboxError> {
+    let pre = linker
+        .instantiate_pre(component)
+        .map_err(|err| SandboxError::WrongWorld(short_reason(&format!("{err:#}"))))?;
+    Ok(match world {
+        WorldVersion::V1_0_0 => BotPre::V1_0_0(
+            v1_0_0::BotPre::new(pre)
+                .map_err(|err| SandboxError::WrongWorld(short_reason(&format!("{err:#}"))))?,
+        ),
+    })
 }
 
 enum BotPre {
@@ -313,7 +398,11 @@ enum BotPre {
 struct Loaded {
     digest: String,
     world: WorldVersion,
+    component: Component,
     pre: BotPre,
+    /// The same bot pre-linked in the overflow engine, once an instance of it
+    /// found the pool full (or why it could not be).
+    overflow_pre: OnceLock<Result<BotPre, wasmtime::Error>>,
     size_bytes: usize,
 }
 
@@ -556,20 +645,39 @@ impl BotInstance {
         let inner = Arc::clone(&self.bot.sandbox.inner);
         let fuel = inner.config.fuel_per_decision;
         if self.live.is_none() {
-            let mut store = self.new_store(&inner, deadline);
-            store
-                .set_fuel(fuel)
-                .map_err(|err| classify(&inner.config, &err))?;
-            store.set_epoch_deadline(1);
-            let bot = match &self.bot.loaded.pre {
-                BotPre::V1_0_0(pre) => BotHandle::V1_0_0(
-                    pre.instantiate_async(&mut store)
+            let loaded = Arc::clone(&self.bot.loaded);
+            let counters = &inner.counters;
+            let store = self.new_store(&inner.engine, deadline);
+            let live = match instantiate(store, &loaded.pre, fuel).await {
+                Ok(live) => {
+                    let counter = match inner.overflow {
+                        Some(_) => &counters.pool_instantiations,
+                        None => &counters.on_demand_instantiations,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    live
+                }
+                // Every slot of the pool is taken: this one is made on demand.
+                Err(err) if err.is::<PoolConcurrencyLimitError>() => {
+                    let Some(overflow) = &inner.overflow else {
+                        return Err(classify(&inner.config, &err));
+                    };
+                    let pre = inner
+                        .overflow_pre(overflow, &loaded)
+                        .map_err(|err| classify(&inner.config, &err))?;
+                    let store = self.new_store(&overflow.engine, deadline);
+                    let live = instantiate(store, pre, fuel)
                         .await
-                        .map_err(|err| classify(&inner.config, &err))?,
-                ),
+                        .map_err(|err| classify(&inner.config, &err))?;
+                    counters
+                        .on_demand_instantiations
+                        .fetch_add(1, Ordering::Relaxed);
+                    live
+                }
+                Err(err) => return Err(classify(&inner.config, &err)),
             };
             self.stats.instantiations += 1;
-            self.live = Some(Live { store, bot });
+            self.live = Some(live);
         } else if let Some(live) = &mut self.live {
             live.store.data_mut().deadline = deadline;
             live.store
@@ -596,8 +704,8 @@ impl BotInstance {
         answer.map_err(|err| classify(&inner.config, &err))
     }
 
-    fn new_store(&self, inner: &SandboxInner, deadline: Instant) -> Store<HostState> {
-        let config = &inner.config;
+    fn new_store(&self, engine: &Engine, deadline: Instant) -> Store<HostState> {
+        let config = &self.bot.sandbox.inner.config;
         let state = HostState {
             wasi: closed_wasi(self.context.seed, self.context.side, &self.log),
             table: ResourceTable::new(),
@@ -614,7 +722,7 @@ impl BotInstance {
             deadline,
             model_calls: self.stats.model_calls,
         };
-        let mut store = Store::new(&inner.engine, state);
+        let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
         // Every tick: past the deadline, trap; otherwise yield to the runtime so a
         // spinning guest does not hold its worker thread, and check again next tick.
@@ -627,6 +735,21 @@ impl BotInstance {
         });
         store
     }
+}
+
+/// The bot instantiated from `pre` in a fresh `store` of the same engine, with
+/// this decision's `fuel`.
+async fn instantiate(
+    mut store: Store<HostState>,
+    pre: &BotPre,
+    fuel: u64,
+) -> Result<Live, wasmtime::Error> {
+    store.set_fuel(fuel)?;
+    store.set_epoch_deadline(1);
+    let bot = match pre {
+        BotPre::V1_0_0(pre) => BotHandle::V1_0_0(pre.instantiate_async(&mut store).await?),
+    };
+    Ok(Live { store, bot })
 }
 
 /// `NameError: text` at the start of a line, as Python's traceback ends.

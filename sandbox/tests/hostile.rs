@@ -252,3 +252,49 @@ async fn an_action_out_of_range_is_a_fault_and_one_in_range_is_played() {
         }
     }
 }
+
+#[tokio::test]
+async fn hostile_bots_overflowing_a_full_pool_are_contained_the_same_way() {
+    let sandbox = sandbox(SandboxConfig {
+        memory_bytes_max: 32 * 1024 * 1024,
+        allocation: duel_sandbox::Allocation::Pooling { instances: 1 },
+        ..short_clock()
+    });
+    let jabber = load(&sandbox, "jabber");
+    let hostile = load(&sandbox, "hostile");
+    // The pool's one slot stays taken: every hostile instance is made on demand.
+    let mut holder = instance(&jabber, "held", 1, Side::A);
+    let bout = Bout::new("held");
+    assert_eq!(
+        holder.decide(&bout.observation(Side::A)).await,
+        Ok(Action::Jab)
+    );
+    let cases = [
+        ("loop", FailureCause::Timeout, "wall clock"),
+        ("alloc", FailureCause::Fault, "memory cap"),
+        ("exit", FailureCause::Fault, "exited"),
+        ("panic-first", FailureCause::Fault, "unreachable"),
+    ];
+    for (mode, cause, needle) in cases {
+        let mut bot = instance(&hostile, mode, 1, Side::A);
+        let bout = Bout::new(mode);
+        let started = Instant::now();
+        let result = bot.decide(&bout.observation(Side::A)).await;
+        expect_failure(&result, cause, needle);
+        assert!(started.elapsed() < SHORT_CLOCK + SLACK, "{mode}");
+        // And the next decision runs on a fresh instance, again on demand.
+        if mode == "panic-first" {
+            assert_eq!(
+                bot.decide(&bout.observation(Side::A)).await,
+                Ok(Action::Jab)
+            );
+        }
+    }
+    let stats = sandbox.stats();
+    assert_eq!(stats.pool_instantiations, 1);
+    assert!(stats.on_demand_instantiations >= 5, "{stats:?}");
+    assert_eq!(
+        holder.decide(&bout.observation(Side::A)).await,
+        Ok(Action::Jab)
+    );
+}

@@ -149,3 +149,63 @@ async fn a_sandbox_with_the_pooling_allocator_runs_bots() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_full_pool_never_runs_dry_instances_beyond_it_are_made_on_demand() {
+    let sandbox = sandbox(SandboxConfig {
+        allocation: duel_sandbox::Allocation::Pooling { instances: 2 },
+        ..SandboxConfig::default()
+    });
+    let jabber = load(&sandbox, "jabber");
+    let counter = load(&sandbox, "counter");
+    let bout = Bout::new("m");
+    // Five live instances at once, two bots: two fill the pool, three overflow.
+    let mut live = Vec::new();
+    for seed in 0..5 {
+        let bot = if seed % 2 == 0 { &jabber } else { &counter };
+        let mut instance = instance(bot, "m", seed, Side::A);
+        let action = instance.decide(&bout.observation(Side::A)).await;
+        assert!(action.is_ok(), "instance {seed}: {action:?}");
+        assert_eq!(instance.stats().instantiations, 1);
+        live.push(instance);
+    }
+    let stats = sandbox.stats();
+    assert_eq!(
+        (stats.pool_instantiations, stats.on_demand_instantiations),
+        (2, 3)
+    );
+    // Overflowed instances keep deciding on their live instance, like pooled ones.
+    for instance in &mut live {
+        let action = instance.decide(&bout.observation(Side::A)).await;
+        assert!(action.is_ok(), "{action:?}");
+        assert_eq!(instance.stats().instantiations, 1);
+    }
+    // Slots freed go back to the pool.
+    drop(live);
+    let mut again = instance(&jabber, "m", 9, Side::A);
+    assert_eq!(
+        again.decide(&bout.observation(Side::A)).await,
+        Ok(Action::Jab)
+    );
+    assert_eq!(sandbox.stats().pool_instantiations, 3);
+    assert_eq!(sandbox.stats().on_demand_instantiations, 3);
+}
+
+#[tokio::test]
+async fn without_a_pool_every_instance_is_made_on_demand() {
+    let sandbox = sandbox(SandboxConfig::default());
+    let jabber = load(&sandbox, "jabber");
+    let bout = Bout::new("m");
+    for seed in 0..3 {
+        let mut bot = instance(&jabber, "m", seed, Side::A);
+        assert_eq!(
+            bot.decide(&bout.observation(Side::A)).await,
+            Ok(Action::Jab)
+        );
+    }
+    let stats = sandbox.stats();
+    assert_eq!(
+        (stats.pool_instantiations, stats.on_demand_instantiations),
+        (0, 3)
+    );
+}

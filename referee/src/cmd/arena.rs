@@ -18,7 +18,7 @@ use duel_referee::arena::tournament::{
 use duel_referee::limits::MAX_BOOK_BYTES;
 use duel_referee::opening::{Opening, OpeningSource};
 use duel_referee::shutdown::Shutdown;
-use duel_referee::{EndpointPolicy, MatchHost, WasmAllocation};
+use duel_referee::{EndpointPolicy, MatchHost};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use super::{Outcome, Stdout};
@@ -42,11 +42,9 @@ fn pool_settings(
     let mut config = super::host_config(&ModelArgs {
         model_url: None,
         model: None,
-    })?;
+    })?
+    .playing_at_once(jobs.max(1));
     config.endpoints = EndpointPolicy::LOCAL;
-    config.wasm_allocation = WasmAllocation::Pooled {
-        concurrent_matches: jobs.max(1),
-    };
     Ok(PoolSettings {
         jobs,
         class,

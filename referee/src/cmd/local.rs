@@ -100,7 +100,9 @@ async fn prepare(
     args: &LocalArgs,
     bots: [ResolvedBot; 2],
 ) -> Result<(MatchSession, Option<tokio::sync::oneshot::Sender<()>>)> {
-    let mut config = host_config(&args.model)?;
+    // One match: its two WASM instances come from a pool (a few times cheaper
+    // to set up than on demand).
+    let mut config = host_config(&args.model)?.playing_at_once(1);
     config.endpoints = EndpointPolicy::LOCAL;
     let inference = local_inference(&bots.each_ref().map(|bot| bot.spec.clone())).await?;
     config.inference = inference.as_ref().map(|(link, _)| link.clone());

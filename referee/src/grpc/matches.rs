@@ -176,6 +176,13 @@ impl Matches {
         &self.inner.metrics
     }
 
+    /// The metrics' exposition now (matches running, WASM instances made).
+    pub fn render_metrics(&self) -> String {
+        self.inner
+            .metrics
+            .render(self.running(), &self.inner.config.host.wasm_stats())
+    }
+
     pub fn get(&self, match_id: &str) -> Option<Arc<LiveMatch>> {
         self.table().matches.get(match_id).cloned()
     }

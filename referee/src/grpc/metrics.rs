@@ -1,11 +1,14 @@
 //! Prometheus metrics of `referee serve`: matches running and ended, decisions
-//! and substitutions by cause, decision latency, model tokens; served in the
+//! and substitutions by cause, decision latency, model tokens, WASM instances
+//! by how they were allocated (a growing `on_demand` count means the instance
+//! pool is smaller than the load); served in the
 //! OpenMetrics text format (prometheus-client) on a small separate HTTP
 //! listener (`--metrics-listen`).
 
 use std::future::Future;
 
 use duel_replays::{SideRecord, SourceName};
+use duel_sandbox::SandboxStats;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -40,6 +43,11 @@ struct SourceLabel {
     source: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AllocationLabel {
+    allocation: &'static str,
+}
+
 /// The metrics of one server process and the registry that exposes them.
 #[derive(Debug)]
 pub struct Metrics {
@@ -51,6 +59,9 @@ pub struct Metrics {
     decisions: [Counter; 4],
     latency_ms: Histogram,
     model_tokens: Counter,
+    /// WASM instances made so far: from the pool, on demand. Read from the
+    /// sandboxes' own counters at each scrape.
+    wasm_instances: [Gauge; 2],
 }
 
 impl Default for Metrics {
@@ -61,6 +72,7 @@ impl Default for Metrics {
         let decisions = Family::<SourceLabel, Counter>::default();
         let latency_ms = Histogram::new(LATENCY_BUCKETS_MS);
         let model_tokens = Counter::default();
+        let wasm_instances = Family::<AllocationLabel, Gauge>::default();
         registry.register(
             "matches_running",
             "Matches being played now",
@@ -86,6 +98,11 @@ impl Default for Metrics {
             "Model tokens metered (prompt + completion)",
             model_tokens.clone(),
         );
+        registry.register(
+            "wasm_instances_made",
+            "WASM bot instances made since start, by allocation (pool, or on demand when the pool is full)",
+            wasm_instances.clone(),
+        );
         // Every series exists from the start, so that a scrape before the
         // first match already shows them all.
         let matches = [
@@ -101,6 +118,11 @@ impl Default for Metrics {
                 })
                 .clone()
         });
+        let wasm_instances = ["pool", "on_demand"].map(|allocation| {
+            wasm_instances
+                .get_or_create(&AllocationLabel { allocation })
+                .clone()
+        });
         Metrics {
             registry,
             running,
@@ -108,6 +130,7 @@ impl Default for Metrics {
             decisions,
             latency_ms,
             model_tokens,
+            wasm_instances,
         }
     }
 }
@@ -168,9 +191,13 @@ impl Metrics {
         self.latency_ms.observe(latency_ms);
     }
 
-    /// The exposition, with `running` matches in flight now.
-    pub fn render(&self, running: usize) -> String {
-        self.running.set(i64::try_from(running).unwrap_or(i64::MAX));
+    /// The exposition, with `running` matches in flight now and the WASM
+    /// sandboxes' counts so far.
+    pub fn render(&self, running: usize, wasm: &SandboxStats) -> String {
+        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        self.running.set(gauge(running as u64));
+        self.wasm_instances[0].set(gauge(wasm.pool_instantiations));
+        self.wasm_instances[1].set(gauge(wasm.on_demand_instantiations));
         encode(&self.registry)
     }
 }

@@ -41,7 +41,8 @@ pub struct ServeConfig {
     pub max_concurrent_matches: usize,
     /// How matches are built and played: the model gateway, WASM caches, TLS
     /// trust and endpoint policy. Its Inference link is set here, to this
-    /// server's own service.
+    /// server's own service, and its WASM instance pool is sized for
+    /// `max_concurrent_matches`.
     pub host: HostConfig,
     /// Required as `authorization: Bearer …` on Referee calls when set; must be
     /// set to listen beyond loopback.
@@ -161,7 +162,12 @@ pub async fn serve_listeners(
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{address}"));
-    let mut host_config = config.host.clone();
+    // WASM instances from a pool sized for the matches allowed at once (capped;
+    // beyond it, on demand).
+    let mut host_config = config
+        .host
+        .clone()
+        .playing_at_once(config.max_concurrent_matches);
     host_config.inference = Some(InferenceLink {
         url: public_url,
         credentials: credentials.clone(),
@@ -214,7 +220,7 @@ pub async fn serve_listeners(
         tokio::spawn(async move {
             metrics::serve_metrics(
                 metrics_listener,
-                move || matches.metrics().render(matches.running()),
+                move || matches.render_metrics(),
                 stop.cancelled_owned(),
             )
             .await;

@@ -109,6 +109,16 @@ pub trait Bot: Send {
     /// returned as [`BotFailure`]s.
     fn decide<'a>(&'a mut self, observation: Observation<'a>) -> DecisionFuture<'a>;
 
+    /// Decides the next exchange at once, when this bot never waits for
+    /// anything (built-in bots): the runner then skips [`Bot::decide`]'s boxed
+    /// future and the wall-clock timer, and records the same answer (a timer
+    /// is never consulted for a future that is ready when first polled).
+    /// `None`, the default, means ask through [`Bot::decide`].
+    fn decide_now(&mut self, observation: Observation<'_>) -> Option<Decision> {
+        let _ = observation;
+        None
+    }
+
     /// The runner gave up on the decision at the wall clock (its future was
     /// dropped): what it spent until then, so its tokens and a gas-out are
     /// recorded with that decision, not the next, and a model call in flight is

@@ -9,7 +9,8 @@ use duel_replays::{
     SideRecord,
 };
 use duel_rules::{
-    Action, ExchangeStep, MatchState, Observation, Ruleset, Side, Source, TapeEntry, WeightClass,
+    Action, ExchangeStep, MatchState, Observation, Ruleset, Side, SideOutcome, Source, TapeEntry,
+    WeightClass,
 };
 
 use crate::bot::Decision;
@@ -98,20 +99,6 @@ impl Answer {
     }
 }
 
-/// One fighter's answer after substitution, before the rules resolve it.
-#[derive(Clone, Debug)]
-struct Resolved {
-    action: Action,
-    source: Source,
-    tokens: u64,
-    latency_ms: u64,
-    latency_us: Option<u64>,
-    reason: Option<String>,
-    restarted: bool,
-    log: Vec<String>,
-    log_truncated: bool,
-}
-
 /// The state of a match being played and its replay so far.
 #[derive(Debug)]
 pub struct MatchRecorder {
@@ -187,52 +174,67 @@ impl MatchRecorder {
     /// Resolves the next exchange from both fighters' answers (`a` first) and
     /// records it. Must not be called once the match is over.
     pub fn commit(&mut self, answers: [Answer; 2]) -> ExchangeStep {
+        if let Some(forced) = self.forced() {
+            return self.record(forced, [None, None]);
+        }
         let [answer_a, answer_b] = answers;
-        let resolved = [
-            self.resolve(Side::A, answer_a),
-            self.resolve(Side::B, answer_b),
-        ];
-        let chosen = [resolved[0].action, resolved[1].action];
+        let (action_a, record_a) = self.resolve(Side::A, answer_a);
+        let (action_b, record_b) = self.resolve(Side::B, answer_b);
+        self.record([action_a, action_b], [Some(record_a), Some(record_b)])
+    }
+
+    /// [`commit`](Self::commit) for fighters whose answers are plain actions,
+    /// costing no tokens and logging nothing, untimed (built-in bots in the
+    /// bare runner): `Some(action)` records exactly what
+    /// `Answer::asked(Decision::action(action), 0)` would, `None` what
+    /// [`Answer::not_asked`] would, without building either.
+    pub fn commit_actions(&mut self, actions: [Option<Action>; 2]) -> ExchangeStep {
+        if let Some(forced) = self.forced() {
+            return self.record(forced, [None, None]);
+        }
+        let fallback = self.config.ruleset.fallback_action();
+        let mut chosen = [fallback; 2];
+        let mut sources = [Source::Budget; 2];
+        for side in [Side::A, Side::B] {
+            let index = side.index();
+            if let Some(action) = actions[index] {
+                self.spend(side, 0, false);
+                chosen[index] = action;
+                sources[index] = Source::Bot;
+            }
+        }
+        self.record(
+            chosen,
+            [
+                Some(unresolved(chosen[0], sources[0])),
+                Some(unresolved(chosen[1], sources[1])),
+            ],
+        )
+    }
+
+    /// Plays `chosen` through the rules and records the exchange: `records`
+    /// holds each fighter's side record with its outcome fields still to fill
+    /// in, `None` for a fighter the opening played (source BOT, nothing spent).
+    fn record(&mut self, chosen: [Action; 2], records: [Option<SideRecord>; 2]) -> ExchangeStep {
         let step = match self.state.play_exchange(chosen) {
             Ok(step) => step,
             // Runners check `is_over` before asking; reaching here is a runner bug.
             Err(over) => panic!("runner committed an exchange after the end: {over}"),
         };
-        let [a, b] = [0, 1].map(|index| {
-            let outcome = step.outcome.sides[index];
-            let Resolved {
-                source,
-                tokens,
-                latency_ms,
-                latency_us,
-                reason,
-                restarted,
-                log,
-                log_truncated,
-                ..
-            } = resolved[index].clone();
-            SideRecord {
-                action: outcome.action.into(),
-                source: source.into(),
-                exhausted: outcome.exhausted,
-                damage_taken: outcome.damage_taken,
-                hp: outcome.after.hp,
-                stamina: outcome.after.stamina,
-                staggered: outcome.after.staggered,
-                tokens,
-                latency_ms,
-                reason,
-                restarted,
-                latency_us,
-                log,
-                log_truncated,
-            }
-        });
+        let [record_a, record_b] = records;
+        let [outcome_a, outcome_b] = step.outcome.sides;
+        let a = resolved(record_a, chosen[0], &outcome_a);
+        let b = resolved(record_b, chosen[1], &outcome_b);
         self.tape.push(TapeEntry {
             round: step.round,
             exchange: step.exchange,
             sides: [a.tape_side(), b.tape_side()],
         });
+        if self.current_round.capacity() == 0 {
+            // Exactly one round's worth, once, rather than growing 4, 8, 16.
+            self.current_round
+                .reserve_exact(usize::from(self.config.ruleset.exchanges_per_round()));
+        }
         self.current_round.push(ExchangeRecord {
             number: step.exchange,
             a,
@@ -251,41 +253,30 @@ impl MatchRecorder {
         step
     }
 
-    /// Applies the substitution rules and the token budget to one answer.
-    fn resolve(&mut self, side: Side, answer: Answer) -> Resolved {
-        let fallback = self.config.ruleset.fallback_action();
+    /// Adds `tokens` to what `side` spent, and gasses it out when it says so
+    /// or the budget is gone.
+    fn spend(&mut self, side: Side, tokens: u64, gassed_out: bool) {
         let index = side.index();
-        if let Some(forced) = self.forced() {
-            // Played as the opening says: the fighter was not asked.
-            return Resolved {
-                action: forced[index],
-                source: Source::Bot,
-                tokens: 0,
-                latency_ms: 0,
-                latency_us: None,
-                reason: None,
-                restarted: false,
-                log: Vec::new(),
-                log_truncated: false,
-            };
-        }
-        let Some(decision) = answer.decision else {
-            return Resolved {
-                action: fallback,
-                source: Source::Budget,
-                tokens: 0,
-                latency_ms: answer.latency_ms,
-                latency_us: answer.latency_us,
-                reason: None,
-                restarted: false,
-                log: Vec::new(),
-                log_truncated: false,
-            };
-        };
-        self.tokens_used[index] = self.tokens_used[index].saturating_add(decision.tokens);
-        if decision.gassed_out || self.tokens_used[index] >= self.config.budget_tokens() {
+        self.tokens_used[index] = self.tokens_used[index].saturating_add(tokens);
+        if gassed_out || self.tokens_used[index] >= self.config.budget_tokens() {
             self.gassed_out[index] = true;
         }
+    }
+
+    /// Applies the substitution rules and the token budget to one answer
+    /// (outside the opening): the action played and its side record, outcome
+    /// fields not yet filled in.
+    fn resolve(&mut self, side: Side, answer: Answer) -> (Action, SideRecord) {
+        let fallback = self.config.ruleset.fallback_action();
+        let Some(decision) = answer.decision else {
+            let record = SideRecord {
+                latency_ms: answer.latency_ms,
+                latency_us: answer.latency_us,
+                ..unresolved(fallback, Source::Budget)
+            };
+            return (fallback, record);
+        };
+        self.spend(side, decision.tokens, decision.gassed_out);
         let (action, source, reason) = match decision.answer {
             Ok(action) => (action, Source::Bot, None),
             Err(failure) => (
@@ -294,10 +285,8 @@ impl MatchRecorder {
                 Some(truncate_reason(failure.reason)),
             ),
         };
-        let (log, cut) = bound_log(decision.log, &mut self.log_bytes[index]);
-        Resolved {
-            action,
-            source,
+        let (log, cut) = bound_log(decision.log, &mut self.log_bytes[side.index()]);
+        let record = SideRecord {
             tokens: decision.tokens,
             latency_ms: answer.latency_ms,
             latency_us: answer.latency_us,
@@ -305,7 +294,9 @@ impl MatchRecorder {
             restarted: decision.restarted,
             log,
             log_truncated: decision.log_truncated || cut,
-        }
+            ..unresolved(action, source)
+        };
+        (action, record)
     }
 
     /// The last exchange recorded, with its round number.
@@ -357,6 +348,43 @@ impl MatchRecorder {
             },
             signature: None,
         }
+    }
+}
+
+/// The side record of a fighter that played `action` from `source`, spending
+/// nothing and logging nothing, before the rules resolve it (outcome fields
+/// zero until [`resolved`] fills them in).
+fn unresolved(action: Action, source: Source) -> SideRecord {
+    SideRecord {
+        action: action.into(),
+        source: source.into(),
+        exhausted: false,
+        damage_taken: 0,
+        hp: 0,
+        stamina: 0,
+        staggered: false,
+        tokens: 0,
+        latency_ms: 0,
+        reason: None,
+        restarted: false,
+        latency_us: None,
+        log: Vec::new(),
+        log_truncated: false,
+    }
+}
+
+/// `record` (or, for an opening exchange, a fresh one for `chosen` from source
+/// BOT) with the rules' `outcome` written in.
+fn resolved(record: Option<SideRecord>, chosen: Action, outcome: &SideOutcome) -> SideRecord {
+    let record = record.unwrap_or_else(|| unresolved(chosen, Source::Bot));
+    SideRecord {
+        action: outcome.action.into(),
+        exhausted: outcome.exhausted,
+        damage_taken: outcome.damage_taken,
+        hp: outcome.after.hp,
+        stamina: outcome.after.stamina,
+        staggered: outcome.after.staggered,
+        ..record
     }
 }
 
@@ -417,4 +445,89 @@ fn truncate_reason(reason: String) -> String {
         end -= 1;
     }
     format!("{}…", &one_line[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bot::{BotFailure, Decision};
+
+    fn fighter(name: &str) -> FighterInfo {
+        FighterInfo {
+            name: name.to_owned(),
+            kind: duel_replays::FighterKind::Builtin,
+            digest: format!("sha256:{name}"),
+            spec: None,
+        }
+    }
+
+    fn recorder(opening: Opening) -> MatchRecorder {
+        let mut config = MatchConfig::new(
+            "match-1".to_owned(),
+            "2026-11-29T12:00:00Z".to_owned(),
+            WeightClass::Middle,
+            1,
+        );
+        config.opening = opening;
+        MatchRecorder::new(config, [fighter("a"), fighter("b")])
+    }
+
+    /// The plain-action path records exactly what the general path records
+    /// for the same answers: through an opening, for fighters asked and not
+    /// asked, across rounds.
+    #[test]
+    fn committed_actions_record_like_answers() {
+        let opening = Opening::from(vec![
+            [Action::Jab, Action::Block],
+            [Action::Heavy, Action::Dodge],
+        ]);
+        let mut general = recorder(opening.clone());
+        let mut plain = recorder(opening);
+        let script = [Action::Jab, Action::Heavy, Action::Feint, Action::Recover];
+        let mut turn = 0;
+        while !general.is_over() {
+            let actions = [
+                Some(script[turn % script.len()]),
+                (turn % 5 != 3).then(|| script[(turn + 1) % script.len()]),
+            ];
+            let answers = actions.map(|action| match action {
+                Some(action) => Answer::asked(Decision::action(action), 0),
+                None => Answer::not_asked(),
+            });
+            let step_general = general.commit(answers);
+            let step_plain = plain.commit_actions(actions);
+            assert_eq!(step_general, step_plain);
+            turn += 1;
+        }
+        assert!(plain.is_over());
+        let replay = general.finish();
+        assert_eq!(
+            replay
+                .rounds
+                .iter()
+                .map(|round| round.exchanges.len())
+                .sum::<usize>(),
+            turn
+        );
+        assert_eq!(replay, plain.finish());
+    }
+
+    /// A failed answer plays the fallback, with its source and a one-line
+    /// reason, and the outcome fields come from the rules.
+    #[test]
+    fn a_fault_records_the_fallback_and_its_reason() {
+        let mut recorder = recorder(Opening::none());
+        let step = recorder.commit([
+            Answer::asked(Decision::failed(BotFailure::fault("trap:\nout of fuel")), 3),
+            Answer::asked(Decision::action(Action::Jab), 1),
+        ]);
+        let (_, exchange) = recorder.last_exchange().expect("one exchange");
+        assert_eq!(Action::from(exchange.a.action), Action::Block);
+        assert_eq!(Source::from(exchange.a.source), Source::Fault);
+        assert_eq!(exchange.a.reason.as_deref(), Some("trap: out of fuel"));
+        assert_eq!(exchange.a.latency_ms, 3);
+        assert_eq!(exchange.a.hp, step.outcome.sides[0].after.hp);
+        assert_eq!(exchange.b.damage_taken, step.outcome.sides[1].damage_taken);
+        assert_eq!(Source::from(exchange.b.source), Source::Bot);
+    }
 }

@@ -4,10 +4,10 @@
 use std::time::Instant;
 
 use duel_replays::{FighterInfo, Replay};
-use duel_rules::{ExchangeStep, Side};
+use duel_rules::{Action, ExchangeStep, Side};
 
 use crate::bot::{Bot, BotFailure, Decision};
-use crate::builtin::{self, BuiltinFighter, Strategy};
+use crate::builtin::{self, BuiltinFighter, BuiltinStrategy, Strategy};
 use crate::record::{Answer, MatchConfig, MatchRecorder};
 
 /// Plays a whole match, asking both fighters concurrently for each exchange under
@@ -53,9 +53,13 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
         return Answer::not_asked();
     }
     let wall_clock = recorder.config().decision_wall_clock;
+    let observation = recorder.observation(side);
     let started = Instant::now();
+    if let Some(decision) = bot.decide_now(observation) {
+        return Answer::timed(decision, started.elapsed());
+    }
     // Bound first, so the decision's future is dropped before `abandoned`.
-    let answered = tokio::time::timeout(wall_clock, bot.decide(recorder.observation(side))).await;
+    let answered = tokio::time::timeout(wall_clock, bot.decide(observation)).await;
     let decision = match answered {
         Ok(decision) => decision,
         Err(_elapsed) => {
@@ -79,21 +83,29 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
 /// Plays a match between two built-in bots without async, boxing or clocks: the
 /// path tournaments take. Produces the same replay as [`run_match`] would.
 pub fn run_bare_match(config: MatchConfig, fighters: [&BuiltinFighter; 2]) -> Replay {
-    let mut strategies = [
-        builtin::strategy(&fighters[0].spec, config.seed, Side::A),
-        builtin::strategy(&fighters[1].spec, config.seed, Side::B),
-    ];
+    let mut strategy_a = builtin::strategy(&fighters[0].spec, config.seed, Side::A);
+    let mut strategy_b = builtin::strategy(&fighters[1].spec, config.seed, Side::B);
     let fighters = [fighters[0].info.clone(), fighters[1].info.clone()];
     let mut recorder = MatchRecorder::new(config, fighters);
     while !recorder.is_over() {
-        let answers = [Side::A, Side::B].map(|side| {
-            if !recorder.must_ask(side) {
-                return Answer::not_asked();
-            }
-            let action = strategies[side.index()].decide(&recorder.observation(side));
-            Answer::asked(Decision::action(action), 0)
-        });
-        recorder.commit(answers);
+        let actions = [
+            decide_bare(&recorder, Side::A, &mut strategy_a),
+            decide_bare(&recorder, Side::B, &mut strategy_b),
+        ];
+        recorder.commit_actions(actions);
     }
     recorder.finish()
+}
+
+/// A built-in strategy's action for `side`, or `None` when the recorder does
+/// not ask it.
+fn decide_bare(
+    recorder: &MatchRecorder,
+    side: Side,
+    strategy: &mut BuiltinStrategy,
+) -> Option<Action> {
+    if !recorder.must_ask(side) {
+        return None;
+    }
+    Some(strategy.decide(&recorder.observation(side)))
 }

@@ -1,7 +1,7 @@
 //! `builtin:counter`: reads the tape, predicts the opponent's next action from its
 //! habits, and plays the best answer to that prediction under the rules.
 
-use duel_rules::{Action, Observation, PublicExchange};
+use duel_rules::{Action, Observation};
 
 use super::Strategy;
 use crate::limits::COUNTER_MEMORY_EXCHANGES;
@@ -23,16 +23,21 @@ const FOLLOW_UP_FACTOR: i64 = 3;
 impl Counter {
     fn predict(&self, observation: &Observation<'_>) -> [i64; 6] {
         let mut weights = [PRIOR_WEIGHT; 6];
-        let history: Vec<PublicExchange> = observation.history().collect();
-        let last = history.last().map(|entry| entry.opponent.action);
-        for (age, entry) in history.iter().rev().enumerate() {
+        // The tape is walked in place (no copy per decision): oldest first is
+        // `history()`, newest first its reverse.
+        let last = observation
+            .history()
+            .next_back()
+            .map(|entry| entry.opponent.action);
+        for (age, entry) in observation.history().rev().enumerate() {
             let recency = (COUNTER_MEMORY_EXCHANGES - age as i64).max(1);
             weights[index(entry.opponent.action)] += recency;
         }
         if let Some(last) = last {
-            for pair in history.windows(2) {
-                if pair[0].opponent.action == last {
-                    weights[index(pair[1].opponent.action)] +=
+            let pairs = observation.history().zip(observation.history().skip(1));
+            for (before, after) in pairs {
+                if before.opponent.action == last {
+                    weights[index(after.opponent.action)] +=
                         FOLLOW_UP_FACTOR * COUNTER_MEMORY_EXCHANGES;
                 }
             }

@@ -167,6 +167,10 @@ impl Bot for BuiltinBot {
         Box::pin(std::future::ready(Decision::action(action)))
     }
 
+    fn decide_now(&mut self, observation: Observation<'_>) -> Option<Decision> {
+        Some(Decision::action(self.strategy.decide(&observation)))
+    }
+
     fn abandoned(&mut self) -> crate::meter::Spent {
         crate::meter::Spent::default()
     }

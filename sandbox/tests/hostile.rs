@@ -277,13 +277,18 @@ async fn hostile_bots_overflowing_a_full_pool_are_contained_the_same_way() {
     ];
     for (mode, cause, needle) in cases {
         let mut bot = instance(&hostile, mode, 1, Side::A);
-        let bout = Bout::new(mode);
+        let mut bout = Bout::new(mode);
         let started = Instant::now();
         let result = bot.decide(&bout.observation(Side::A)).await;
         expect_failure(&result, cause, needle);
         assert!(started.elapsed() < SHORT_CLOCK + SLACK, "{mode}");
-        // And the next decision runs on a fresh instance, again on demand.
+        // And the next decision (past the exchange it panics at) runs on a
+        // fresh instance, again on demand.
         if mode == "panic-first" {
+            bout.play([
+                (Action::Block, duel_rules::Source::Fault),
+                (Action::Jab, duel_rules::Source::Bot),
+            ]);
             assert_eq!(
                 bot.decide(&bout.observation(Side::A)).await,
                 Ok(Action::Jab)

@@ -391,7 +391,12 @@ async fn apply_plan(
         )
         .await?;
     }
-    record_rating_history(conn, game, &plan.ratings, now).await?;
+    let changes: Vec<_> = plan
+        .ratings
+        .iter()
+        .map(|change| (game, change, now))
+        .collect();
+    super::settle::insert_rating_history(conn, &changes).await?;
     sqlx::query(
         "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
          WHERE id = $4",
@@ -407,56 +412,6 @@ async fn apply_plan(
     for request in &plan.transfers {
         apply_transfer(conn, request, now).await?;
     }
-    Ok(())
-}
-
-/// Both bots' ratings after the match, for their pages' charts: one
-/// statement for both rows.
-async fn record_rating_history(
-    conn: &mut AnyConnection,
-    game: &Match,
-    changes: &[ledger::RatingChange],
-    now: i64,
-) -> Result<()> {
-    if changes.is_empty() {
-        return Ok(());
-    }
-    let values: Vec<String> = (0..changes.len())
-        .map(|row| {
-            let first = row * 7;
-            format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                first + 1,
-                first + 2,
-                first + 3,
-                first + 4,
-                first + 5,
-                first + 6,
-                first + 7
-            )
-        })
-        .collect();
-    let sql = format!(
-        "INSERT INTO rating_history (bot_id, match_id, season_id, version, at_ms, rating, deviation) VALUES {}",
-        values.join(", ")
-    );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for change in changes {
-        let version = game
-            .sides
-            .iter()
-            .find(|side| side.bot_id == change.bot_id)
-            .map_or(0, |side| side.version);
-        query = query
-            .bind(change.bot_id.clone())
-            .bind(game.id.clone())
-            .bind(game.season_id)
-            .bind(version)
-            .bind(now)
-            .bind(change.after.rating)
-            .bind(change.after.deviation);
-    }
-    query.execute(&mut *conn).await?;
     Ok(())
 }
 

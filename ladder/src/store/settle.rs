@@ -463,16 +463,26 @@ async fn record_history(
     requests: &[SettleRequest],
     planned: &[Planned],
 ) -> Result<()> {
-    let changes: Vec<(&Planned, &ledger::RatingChange)> = planned
+    let changes: Vec<(&Match, &ledger::RatingChange, i64)> = planned
         .iter()
         .flat_map(|planned| {
+            let now = requests[planned.index].now;
             planned
                 .plan
                 .ratings
                 .iter()
-                .map(move |change| (planned, change))
+                .map(move |change| (&planned.game, change, now))
         })
         .collect();
+    insert_rating_history(conn, &changes).await
+}
+
+/// Ratings after matches, for the bots' pages' charts, in one statement:
+/// each change with its match and when it was settled.
+pub(super) async fn insert_rating_history(
+    conn: &mut AnyConnection,
+    changes: &[(&Match, &ledger::RatingChange, i64)],
+) -> Result<()> {
     if changes.is_empty() {
         return Ok(());
     }
@@ -481,8 +491,7 @@ async fn record_history(
         placeholder_rows(changes.len(), 7)
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for (planned, change) in changes {
-        let game = &planned.game;
+    for (game, change, now) in changes {
         let version = game
             .sides
             .iter()
@@ -493,7 +502,7 @@ async fn record_history(
             .bind(game.id.clone())
             .bind(game.season_id)
             .bind(version)
-            .bind(requests[planned.index].now)
+            .bind(*now)
             .bind(change.after.rating)
             .bind(change.after.deviation);
     }

@@ -82,6 +82,14 @@ pub const MAX_SETTLEMENT_BATCH: usize = 16;
 /// SQLite connections that only read (the site, listings, claims' reads),
 /// beside the one that writes: in WAL mode readers never wait for the writer.
 pub const SQLITE_READ_CONNECTIONS: u32 = 4;
+/// How long a store operation waits for a database connection before it fails.
+pub const POOL_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// A pooled PostgreSQL connection idle longer than this is pinged before use,
+/// so one a server restart or a proxy's idle cut closed is replaced rather than
+/// failing a statement. Busier connections are not pinged: sqlx's default
+/// pings before every use, one more round trip per statement. SQLite
+/// connections are in-process and never pinged.
+pub const POSTGRES_PING_IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Matchmaking: the rating gap every bot accepts on its first wave, and how much
 /// it widens for each wave it waited without a partner.

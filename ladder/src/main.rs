@@ -451,11 +451,11 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 let listener = tokio::net::TcpListener::bind(address)
                     .await
                     .with_context(|| format!("cannot listen on {address} (metrics)"))?;
-                let metrics = Arc::clone(&metrics);
+                let (metrics, host) = (Arc::clone(&metrics), host.clone());
                 let mut stop = stop_rx.clone();
                 tasks.push(tokio::spawn(duel_referee::grpc::metrics::serve_metrics(
                     listener,
-                    move || metrics.render(),
+                    move || metrics.render(&host.wasm_stats()),
                     async move {
                         let _ = stop.wait_for(|stopped| *stopped).await;
                     },

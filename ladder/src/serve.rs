@@ -190,6 +190,7 @@ pub async fn serve(
         let mut stop = shutdown.clone();
         let http_limits = config.http_limits;
         let site_store = store.clone();
+        let metrics_host = host.clone();
         tasks.push(tokio::spawn(async move {
             let stopped = async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
@@ -197,7 +198,7 @@ pub async fn serve(
             // The replay service, this process's `/metrics` beside it, Duel TV,
             // and the public site (pages and their JSON twins) over the store.
             let router = publish::router(state)
-                .merge(metrics_router(move || metrics.render()))
+                .merge(metrics_router(move || metrics.render(&metrics_host.wasm_stats())))
                 .merge(tv::router(duel_tv))
                 .merge(crate::site::router(site_store));
             if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await

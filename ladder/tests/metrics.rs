@@ -200,6 +200,24 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
     };
     assert_eq!(decisions("wasm"), Some(timed as f64));
     assert_eq!(decisions("endpoint"), Some(0.0));
+    // Two WASM instances per match, all from the pool sized for the worker's
+    // two matches at once.
+    assert_eq!(
+        sum(
+            &worker_scrape,
+            "duel_ladder_wasm_instances_made",
+            &[("allocation", "pool")]
+        ),
+        2.0 * settled as f64
+    );
+    assert_eq!(
+        sum(
+            &worker_scrape,
+            "duel_ladder_wasm_instances_made",
+            &[("allocation", "on_demand")]
+        ),
+        0.0
+    );
     // The server: the matches its waves accepted, and the queue left.
     let serve_scrape = scrape(&http, &serve_url).await.expect("serve's /metrics");
     assert_eq!(

@@ -484,9 +484,15 @@ async fn http_get(address: std::net::SocketAddr, path: &str) -> String {
     text
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_count_matches_decisions_and_substitutions() {
-    let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(200))).await;
+/// A referee for two matches with its metrics listener, both on loopback.
+struct MetricsServer {
+    client: RefereeClient<tonic::transport::Channel>,
+    metrics_address: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<Result<(), duel_referee::RefereeError>>,
+}
+
+async fn serve_with_metrics_listener() -> MetricsServer {
     let listener = loopback().await;
     let address = listener.local_addr().unwrap();
     let metrics_listener = loopback().await;
@@ -500,9 +506,26 @@ async fn metrics_count_matches_decisions_and_substitutions() {
             let _ = stopped.await;
         },
     ));
-    let mut client = RefereeClient::connect(format!("http://{address}"))
+    let client = RefereeClient::connect(format!("http://{address}"))
         .await
         .unwrap();
+    MetricsServer {
+        client,
+        metrics_address,
+        stop,
+        server,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_matches_decisions_and_substitutions() {
+    let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(200))).await;
+    let MetricsServer {
+        mut client,
+        metrics_address,
+        stop,
+        server,
+    } = serve_with_metrics_listener().await;
     let response = client
         .run_match(request(&sleeper.url(), "builtin:random", 50))
         .await
@@ -802,22 +825,12 @@ fn the_operator_token_never_shows_in_debug_output() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_plays_wasm_bots_from_its_instance_pool() {
-    let listener = loopback().await;
-    let address = listener.local_addr().unwrap();
-    let metrics_listener = loopback().await;
-    let metrics_address = metrics_listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(duel_referee::grpc::serve_with_metrics(
-        listener,
-        Some(metrics_listener),
-        serve_config(2, Default::default()),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let mut client = RefereeClient::connect(format!("http://{address}"))
-        .await
-        .unwrap();
+    let MetricsServer {
+        mut client,
+        metrics_address,
+        stop,
+        server,
+    } = serve_with_metrics_listener().await;
     for _ in 0..2 {
         client
             .run_match(request(&wasm_bot("jabber"), &wasm_bot("counter"), 5_000))

@@ -294,17 +294,20 @@ async fn claim_tx(
     Ok(ClaimStep::Claimed(id))
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn complete_tx(
     conn: &mut AnyConnection,
     select_for_update: &'static str,
     select_ratings: &'static str,
-    match_id: &str,
-    lease_id: &str,
-    winner: Outcome,
-    replay_path: &str,
-    now: i64,
+    request: &super::settle::SettleRequest,
 ) -> Result<Settlement> {
+    let super::settle::SettleRequest {
+        match_id,
+        lease_id,
+        winner,
+        replay_path,
+        now,
+    } = request;
+    let (winner, now) = (*winner, *now);
     let row = sqlx::query(select_for_update)
         .bind(match_id.to_owned())
         .fetch_optional(&mut *conn)
@@ -313,7 +316,7 @@ async fn complete_tx(
     let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
     let holder: Option<String> = get(&row, "lease_id")?;
     let expires: Option<i64> = get(&row, "lease_expires_ms")?;
-    let holds_lease = holder.as_deref() == Some(lease_id);
+    let holds_lease = holder.as_deref() == Some(lease_id.as_str());
     // The locked row has every column settlement needs (bot names stay empty).
     let game = match_from_row(&row)?;
     let pot = game.sides[0].stake + game.sides[1].stake;
@@ -754,24 +757,11 @@ impl Store {
     /// Settles one match in its own transaction (the batch's fallback).
     pub(crate) async fn complete_one(
         &self,
-        match_id: &str,
-        lease_id: &str,
-        winner: Outcome,
-        replay_path: &str,
-        now: i64,
+        request: &super::settle::SettleRequest,
     ) -> Result<Settlement> {
         let select = self.dialect().select_match_for_update();
         let select_ratings = self.dialect().select_ratings_for_update();
-        write_tx!(self, |conn| complete_tx(
-            conn,
-            select,
-            select_ratings,
-            match_id,
-            lease_id,
-            winner,
-            replay_path,
-            now
-        ))
+        write_tx!(self, |conn| complete_tx(conn, select, select_ratings, request))
     }
 
     /// Voids a match the lease holder cannot run (a bot that cannot be built);

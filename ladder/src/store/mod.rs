@@ -24,14 +24,13 @@ mod tv;
 
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{LadderError, Result};
-use crate::limits::SQLITE_READ_CONNECTIONS;
+use crate::limits::{POOL_ACQUIRE_TIMEOUT, POSTGRES_PING_IDLE_AFTER, SQLITE_READ_CONNECTIONS};
 
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
@@ -88,6 +87,28 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     /// Settlements waiting to be written together (group commit).
     settlements: Arc<settle::SettlementQueue>,
+}
+
+/// Pool settings shared by the writer and the readers. sqlx pings a
+/// connection before every use by default: on SQLite that is one more hop to
+/// the connection's thread per statement, for a connection that cannot hang
+/// up; on PostgreSQL, one more round trip, spent only on connections idle past
+/// [`POSTGRES_PING_IDLE_AFTER`] here.
+fn pool_options(is_sqlite: bool) -> AnyPoolOptions {
+    let options = AnyPoolOptions::new()
+        .acquire_timeout(POOL_ACQUIRE_TIMEOUT)
+        .test_before_acquire(false);
+    if is_sqlite {
+        return options;
+    }
+    options.before_acquire(|conn, meta| {
+        Box::pin(async move {
+            if meta.idle_for > POSTGRES_PING_IDLE_AFTER {
+                sqlx::Connection::ping(conn).await?;
+            }
+            Ok(true)
+        })
+    })
 }
 
 /// The system clock in milliseconds since the epoch (what [`SystemClock`] reads).
@@ -161,9 +182,8 @@ impl Store {
         };
         let options = AnyConnectOptions::from_str(&url)?;
         let is_sqlite = dialect.name() == "sqlite";
-        let pool = AnyPoolOptions::new()
+        let pool = pool_options(is_sqlite)
             .max_connections(dialect.max_connections())
-            .acquire_timeout(Duration::from_secs(30))
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if is_sqlite {
@@ -178,9 +198,8 @@ impl Store {
             .await?;
         dialect.migrator().run(&pool).await?;
         let reads = if is_sqlite {
-            AnyPoolOptions::new()
+            pool_options(is_sqlite)
                 .max_connections(SQLITE_READ_CONNECTIONS)
-                .acquire_timeout(Duration::from_secs(30))
                 .after_connect(|conn, _meta| {
                     Box::pin(async move {
                         sqlx::raw_sql("PRAGMA query_only = ON; PRAGMA busy_timeout = 10000;")

@@ -126,14 +126,7 @@ impl Store {
 
     async fn settle_alone(&self, request: &SettleRequest) -> Result<Settlement> {
         self.settlements.alone.fetch_add(1, Ordering::Relaxed);
-        self.complete_one(
-            &request.match_id,
-            &request.lease_id,
-            request.winner,
-            &request.replay_path,
-            request.now,
-        )
-        .await
+        self.complete_one(request).await
     }
 
     /// Writes one batch and answers every request in it.

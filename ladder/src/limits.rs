@@ -82,6 +82,9 @@ pub const MAX_SETTLEMENT_BATCH: usize = 16;
 /// SQLite connections that only read (the site, listings, claims' reads),
 /// beside the one that writes: in WAL mode readers never wait for the writer.
 pub const SQLITE_READ_CONNECTIONS: u32 = 4;
+/// PostgreSQL connections one ladder process keeps (SQLite has one writer the
+/// store holds, and [`SQLITE_READ_CONNECTIONS`] readers).
+pub const POSTGRES_CONNECTIONS: u32 = 16;
 /// How long a store operation waits for a database connection before it fails.
 pub const POOL_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// A pooled PostgreSQL connection idle longer than this is pinged before use,

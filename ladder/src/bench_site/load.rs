@@ -211,7 +211,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
     let season_row = sqlx::query(
         "SELECT id, name FROM seasons ORDER BY CASE WHEN ended_ms IS NULL THEN 0 ELSE 1 END, id DESC LIMIT 1",
     )
-    .fetch_optional(store.pool())
+    .fetch_optional(&mut *store.writer().await?)
     .await?
     .ok_or_else(not_seeded)?;
     let season_id: i64 = get(&season_row, "id")?;
@@ -221,7 +221,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
          WHERE state = 'settled' GROUP BY bot_a ORDER BY n DESC, bot_a LIMIT 1) AS t \
          JOIN bots b ON b.id = t.bot_a",
     )
-    .fetch_optional(store.pool())
+    .fetch_optional(&mut *store.writer().await?)
     .await?
     .ok_or_else(|| LadderError::Invalid("the database has no settled match".to_owned()))?;
     let bot_id: String = get(&busiest, "id")?;
@@ -233,7 +233,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
          JOIN bots b ON b.id = t.bot_b",
     )
     .bind(bot_id.clone())
-    .fetch_one(store.pool())
+    .fetch_one(&mut *store.writer().await?)
     .await?;
     let rival: String = get(&rival_row, "name")?;
     let rivalry: i64 = get(&rival_row, "n")?;
@@ -242,7 +242,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
             "SELECT COUNT(*) AS n FROM matches WHERE (bot_a = $1 OR bot_b = $1) AND state = 'settled'",
         )
         .bind(bot_id.clone())
-        .fetch_one(store.pool())
+        .fetch_one(&mut *store.writer().await?)
         .await?,
         "n",
     )?;
@@ -251,7 +251,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
     // Listing page N starts after the last row of page N − 1.
     let settled: i64 = get(
         &sqlx::query("SELECT COUNT(*) AS n FROM matches WHERE state = 'settled'")
-            .fetch_one(store.pool())
+            .fetch_one(&mut *store.writer().await?)
             .await?,
         "n",
     )?;
@@ -263,7 +263,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
              ORDER BY finished_ms DESC, id DESC LIMIT 1 OFFSET $1",
         )
         .bind((listing_page - 1) * page_rows - 1)
-        .fetch_one(store.pool())
+        .fetch_one(&mut *store.writer().await?)
         .await?;
         let cursor = MatchCursor {
             finished_ms: get(&row, "finished_ms")?,
@@ -279,7 +279,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
         &sqlx::query("SELECT COUNT(*) AS n FROM ratings WHERE season_id = $1 AND class = $2")
             .bind(season_id)
             .bind(class.clone())
-            .fetch_one(store.pool())
+            .fetch_one(&mut *store.writer().await?)
             .await?,
         "n",
     )?;
@@ -295,7 +295,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
         .bind(season_id)
         .bind(class.clone())
         .bind(rank - 1)
-        .fetch_one(store.pool())
+        .fetch_one(&mut *store.writer().await?)
         .await?;
         let cursor = StandingCursor {
             rank,

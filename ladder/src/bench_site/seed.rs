@@ -91,7 +91,7 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
     let store = Store::connect(db_url).await?;
     let existing: i64 = get(
         &sqlx::query("SELECT COUNT(*) AS n FROM bots")
-            .fetch_one(store.pool())
+            .fetch_one(&mut *store.writer().await?)
             .await?,
         "n",
     )?;
@@ -264,7 +264,7 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
     for (name, statement) in steps {
         let began = Instant::now();
         sqlx::query(sqlx::AssertSqlSafe(statement))
-            .execute(store.pool())
+            .execute(&mut *store.writer().await?)
             .await
             .map_err(|error| LadderError::Io(format!("seeding {name}: {error}")))?;
         let seconds = secs(began.elapsed());
@@ -273,7 +273,7 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
     }
     let history: i64 = get(
         &sqlx::query("SELECT COUNT(*) AS n FROM rating_history")
-            .fetch_one(store.pool())
+            .fetch_one(&mut *store.writer().await?)
             .await?,
         "n",
     )?;

@@ -356,14 +356,14 @@ impl Store {
     }
 
     pub async fn account(&self, id: &str) -> Result<Account> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         load_account(&mut conn, id)
             .await?
             .ok_or_else(|| LadderError::NotFound(format!("ledger account {id}")))
     }
 
     pub async fn transfer_by_id(&self, id: &str) -> Result<Option<Transfer>> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         load_transfer(&mut conn, id).await
     }
 
@@ -372,7 +372,8 @@ impl Store {
     /// first violation.
     pub async fn ledger_check(&self) -> Result<Result<LedgerReport, String>> {
         // One transaction: a consistent snapshot on both backends.
-        let mut tx = self.pool().begin().await?;
+        let mut conn = self.writer().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let accounts = sqlx::query("SELECT * FROM ledger_accounts ORDER BY id")
             .fetch_all(&mut *tx)
             .await?

@@ -22,7 +22,7 @@ impl Store {
         sqlx::query("DELETE FROM match_logs WHERE match_id = $1 AND side = $2")
             .bind(match_id.to_owned())
             .bind(side.clone())
-            .execute(self.pool())
+            .execute(&mut *self.writer().await?)
             .await?;
         sqlx::query(
             "INSERT INTO match_logs (match_id, side, owner_id, logs) VALUES ($1, $2, $3, $4)",
@@ -31,7 +31,7 @@ impl Store {
         .bind(side)
         .bind(owner_id.to_owned())
         .bind(json)
-        .execute(self.pool())
+        .execute(&mut *self.writer().await?)
         .await?;
         Ok(())
     }
@@ -42,7 +42,7 @@ impl Store {
             "SELECT side, owner_id, logs FROM match_logs WHERE match_id = $1 ORDER BY side",
         )
         .bind(match_id.to_owned())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.writer().await?)
         .await?;
         rows.iter()
             .map(|row| {

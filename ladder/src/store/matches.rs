@@ -545,7 +545,7 @@ impl Store {
         )
         .bind(season.id)
         .bind(class.name())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.writer().await?)
         .await?;
         let mut waiting = Vec::with_capacity(rows.len());
         let mut stakes = Vec::with_capacity(rows.len());
@@ -618,7 +618,7 @@ impl Store {
                             Origin::Queue => {
                                 sqlx::query("DELETE FROM queue WHERE bot_id = $1")
                                     .bind(side.bot_id.clone())
-                                    .execute(self.pool())
+                                    .execute(&mut *self.writer().await?)
                                     .await?;
                                 report.dropped.push(side.bot_id.clone());
                             }
@@ -639,7 +639,7 @@ impl Store {
         }
         sqlx::query("UPDATE queue SET waves_waited = waves_waited + 1 WHERE class = $1")
             .bind(class.name())
-            .execute(self.pool())
+            .execute(&mut *self.writer().await?)
             .await?;
         self.active_waited(class, cutoff_ms).await?;
         report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -659,7 +659,7 @@ impl Store {
             .bind(now.saturating_add(lease_ms))
             .bind(now)
             .bind(MAX_MATCH_RUNS)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.writer().await?)
             .await?;
         let match_id = match claimed {
             Some(row) => get::<String>(&row, "id")?,
@@ -728,7 +728,7 @@ impl Store {
         now: i64,
     ) -> Result<i64> {
         // One statement: its own transaction, with no BEGIN and COMMIT to send.
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         heartbeat_tx(&mut conn, match_id, lease_id, lease_ms, now).await
     }
 
@@ -780,7 +780,7 @@ impl Store {
     }
 
     pub async fn game(&self, match_id: &str) -> Result<Match> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         load_match(&mut conn, match_id).await
     }
 
@@ -797,7 +797,7 @@ impl Store {
         .bind(state.map(MatchState::name).unwrap_or("").to_owned())
         .bind(bot_id.unwrap_or("").to_owned())
         .bind(MAX_LIST_ROWS)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.writer().await?)
         .await?;
         rows.iter().map(match_from_row).collect()
     }
@@ -806,7 +806,7 @@ impl Store {
     pub async fn match_counts(&self) -> Result<Vec<(MatchState, i64)>> {
         let rows =
             sqlx::query("SELECT state, COUNT(*) AS n FROM matches GROUP BY state ORDER BY state")
-                .fetch_all(self.pool())
+                .fetch_all(&mut *self.writer().await?)
                 .await?;
         rows.iter()
             .map(|row| {
@@ -820,7 +820,7 @@ impl Store {
 
     /// An owner's available balance.
     pub async fn available(&self, user_id: &str) -> Result<i64> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         Ok(load_account(&mut conn, &owner_account(user_id))
             .await?
             .map(|account| account.available())

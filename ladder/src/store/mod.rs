@@ -26,11 +26,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
-use sqlx::{AnyConnection, AnyPool, Row, Transaction};
+use sqlx::{AnyConnection, AnyPool, Connection as _, Row, Transaction};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{LadderError, Result};
-use crate::limits::{POOL_ACQUIRE_TIMEOUT, POSTGRES_PING_IDLE_AFTER, SQLITE_READ_CONNECTIONS};
+use crate::limits::{
+    POOL_ACQUIRE_TIMEOUT, POSTGRES_CONNECTIONS, POSTGRES_PING_IDLE_AFTER, SQLITE_READ_CONNECTIONS,
+};
 
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
@@ -65,8 +67,6 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Whether a failed transaction is worth running again.
     fn is_retryable(&self, error: &sqlx::Error) -> bool;
     fn migrator(&self) -> &'static sqlx::migrate::Migrator;
-    /// How many connections the pool keeps.
-    fn max_connections(&self) -> u32;
 }
 
 /// Most times one write transaction is retried after a deadlock or serialization failure.
@@ -75,7 +75,8 @@ const MAX_TRANSACTION_RETRIES: u32 = 8;
 /// The ladder database.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: AnyPool,
+    /// Where writes (and reads that must see them) go.
+    writer: Writer,
     /// Where reads outside write transactions go: on SQLite, read-only
     /// connections beside the one writer, so pages and listings do not queue
     /// behind writes (WAL: a reader sees every commit made before it began);
@@ -87,6 +88,46 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     /// Settlements waiting to be written together (group commit).
     settlements: Arc<settle::SettlementQueue>,
+}
+
+/// The connection writes go through.
+///
+/// On SQLite, one connection the store holds behind a lock: SQLite takes one
+/// writer at a time anyway, and a pool of one would ping the connection's
+/// thread and spawn a task each time a statement gives it back (sqlx checks
+/// every returned connection), two more thread hops per statement. On
+/// PostgreSQL, a pool: connections to a server are worth sharing.
+#[derive(Clone, Debug)]
+enum Writer {
+    Pool(AnyPool),
+    /// `None` once the store is closed.
+    Held(Arc<tokio::sync::Mutex<Option<AnyConnection>>>),
+}
+
+/// A connection to write on, for as long as this lives.
+pub(crate) enum WriteConn {
+    Pooled(sqlx::pool::PoolConnection<sqlx::Any>),
+    Held(tokio::sync::OwnedMappedMutexGuard<Option<AnyConnection>, AnyConnection>),
+}
+
+impl std::ops::Deref for WriteConn {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        match self {
+            WriteConn::Pooled(conn) => conn,
+            WriteConn::Held(conn) => conn,
+        }
+    }
+}
+
+impl std::ops::DerefMut for WriteConn {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        match self {
+            WriteConn::Pooled(conn) => conn,
+            WriteConn::Held(conn) => conn,
+        }
+    }
 }
 
 /// Pool settings shared by the writer and the readers. sqlx pings a
@@ -126,20 +167,24 @@ macro_rules! write_tx {
         let store: &$crate::store::Store = $store;
         let mut attempt: u32 = 0;
         loop {
-            let mut tx = store.begin_write().await?;
-            let result: $crate::error::Result<_> = {
-                let $conn: &mut sqlx::AnyConnection = &mut *tx;
-                $body.await
-            };
-            let result = match result {
-                Ok(value) => tx
-                    .commit()
-                    .await
-                    .map(|()| value)
-                    .map_err($crate::error::LadderError::from),
-                Err(error) => {
-                    let _ = tx.rollback().await;
-                    Err(error)
+            // The connection goes back before any retry waits.
+            let result = {
+                let mut conn = store.writer().await?;
+                let mut tx = store.begin_write(&mut conn).await?;
+                let result: $crate::error::Result<_> = {
+                    let $conn: &mut sqlx::AnyConnection = &mut *tx;
+                    $body.await
+                };
+                match result {
+                    Ok(value) => tx
+                        .commit()
+                        .await
+                        .map(|()| value)
+                        .map_err($crate::error::LadderError::from),
+                    Err(error) => {
+                        let _ = tx.rollback().await;
+                        Err(error)
+                    }
                 }
             };
             match result {
@@ -182,23 +227,13 @@ impl Store {
         };
         let options = AnyConnectOptions::from_str(&url)?;
         let is_sqlite = dialect.name() == "sqlite";
-        let pool = pool_options(is_sqlite)
-            .max_connections(dialect.max_connections())
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    if is_sqlite {
-                        sqlx::raw_sql("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(options.clone())
-            .await?;
-        dialect.migrator().run(&pool).await?;
-        let reads = if is_sqlite {
-            pool_options(is_sqlite)
+        let (writer, reads) = if is_sqlite {
+            let mut conn = AnyConnection::connect_with(&options).await?;
+            sqlx::raw_sql("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
+                .execute(&mut conn)
+                .await?;
+            dialect.migrator().run(&mut conn).await?;
+            let reads = pool_options(is_sqlite)
                 .max_connections(SQLITE_READ_CONNECTIONS)
                 .after_connect(|conn, _meta| {
                     Box::pin(async move {
@@ -209,12 +244,19 @@ impl Store {
                     })
                 })
                 .connect_with(options)
-                .await?
+                .await?;
+            let writer = Writer::Held(Arc::new(tokio::sync::Mutex::new(Some(conn))));
+            (writer, reads)
         } else {
-            pool.clone()
+            let pool = pool_options(is_sqlite)
+                .max_connections(POSTGRES_CONNECTIONS)
+                .connect_with(options)
+                .await?;
+            dialect.migrator().run(&pool).await?;
+            (Writer::Pool(pool.clone()), pool)
         };
         Ok(Store {
-            pool,
+            writer,
             reads,
             dialect,
             clock: Arc::new(SystemClock),
@@ -242,8 +284,21 @@ impl Store {
         self.dialect.name()
     }
 
-    pub(crate) fn pool(&self) -> &AnyPool {
-        &self.pool
+    /// The connection to write on (and to read what must see every write):
+    /// on SQLite the one the store holds, waited for up to
+    /// [`POOL_ACQUIRE_TIMEOUT`] like a pooled one.
+    pub(crate) async fn writer(&self) -> Result<WriteConn> {
+        match &self.writer {
+            Writer::Pool(pool) => Ok(WriteConn::Pooled(pool.acquire().await?)),
+            Writer::Held(conn) => {
+                let guard = tokio::time::timeout(POOL_ACQUIRE_TIMEOUT, Arc::clone(conn).lock_owned())
+                    .await
+                    .map_err(|_| sqlx::Error::PoolTimedOut)?;
+                tokio::sync::OwnedMutexGuard::try_map(guard, Option::as_mut)
+                    .map(WriteConn::Held)
+                    .map_err(|_| sqlx::Error::PoolClosed.into())
+            }
+        }
     }
 
     /// The pool for reads outside write transactions (see [`Store::reads`]'s field).
@@ -255,8 +310,12 @@ impl Store {
         &*self.dialect
     }
 
-    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, sqlx::Any>> {
-        Ok(self.pool.begin_with(self.dialect.begin_write()).await?)
+    /// Opens a write transaction on `conn` (from [`Store::writer`]).
+    pub(crate) async fn begin_write<'c>(
+        &self,
+        conn: &'c mut WriteConn,
+    ) -> Result<Transaction<'c, sqlx::Any>> {
+        Ok(sqlx::Connection::begin_with(&mut **conn, self.dialect.begin_write()).await?)
     }
 
     pub(crate) fn is_retryable(&self, error: &sqlx::Error) -> bool {
@@ -266,14 +325,21 @@ impl Store {
     /// Closes every connection (tests drop their databases afterwards).
     pub async fn close(&self) {
         self.reads.close().await;
-        self.pool.close().await;
+        match &self.writer {
+            Writer::Pool(pool) => pool.close().await,
+            Writer::Held(conn) => {
+                if let Some(conn) = conn.lock().await.take() {
+                    let _ = sqlx::Connection::close(conn).await;
+                }
+            }
+        }
     }
 
     /// A setting stored as an integer.
     pub async fn setting(&self, key: &str) -> Result<Option<i64>> {
         let row = sqlx::query("SELECT value FROM settings WHERE key = $1")
             .bind(key.to_owned())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.writer().await?)
             .await?;
         row.map(|row| get::<i64>(&row, "value")).transpose()
     }

@@ -276,7 +276,7 @@ impl Store {
         .bind(class.name())
         .bind(cutoff_ms)
         .bind(MAX_ACTIVE_PER_CLASS)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.writer().await?)
         .await?;
         rows.iter()
             .map(|row| {
@@ -319,7 +319,7 @@ impl Store {
         )
         .bind(class.name())
         .bind(cutoff_ms)
-        .execute(self.pool())
+        .execute(&mut *self.writer().await?)
         .await?;
         Ok(())
     }

@@ -60,8 +60,4 @@ impl Dialect for Postgres {
     fn migrator(&self) -> &'static sqlx::migrate::Migrator {
         &MIGRATOR
     }
-
-    fn max_connections(&self) -> u32 {
-        16
-    }
 }

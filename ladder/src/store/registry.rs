@@ -386,7 +386,7 @@ impl Store {
     pub async fn authenticate(&self, token: &str) -> Result<User> {
         let row = sqlx::query("SELECT id, name, role FROM users WHERE token_hash = $1")
             .bind(auth::token_hash(token))
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.writer().await?)
             .await?
             .ok_or_else(|| {
                 LadderError::Unauthenticated("the token matches no account".to_owned())
@@ -397,7 +397,7 @@ impl Store {
     pub async fn user_by_name(&self, name: &str) -> Result<User> {
         let row = sqlx::query("SELECT id, name, role FROM users WHERE name = $1")
             .bind(name.to_owned())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.writer().await?)
             .await?
             .ok_or_else(|| LadderError::NotFound(format!("account {name}")))?;
         user_from_row(&row)
@@ -465,7 +465,7 @@ impl Store {
 
     /// What an owner uses against its quotas now.
     pub async fn owner_usage(&self, owner_id: &str) -> Result<OwnerUsage> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         let (bot_versions, stored_bytes) = holdings_tx(&mut conn, owner_id).await?;
         let row =
             sqlx::query("SELECT compile_ms FROM compile_usage WHERE owner_id = $1 AND day = $2")
@@ -503,7 +503,7 @@ impl Store {
     }
 
     pub async fn bot(&self, name: &str) -> Result<Bot> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         load_bot(&mut conn, name).await
     }
 
@@ -517,7 +517,7 @@ impl Store {
         )
         .bind(owner_id.unwrap_or("").to_owned())
         .bind(MAX_LIST_ROWS)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.writer().await?)
         .await?;
         rows.iter().map(bot_from_row).collect()
     }
@@ -526,7 +526,7 @@ impl Store {
     pub async fn wasm_blob(&self, digest: &str) -> Result<Vec<u8>> {
         let row = sqlx::query("SELECT bytes FROM wasm_blobs WHERE digest = $1")
             .bind(digest.to_owned())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.writer().await?)
             .await?
             .ok_or_else(|| LadderError::NotFound(format!("component {digest}")))?;
         get(&row, "bytes")
@@ -558,7 +558,7 @@ impl Store {
         }
         let done = sqlx::query("DELETE FROM queue WHERE bot_id = $1")
             .bind(bot.id)
-            .execute(self.pool())
+            .execute(&mut *self.writer().await?)
             .await?;
         if done.rows_affected() == 0 {
             return Err(LadderError::NotFound(format!(
@@ -576,7 +576,7 @@ impl Store {
         )
         .bind(class.unwrap_or("").to_owned())
         .bind(MAX_LIST_ROWS)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.writer().await?)
         .await?;
         rows.iter()
             .map(|row| {
@@ -598,7 +598,7 @@ impl Store {
         sqlx::query("UPDATE classes SET open = $1 WHERE name = $2")
             .bind(i64::from(open))
             .bind(class.to_owned())
-            .execute(self.pool())
+            .execute(&mut *self.writer().await?)
             .await?;
         Ok(())
     }

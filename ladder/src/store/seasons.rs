@@ -309,14 +309,14 @@ impl Store {
     }
 
     pub async fn active_season(&self) -> Result<Option<Season>> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.writer().await?;
         active_season_tx(&mut conn).await
     }
 
     pub async fn seasons(&self) -> Result<Vec<Season>> {
         let rows = sqlx::query("SELECT * FROM seasons ORDER BY id LIMIT $1")
             .bind(MAX_LIST_ROWS)
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.writer().await?)
             .await?;
         rows.iter().map(season_from_row).collect()
     }
@@ -324,7 +324,7 @@ impl Store {
     pub async fn season(&self, id: i64) -> Result<Season> {
         let row = sqlx::query("SELECT * FROM seasons WHERE id = $1")
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.writer().await?)
             .await?
             .ok_or_else(|| LadderError::NotFound(format!("season {id}")))?;
         season_from_row(&row)
@@ -333,7 +333,7 @@ impl Store {
     pub async fn season_named(&self, name: &str) -> Result<Season> {
         let row = sqlx::query("SELECT * FROM seasons WHERE name = $1")
             .bind(name.to_owned())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.writer().await?)
             .await?
             .ok_or_else(|| LadderError::NotFound(format!("season {name}")))?;
         season_from_row(&row)
@@ -344,7 +344,7 @@ impl Store {
         let row = sqlx::query(
             "SELECT * FROM seasons WHERE ended_ms IS NOT NULL ORDER BY ended_ms DESC, id DESC LIMIT 1",
         )
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.writer().await?)
         .await?;
         row.as_ref().map(season_from_row).transpose()
     }
@@ -392,7 +392,7 @@ impl Store {
             let rows = sqlx::query(LIVE_STANDINGS)
                 .bind(season.id)
                 .bind(class_name)
-                .fetch_all(self.pool())
+                .fetch_all(&mut *self.writer().await?)
                 .await?;
             let standings = live_standings(&rows)?;
             return Ok((season, standings));
@@ -403,7 +403,7 @@ impl Store {
         .bind(season.id)
         .bind(class_name)
         .bind(MAX_LIST_ROWS)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.writer().await?)
         .await?;
         let standings = rows
             .iter()

@@ -155,7 +155,8 @@ impl Store {
         &self,
         requests: &[SettleRequest],
     ) -> Result<Vec<Option<Result<Settlement>>>> {
-        let mut tx = self.begin_write().await?;
+        let mut conn = self.writer().await?;
+        let mut tx = self.begin_write(&mut conn).await?;
         match settle_many_tx(&mut tx, self.dialect().row_locks(), requests).await {
             Ok(answers) => {
                 tx.commit().await?;

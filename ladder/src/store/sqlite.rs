@@ -59,10 +59,4 @@ impl Dialect for Sqlite {
     fn migrator(&self) -> &'static sqlx::migrate::Migrator {
         &MIGRATOR
     }
-
-    fn max_connections(&self) -> u32 {
-        // One connection: writes are serialised by SQLite anyway, and one
-        // connection never waits on its own lock.
-        1
-    }
 }

@@ -26,7 +26,7 @@ impl Store {
         .bind(i64::try_from(report.waiting).unwrap_or(i64::MAX))
         .bind(i64::try_from(report.matches.len()).unwrap_or(i64::MAX))
         .bind(i64::try_from(report.duration_ms).unwrap_or(i64::MAX))
-        .execute(self.pool())
+        .execute(&mut *self.writer().await?)
         .await?;
         Ok(())
     }

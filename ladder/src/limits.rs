@@ -79,7 +79,7 @@ pub const MAX_MATCH_RUNS: i64 = 2;
 /// statements grow with it, and each size is one more prepared statement per
 /// connection.
 pub const MAX_SETTLEMENT_BATCH: usize = 16;
-/// SQLite connections that only read (the site, listings, claims' reads),
+/// SQLite connections that only read (the site, listings, Duel TV, status),
 /// beside the one that writes: in WAL mode readers never wait for the writer.
 pub const SQLITE_READ_CONNECTIONS: u32 = 4;
 /// PostgreSQL connections one ladder process keeps (SQLite has one writer the

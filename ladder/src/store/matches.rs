@@ -294,6 +294,31 @@ async fn claim_tx(
     Ok(ClaimStep::Claimed(id))
 }
 
+/// A claimed match, both pinned versions and the season's name, in one read.
+async fn claimed_match<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    match_id: &str,
+) -> Result<AnyRow> {
+    sqlx::query(
+        "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
+         va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
+         vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
+         FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
+         JOIN seasons s ON s.id = m.season_id \
+         JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
+         JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
+         WHERE m.id = $1",
+    )
+    .bind(match_id.to_owned())
+    .fetch_optional(executor)
+    .await?
+    .ok_or_else(|| {
+        LadderError::corrupt(format!(
+            "claimed match {match_id} without its season or bot versions"
+        ))
+    })
+}
+
 async fn complete_tx(
     conn: &mut AnyConnection,
     select_for_update: &'static str,
@@ -651,21 +676,32 @@ impl Store {
     /// that ran out of attempts. `None` when nothing is waiting.
     pub async fn claim(&self, lease_ms: i64, now: i64) -> Result<Option<Claim>> {
         let lease_id = uuid::Uuid::new_v4().to_string();
-        // The common case in one statement: the oldest claimable match, if it
-        // has runs left. Otherwise (nothing waiting, or a match to void first)
-        // the claim transaction decides.
-        let claimed = sqlx::query(self.dialect().claim_next())
-            .bind(lease_id.clone())
-            .bind(now.saturating_add(lease_ms))
-            .bind(now)
-            .bind(MAX_MATCH_RUNS)
-            .fetch_optional(&mut *self.writer().await?)
-            .await?;
-        let match_id = match claimed {
-            Some(row) => get::<String>(&row, "id")?,
+        // The common case: the oldest claimable match, if it has runs left,
+        // claimed in one statement and read on the same connection.
+        let claimed = {
+            let mut conn = self.writer().await?;
+            let row = sqlx::query(self.dialect().claim_next())
+                .bind(lease_id.clone())
+                .bind(now.saturating_add(lease_ms))
+                .bind(now)
+                .bind(MAX_MATCH_RUNS)
+                .fetch_optional(&mut *conn)
+                .await?;
+            match row {
+                Some(row) => {
+                    let match_id = get::<String>(&row, "id")?;
+                    Some(claimed_match(&mut *conn, &match_id).await?)
+                }
+                None => None,
+            }
+        };
+        let row = match claimed {
+            Some(row) => row,
+            // Nothing waiting, or a match to void first: the claim
+            // transaction decides.
             None => {
                 let select = self.dialect().select_claimable();
-                loop {
+                let match_id = loop {
                     let step = write_tx!(self, |conn| claim_tx(
                         conn, select, &lease_id, lease_ms, now
                     ))?;
@@ -674,28 +710,10 @@ impl Store {
                         ClaimStep::Voided => continue,
                         ClaimStep::Claimed(match_id) => break match_id,
                     }
-                }
+                };
+                claimed_match(self.reads(), &match_id).await?
             }
         };
-        // The match, both pinned versions and the season's name in one read.
-        let row = sqlx::query(
-            "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
-             va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
-             vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
-             FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
-             JOIN seasons s ON s.id = m.season_id \
-             JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
-             JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
-             WHERE m.id = $1",
-        )
-        .bind(match_id.clone())
-        .fetch_optional(self.reads())
-        .await?
-        .ok_or_else(|| {
-            LadderError::corrupt(format!(
-                "claimed match {match_id} without its season or bot versions"
-            ))
-        })?;
         let game = match_from_row(&row)?;
         let version = |suffix: &str, number: i64| -> Result<BotVersion> {
             Ok(BotVersion {

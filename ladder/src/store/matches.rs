@@ -295,10 +295,7 @@ async fn claim_tx(
 }
 
 /// A claimed match, both pinned versions and the season's name, in one read.
-async fn claimed_match<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
-    match_id: &str,
-) -> Result<AnyRow> {
+async fn claimed_match(conn: &mut AnyConnection, match_id: &str) -> Result<AnyRow> {
     sqlx::query(
         "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
          va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
@@ -310,7 +307,7 @@ async fn claimed_match<'e>(
          WHERE m.id = $1",
     )
     .bind(match_id.to_owned())
-    .fetch_optional(executor)
+    .fetch_optional(&mut *conn)
     .await?
     .ok_or_else(|| {
         LadderError::corrupt(format!(
@@ -711,7 +708,7 @@ impl Store {
                         ClaimStep::Claimed(match_id) => break match_id,
                     }
                 };
-                claimed_match(self.reads(), &match_id).await?
+                claimed_match(&mut *self.reads().acquire().await?, &match_id).await?
             }
         };
         let game = match_from_row(&row)?;

@@ -26,7 +26,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
-use sqlx::{AnyConnection, AnyPool, Connection as _, Row, Transaction};
+use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{LadderError, Result};
@@ -228,11 +228,23 @@ impl Store {
         let options = AnyConnectOptions::from_str(&url)?;
         let is_sqlite = dialect.name() == "sqlite";
         let (writer, reads) = if is_sqlite {
-            let mut conn = AnyConnection::connect_with(&options).await?;
-            sqlx::raw_sql("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
-                .execute(&mut conn)
+            // A pool of one to open the writer and migrate, then its
+            // connection taken out of it for the store to hold.
+            let opening = pool_options(is_sqlite)
+                .max_connections(1)
+                .after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        sqlx::raw_sql("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
+                            .execute(&mut *conn)
+                            .await?;
+                        Ok(())
+                    })
+                })
+                .connect_with(options.clone())
                 .await?;
-            dialect.migrator().run(&mut conn).await?;
+            dialect.migrator().run(&opening).await?;
+            let conn = opening.acquire().await?.detach();
+            opening.close().await;
             let reads = pool_options(is_sqlite)
                 .max_connections(SQLITE_READ_CONNECTIONS)
                 .after_connect(|conn, _meta| {

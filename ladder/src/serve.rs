@@ -198,7 +198,9 @@ pub async fn serve(
             // The replay service, this process's `/metrics` beside it, Duel TV,
             // and the public site (pages and their JSON twins) over the store.
             let router = publish::router(state)
-                .merge(metrics_router(move || metrics.render(&metrics_host.wasm_stats())))
+                .merge(metrics_router(move || {
+                    metrics.render(&metrics_host.wasm_stats())
+                }))
                 .merge(tv::router(duel_tv))
                 .merge(crate::site::router(site_store));
             if let Err(error) = publish::serve_router(listener, router, http_limits, stopped).await

@@ -776,7 +776,12 @@ impl Store {
     ) -> Result<Settlement> {
         let select = self.dialect().select_match_for_update();
         let select_ratings = self.dialect().select_ratings_for_update();
-        write_tx!(self, |conn| complete_tx(conn, select, select_ratings, request))
+        write_tx!(self, |conn| complete_tx(
+            conn,
+            select,
+            select_ratings,
+            request
+        ))
     }
 
     /// Voids a match the lease holder cannot run (a bot that cannot be built);

@@ -303,9 +303,10 @@ impl Store {
         match &self.writer {
             Writer::Pool(pool) => Ok(WriteConn::Pooled(pool.acquire().await?)),
             Writer::Held(conn) => {
-                let guard = tokio::time::timeout(POOL_ACQUIRE_TIMEOUT, Arc::clone(conn).lock_owned())
-                    .await
-                    .map_err(|_| sqlx::Error::PoolTimedOut)?;
+                let guard =
+                    tokio::time::timeout(POOL_ACQUIRE_TIMEOUT, Arc::clone(conn).lock_owned())
+                        .await
+                        .map_err(|_| sqlx::Error::PoolTimedOut)?;
                 tokio::sync::OwnedMutexGuard::try_map(guard, Option::as_mut)
                     .map(WriteConn::Held)
                     .map_err(|_| sqlx::Error::PoolClosed.into())

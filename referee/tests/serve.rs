@@ -492,6 +492,13 @@ struct MetricsServer {
     server: tokio::task::JoinHandle<Result<(), duel_referee::RefereeError>>,
 }
 
+impl MetricsServer {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.server.await.unwrap().unwrap();
+    }
+}
+
 async fn serve_with_metrics_listener() -> MetricsServer {
     let listener = loopback().await;
     let address = listener.local_addr().unwrap();
@@ -520,13 +527,9 @@ async fn serve_with_metrics_listener() -> MetricsServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_matches_decisions_and_substitutions() {
     let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(200))).await;
-    let MetricsServer {
-        mut client,
-        metrics_address,
-        stop,
-        server,
-    } = serve_with_metrics_listener().await;
-    let response = client
+    let mut referee = serve_with_metrics_listener().await;
+    let response = referee
+        .client
         .run_match(request(&sleeper.url(), "builtin:random", 50))
         .await
         .unwrap()
@@ -538,7 +541,7 @@ async fn metrics_count_matches_decisions_and_substitutions() {
         .filter(|(_, e)| e.a.source == duel_replays::SourceName::Timeout)
         .count();
     assert_eq!(timeouts, sides / 2);
-    let text = http_get(metrics_address, "/metrics").await;
+    let text = http_get(referee.metrics_address, "/metrics").await;
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(
         text.contains("duel_matches_total{state=\"finished\"} 1\n"),
@@ -563,12 +566,11 @@ async fn metrics_count_matches_decisions_and_substitutions() {
         "{text}"
     );
     assert!(
-        http_get(metrics_address, "/other")
+        http_get(referee.metrics_address, "/other")
             .await
             .starts_with("HTTP/1.1 404")
     );
-    let _ = stop.send(());
-    server.await.unwrap().unwrap();
+    referee.stop().await;
 }
 
 /// Reads server-sent events until the stream ends: (event name, JSON data).
@@ -825,19 +827,15 @@ fn the_operator_token_never_shows_in_debug_output() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_plays_wasm_bots_from_its_instance_pool() {
-    let MetricsServer {
-        mut client,
-        metrics_address,
-        stop,
-        server,
-    } = serve_with_metrics_listener().await;
+    let mut referee = serve_with_metrics_listener().await;
     for _ in 0..2 {
-        client
+        referee
+            .client
             .run_match(request(&wasm_bot("jabber"), &wasm_bot("counter"), 5_000))
             .await
             .unwrap();
     }
-    let text = http_get(metrics_address, "/metrics").await;
+    let text = http_get(referee.metrics_address, "/metrics").await;
     // Four instances, all from the pool sized for the server's two matches.
     assert!(
         text.contains("duel_wasm_instances_made{allocation=\"pool\"} 4\n"),
@@ -847,6 +845,5 @@ async fn serve_plays_wasm_bots_from_its_instance_pool() {
         text.contains("duel_wasm_instances_made{allocation=\"on_demand\"} 0\n"),
         "{text}"
     );
-    let _ = stop.send(());
-    server.await.unwrap().unwrap();
+    referee.stop().await;
 }

@@ -687,7 +687,7 @@ impl Store {
             match row {
                 Some(row) => {
                     let match_id = get::<String>(&row, "id")?;
-                    Some(claimed_match(&mut *conn, &match_id).await?)
+                    Some(claimed_match(&mut conn, &match_id).await?)
                 }
                 None => None,
             }

@@ -323,7 +323,7 @@ fn failure_from_status(
     peer_text: bool,
 ) -> BotFailure {
     if elapsed >= wall_clock {
-        return BotFailure::timeout(format!("no answer within {} ms", wall_clock.as_millis()));
+        return BotFailure::timeout(duel_sandbox::timeout_reason(wall_clock));
     }
     let code = status.code();
     let category = match code {

@@ -65,9 +65,8 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
         Err(_elapsed) => {
             let spent = bot.abandoned();
             Decision {
-                answer: Err(BotFailure::timeout(format!(
-                    "no answer within {} ms",
-                    wall_clock.as_millis()
+                answer: Err(BotFailure::timeout(duel_sandbox::timeout_reason(
+                    wall_clock,
                 ))),
                 tokens: spent.tokens,
                 gassed_out: spent.gassed_out,

@@ -24,6 +24,14 @@ pub enum SandboxError {
     DiskCache { path: String, reason: String },
 }
 
+/// The reason a replay records when a decision's wall clock ran out. The
+/// sandbox's epoch interrupt, its timer around a bot blocked in a host call,
+/// and the referee's own timer may each notice first, whichever the scheduler
+/// runs first at the deadline; one wording keeps the replay the same.
+pub fn timeout_reason(wall_clock: std::time::Duration) -> String {
+    format!("no answer within {} ms", wall_clock.as_millis())
+}
+
 /// What a failed decision becomes in the replay's `source` column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailureCause {

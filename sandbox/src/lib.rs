@@ -24,7 +24,7 @@ mod sandbox;
 mod wasi;
 
 pub use bindings::WorldVersion;
-pub use error::{DecideFailure, FailureCause, SandboxError};
+pub use error::{DecideFailure, FailureCause, SandboxError, timeout_reason};
 pub use limits::{Allocation, SandboxConfig};
 pub use model::{Message, ModelError, ModelFuture, ModelPort, NoModel};
 pub use sandbox::{

@@ -596,7 +596,7 @@ impl BotInstance {
                 Ok(result) => result,
                 Err(_elapsed) => Err(DecideFailure::new(
                     FailureCause::Timeout,
-                    format!("no answer within the wall clock of {wall_clock:?} (blocked)"),
+                    crate::timeout_reason(wall_clock),
                 )),
             };
         if let Some(live) = &self.live {
@@ -770,7 +770,7 @@ fn classify(config: &SandboxConfig, err: &wasmtime::Error) -> DecideFailure {
     if err.downcast_ref::<WallClockOut>().is_some() {
         return DecideFailure::new(
             FailureCause::Timeout,
-            format!("wall clock of {:?} ran out", config.decision_wall_clock),
+            crate::timeout_reason(config.decision_wall_clock),
         );
     }
     if let Some(hit) = err.downcast_ref::<LimitHit>() {
@@ -787,7 +787,7 @@ fn classify(config: &SandboxConfig, err: &wasmtime::Error) -> DecideFailure {
             Trap::Interrupt => {
                 return DecideFailure::new(
                     FailureCause::Timeout,
-                    format!("wall clock of {:?} ran out", config.decision_wall_clock),
+                    crate::timeout_reason(config.decision_wall_clock),
                 );
             }
             Trap::OutOfFuel => format!(

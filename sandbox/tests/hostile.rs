@@ -60,7 +60,7 @@ fn expect_failure(result: &Result<Action, DecideFailure>, cause: FailureCause, n
 #[tokio::test]
 async fn an_infinite_loop_times_out_on_time() {
     let (result, elapsed, bot) = first_decision(short_clock(), "loop").await;
-    expect_failure(&result, FailureCause::Timeout, "wall clock");
+    expect_failure(&result, FailureCause::Timeout, "no answer within");
     assert!(elapsed >= SHORT_CLOCK, "{elapsed:?}");
     assert!(elapsed < SHORT_CLOCK + SLACK, "cut off late: {elapsed:?}");
     assert_eq!(bot.stats().timeouts, 1);
@@ -69,7 +69,7 @@ async fn an_infinite_loop_times_out_on_time() {
 #[tokio::test]
 async fn a_sleep_past_the_deadline_times_out_on_time() {
     let (result, elapsed, _bot) = first_decision(short_clock(), "sleep").await;
-    expect_failure(&result, FailureCause::Timeout, "wall clock");
+    expect_failure(&result, FailureCause::Timeout, "no answer within");
     assert!(elapsed < SHORT_CLOCK + SLACK, "cut off late: {elapsed:?}");
 }
 
@@ -113,7 +113,7 @@ async fn outrunning_the_clock_before_the_fuel_is_a_timeout() {
         ..SandboxConfig::default()
     };
     let (result, elapsed, _) = first_decision(config, "loop").await;
-    expect_failure(&result, FailureCause::Timeout, "wall clock");
+    expect_failure(&result, FailureCause::Timeout, "no answer within");
     assert!(elapsed < SHORT_CLOCK + SLACK, "{elapsed:?}");
 }
 
@@ -270,7 +270,7 @@ async fn hostile_bots_overflowing_a_full_pool_are_contained_the_same_way() {
         Ok(Action::Jab)
     );
     let cases = [
-        ("loop", FailureCause::Timeout, "wall clock"),
+        ("loop", FailureCause::Timeout, "no answer within"),
         ("alloc", FailureCause::Fault, "memory cap"),
         ("exit", FailureCause::Fault, "exited"),
         ("panic-first", FailureCause::Fault, "unreachable"),

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use duel_replays::{FighterKind, Replay};
 use duel_rules::WeightClass;
+use duel_referee::grpc::metrics::WasmInstances;
 use duel_sandbox::SandboxStats;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -95,18 +96,6 @@ struct KindLabel {
     kind: Kind,
 }
 
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-#[allow(non_camel_case_types)]
-enum Allocation {
-    pool,
-    on_demand,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct AllocationLabel {
-    allocation: Allocation,
-}
-
 /// The metrics of one ladder process and the registry that exposes them.
 #[derive(Debug)]
 pub struct LadderMetrics {
@@ -118,7 +107,7 @@ pub struct LadderMetrics {
     settlement_latency_s: Histogram,
     decision_latency_s: Family<KindLabel, Histogram>,
     store_errors: Counter,
-    wasm_instances: Family<AllocationLabel, Gauge>,
+    wasm_instances: WasmInstances,
 }
 
 impl Default for LadderMetrics {
@@ -133,7 +122,10 @@ impl Default for LadderMetrics {
             settlement_latency_s: Histogram::new(SETTLEMENT_BUCKETS_S),
             decision_latency_s: Family::new_with_constructor(|| Histogram::new(DECISION_BUCKETS_S)),
             store_errors: Counter::default(),
-            wasm_instances: Family::default(),
+            wasm_instances: WasmInstances::register(
+                &mut registry,
+                "WASM bot instances this process made since start, by allocation (its pool, or on demand when every slot was taken)",
+            ),
         };
         registry.register(
             "matches",
@@ -170,11 +162,6 @@ impl Default for LadderMetrics {
             "Worker passes and pairing waves that failed on the database",
             metrics.store_errors.clone(),
         );
-        registry.register(
-            "wasm_instances_made",
-            "WASM bot instances this process made since start, by allocation (its pool, or on demand when every slot was taken)",
-            metrics.wasm_instances.clone(),
-        );
         // Every series exists from the start: a scrape before the first match
         // already shows them all.
         for class in WeightClass::ALL.map(Class::from) {
@@ -187,11 +174,6 @@ impl Default for LadderMetrics {
             }
             let _ = metrics.running.get_or_create(&ClassLabel { class });
             let _ = metrics.queue.get_or_create(&ClassLabel { class });
-        }
-        for allocation in [Allocation::pool, Allocation::on_demand] {
-            let _ = metrics
-                .wasm_instances
-                .get_or_create(&AllocationLabel { allocation });
         }
         for kind in [Kind::builtin, Kind::wasm, Kind::endpoint] {
             let _ = metrics
@@ -282,19 +264,10 @@ impl LadderMetrics {
         }
     }
 
-    /// The exposition.
     /// The exposition, with the WASM sandboxes' counts so far (`wasm`, from
     /// the process's `MatchHost::wasm_stats`).
     pub fn render(&self, wasm: &SandboxStats) -> String {
-        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
-        for (allocation, made) in [
-            (Allocation::pool, wasm.pool_instantiations),
-            (Allocation::on_demand, wasm.on_demand_instantiations),
-        ] {
-            self.wasm_instances
-                .get_or_create(&AllocationLabel { allocation })
-                .set(gauge(made));
-        }
+        self.wasm_instances.set(wasm);
         duel_referee::grpc::metrics::encode(&self.registry)
     }
 }

@@ -9,6 +9,7 @@ use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
 use super::play::{ReadyBot, pause_tx, ready_after_match_tx, short_of_stake, take_active_tx};
+use super::script::{Arg, Script};
 use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
@@ -294,18 +295,26 @@ async fn claim_tx(
     Ok(ClaimStep::Claimed(id))
 }
 
-/// A claimed match, both pinned versions and the season's name, in one read.
+/// A claimed match, both pinned versions and the season's name, in one read;
+/// `{which}` picks the match (`m.id = $1`, or the running match of a lease).
+macro_rules! claimed_match_sql {
+    ($which:literal) => {
+        concat!(
+            "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
+             va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
+             vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
+             FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
+             JOIN seasons s ON s.id = m.season_id \
+             JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
+             JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
+             WHERE ",
+            $which
+        )
+    };
+}
+
 async fn claimed_match(conn: &mut AnyConnection, match_id: &str) -> Result<AnyRow> {
-    sqlx::query(
-        "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
-         va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
-         vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
-         FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
-         JOIN seasons s ON s.id = m.season_id \
-         JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
-         JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
-         WHERE m.id = $1",
-    )
+    sqlx::query(claimed_match_sql!("m.id = $1"))
     .bind(match_id.to_owned())
     .fetch_optional(&mut *conn)
     .await?
@@ -421,7 +430,11 @@ async fn apply_plan(
         .iter()
         .map(|change| (game, change, now))
         .collect();
-    super::settle::insert_rating_history(conn, &changes).await?;
+    if let Some((sql, args)) = super::settle::rating_history_insert(&changes) {
+        let mut history = super::script::Script::default();
+        history.push(sql, args);
+        history.run(conn, false).await?;
+    }
     sqlx::query(
         "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
          WHERE id = $4",
@@ -675,21 +688,39 @@ impl Store {
         let lease_id = uuid::Uuid::new_v4().to_string();
         // The common case: the oldest claimable match, if it has runs left,
         // claimed in one statement and read on the same connection.
+        // On SQLite both statements are one command: one hop to the
+        // connection's thread. The read finds the match by its new lease
+        // (running matches are few, and indexed by state).
         let claimed = {
             let mut conn = self.writer().await?;
-            let row = sqlx::query(self.dialect().claim_next())
-                .bind(lease_id.clone())
-                .bind(now.saturating_add(lease_ms))
-                .bind(now)
-                .bind(MAX_MATCH_RUNS)
-                .fetch_optional(&mut *conn)
-                .await?;
-            match row {
-                Some(row) => {
-                    let match_id = get::<String>(&row, "id")?;
-                    Some(claimed_match(&mut conn, &match_id).await?)
-                }
-                None => None,
+            let mut claim = Script::default();
+            claim.push(
+                self.dialect().claim_next().to_owned(),
+                vec![
+                    Arg::from(lease_id.as_str()),
+                    Arg::from(now.saturating_add(lease_ms)),
+                    Arg::from(now),
+                    Arg::from(MAX_MATCH_RUNS),
+                ],
+            );
+            claim.push(
+                claimed_match_sql!("m.state = 'running' AND m.lease_id = $1").to_owned(),
+                vec![Arg::from(lease_id.as_str())],
+            );
+            let together = self.dialect().one_command_scripts();
+            let mut answers = claim.run(&mut conn, together).await?.into_iter();
+            match (answers.next(), answers.next()) {
+                (Some(updated), Some(read)) => match (updated.rows.first(), read.rows.into_iter().next()) {
+                    (None, _) => None,
+                    (Some(_), Some(row)) => Some(row),
+                    (Some(claimed), None) => {
+                        return Err(LadderError::corrupt(format!(
+                            "claimed match {} without its season or bot versions",
+                            get::<String>(claimed, "id")?
+                        )));
+                    }
+                },
+                _ => return Err(LadderError::corrupt("the claim gave no answer")),
             }
         };
         let row = match claimed {

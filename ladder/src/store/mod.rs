@@ -15,6 +15,7 @@ mod play;
 mod postgres;
 mod registry;
 mod replay_index;
+mod script;
 mod seasons;
 mod settle;
 pub mod site;
@@ -64,6 +65,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// locks both rows in bot-id order until the transaction ends, where the
     /// backend has row locks.
     fn select_ratings_for_update(&self) -> &'static str;
+    /// Whether several statements with bound parameters go as one command
+    /// (SQLite's driver prepares and runs them in turn, one hop to its
+    /// connection thread for all; PostgreSQL prepares one per command).
+    fn one_command_scripts(&self) -> bool;
     /// Whether a failed transaction is worth running again.
     fn is_retryable(&self, error: &sqlx::Error) -> bool;
     fn migrator(&self) -> &'static sqlx::migrate::Migrator;

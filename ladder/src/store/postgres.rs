@@ -38,6 +38,10 @@ impl Dialect for Postgres {
          FROM matches m WHERE m.id = $1 FOR UPDATE OF m"
     }
 
+    fn one_command_scripts(&self) -> bool {
+        false
+    }
+
     fn row_locks(&self) -> bool {
         true
     }

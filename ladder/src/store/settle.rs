@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sqlx::AnyConnection;
 use tokio::sync::oneshot;
 
+use super::script::{Arg, Script};
 use super::{Store, get};
 use crate::error::{LadderError, Result};
 use crate::ledger::{self, HOUSE_ACCOUNT, Plan, TransferOp};
@@ -157,7 +158,11 @@ impl Store {
     ) -> Result<Vec<Option<Result<Settlement>>>> {
         let mut conn = self.writer().await?;
         let mut tx = self.begin_write(&mut conn).await?;
-        match settle_many_tx(&mut tx, self.dialect().row_locks(), requests).await {
+        let backend = Backend {
+            row_locks: self.dialect().row_locks(),
+            together: self.dialect().one_command_scripts(),
+        };
+        match settle_many_tx(&mut tx, backend, requests).await {
             Ok(answers) => {
                 tx.commit().await?;
                 let written = answers
@@ -208,9 +213,18 @@ struct AccountDelta {
     credits_posted: i64,
 }
 
+/// How a batch's statements reach the database.
+#[derive(Clone, Copy, Debug)]
+struct Backend {
+    /// Rows are locked (`FOR UPDATE`) in the ledger's global orders.
+    row_locks: bool,
+    /// A step's statements go as one command (see [`Script`]).
+    together: bool,
+}
+
 async fn settle_many_tx(
     conn: &mut AnyConnection,
-    row_locks: bool,
+    backend: Backend,
     requests: &[SettleRequest],
 ) -> Result<Vec<Option<Result<Settlement>>>> {
     let mut answers: Vec<Option<Result<Settlement>>> = requests.iter().map(|_| None).collect();
@@ -222,7 +236,7 @@ async fn settle_many_tx(
             asked.push(index);
         }
     }
-    let rows = lock_matches(conn, row_locks, requests, &asked).await?;
+    let (rows, mut ratings) = read_batch(conn, backend, requests, &asked).await?;
     let mut runnable: Vec<(usize, Match, bool)> = Vec::new();
     for &index in &asked {
         let request = &requests[index];
@@ -259,7 +273,6 @@ async fn settle_many_tx(
     if runnable.is_empty() {
         return Ok(answers);
     }
-    let mut ratings = lock_ratings(conn, row_locks, &runnable).await?;
     let mut planned = Vec::with_capacity(runnable.len());
     for (index, game, season_open) in runnable {
         let request = &requests[index];
@@ -295,11 +308,13 @@ async fn settle_many_tx(
         }
         planned.push(Planned { index, game, plan });
     }
-    store_ratings(conn, &ratings).await?;
-    record_history(conn, requests, &planned).await?;
-    mark_settled(conn, requests, &planned).await?;
-    ready_bots(conn, requests, &planned).await?;
-    apply_transfers(conn, row_locks, requests, &planned).await?;
+    let mut writes = Script::default();
+    store_ratings(&mut writes, &ratings);
+    record_history(&mut writes, requests, &planned);
+    mark_settled(&mut writes, requests, &planned);
+    ready_bots(&mut writes, requests, &planned);
+    apply_transfers(&mut writes, backend.row_locks, requests, &planned)?;
+    writes.run(conn, backend.together).await?;
     for Planned { index, plan, .. } in planned {
         answers[index] = Some(Ok(Settlement {
             match_id: plan.match_id.clone(),
@@ -314,88 +329,71 @@ async fn settle_many_tx(
     Ok(answers)
 }
 
-/// Every asked match's row with whether its season runs, locked in id order
-/// where the backend has row locks.
-async fn lock_matches(
+/// Every asked match's row with whether its season runs, and the ratings of
+/// both bots of each whose season runs: one step. Where the backend has row
+/// locks, the matches are locked in id order, then the ratings in (season,
+/// bot id) order.
+async fn read_batch(
     conn: &mut AnyConnection,
-    row_locks: bool,
+    backend: Backend,
     requests: &[SettleRequest],
     asked: &[usize],
-) -> Result<HashMap<String, sqlx::any::AnyRow>> {
+) -> Result<(
+    HashMap<String, sqlx::any::AnyRow>,
+    BTreeMap<(i64, String), Tally>,
+)> {
     let ids = placeholder_rows(asked.len(), 1);
-    let lock = if row_locks {
-        " ORDER BY m.id FOR UPDATE OF m"
+    let match_ids: Vec<Arg> = asked
+        .iter()
+        .map(|&index| Arg::from(requests[index].match_id.as_str()))
+        .collect();
+    let (lock_matches, lock_ratings) = if backend.row_locks {
+        (
+            " ORDER BY m.id FOR UPDATE OF m",
+            " ORDER BY r.season_id, r.bot_id FOR UPDATE OF r",
+        )
     } else {
-        ""
+        ("", "")
     };
-    let sql = format!(
-        "SELECT m.*, \
-         (SELECT CAST(CASE WHEN ended_ms IS NULL THEN 1 ELSE 0 END AS BIGINT) FROM seasons s \
-          WHERE s.id = m.season_id) AS season_open \
-         FROM matches m WHERE m.id IN ({ids}){lock}"
+    let mut reads = Script::default();
+    reads.push(
+        format!(
+            "SELECT m.*, \
+             (SELECT CAST(CASE WHEN ended_ms IS NULL THEN 1 ELSE 0 END AS BIGINT) FROM seasons s \
+              WHERE s.id = m.season_id) AS season_open \
+             FROM matches m WHERE m.id IN ({ids}){lock_matches}"
+        ),
+        match_ids.clone(),
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for &index in asked {
-        query = query.bind(requests[index].match_id.clone());
-    }
+    // Ratings of every asked match, not only those that turn out runnable: a
+    // few rows more, read in the same step. A bot in two matches of the
+    // batch comes back twice.
+    reads.push(
+        format!(
+            "SELECT r.season_id, r.bot_id, r.rating, r.deviation, r.volatility \
+             FROM matches m JOIN seasons s ON s.id = m.season_id AND s.ended_ms IS NULL \
+             JOIN ratings r ON r.season_id = m.season_id AND (r.bot_id = m.bot_a OR r.bot_id = m.bot_b) \
+             WHERE m.id IN ({ids}){lock_ratings}"
+        ),
+        match_ids,
+    );
+    let mut answers = reads.run(conn, backend.together).await?.into_iter();
+    let (Some(match_rows), Some(rating_rows)) = (answers.next(), answers.next()) else {
+        return Err(LadderError::corrupt("the settlement read gave no answer"));
+    };
     let mut rows = HashMap::new();
-    for row in query.fetch_all(&mut *conn).await? {
+    for row in match_rows.rows {
         rows.insert(get::<String>(&row, "id")?, row);
     }
-    Ok(rows)
-}
-
-/// A bot's rating in a season as the batch moves it.
-#[derive(Clone, Copy, Debug)]
-struct Tally {
-    rating: Rating,
-    wins: i64,
-    losses: i64,
-    draws: i64,
-    touched: bool,
-}
-
-/// The ratings of every bot of a runnable match whose season runs, locked in
-/// (season, bot id) order where the backend has row locks.
-async fn lock_ratings(
-    conn: &mut AnyConnection,
-    row_locks: bool,
-    runnable: &[(usize, Match, bool)],
-) -> Result<BTreeMap<(i64, String), Tally>> {
-    let mut wanted: Vec<(i64, String)> = runnable
-        .iter()
-        .filter(|(_, _, season_open)| *season_open)
-        .flat_map(|(_, game, _)| {
-            game.sides
-                .iter()
-                .map(|side| (game.season_id, side.bot_id.clone()))
-        })
-        .collect();
-    wanted.sort();
-    wanted.dedup();
     let mut tallies = BTreeMap::new();
-    if wanted.is_empty() {
-        return Ok(tallies);
-    }
-    let lock = if row_locks {
-        " ORDER BY season_id, bot_id FOR UPDATE"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT season_id, bot_id, rating, deviation, volatility FROM ratings \
-         WHERE (season_id, bot_id) IN (VALUES {}){lock}",
-        placeholder_rows(wanted.len(), 2)
-    );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for (season_id, bot_id) in &wanted {
-        query = query.bind(*season_id).bind(bot_id.clone());
-    }
-    for row in query.fetch_all(&mut *conn).await? {
+    for row in rating_rows.rows {
         let key = (
             get::<i64>(&row, "season_id")?,
             get::<String>(&row, "bot_id")?,
         );
+        if tallies.contains_key(&key) {
+            continue;
+        }
         tallies.insert(
             key,
             Tally {
@@ -411,18 +409,25 @@ async fn lock_ratings(
             },
         );
     }
-    Ok(tallies)
+    Ok((rows, tallies))
+}
+
+/// A bot's rating in a season as the batch moves it.
+#[derive(Clone, Copy, Debug)]
+struct Tally {
+    rating: Rating,
+    wins: i64,
+    losses: i64,
+    draws: i64,
+    touched: bool,
 }
 
 /// Each moved rating once, as the batch leaves it, with its tallies added.
-async fn store_ratings(
-    conn: &mut AnyConnection,
-    ratings: &BTreeMap<(i64, String), Tally>,
-) -> Result<()> {
+fn store_ratings(writes: &mut Script, ratings: &BTreeMap<(i64, String), Tally>) {
     let moved: Vec<(&(i64, String), &Tally)> =
         ratings.iter().filter(|(_, tally)| tally.touched).collect();
     if moved.is_empty() {
-        return Ok(());
+        return;
     }
     let sql = format!(
         "WITH d(d_season, d_bot, d_rating, d_deviation, d_volatility, d_wins, d_losses, d_draws) AS (VALUES {}) \
@@ -432,31 +437,24 @@ async fn store_ratings(
          FROM d WHERE ratings.season_id = d.d_season AND ratings.bot_id = d.d_bot",
         placeholder_rows(moved.len(), 8)
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut args = Vec::with_capacity(moved.len() * 8);
     for ((season_id, bot_id), tally) in &moved {
-        query = query
-            .bind(*season_id)
-            .bind(bot_id.clone())
-            .bind(tally.rating.rating)
-            .bind(tally.rating.deviation)
-            .bind(tally.rating.volatility)
-            .bind(tally.wins)
-            .bind(tally.losses)
-            .bind(tally.draws);
+        args.extend([
+            Arg::from(*season_id),
+            Arg::from(bot_id.as_str()),
+            Arg::from(tally.rating.rating),
+            Arg::from(tally.rating.deviation),
+            Arg::from(tally.rating.volatility),
+            Arg::from(tally.wins),
+            Arg::from(tally.losses),
+            Arg::from(tally.draws),
+        ]);
     }
-    expect_rows(
-        query.execute(&mut *conn).await?.rows_affected(),
-        moved.len(),
-        "ratings",
-    )
+    writes.push_expecting(sql, args, moved.len(), "ratings");
 }
 
 /// Every rating change of the batch, in the order the matches settled.
-async fn record_history(
-    conn: &mut AnyConnection,
-    requests: &[SettleRequest],
-    planned: &[Planned],
-) -> Result<()> {
+fn record_history(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
     let changes: Vec<(&Match, &ledger::RatingChange, i64)> = planned
         .iter()
         .flat_map(|planned| {
@@ -468,76 +466,67 @@ async fn record_history(
                 .map(move |change| (&planned.game, change, now))
         })
         .collect();
-    insert_rating_history(conn, &changes).await
+    if let Some((sql, args)) = rating_history_insert(&changes) {
+        writes.push(sql, args);
+    }
 }
 
 /// Ratings after matches, for the bots' pages' charts, in one statement:
-/// each change with its match and when it was settled.
-pub(super) async fn insert_rating_history(
-    conn: &mut AnyConnection,
+/// each change with its match and when it was settled. `None` without changes.
+pub(super) fn rating_history_insert(
     changes: &[(&Match, &ledger::RatingChange, i64)],
-) -> Result<()> {
+) -> Option<(String, Vec<Arg>)> {
     if changes.is_empty() {
-        return Ok(());
+        return None;
     }
     let sql = format!(
         "INSERT INTO rating_history (bot_id, match_id, season_id, version, at_ms, rating, deviation) VALUES {}",
         placeholder_rows(changes.len(), 7)
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut args = Vec::with_capacity(changes.len() * 7);
     for (game, change, now) in changes {
         let version = game
             .sides
             .iter()
             .find(|side| side.bot_id == change.bot_id)
             .map_or(0, |side| side.version);
-        query = query
-            .bind(change.bot_id.clone())
-            .bind(game.id.clone())
-            .bind(game.season_id)
-            .bind(version)
-            .bind(*now)
-            .bind(change.after.rating)
-            .bind(change.after.deviation);
+        args.extend([
+            Arg::from(change.bot_id.as_str()),
+            Arg::from(game.id.as_str()),
+            Arg::from(game.season_id),
+            Arg::from(version),
+            Arg::from(*now),
+            Arg::from(change.after.rating),
+            Arg::from(change.after.deviation),
+        ]);
     }
-    query.execute(&mut *conn).await?;
-    Ok(())
+    Some((sql, args))
 }
 
-async fn mark_settled(
-    conn: &mut AnyConnection,
-    requests: &[SettleRequest],
-    planned: &[Planned],
-) -> Result<()> {
+fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
     let sql = format!(
         "WITH d(d_id, d_winner, d_finished, d_replay) AS (VALUES {}) \
          UPDATE matches SET state = 'settled', winner = d.d_winner, finished_ms = d.d_finished, \
          replay_path = d.d_replay, lease_expires_ms = NULL FROM d WHERE matches.id = d.d_id",
         placeholder_rows(planned.len(), 4)
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut args = Vec::with_capacity(planned.len() * 4);
     for planned in planned {
         let request = &requests[planned.index];
-        query = query
-            .bind(planned.game.id.clone())
-            .bind(planned.plan.winner.name())
-            .bind(request.now)
-            .bind(request.replay_path.clone());
+        args.extend([
+            Arg::from(planned.game.id.as_str()),
+            Arg::from(planned.plan.winner.name()),
+            Arg::from(request.now),
+            Arg::from(request.replay_path.as_str()),
+        ]);
     }
-    expect_rows(
-        query.execute(&mut *conn).await?.rows_affected(),
-        planned.len(),
-        "matches",
-    )
+    writes.push_expecting(sql, args, planned.len(), "matches");
 }
 
 /// Active bots with no other match waiting or running become ready again (the
-/// batch's own matches are settled by now, so they no longer count).
-async fn ready_bots(
-    conn: &mut AnyConnection,
-    requests: &[SettleRequest],
-    planned: &[Planned],
-) -> Result<()> {
+/// batch's own matches are settled by the statement before, so they no
+/// longer count).
+fn ready_bots(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
     let mut bots: Vec<(&str, i64)> = Vec::new();
     for planned in planned {
         for side in &planned.game.sides {
@@ -561,21 +550,44 @@ async fn ready_bots(
          AND (m.bot_a = bots.id OR m.bot_b = bots.id))",
         placeholder_rows(latest.len(), 2)
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut args = Vec::with_capacity(latest.len() * 2);
     for (bot_id, now) in latest {
-        query = query.bind(bot_id.to_owned()).bind(now);
+        args.extend([Arg::from(bot_id), Arg::from(now)]);
     }
-    query.execute(&mut *conn).await?;
-    Ok(())
+    writes.push(sql, args);
+}
+
+/// The pending stake `pending_id` of `game` as acceptance made it: (debit,
+/// credit, amount).
+fn pending_stake(game: &Match, pending_id: &str) -> Result<(String, String, i64)> {
+    ledger::stakes(game)
+        .into_iter()
+        .find(|stake| stake.id == pending_id)
+        .and_then(|stake| match stake.op {
+            TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => Some((debit, credit, amount)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            LadderError::corrupt(format!(
+                "settlement of match {} resolves {pending_id}, not one of its stakes",
+                game.id
+            ))
+        })
 }
 
 /// Every transfer of the batch: the new ones in one insert, the resolutions of
-/// pending stakes in another (each copies its pending transfer, as one does
-/// alone), then each touched account's row once. Every transfer is new here (the
-/// matches were running under their lease), so a conflict or a refused row is
-/// an error that rolls the batch back.
-async fn apply_transfers(
-    conn: &mut AnyConnection,
+/// pending stakes in another, then each touched account's row once. A
+/// resolution copies its pending transfer, as one does alone, and is written
+/// only where that transfer is the stake acceptance made (its accounts and
+/// amount, from which the account rows' changes were computed here). Every
+/// transfer is new here (the matches were running under their lease), so a
+/// conflict or a refused row fails the batch, which rolls back.
+fn apply_transfers(
+    writes: &mut Script,
     row_locks: bool,
     requests: &[SettleRequest],
     planned: &[Planned],
@@ -598,7 +610,19 @@ async fn apply_transfers(
                     singles.push((request, debit, credit, *amount, now));
                 }
                 TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
-                    resolutions.push((request, pending_id, now));
+                    let posted = matches!(request.op, TransferOp::Post { .. });
+                    let (debit, credit, amount) = pending_stake(&planned.game, pending_id)?;
+                    let debit_delta = deltas.entry(debit.clone()).or_default();
+                    debit_delta.debits_pending -= amount;
+                    if posted {
+                        debit_delta.debits_posted += amount;
+                    }
+                    let credit_delta = deltas.entry(credit.clone()).or_default();
+                    credit_delta.credits_pending -= amount;
+                    if posted {
+                        credit_delta.credits_posted += amount;
+                    }
+                    resolutions.push((request, pending_id, debit, credit, amount, now));
                 }
                 TransferOp::Pending { .. } => {
                     return Err(LadderError::corrupt(format!(
@@ -611,38 +635,28 @@ async fn apply_transfers(
     }
     if !resolutions.is_empty() {
         let sql = format!(
-            "WITH d(d_id, d_kind, d_memo, d_created, d_pending) AS (VALUES {}) \
+            "WITH d(d_id, d_kind, d_memo, d_created, d_pending, d_debit, d_credit, d_amount) AS (VALUES {}) \
              INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
              SELECT d.d_id, d.d_kind, t.debit_account, t.credit_account, t.amount, t.id, d.d_memo, d.d_created \
              FROM d, transfers t WHERE t.id = d.d_pending AND t.kind = 'pending' \
-             ON CONFLICT DO NOTHING RETURNING kind, debit_account, credit_account, amount",
-            placeholder_rows(resolutions.len(), 5)
+             AND t.debit_account = d.d_debit AND t.credit_account = d.d_credit AND t.amount = d.d_amount \
+             ON CONFLICT DO NOTHING",
+            placeholder_rows(resolutions.len(), 8)
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (request, pending_id, now) in &resolutions {
-            query = query
-                .bind(request.id.clone())
-                .bind(request.kind().name())
-                .bind(request.memo.clone())
-                .bind(*now)
-                .bind((*pending_id).clone());
+        let mut args = Vec::with_capacity(resolutions.len() * 8);
+        for (request, pending_id, debit, credit, amount, now) in &resolutions {
+            args.extend([
+                Arg::from(request.id.as_str()),
+                Arg::from(request.kind().name()),
+                Arg::from(request.memo.as_str()),
+                Arg::from(*now),
+                Arg::from(pending_id.as_str()),
+                Arg::from(debit.as_str()),
+                Arg::from(credit.as_str()),
+                Arg::from(*amount),
+            ]);
         }
-        let rows = query.fetch_all(&mut *conn).await?;
-        expect_rows(rows.len() as u64, resolutions.len(), "stake resolutions")?;
-        for row in rows {
-            let amount: i64 = get(&row, "amount")?;
-            let posted = get::<String>(&row, "kind")? == "post";
-            let debit = deltas.entry(get(&row, "debit_account")?).or_default();
-            debit.debits_pending -= amount;
-            if posted {
-                debit.debits_posted += amount;
-            }
-            let credit = deltas.entry(get(&row, "credit_account")?).or_default();
-            credit.credits_pending -= amount;
-            if posted {
-                credit.credits_posted += amount;
-            }
-        }
+        writes.push_expecting(sql, args, resolutions.len(), "stake resolutions");
     }
     if !singles.is_empty() {
         let sql = format!(
@@ -664,23 +678,21 @@ async fn apply_transfers(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut args = Vec::with_capacity(singles.len() * 6);
         for (request, debit, credit, amount, now) in &singles {
-            query = query
-                .bind(request.id.clone())
-                .bind((*debit).clone())
-                .bind((*credit).clone())
-                .bind(*amount)
-                .bind(request.memo.clone())
-                .bind(*now);
+            args.extend([
+                Arg::from(request.id.as_str()),
+                Arg::from(debit.as_str()),
+                Arg::from(credit.as_str()),
+                Arg::from(*amount),
+                Arg::from(request.memo.as_str()),
+                Arg::from(*now),
+            ]);
         }
-        expect_rows(
-            query.execute(&mut *conn).await?.rows_affected(),
-            singles.len(),
-            "transfers",
-        )?;
+        writes.push_expecting(sql, args, singles.len(), "transfers");
     }
-    update_accounts(conn, row_locks, &deltas).await
+    update_accounts(writes, row_locks, &deltas);
+    Ok(())
 }
 
 /// Each account's row once. Where the backend has row locks, the rows are
@@ -689,13 +701,13 @@ async fn apply_transfers(
 /// rows as the whole batch leaves them: within a settlement an escrow is
 /// credited before it pays out and owners are only credited, so that is the
 /// rule each transfer met in turn.
-async fn update_accounts(
-    conn: &mut AnyConnection,
+fn update_accounts(
+    writes: &mut Script,
     row_locks: bool,
     deltas: &BTreeMap<String, AccountDelta>,
-) -> Result<()> {
+) {
     if deltas.is_empty() {
-        return Ok(());
+        return;
     }
     let mut ordered: Vec<(&String, &AccountDelta)> = deltas.iter().collect();
     ordered.sort_by_key(|(id, _)| (id.as_str() == HOUSE_ACCOUNT, id.as_str()));
@@ -705,11 +717,8 @@ async fn update_accounts(
              ORDER BY CASE WHEN id = '{HOUSE_ACCOUNT}' THEN 1 ELSE 0 END, id FOR UPDATE",
             placeholder_rows(ordered.len(), 1)
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (id, _) in &ordered {
-            query = query.bind((*id).clone());
-        }
-        query.fetch_all(&mut *conn).await?;
+        let args = ordered.iter().map(|(id, _)| Arg::from(id.as_str())).collect();
+        writes.push(sql, args);
     }
     let sql = format!(
         "WITH d(d_id, d_debits_pending, d_debits_posted, d_credits_pending, d_credits_posted) AS (VALUES {}) \
@@ -723,30 +732,103 @@ async fn update_accounts(
               - debits_pending - d.d_debits_pending >= 0)",
         placeholder_rows(ordered.len(), 5)
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut args = Vec::with_capacity(ordered.len() * 5);
     for (id, delta) in &ordered {
-        query = query
-            .bind((*id).clone())
-            .bind(delta.debits_pending)
-            .bind(delta.debits_posted)
-            .bind(delta.credits_pending)
-            .bind(delta.credits_posted);
+        args.extend([
+            Arg::from(id.as_str()),
+            Arg::from(delta.debits_pending),
+            Arg::from(delta.debits_posted),
+            Arg::from(delta.credits_pending),
+            Arg::from(delta.credits_posted),
+        ]);
     }
-    expect_rows(
-        query.execute(&mut *conn).await?.rows_affected(),
-        ordered.len(),
-        "ledger accounts",
-    )
+    writes.push_expecting(sql, args, ordered.len(), "ledger accounts");
 }
 
-/// A batched write that touched other than every row it meant to: the batch is
-/// rolled back and each settlement made alone, which names the cause.
-fn expect_rows(affected: u64, expected: usize, table: &str) -> Result<()> {
-    if affected == expected as u64 {
-        Ok(())
-    } else {
-        Err(LadderError::Invalid(format!(
-            "batched settlement wrote {affected} of {expected} {table} rows"
-        )))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Role;
+    use crate::model::{BotKind, BotSource};
+    use crate::store::PairSide;
+
+    async fn running_pair(store: &Store, tag: &str) -> (String, String) {
+        let mut bots = Vec::new();
+        for side in ["a", "b"] {
+            let (owner, _) = store
+                .create_user(&format!("{tag}{side}"), Role::Owner)
+                .await
+                .expect("owner");
+            store
+                .grant_credits(&owner, 1_000, &format!("grant:{tag}{side}"))
+                .await
+                .expect("grant");
+            let spec = "builtin:random".to_owned();
+            let source = BotSource {
+                kind: BotKind::Builtin,
+                digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
+                spec,
+                wasm: None,
+            };
+            let bot = store
+                .register_bot(&owner, &format!("{tag}{side}bot"), "light", &source)
+                .await
+                .expect("bot");
+            bots.push(PairSide {
+                bot_id: bot.id,
+                stake: 10,
+            });
+        }
+        let [a, b]: [PairSide; 2] = bots.try_into().expect("two sides");
+        store.accept_pair([a, b]).await.expect("accept");
+        let claim = store.claim(60_000, 1_000).await.expect("claim").expect("queued");
+        (claim.game.id, claim.lease_id)
+    }
+
+    /// A batch one of whose writes is refused is rolled back whole: the
+    /// other match of the batch is not half settled, and settles afterwards.
+    #[tokio::test]
+    async fn a_refused_batch_writes_nothing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::connect(&format!("sqlite://{}/l.db", dir.path().display()))
+            .await
+            .expect("store");
+        store.start_season("s1").await.expect("season");
+        let (first, first_lease) = running_pair(&store, "p").await;
+        let (second, second_lease) = running_pair(&store, "q").await;
+        // The second match's stake resolution already exists: its insert
+        // changes no row, and the batch must refuse.
+        sqlx::query(
+            "INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
+             VALUES ($1, 'single', $2, $3, 1, NULL, 'in the way', 0)",
+        )
+        .bind(ledger::resolve_transfer_id(&second, 'a'))
+        .bind(ledger::escrow_account(&second))
+        .bind(HOUSE_ACCOUNT)
+        .execute(&mut *store.writer().await.expect("writer"))
+        .await
+        .expect("tamper");
+        let request = |match_id: &str, lease_id: &str| SettleRequest {
+            match_id: match_id.to_owned(),
+            lease_id: lease_id.to_owned(),
+            winner: Outcome::A,
+            replay_path: "r.json".to_owned(),
+            now: 2_000,
+        };
+        let batch = [request(&first, &first_lease), request(&second, &second_lease)];
+        let error = store.try_batch(&batch).await.expect_err("refused");
+        assert!(error.to_string().contains("batched settlement wrote"), "{error}");
+        let game = store.game(&first).await.expect("first");
+        assert_eq!(game.state, MatchState::Running, "half settled: {game:?}");
+        let (_, standings) = store.standings(None, None).await.expect("standings");
+        assert!(
+            standings.iter().all(|standing| standing.games == 0),
+            "ratings moved: {standings:?}"
+        );
+        // Through the queue, the batch falls back to one at a time.
+        let settled = store.complete(&first, &first_lease, Outcome::A, "r.json", 2_000).await;
+        assert!(settled.is_ok(), "{settled:?}");
+        assert_eq!(store.game(&first).await.expect("first").state, MatchState::Settled);
+        store.close().await;
     }
 }

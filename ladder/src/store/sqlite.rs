@@ -37,6 +37,10 @@ impl Dialect for Sqlite {
          FROM matches m WHERE m.id = $1"
     }
 
+    fn one_command_scripts(&self) -> bool {
+        true
+    }
+
     fn row_locks(&self) -> bool {
         false
     }

@@ -48,6 +48,36 @@ struct AllocationLabel {
     allocation: &'static str,
 }
 
+/// `wasm_instances_made{allocation="pool"|"on_demand"}`: the WASM instances a
+/// process made so far, read from its sandboxes' own counters at each scrape.
+/// The referee's and the ladder's registries both carry it.
+#[derive(Clone, Debug)]
+pub struct WasmInstances {
+    /// From the pool, on demand.
+    made: [Gauge; 2],
+}
+
+impl WasmInstances {
+    /// Registers the family (both series from the start) in `registry`.
+    pub fn register(registry: &mut Registry, help: &str) -> WasmInstances {
+        let family = Family::<AllocationLabel, Gauge>::default();
+        registry.register("wasm_instances_made", help, family.clone());
+        let made = ["pool", "on_demand"].map(|allocation| {
+            family
+                .get_or_create(&AllocationLabel { allocation })
+                .clone()
+        });
+        WasmInstances { made }
+    }
+
+    /// Copies the sandboxes' counts so far (`MatchHost::wasm_stats`).
+    pub fn set(&self, wasm: &SandboxStats) {
+        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        self.made[0].set(gauge(wasm.pool_instantiations));
+        self.made[1].set(gauge(wasm.on_demand_instantiations));
+    }
+}
+
 /// The metrics of one server process and the registry that exposes them.
 #[derive(Debug)]
 pub struct Metrics {
@@ -59,9 +89,7 @@ pub struct Metrics {
     decisions: [Counter; 4],
     latency_ms: Histogram,
     model_tokens: Counter,
-    /// WASM instances made so far: from the pool, on demand. Read from the
-    /// sandboxes' own counters at each scrape.
-    wasm_instances: [Gauge; 2],
+    wasm_instances: WasmInstances,
 }
 
 impl Default for Metrics {
@@ -72,7 +100,6 @@ impl Default for Metrics {
         let decisions = Family::<SourceLabel, Counter>::default();
         let latency_ms = Histogram::new(LATENCY_BUCKETS_MS);
         let model_tokens = Counter::default();
-        let wasm_instances = Family::<AllocationLabel, Gauge>::default();
         registry.register(
             "matches_running",
             "Matches being played now",
@@ -98,10 +125,9 @@ impl Default for Metrics {
             "Model tokens metered (prompt + completion)",
             model_tokens.clone(),
         );
-        registry.register(
-            "wasm_instances_made",
+        let wasm_instances = WasmInstances::register(
+            &mut registry,
             "WASM bot instances made since start, by allocation (pool, or on demand when the pool is full)",
-            wasm_instances.clone(),
         );
         // Every series exists from the start, so that a scrape before the
         // first match already shows them all.
@@ -116,11 +142,6 @@ impl Default for Metrics {
                 .get_or_create(&SourceLabel {
                     source: source_label(source),
                 })
-                .clone()
-        });
-        let wasm_instances = ["pool", "on_demand"].map(|allocation| {
-            wasm_instances
-                .get_or_create(&AllocationLabel { allocation })
                 .clone()
         });
         Metrics {
@@ -196,8 +217,7 @@ impl Metrics {
     pub fn render(&self, running: usize, wasm: &SandboxStats) -> String {
         let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
         self.running.set(gauge(running as u64));
-        self.wasm_instances[0].set(gauge(wasm.pool_instantiations));
-        self.wasm_instances[1].set(gauge(wasm.on_demand_instantiations));
+        self.wasm_instances.set(wasm);
         encode(&self.registry)
     }
 }

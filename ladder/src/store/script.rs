@@ -1,0 +1,316 @@
+//! Statements that go to the database together: on SQLite as one command,
+//! so a whole step (a settlement's reads, or all its writes) costs one hop to
+//! sqlx's connection thread and one answer back instead of one pair per
+//! statement; on PostgreSQL, which prepares one statement per command, one
+//! after another. Each statement is written with its own `$1`, `$2`, …; the
+//! script renumbers them when it joins statements into one command.
+
+use futures::TryStreamExt;
+use sqlx::AnyConnection;
+use sqlx::Either;
+use sqlx::any::AnyRow;
+
+use crate::error::{LadderError, Result};
+
+/// A value bound to a statement.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Arg {
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl From<i64> for Arg {
+    fn from(value: i64) -> Arg {
+        Arg::Int(value)
+    }
+}
+
+impl From<f64> for Arg {
+    fn from(value: f64) -> Arg {
+        Arg::Real(value)
+    }
+}
+
+impl From<String> for Arg {
+    fn from(value: String) -> Arg {
+        Arg::Text(value)
+    }
+}
+
+impl From<&str> for Arg {
+    fn from(value: &str) -> Arg {
+        Arg::Text(value.to_owned())
+    }
+}
+
+/// One statement of a script, with what it must change.
+#[derive(Debug)]
+struct Statement {
+    sql: String,
+    args: Vec<Arg>,
+    /// Rows it must change (`rows affected`), and the table named when it
+    /// changes another number.
+    expect: Option<(u64, &'static str)>,
+}
+
+/// What one statement gave back.
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    pub rows: Vec<AnyRow>,
+    pub affected: u64,
+}
+
+/// Statements to run in order, on one connection.
+#[derive(Debug, Default)]
+pub(crate) struct Script {
+    statements: Vec<Statement>,
+}
+
+impl Script {
+    /// Adds a statement; its answer comes back at this index.
+    pub fn push(&mut self, sql: String, args: Vec<Arg>) -> usize {
+        self.statements.push(Statement {
+            sql,
+            args,
+            expect: None,
+        });
+        self.statements.len() - 1
+    }
+
+    /// Adds a statement that must change exactly `rows` rows of `table`:
+    /// any other count fails the script (and so rolls back its transaction).
+    pub fn push_expecting(
+        &mut self,
+        sql: String,
+        args: Vec<Arg>,
+        rows: usize,
+        table: &'static str,
+    ) -> usize {
+        let index = self.push(sql, args);
+        self.statements[index].expect = Some((rows as u64, table));
+        index
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.statements.is_empty()
+    }
+
+    /// Runs every statement in order: as one command when `together`, or one
+    /// by one, stopping at the first that fails or changes the wrong number of
+    /// rows. On failure, statements before it may have run: run scripts that
+    /// write inside a transaction.
+    pub async fn run(self, conn: &mut AnyConnection, together: bool) -> Result<Vec<Answer>> {
+        if together && self.statements.len() > 1 {
+            return self.run_together(conn).await;
+        }
+        let mut answers = Vec::with_capacity(self.statements.len());
+        for statement in self.statements {
+            let answer = run_one(conn, &statement.sql, statement.args).await?;
+            check(&statement, &answer)?;
+            answers.push(answer);
+        }
+        Ok(answers)
+    }
+
+    async fn run_together(self, conn: &mut AnyConnection) -> Result<Vec<Answer>> {
+        let mut sql = String::new();
+        let mut args = Vec::new();
+        for statement in &self.statements {
+            sql.push_str(&shift_placeholders(&statement.sql, args.len()));
+            sql.push_str(";\n");
+            args.extend(statement.args.iter().cloned());
+        }
+        let mut answers = Vec::with_capacity(self.statements.len());
+        let mut current = Answer::default();
+        let query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args);
+        // `Executor::fetch_many` yields each statement's rows, then its result.
+        let mut stream = sqlx::Executor::fetch_many(&mut *conn, query);
+        while let Some(item) = stream.try_next().await? {
+            match item {
+                Either::Right(row) => current.rows.push(row),
+                Either::Left(done) => {
+                    current.affected = done.rows_affected();
+                    answers.push(std::mem::take(&mut current));
+                }
+            }
+        }
+        drop(stream);
+        if answers.len() != self.statements.len() {
+            return Err(LadderError::corrupt(format!(
+                "a script of {} statements gave {} answers",
+                self.statements.len(),
+                answers.len()
+            )));
+        }
+        for (statement, answer) in self.statements.iter().zip(&answers) {
+            check(statement, answer)?;
+        }
+        Ok(answers)
+    }
+}
+
+async fn run_one(conn: &mut AnyConnection, sql: &str, args: Vec<Arg>) -> Result<Answer> {
+    let query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())), args);
+    let mut answer = Answer::default();
+    let mut stream = sqlx::Executor::fetch_many(&mut *conn, query);
+    while let Some(item) = stream.try_next().await? {
+        match item {
+            Either::Right(row) => answer.rows.push(row),
+            Either::Left(done) => answer.affected += done.rows_affected(),
+        }
+    }
+    Ok(answer)
+}
+
+fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    args: Vec<Arg>,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    for arg in args {
+        query = match arg {
+            Arg::Int(value) => query.bind(value),
+            Arg::Real(value) => query.bind(value),
+            Arg::Text(value) => query.bind(value),
+        };
+    }
+    query
+}
+
+/// A batched write that changed other than every row it meant to: the
+/// transaction is rolled back and its caller falls back (a settlement batch
+/// settles each match alone, which names the cause).
+fn check(statement: &Statement, answer: &Answer) -> Result<()> {
+    match statement.expect {
+        Some((rows, table)) if answer.affected != rows => Err(LadderError::Invalid(format!(
+            "batched settlement wrote {} of {rows} {table} rows",
+            answer.affected
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `sql` with every `$N` placeholder outside quotes renumbered `$N+offset`.
+pub(crate) fn shift_placeholders(sql: &str, offset: usize) -> String {
+    if offset == 0 {
+        return sql.to_owned();
+    }
+    let mut shifted = String::with_capacity(sql.len() + 16);
+    let mut chars = sql.char_indices().peekable();
+    let mut quoted = false;
+    while let Some((_, c)) = chars.next() {
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        let starts_number = matches!(chars.peek(), Some((_, next)) if next.is_ascii_digit());
+        if c == '$' && !quoted && starts_number {
+            let mut number = 0usize;
+            while let Some(&(_, digit)) = chars.peek() {
+                let Some(value) = digit.to_digit(10) else {
+                    break;
+                };
+                number = number * 10 + value as usize;
+                chars.next();
+            }
+            shifted.push('$');
+            shifted.push_str(&(number + offset).to_string());
+        } else {
+            shifted.push(c);
+        }
+    }
+    shifted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::{Connection, Row};
+
+    /// The same script on SQLite, as one command and one statement at a
+    /// time: the same answers, statement by statement.
+    #[tokio::test]
+    async fn together_and_one_by_one_answer_alike() {
+        sqlx::any::install_default_drivers();
+        let mut answers = Vec::new();
+        for together in [true, false] {
+            let mut conn = AnyConnection::connect("sqlite::memory:").await.expect("sqlite");
+            sqlx::raw_sql("CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+                .execute(&mut conn)
+                .await
+                .expect("table");
+            let mut script = Script::default();
+            script.push_expecting(
+                "INSERT INTO t (id, n) VALUES ($1, $2), ($3, $4)".to_owned(),
+                vec![Arg::from("a"), Arg::from(1), Arg::from("b"), Arg::from(2)],
+                2,
+                "t",
+            );
+            script.push(
+                "UPDATE t SET n = n + $1 WHERE id = $2 RETURNING n".to_owned(),
+                vec![Arg::from(40), Arg::from("b")],
+            );
+            script.push(
+                "SELECT id, n FROM t WHERE n > $1 ORDER BY id".to_owned(),
+                vec![Arg::from(0)],
+            );
+            let ran = script.run(&mut conn, together).await.expect("script");
+            let summary: Vec<(u64, Vec<i64>)> = ran
+                .iter()
+                .map(|answer| {
+                    let numbers = answer
+                        .rows
+                        .iter()
+                        .map(|row| row.try_get::<i64, _>("n").expect("n"))
+                        .collect();
+                    (answer.affected, numbers)
+                })
+                .collect();
+            answers.push(summary);
+        }
+        assert_eq!(answers[0], vec![(2, vec![]), (1, vec![42]), (0, vec![1, 42])]);
+        assert_eq!(answers[0], answers[1]);
+    }
+
+    /// A statement that changes the wrong number of rows fails the script,
+    /// run either way.
+    #[tokio::test]
+    async fn a_wrong_row_count_fails_the_script() {
+        sqlx::any::install_default_drivers();
+        for together in [true, false] {
+            let mut conn = AnyConnection::connect("sqlite::memory:").await.expect("sqlite");
+            sqlx::raw_sql("CREATE TABLE t (id TEXT PRIMARY KEY)")
+                .execute(&mut conn)
+                .await
+                .expect("table");
+            let mut script = Script::default();
+            script.push("INSERT INTO t (id) VALUES ($1)".to_owned(), vec![Arg::from("a")]);
+            script.push_expecting(
+                "UPDATE t SET id = $1 WHERE id = $2".to_owned(),
+                vec![Arg::from("c"), Arg::from("missing")],
+                1,
+                "t",
+            );
+            let error = script.run(&mut conn, together).await.expect_err("0 of 1 rows");
+            assert!(
+                error.to_string().contains("wrote 0 of 1 t rows"),
+                "together {together}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn placeholders_shift_outside_quotes_only() {
+        let table = [
+            ("SELECT $1", 0, "SELECT $1"),
+            ("SELECT $1, $2", 3, "SELECT $4, $5"),
+            ("VALUES ($9, $10), ($11)", 2, "VALUES ($11, $12), ($13)"),
+            ("SELECT '$1', $1", 5, "SELECT '$1', $6"),
+            ("SELECT 'it''s $2', $2", 1, "SELECT 'it''s $2', $3"),
+            ("SELECT $ || $a", 4, "SELECT $ || $a"),
+            ("x = $1;", 99, "x = $100;"),
+        ];
+        for (sql, offset, want) in table {
+            assert_eq!(shift_placeholders(sql, offset), want, "{sql} + {offset}");
+        }
+    }
+}

@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
+use duel_referee::grpc::metrics::WasmInstances;
 use duel_replays::{FighterKind, Replay};
 use duel_rules::WeightClass;
-use duel_referee::grpc::metrics::WasmInstances;
 use duel_sandbox::SandboxStats;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;

@@ -2,7 +2,7 @@
 //! of most of a megabyte takes about a second to count, and counting must not
 //! run where both fighters' clocks run. Played through `referee serve` (the
 //! library's server) and through the `referee local` binary, whose runtime
-//! has a single thread: a fighter that answers in 100 ms under a 250 ms clock
+//! has a single thread: a fighter that answers in 25 ms under a 250 ms clock
 //! is never recorded late, and no recorded latency overruns the clock by more
 //! than scheduling noise.
 
@@ -19,6 +19,10 @@ use duel_replays::{Replay, SourceName};
 use support::*;
 
 const CLOCK_MS: u32 = 250;
+/// How long the quick fighter takes: far inside the clock, so that only a
+/// stall as long as the counting (about a second) can make it late, not a
+/// loaded machine's scheduling.
+const QUICK_ANSWER: Duration = Duration::from_millis(25);
 /// What a latency may exceed the clock by on a loaded 2-core machine.
 const NOISE_MS: u64 = 120;
 /// About 900 KB of prompt: ~180,000 tokens, within the heavy budget, and
@@ -56,7 +60,7 @@ fn assert_fair(replay: &Replay) {
 async fn a_huge_prompt_never_makes_the_other_fighter_late_in_serve() {
     let (model, _) = serve_model("JAB").await;
     let (thinker, _) = serve_bot(huge_thinker()).await;
-    let (quick, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(100))).await;
+    let (quick, _) = serve_bot(Behaviour::Sleep(QUICK_ANSWER)).await;
     let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
     let mut call = request(&thinker.url(), &quick.url(), CLOCK_MS);
     call.class = pb::WeightClass::Heavy as i32;
@@ -69,7 +73,7 @@ async fn a_huge_prompt_never_makes_the_other_fighter_late_in_serve() {
 async fn a_huge_prompt_never_makes_the_other_fighter_late_in_local() {
     let (model, _) = serve_model("JAB").await;
     let (thinker, _) = serve_bot(huge_thinker()).await;
-    let (quick, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(100))).await;
+    let (quick, _) = serve_bot(Behaviour::Sleep(QUICK_ANSWER)).await;
     let (thinker_url, quick_url) = (thinker.url(), quick.url());
     let model_url = format!("http://{}/v1", model.address);
     // The binary blocks: run it off this runtime, which serves the bots.

@@ -315,14 +315,14 @@ macro_rules! claimed_match_sql {
 
 async fn claimed_match(conn: &mut AnyConnection, match_id: &str) -> Result<AnyRow> {
     sqlx::query(claimed_match_sql!("m.id = $1"))
-    .bind(match_id.to_owned())
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or_else(|| {
-        LadderError::corrupt(format!(
-            "claimed match {match_id} without its season or bot versions"
-        ))
-    })
+        .bind(match_id.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| {
+            LadderError::corrupt(format!(
+                "claimed match {match_id} without its season or bot versions"
+            ))
+        })
 }
 
 async fn complete_tx(
@@ -710,16 +710,18 @@ impl Store {
             let together = self.dialect().one_command_scripts();
             let mut answers = claim.run(&mut conn, together).await?.into_iter();
             match (answers.next(), answers.next()) {
-                (Some(updated), Some(read)) => match (updated.rows.first(), read.rows.into_iter().next()) {
-                    (None, _) => None,
-                    (Some(_), Some(row)) => Some(row),
-                    (Some(claimed), None) => {
-                        return Err(LadderError::corrupt(format!(
-                            "claimed match {} without its season or bot versions",
-                            get::<String>(claimed, "id")?
-                        )));
+                (Some(updated), Some(read)) => {
+                    match (updated.rows.first(), read.rows.into_iter().next()) {
+                        (None, _) => None,
+                        (Some(_), Some(row)) => Some(row),
+                        (Some(claimed), None) => {
+                            return Err(LadderError::corrupt(format!(
+                                "claimed match {} without its season or bot versions",
+                                get::<String>(claimed, "id")?
+                            )));
+                        }
                     }
-                },
+                }
                 _ => return Err(LadderError::corrupt("the claim gave no answer")),
             }
         };

@@ -55,10 +55,21 @@ struct Statement {
 }
 
 /// What one statement gave back.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Answer {
     pub rows: Vec<AnyRow>,
+    /// Rows an `INSERT`, `UPDATE` or `DELETE` changed. Meaningless for a
+    /// `SELECT`: SQLite reports the last write's count there.
     pub affected: u64,
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answer")
+            .field("rows", &self.rows.len())
+            .field("affected", &self.affected)
+            .finish()
+    }
 }
 
 /// Statements to run in order, on one connection.
@@ -92,10 +103,6 @@ impl Script {
         index
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.statements.is_empty()
-    }
-
     /// Runs every statement in order: as one command when `together`, or one
     /// by one, stopping at the first that fails or changes the wrong number of
     /// rows. On failure, statements before it may have run: run scripts that
@@ -105,8 +112,9 @@ impl Script {
             return self.run_together(conn).await;
         }
         let mut answers = Vec::with_capacity(self.statements.len());
-        for statement in self.statements {
-            let answer = run_one(conn, &statement.sql, statement.args).await?;
+        for mut statement in self.statements {
+            let args = std::mem::take(&mut statement.args);
+            let answer = run_one(conn, &statement.sql, args).await?;
             check(&statement, &answer)?;
             answers.push(answer);
         }
@@ -233,7 +241,9 @@ mod tests {
         sqlx::any::install_default_drivers();
         let mut answers = Vec::new();
         for together in [true, false] {
-            let mut conn = AnyConnection::connect("sqlite::memory:").await.expect("sqlite");
+            let mut conn = AnyConnection::connect("sqlite::memory:")
+                .await
+                .expect("sqlite");
             sqlx::raw_sql("CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT NOT NULL)")
                 .execute(&mut conn)
                 .await
@@ -254,20 +264,25 @@ mod tests {
                 vec![Arg::from(0)],
             );
             let ran = script.run(&mut conn, together).await.expect("script");
+            // The writes' counts, and every statement's rows.
             let summary: Vec<(u64, Vec<i64>)> = ran
                 .iter()
-                .map(|answer| {
+                .zip([true, true, false])
+                .map(|(answer, writes)| {
                     let numbers = answer
                         .rows
                         .iter()
                         .map(|row| row.try_get::<i64, _>("n").expect("n"))
                         .collect();
-                    (answer.affected, numbers)
+                    (if writes { answer.affected } else { 0 }, numbers)
                 })
                 .collect();
             answers.push(summary);
         }
-        assert_eq!(answers[0], vec![(2, vec![]), (1, vec![42]), (0, vec![1, 42])]);
+        assert_eq!(
+            answers[0],
+            vec![(2, vec![]), (1, vec![42]), (0, vec![1, 42])]
+        );
         assert_eq!(answers[0], answers[1]);
     }
 
@@ -277,20 +292,28 @@ mod tests {
     async fn a_wrong_row_count_fails_the_script() {
         sqlx::any::install_default_drivers();
         for together in [true, false] {
-            let mut conn = AnyConnection::connect("sqlite::memory:").await.expect("sqlite");
+            let mut conn = AnyConnection::connect("sqlite::memory:")
+                .await
+                .expect("sqlite");
             sqlx::raw_sql("CREATE TABLE t (id TEXT PRIMARY KEY)")
                 .execute(&mut conn)
                 .await
                 .expect("table");
             let mut script = Script::default();
-            script.push("INSERT INTO t (id) VALUES ($1)".to_owned(), vec![Arg::from("a")]);
+            script.push(
+                "INSERT INTO t (id) VALUES ($1)".to_owned(),
+                vec![Arg::from("a")],
+            );
             script.push_expecting(
                 "UPDATE t SET id = $1 WHERE id = $2".to_owned(),
                 vec![Arg::from("c"), Arg::from("missing")],
                 1,
                 "t",
             );
-            let error = script.run(&mut conn, together).await.expect_err("0 of 1 rows");
+            let error = script
+                .run(&mut conn, together)
+                .await
+                .expect_err("0 of 1 rows");
             assert!(
                 error.to_string().contains("wrote 0 of 1 t rows"),
                 "together {together}: {error}"

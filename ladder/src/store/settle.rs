@@ -701,11 +701,7 @@ fn apply_transfers(
 /// rows as the whole batch leaves them: within a settlement an escrow is
 /// credited before it pays out and owners are only credited, so that is the
 /// rule each transfer met in turn.
-fn update_accounts(
-    writes: &mut Script,
-    row_locks: bool,
-    deltas: &BTreeMap<String, AccountDelta>,
-) {
+fn update_accounts(writes: &mut Script, row_locks: bool, deltas: &BTreeMap<String, AccountDelta>) {
     if deltas.is_empty() {
         return;
     }
@@ -717,7 +713,10 @@ fn update_accounts(
              ORDER BY CASE WHEN id = '{HOUSE_ACCOUNT}' THEN 1 ELSE 0 END, id FOR UPDATE",
             placeholder_rows(ordered.len(), 1)
         );
-        let args = ordered.iter().map(|(id, _)| Arg::from(id.as_str())).collect();
+        let args = ordered
+            .iter()
+            .map(|(id, _)| Arg::from(id.as_str()))
+            .collect();
         writes.push(sql, args);
     }
     let sql = format!(
@@ -781,7 +780,11 @@ mod tests {
         }
         let [a, b]: [PairSide; 2] = bots.try_into().expect("two sides");
         store.accept_pair([a, b]).await.expect("accept");
-        let claim = store.claim(60_000, 1_000).await.expect("claim").expect("queued");
+        let claim = store
+            .claim(60_000, 1_000)
+            .await
+            .expect("claim")
+            .expect("queued");
         (claim.game.id, claim.lease_id)
     }
 
@@ -815,9 +818,15 @@ mod tests {
             replay_path: "r.json".to_owned(),
             now: 2_000,
         };
-        let batch = [request(&first, &first_lease), request(&second, &second_lease)];
+        let batch = [
+            request(&first, &first_lease),
+            request(&second, &second_lease),
+        ];
         let error = store.try_batch(&batch).await.expect_err("refused");
-        assert!(error.to_string().contains("batched settlement wrote"), "{error}");
+        assert!(
+            error.to_string().contains("batched settlement wrote"),
+            "{error}"
+        );
         let game = store.game(&first).await.expect("first");
         assert_eq!(game.state, MatchState::Running, "half settled: {game:?}");
         let (_, standings) = store.standings(None, None).await.expect("standings");
@@ -826,9 +835,14 @@ mod tests {
             "ratings moved: {standings:?}"
         );
         // Through the queue, the batch falls back to one at a time.
-        let settled = store.complete(&first, &first_lease, Outcome::A, "r.json", 2_000).await;
+        let settled = store
+            .complete(&first, &first_lease, Outcome::A, "r.json", 2_000)
+            .await;
         assert!(settled.is_ok(), "{settled:?}");
-        assert_eq!(store.game(&first).await.expect("first").state, MatchState::Settled);
+        assert_eq!(
+            store.game(&first).await.expect("first").state,
+            MatchState::Settled
+        );
         store.close().await;
     }
 }

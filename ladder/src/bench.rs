@@ -73,12 +73,7 @@ pub async fn settle_bench(
             .await?;
         for bot_index in 0..2 {
             let spec = BENCH_SPECS[(owner_index + bot_index) % BENCH_SPECS.len()].to_owned();
-            let source = BotSource {
-                kind: BotKind::Builtin,
-                digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
-                spec,
-                wasm: None,
-            };
+            let source = BotSource::builtin(spec);
             let bot = store
                 .register_bot(
                     &owner,

@@ -225,12 +225,7 @@ impl Ladder {
             Registration::Builtin(spec) => match duel_referee::BotSpec::parse(&spec) {
                 Ok(duel_referee::BotSpec::Builtin(builtin)) => {
                     let spec = builtin.to_string();
-                    BotSource {
-                        kind: BotKind::Builtin,
-                        digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
-                        spec,
-                        wasm: None,
-                    }
+                    BotSource::builtin(spec)
                 }
                 Ok(_) => {
                     return Err(LadderError::Invalid(format!(

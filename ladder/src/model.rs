@@ -43,6 +43,19 @@ pub struct BotSource {
     pub wasm: Option<Vec<u8>>,
 }
 
+impl BotSource {
+    /// A built-in bot of the canonical `spec` (`builtin:random`), with its
+    /// digest.
+    pub fn builtin(spec: String) -> BotSource {
+        BotSource {
+            kind: BotKind::Builtin,
+            digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
+            spec,
+            wasm: None,
+        }
+    }
+}
+
 /// What one owner may keep and spend (`ladder serve --max-versions-per-owner`,
 /// `--max-stored-bytes-per-owner`, `--compile-seconds-per-day`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 mod common;
 
 use common::TestDb;
-use duel_ladder::model::{BotKind, BotSource, Outcome};
+use duel_ladder::model::{BotSource, Outcome};
 use duel_ladder::rating::{self, INITIAL, Score};
 use duel_ladder::store::PairSide;
 use duel_rules::WeightClass;
@@ -18,12 +18,7 @@ const ROUNDS: usize = 3;
 
 fn builtin() -> BotSource {
     let spec = "builtin:random".to_owned();
-    BotSource {
-        kind: BotKind::Builtin,
-        digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
-        spec,
-        wasm: None,
-    }
+    BotSource::builtin(spec)
 }
 
 async fn backlog_settled_at_once(db: &TestDb) {

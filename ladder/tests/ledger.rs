@@ -9,7 +9,7 @@ use duel_ladder::LadderError;
 use duel_ladder::ledger::{
     ISSUANCE_ACCOUNT, TransferOp, TransferOutcome, TransferRequest, owner_account,
 };
-use duel_ladder::model::{BotKind, BotSource, Outcome};
+use duel_ladder::model::{BotSource, Outcome};
 use duel_ladder::store::PairSide;
 
 fn single(id: &str, debit: &str, credit: &str, amount: i64) -> TransferRequest {
@@ -26,12 +26,7 @@ fn single(id: &str, debit: &str, credit: &str, amount: i64) -> TransferRequest {
 
 pub async fn builtin_bot(db: &TestDb, owner: &duel_ladder::auth::User, name: &str) -> String {
     let spec = "builtin:counter".to_owned();
-    let source = BotSource {
-        kind: BotKind::Builtin,
-        digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
-        spec,
-        wasm: None,
-    };
+    let source = BotSource::builtin(spec);
     db.store
         .register_bot(owner, name, "middle", &source)
         .await

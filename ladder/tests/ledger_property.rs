@@ -28,7 +28,7 @@ use duel_ladder::ledger::{
     escrow_account, owner_account,
 };
 use duel_ladder::limits::{DEFAULT_RAKE_BP, MAX_RAKE_BP};
-use duel_ladder::model::{BotKind, BotSource, Match, MatchSide, MatchState, Outcome};
+use duel_ladder::model::{BotSource, Match, MatchSide, MatchState, Outcome};
 use duel_ladder::rating::{self, Rating, Score};
 use duel_ladder::store::PairSide;
 use duel_referee::builtin::SplitMix64;
@@ -405,12 +405,7 @@ async fn replay_against(db: &TestDb) {
         names.add(owner_name(owner), user.id.clone());
         for bot in 0..BOTS_PER_OWNER {
             let spec = "builtin:random".to_owned();
-            let source = BotSource {
-                kind: BotKind::Builtin,
-                digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
-                spec,
-                wasm: None,
-            };
+            let source = BotSource::builtin(spec);
             let registered = store
                 .register_bot(&user, &bot_name(owner, bot), "light", &source)
                 .await

@@ -87,12 +87,7 @@ fn worker_config(dir: &tempfile::TempDir) -> WorkerConfig {
 }
 
 fn builtin(spec: &str) -> BotSource {
-    BotSource {
-        kind: BotKind::Builtin,
-        digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
-        spec: spec.to_owned(),
-        wasm: None,
-    }
+    BotSource::builtin(spec.to_owned())
 }
 
 async fn one_match(db: &TestDb, source_b: BotSource) -> String {

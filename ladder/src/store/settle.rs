@@ -748,7 +748,7 @@ fn update_accounts(writes: &mut Script, row_locks: bool, deltas: &BTreeMap<Strin
 mod tests {
     use super::*;
     use crate::auth::Role;
-    use crate::model::{BotKind, BotSource};
+    use crate::model::BotSource;
     use crate::store::PairSide;
 
     async fn running_pair(store: &Store, tag: &str) -> (String, String) {
@@ -763,12 +763,7 @@ mod tests {
                 .await
                 .expect("grant");
             let spec = "builtin:random".to_owned();
-            let source = BotSource {
-                kind: BotKind::Builtin,
-                digest: duel_referee::spec::sha256_digest(spec.as_bytes()),
-                spec,
-                wasm: None,
-            };
+            let source = BotSource::builtin(spec);
             let bot = store
                 .register_bot(&owner, &format!("{tag}{side}bot"), "light", &source)
                 .await

@@ -109,66 +109,60 @@ impl Script {
     /// write inside a transaction.
     pub async fn run(self, conn: &mut AnyConnection, together: bool) -> Result<Vec<Answer>> {
         if together && self.statements.len() > 1 {
-            return self.run_together(conn).await;
+            let mut sql = String::new();
+            let mut args = Vec::new();
+            for statement in &self.statements {
+                sql.push_str(&shift_placeholders(&statement.sql, args.len()));
+                sql.push_str(";\n");
+                args.extend(statement.args.iter().cloned());
+            }
+            let answers = command(conn, sql, args, self.statements.len()).await?;
+            for (statement, answer) in self.statements.iter().zip(&answers) {
+                check(statement, answer)?;
+            }
+            return Ok(answers);
         }
         let mut answers = Vec::with_capacity(self.statements.len());
         for mut statement in self.statements {
             let args = std::mem::take(&mut statement.args);
-            let answer = run_one(conn, &statement.sql, args).await?;
+            let sql = std::mem::take(&mut statement.sql);
+            let answer = command(conn, sql, args, 1).await?.pop().unwrap_or_default();
             check(&statement, &answer)?;
             answers.push(answer);
         }
         Ok(answers)
     }
-
-    async fn run_together(self, conn: &mut AnyConnection) -> Result<Vec<Answer>> {
-        let mut sql = String::new();
-        let mut args = Vec::new();
-        for statement in &self.statements {
-            sql.push_str(&shift_placeholders(&statement.sql, args.len()));
-            sql.push_str(";\n");
-            args.extend(statement.args.iter().cloned());
-        }
-        let mut answers = Vec::with_capacity(self.statements.len());
-        let mut current = Answer::default();
-        let query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args);
-        // `Executor::fetch_many` yields each statement's rows, then its result.
-        let mut stream = sqlx::Executor::fetch_many(&mut *conn, query);
-        while let Some(item) = stream.try_next().await? {
-            match item {
-                Either::Right(row) => current.rows.push(row),
-                Either::Left(done) => {
-                    current.affected = done.rows_affected();
-                    answers.push(std::mem::take(&mut current));
-                }
-            }
-        }
-        drop(stream);
-        if answers.len() != self.statements.len() {
-            return Err(LadderError::corrupt(format!(
-                "a script of {} statements gave {} answers",
-                self.statements.len(),
-                answers.len()
-            )));
-        }
-        for (statement, answer) in self.statements.iter().zip(&answers) {
-            check(statement, answer)?;
-        }
-        Ok(answers)
-    }
 }
 
-async fn run_one(conn: &mut AnyConnection, sql: &str, args: Vec<Arg>) -> Result<Answer> {
-    let query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())), args);
-    let mut answer = Answer::default();
+/// Sends `sql` (`statements` statements) as one command and collects each
+/// statement's answer: `Executor::fetch_many` yields a statement's rows, then
+/// its result.
+async fn command(
+    conn: &mut AnyConnection,
+    sql: String,
+    args: Vec<Arg>,
+    statements: usize,
+) -> Result<Vec<Answer>> {
+    let query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args);
+    let mut answers = Vec::with_capacity(statements);
+    let mut current = Answer::default();
     let mut stream = sqlx::Executor::fetch_many(&mut *conn, query);
     while let Some(item) = stream.try_next().await? {
         match item {
-            Either::Right(row) => answer.rows.push(row),
-            Either::Left(done) => answer.affected += done.rows_affected(),
+            Either::Right(row) => current.rows.push(row),
+            Either::Left(done) => {
+                current.affected = done.rows_affected();
+                answers.push(std::mem::take(&mut current));
+            }
         }
     }
-    Ok(answer)
+    if answers.len() != statements {
+        return Err(LadderError::corrupt(format!(
+            "a command of {statements} statements gave {} answers",
+            answers.len()
+        )));
+    }
+    Ok(answers)
 }
 
 fn bind_all<'q>(
@@ -234,20 +228,27 @@ mod tests {
     use super::*;
     use sqlx::{Connection, Row};
 
+    /// A fresh in-memory SQLite database holding the table `create` makes.
+    async fn memory_db(create: &'static str) -> AnyConnection {
+        sqlx::any::install_default_drivers();
+        let mut conn = AnyConnection::connect("sqlite::memory:")
+            .await
+            .expect("sqlite");
+        sqlx::raw_sql(create)
+            .execute(&mut conn)
+            .await
+            .expect("table");
+        conn
+    }
+
     /// The same script on SQLite, as one command and one statement at a
     /// time: the same answers, statement by statement.
     #[tokio::test]
     async fn together_and_one_by_one_answer_alike() {
-        sqlx::any::install_default_drivers();
         let mut answers = Vec::new();
         for together in [true, false] {
-            let mut conn = AnyConnection::connect("sqlite::memory:")
-                .await
-                .expect("sqlite");
-            sqlx::raw_sql("CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT NOT NULL)")
-                .execute(&mut conn)
-                .await
-                .expect("table");
+            let mut conn =
+                memory_db("CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT NOT NULL)").await;
             let mut script = Script::default();
             script.push_expecting(
                 "INSERT INTO t (id, n) VALUES ($1, $2), ($3, $4)".to_owned(),
@@ -290,15 +291,8 @@ mod tests {
     /// run either way.
     #[tokio::test]
     async fn a_wrong_row_count_fails_the_script() {
-        sqlx::any::install_default_drivers();
         for together in [true, false] {
-            let mut conn = AnyConnection::connect("sqlite::memory:")
-                .await
-                .expect("sqlite");
-            sqlx::raw_sql("CREATE TABLE t (id TEXT PRIMARY KEY)")
-                .execute(&mut conn)
-                .await
-                .expect("table");
+            let mut conn = memory_db("CREATE TABLE t (id TEXT PRIMARY KEY)").await;
             let mut script = Script::default();
             script.push(
                 "INSERT INTO t (id) VALUES ($1)".to_owned(),

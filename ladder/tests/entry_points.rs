@@ -168,7 +168,7 @@ async fn a_ranked_match_records_what_referee_local_records() {
     let local = session.play(&mut |_: &_, _: &_| {}).await;
     let _ = std::fs::remove_file(&path);
 
-    let oracle = usize::from(ranked.fighters[0].name != "oracle");
+    let oracle = usize::from(&*ranked.fighters[0].name != "oracle");
     let cut: Vec<_> = ranked
         .exchanges()
         .map(|(_, exchange)| exchange.sides()[oracle].clone())

@@ -159,7 +159,7 @@ async fn ranked_replay_is_public(db: &TestDb) {
     let verdict = duel_referee::verify::verify_replay(&replay).expect("verifiable");
     assert!(verdict.is_ok(), "{verdict:?}");
     assert_eq!(replay.season.as_deref(), Some("winter"));
-    let mut names: Vec<&str> = replay.fighters.iter().map(|f| f.name.as_str()).collect();
+    let mut names: Vec<&str> = replay.fighters.iter().map(|f| &*f.name).collect();
     names.sort_unstable();
     assert_eq!(names, ["w-counter", "w-jabber"]);
     assert!(replay.fighters.iter().all(|f| f.kind == FighterKind::Wasm));

@@ -149,14 +149,14 @@ async fn wasm_bots_play_ranked_matches(db: &TestDb) {
         let replay = published(&config, match_id).await;
         assert_eq!(replay.season.as_deref(), Some("s1"));
         for (side, fighter) in game.sides.iter().zip(&replay.fighters) {
-            assert_eq!(fighter.name, side.bot_name);
+            assert_eq!(&*fighter.name, side.bot_name);
             if fighter.kind == FighterKind::Wasm {
                 let bot = if side.bot_name == "w-counter" {
                     &counter
                 } else {
                     &jabber
                 };
-                assert_eq!(fighter.digest, bot.versions[0].digest);
+                assert_eq!(&*fighter.digest, bot.versions[0].digest);
                 assert_eq!(fighter.spec.as_deref(), Some(bot.versions[0].spec.as_str()));
             }
         }
@@ -267,7 +267,7 @@ async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
     let oracle = replay
         .fighters
         .iter()
-        .position(|fighter| fighter.name == "oracle")
+        .position(|fighter| &*fighter.name == "oracle")
         .expect("oracle fought");
     let used = replay.result.tokens_used[oracle];
     assert!(used > 0, "the oracle's model calls were metered");
@@ -365,7 +365,7 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
     let remote = replay
         .fighters
         .iter()
-        .position(|fighter| fighter.name == "remote")
+        .position(|fighter| &*fighter.name == "remote")
         .expect("the endpoint bot fought");
     assert_eq!(replay.fighters[remote].kind, FighterKind::Endpoint);
     assert_eq!(replay.fighters[remote].spec.as_deref(), Some(url.as_str()));

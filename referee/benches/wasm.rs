@@ -64,9 +64,9 @@ fn wasm_bot(path: &Path, loaded: &LoadedBot, config: &MatchConfig, side: Side) -
 /// twelve-entry tape.
 fn mid_match() -> MatchRecorder {
     let fighter = |name: &str| FighterInfo {
-        name: name.to_owned(),
+        name: name.into(),
         kind: FighterKind::Builtin,
-        digest: String::new(),
+        digest: "".into(),
         spec: None,
     };
     let mut recorder = MatchRecorder::new(config(7), [fighter("a"), fighter("b")]);

@@ -223,10 +223,10 @@ impl EndpointBot {
         };
         Ok(EndpointBot {
             info: FighterInfo {
-                name,
+                name: name.into(),
                 kind: FighterKind::Endpoint,
-                digest: crate::spec::sha256_digest(url.as_bytes()),
-                spec: Some(url.to_owned()),
+                digest: crate::spec::sha256_digest(url.as_bytes()).into(),
+                spec: Some(url.into()),
             },
             endpoint,
             address,

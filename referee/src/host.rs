@@ -415,8 +415,8 @@ impl Fighter {
 
     fn shown_as(&self, own: FighterInfo) -> FighterInfo {
         FighterInfo {
-            name: self.name.clone().unwrap_or(own.name),
-            spec: self.label.clone().or(own.spec),
+            name: self.name.as_deref().map_or(own.name, Into::into),
+            spec: self.label.as_deref().map(Into::into).or(own.spec),
             ..own
         }
     }

@@ -203,28 +203,41 @@ impl MatchRecorder {
                 sources[index] = Source::Bot;
             }
         }
-        self.record(
-            chosen,
-            [
-                Some(unresolved(chosen[0], sources[0])),
-                Some(unresolved(chosen[1], sources[1])),
-            ],
-        )
+        let step = self.play(chosen);
+        let [outcome_a, outcome_b] = &step.outcome.sides;
+        // Each side record is written once, complete: nothing to fill in later.
+        self.push_exchange(
+            &step,
+            played(unresolved(chosen[0], sources[0]), outcome_a),
+            played(unresolved(chosen[1], sources[1]), outcome_b),
+        );
+        step
     }
 
     /// Plays `chosen` through the rules and records the exchange: `records`
     /// holds each fighter's side record with its outcome fields still to fill
     /// in, `None` for a fighter the opening played (source BOT, nothing spent).
     fn record(&mut self, chosen: [Action; 2], records: [Option<SideRecord>; 2]) -> ExchangeStep {
-        let step = match self.state.play_exchange(chosen) {
+        let step = self.play(chosen);
+        let [record_a, record_b] = records;
+        let [outcome_a, outcome_b] = &step.outcome.sides;
+        let a = record_a.unwrap_or_else(|| unresolved(chosen[0], Source::Bot));
+        let b = record_b.unwrap_or_else(|| unresolved(chosen[1], Source::Bot));
+        self.push_exchange(&step, played(a, outcome_a), played(b, outcome_b));
+        step
+    }
+
+    fn play(&mut self, chosen: [Action; 2]) -> ExchangeStep {
+        match self.state.play_exchange(chosen) {
             Ok(step) => step,
             // Runners check `is_over` before asking; reaching here is a runner bug.
             Err(over) => panic!("runner committed an exchange after the end: {over}"),
-        };
-        let [record_a, record_b] = records;
-        let [outcome_a, outcome_b] = step.outcome.sides;
-        let a = resolved(record_a, chosen[0], &outcome_a);
-        let b = resolved(record_b, chosen[1], &outcome_b);
+        }
+    }
+
+    /// Appends a played exchange to the tape and the replay, closing the round
+    /// when the step says it ended.
+    fn push_exchange(&mut self, step: &ExchangeStep, a: SideRecord, b: SideRecord) {
         self.tape.push(TapeEntry {
             round: step.round,
             exchange: step.exchange,
@@ -250,7 +263,6 @@ impl MatchRecorder {
                 },
             });
         }
-        step
     }
 
     /// Adds `tokens` to what `side` spent, and gasses it out when it says so
@@ -320,8 +332,8 @@ impl MatchRecorder {
             ),
         };
         Replay {
-            format: FORMAT.to_owned(),
-            ruleset: self.config.ruleset.version().to_owned(),
+            format: FORMAT.into(),
+            ruleset: self.config.ruleset.version().into(),
             budget: self.config.budget_tokens(),
             match_id: self.config.match_id,
             accepted_at: self.config.accepted_at,
@@ -353,7 +365,7 @@ impl MatchRecorder {
 
 /// The side record of a fighter that played `action` from `source`, spending
 /// nothing and logging nothing, before the rules resolve it (outcome fields
-/// zero until [`resolved`] fills them in).
+/// zero until [`played`] fills them in).
 fn unresolved(action: Action, source: Source) -> SideRecord {
     SideRecord {
         action: action.into(),
@@ -373,10 +385,8 @@ fn unresolved(action: Action, source: Source) -> SideRecord {
     }
 }
 
-/// `record` (or, for an opening exchange, a fresh one for `chosen` from source
-/// BOT) with the rules' `outcome` written in.
-fn resolved(record: Option<SideRecord>, chosen: Action, outcome: &SideOutcome) -> SideRecord {
-    let record = record.unwrap_or_else(|| unresolved(chosen, Source::Bot));
+/// `record` with the rules' `outcome` written in.
+fn played(record: SideRecord, outcome: &SideOutcome) -> SideRecord {
     SideRecord {
         action: outcome.action.into(),
         exhausted: outcome.exhausted,
@@ -454,9 +464,9 @@ mod tests {
 
     fn fighter(name: &str) -> FighterInfo {
         FighterInfo {
-            name: name.to_owned(),
+            name: name.into(),
             kind: duel_replays::FighterKind::Builtin,
-            digest: format!("sha256:{name}"),
+            digest: format!("sha256:{name}").into(),
             spec: None,
         }
     }

@@ -143,10 +143,10 @@ impl WasmBot {
             }),
         );
         let info = FighterInfo {
-            name,
+            name: name.into(),
             kind: FighterKind::Wasm,
-            digest: loaded.digest().to_owned(),
-            spec,
+            digest: loaded.digest().into(),
+            spec: spec.map(Into::into),
         };
         WasmBot {
             loaded,

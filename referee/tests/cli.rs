@@ -429,10 +429,7 @@ fn watch_streams_the_match_live_then_serves_its_replay_until_ctrl_c() {
     assert_eq!(name, "start");
     assert_eq!(start["match_id"], id.as_str());
     assert_eq!(start["seed"], 11);
-    assert_eq!(
-        start["fighters"][0]["name"],
-        replay.fighters[0].name.as_str()
-    );
+    assert_eq!(start["fighters"][0]["name"], &*replay.fighters[0].name);
     for ((name, event), (round, exchange)) in events[1..].iter().zip(&exchanges) {
         assert_eq!(name, "exchange");
         assert_eq!(event["round"], *round);

@@ -219,7 +219,7 @@ async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
 async fn unreachable_bots_play_as_faults_named_by_url() {
     let referee = serve_referee(serve_config(4, Default::default())).await;
     let replay = run_match(&referee, request("grpc://127.0.0.1:1", "builtin:block", 50)).await;
-    assert_eq!(replay.fighters[0].name, "grpc://127.0.0.1:1");
+    assert_eq!(&*replay.fighters[0].name, "grpc://127.0.0.1:1");
     assert_eq!(replay.fighters[0].kind, duel_replays::FighterKind::Endpoint);
     assert!(
         sides(&replay, 0)

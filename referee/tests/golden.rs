@@ -53,6 +53,17 @@ fn replay_json_is_stable() {
     );
 }
 
+/// A replay the runner writes (headers shared, format and ruleset borrowed)
+/// reads back equal to itself, and writes the same bytes again.
+#[test]
+fn a_written_replay_reads_back_equal() {
+    let replay = golden_match();
+    let json = replay.to_json_pretty();
+    let read = duel_replays::Replay::from_slice(json.as_bytes()).expect("parse");
+    assert_eq!(read, replay);
+    assert_eq!(read.to_json_pretty(), json);
+}
+
 #[test]
 fn tape_is_stable() {
     let path = golden_path("random-vs-script-seed7.json");

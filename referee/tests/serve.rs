@@ -724,7 +724,7 @@ async fn run_match_plays_example_wasm_bots_and_meters_their_model_calls() {
     let replay = run_match(&referee, wasm).await;
     for (fighter, name) in replay.fighters.iter().zip(["oracle", "jabber"]) {
         assert_eq!(fighter.kind, duel_replays::FighterKind::Wasm);
-        assert_eq!(fighter.name, name);
+        assert_eq!(&*fighter.name, name);
         assert!(fighter.digest.starts_with("sha256:"), "{}", fighter.digest);
     }
     assert!(

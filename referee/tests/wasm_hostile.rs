@@ -354,9 +354,9 @@ async fn fuel_at(match_id: &str, n: usize) -> u64 {
     };
     let mut bot = loaded.instantiate(context, Arc::new(NoModel));
     let fighter = |name: &str| FighterInfo {
-        name: name.to_owned(),
+        name: name.into(),
         kind: FighterKind::Builtin,
-        digest: String::new(),
+        digest: "".into(),
         spec: None,
     };
     let mut recorder = MatchRecorder::new(

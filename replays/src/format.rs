@@ -1,8 +1,10 @@
 //! The `duel-replay/1` JSON shape (DESIGN.md "Replay format") and its reading and
 //! writing. Field names are a contract; fields may be added, never renamed.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 use duel_rules::{Action, Ruleset, Source, WeightClass, Winner};
 use serde::{Deserialize, Serialize};
@@ -15,8 +17,11 @@ pub const FORMAT: &str = "duel-replay/1";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Replay {
-    pub format: String,
-    pub ruleset: String,
+    /// [`FORMAT`] in every replay written here; borrowed, since a replay is
+    /// built per match and these two are constants.
+    pub format: Cow<'static, str>,
+    /// The ruleset's version (`Ruleset::version`).
+    pub ruleset: Cow<'static, str>,
     pub match_id: String,
     /// RFC 3339 time the match was accepted (pins the ruleset in force).
     pub accepted_at: String,
@@ -46,15 +51,18 @@ pub struct Replay {
     pub signature: Option<crate::sign::ReplaySignature>,
 }
 
+/// A fighter's header. Its strings are shared (`Arc<str>`): a tournament or a
+/// worker heads every match of a bot with the same header, and cloning it
+/// into each replay then allocates nothing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FighterInfo {
-    pub name: String,
+    pub name: Arc<str>,
     pub kind: FighterKind,
     /// `sha256:` of the WASM component, or of the spec for built-in and endpoint bots.
-    pub digest: String,
+    pub digest: Arc<str>,
     /// The bot spec the fighter was started from (`builtin:random`, a path, a URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec: Option<String>,
+    pub spec: Option<Arc<str>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -106,7 +106,7 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
         .unwrap()
         .into_inner();
     let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
-    assert_eq!(replay.fighters[0].name, name);
+    assert_eq!(&*replay.fighters[0].name, name);
     let a: Vec<_> = replay
         .exchanges()
         .map(|(_, exchange)| exchange.a.clone())

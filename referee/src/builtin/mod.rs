@@ -148,11 +148,11 @@ impl BuiltinBot {
 /// The replay header of a built-in fighter: named and digested by its canonical
 /// spec, which is all it takes to re-run it.
 pub fn fighter_info(spec: &BuiltinSpec) -> FighterInfo {
-    let text = spec.to_string();
+    let text: std::sync::Arc<str> = spec.to_string().into();
     FighterInfo {
         name: text.clone(),
         kind: FighterKind::Builtin,
-        digest: crate::spec::sha256_digest(text.as_bytes()),
+        digest: crate::spec::sha256_digest(text.as_bytes()).into(),
         spec: Some(text),
     }
 }

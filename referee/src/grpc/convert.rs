@@ -175,14 +175,14 @@ pub fn match_result_to_proto(result: &MatchResultRecord) -> pb::MatchResult {
 
 pub fn fighter_info_to_proto(info: &FighterInfo) -> pb::FighterInfo {
     pb::FighterInfo {
-        name: info.name.clone(),
+        name: info.name.to_string(),
         kind: match info.kind {
             duel_replays::FighterKind::Builtin => "builtin",
             duel_replays::FighterKind::Endpoint => "endpoint",
             duel_replays::FighterKind::Wasm => "wasm",
         }
         .to_owned(),
-        digest: info.digest.clone(),
+        digest: info.digest.to_string(),
     }
 }
 

@@ -77,7 +77,7 @@ impl LiveEvent {
     pub fn start_of(replay: &Replay) -> LiveEvent {
         LiveEvent::Start {
             match_id: replay.match_id.clone(),
-            ruleset: replay.ruleset.clone(),
+            ruleset: replay.ruleset.to_string(),
             class: replay.class,
             seed: replay.seed,
             fighters: Box::new(replay.fighters.clone()),

@@ -547,8 +547,8 @@ fn meta_of(replay: &Replay) -> Result<ReplayMeta, ReplayError> {
         class: replay.class,
         season,
         fighters: replay.fighters.clone().map(|fighter| IndexedFighter {
-            name: fighter.name,
-            digest: fighter.digest,
+            name: fighter.name.to_string(),
+            digest: fighter.digest.to_string(),
         }),
         winner: replay.result.winner,
         signed: replay.signature.is_some(),

@@ -38,6 +38,60 @@ pub struct BenchReport {
     /// `ledger check` over the database after the run: `Err` names the first
     /// violation.
     pub ledger: std::result::Result<(), String>,
+    /// This process's CPU while the workers settled (`None` without Linux's
+    /// `/proc/self/stat`). A PostgreSQL server's own CPU is not in it.
+    pub settle_cpu: Option<CpuUse>,
+}
+
+/// CPU a process used over a span of work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuUse {
+    /// User plus system CPU per settled match, in milliseconds.
+    pub per_match_ms: f64,
+    /// The kernel's share of that CPU, 0 to 1.
+    pub system_share: f64,
+}
+
+/// The unit of `/proc/<pid>/stat`'s CPU times: Linux reports them in USER_HZ,
+/// 100 per second on every architecture this project builds for.
+const PROC_STAT_TICKS_PER_S: f64 = 100.0;
+
+/// CPU ticks (user, system) this process has used so far, every thread
+/// counted, living or exited; `None` where `/proc/self/stat` cannot be read.
+fn process_cpu_ticks() -> Option<(u64, u64)> {
+    parse_cpu_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// `utime` and `stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The
+/// command name (field 2) is in parentheses and may hold spaces and
+/// parentheses itself, so fields are counted after its last `)`.
+fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_ascii_whitespace().skip(11);
+    let user = fields.next()?.parse().ok()?;
+    let system = fields.next()?.parse().ok()?;
+    Some((user, system))
+}
+
+/// The CPU used between two readings of [`process_cpu_ticks`], per match.
+fn cpu_use(
+    before: Option<(u64, u64)>,
+    after: Option<(u64, u64)>,
+    matches: usize,
+) -> Option<CpuUse> {
+    let (user_before, system_before) = before?;
+    let (user_after, system_after) = after?;
+    let user = user_after.checked_sub(user_before)?;
+    let system = system_after.checked_sub(system_before)?;
+    let total = user + system;
+    Some(CpuUse {
+        per_match_ms: total as f64 * 1_000.0 / PROC_STAT_TICKS_PER_S / matches.max(1) as f64,
+        system_share: if total == 0 {
+            0.0
+        } else {
+            system as f64 / total as f64
+        },
+    })
 }
 
 fn rate(count: usize, elapsed: Duration) -> f64 {
@@ -110,6 +164,7 @@ pub async fn settle_bench(
 
     let factory: Arc<dyn BotFactory> = Arc::new(BuiltinFactory);
     let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()));
+    let cpu_before = process_cpu_ticks();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..workers.max(1) {
@@ -134,6 +189,7 @@ pub async fn settle_bench(
             .map_err(|error| LadderError::Io(format!("bench worker: {error}")))??;
     }
     let settled_per_s = rate(settled, started.elapsed());
+    let settle_cpu = cpu_use(cpu_before, process_cpu_ticks(), settled);
 
     let started = Instant::now();
     let per_task = matches.div_ceil(workers.max(1));
@@ -184,7 +240,52 @@ pub async fn settle_bench(
         bare_per_s,
         settlements: store.settlement_stats(),
         ledger,
+        settle_cpu,
     };
     store.close().await;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_are_read_after_the_command_name() {
+        let table = [
+            // A name with a space and a parenthesis of its own.
+            (
+                "4242 (ladder (x) y) S 1 2 3 4 5 6 7 8 9 10 250 40 0 0 20",
+                Some((250, 40)),
+            ),
+            (
+                "1 (init) S 0 1 1 0 -1 4194560 9 0 0 0 7 3 0 0",
+                Some((7, 3)),
+            ),
+            ("1 (init) S 0 1", None),
+            ("no name here", None),
+            ("1 (init) S 0 1 1 0 -1 4194560 9 0 0 0 seven 3", None),
+        ];
+        for (stat, want) in table {
+            assert_eq!(parse_cpu_ticks(stat), want, "{stat}");
+        }
+    }
+
+    #[test]
+    fn cpu_use_is_per_match_with_the_kernel_share() {
+        let used = cpu_use(Some((100, 50)), Some((400, 150)), 200).expect("both readings");
+        // 300 + 100 ticks = 4 s over 200 matches.
+        assert!((used.per_match_ms - 20.0).abs() < 1e-9, "{used:?}");
+        assert!((used.system_share - 0.25).abs() < 1e-9, "{used:?}");
+        assert_eq!(cpu_use(None, Some((1, 1)), 1), None);
+        // A reading that went backwards is no reading.
+        assert_eq!(cpu_use(Some((5, 5)), Some((4, 5)), 1), None);
+    }
+
+    #[test]
+    fn this_process_has_cpu_ticks_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(process_cpu_ticks().is_some());
+        }
+    }
 }

@@ -534,6 +534,13 @@ async fn run(cli: Cli) -> Result<Outcome> {
                 report.bare_per_s,
                 report.bare_per_s / report.settled_per_s.max(1e-9)
             );
+            if let Some(cpu) = report.settle_cpu {
+                say!(
+                    "settling: {:.2} ms of CPU per match (this process, user + system), {:.0}% of it in the kernel",
+                    cpu.per_match_ms,
+                    cpu.system_share * 100.0
+                );
+            }
             let stats = report.settlements;
             say!(
                 "settlements: {} in {} shared transactions ({:.1} each), {} alone",

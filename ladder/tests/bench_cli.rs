@@ -31,6 +31,12 @@ async fn bench_settles_and_keeps_the_books(db: &TestDb) {
         "{stdout}"
     );
     assert!(stdout.contains("settled "), "{stdout}");
+    // Linux: the settle phase's CPU per match, and the kernel's share of it.
+    assert!(
+        stdout.contains(" ms of CPU per match (this process, user + system), ")
+            && stdout.contains("% of it in the kernel\n"),
+        "{stdout}"
+    );
     // Every settlement went through the batched path (none fell back).
     assert!(
         stdout.contains(&format!("settlements: {MATCHES} in ")) && stdout.contains(", 0 alone\n"),

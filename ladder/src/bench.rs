@@ -15,7 +15,7 @@ use crate::auth::Role;
 use crate::error::{LadderError, Result};
 use crate::model::{BotKind, BotSource, BotVersion};
 use crate::store::{PairSide, Store};
-use crate::worker::{self, BotFactory, BuiltinFactory, Worked, WorkerConfig};
+use crate::worker::{self, BotFactory, BuiltinFactory, Step, StepTimes, Worked, WorkerConfig};
 
 /// Owners (each with two bots) the benchmark registers.
 pub const BENCH_OWNERS: usize = 8;
@@ -41,6 +41,10 @@ pub struct BenchReport {
     /// This process's CPU while the workers settled (`None` without Linux's
     /// `/proc/self/stat`). A PostgreSQL server's own CPU is not in it.
     pub settle_cpu: Option<CpuUse>,
+    /// Each step's wall-clock time per settled match, summed over the
+    /// workers, in [`Step::ALL`]'s order: where a worker waits, not only where
+    /// it computes.
+    pub step_ms: Vec<(Step, f64)>,
 }
 
 /// CPU a process used over a span of work.
@@ -92,6 +96,14 @@ fn cpu_use(
             system as f64 / total as f64
         },
     })
+}
+
+/// `total` spread over `matches`, in milliseconds (0 for no match).
+fn per_match_ms(total: Duration, matches: usize) -> f64 {
+    if matches == 0 {
+        return 0.0;
+    }
+    total.as_secs_f64() * 1_000.0 / matches as f64
 }
 
 fn rate(count: usize, elapsed: Duration) -> f64 {
@@ -164,13 +176,15 @@ pub async fn settle_bench(
 
     let factory: Arc<dyn BotFactory> = Arc::new(BuiltinFactory);
     let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()));
+    let step_times = Arc::new(StepTimes::default());
     let cpu_before = process_cpu_ticks();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..workers.max(1) {
         let store = store.clone();
         let factory = Arc::clone(&factory);
-        let config = WorkerConfig::new(host.clone(), replays.clone(), Arc::clone(&signing_key));
+        let mut config = WorkerConfig::new(host.clone(), replays.clone(), Arc::clone(&signing_key));
+        config.step_times = Some(Arc::clone(&step_times));
         tasks.push(tokio::spawn(async move {
             let mut settled = 0usize;
             loop {
@@ -190,6 +204,10 @@ pub async fn settle_bench(
     }
     let settled_per_s = rate(settled, started.elapsed());
     let settle_cpu = cpu_use(cpu_before, process_cpu_ticks(), settled);
+    let step_ms = Step::ALL
+        .into_iter()
+        .map(|step| (step, per_match_ms(step_times.total(step).0, settled)))
+        .collect();
 
     let started = Instant::now();
     let per_task = matches.div_ceil(workers.max(1));
@@ -241,6 +259,7 @@ pub async fn settle_bench(
         settlements: store.settlement_stats(),
         ledger,
         settle_cpu,
+        step_ms,
     };
     store.close().await;
     Ok(report)
@@ -280,6 +299,19 @@ mod tests {
         assert_eq!(cpu_use(None, Some((1, 1)), 1), None);
         // A reading that went backwards is no reading.
         assert_eq!(cpu_use(Some((5, 5)), Some((4, 5)), 1), None);
+    }
+
+    #[test]
+    fn step_times_are_per_settled_match() {
+        let times = StepTimes::default();
+        times.add(Step::Publish, Duration::from_millis(3));
+        times.add(Step::Publish, Duration::from_millis(5));
+        times.add(Step::Settle, Duration::from_micros(500));
+        assert_eq!(times.total(Step::Publish), (Duration::from_millis(8), 2));
+        assert_eq!(times.total(Step::Claim), (Duration::ZERO, 0));
+        assert!((per_match_ms(times.total(Step::Publish).0, 4) - 2.0).abs() < 1e-9);
+        assert!((per_match_ms(times.total(Step::Settle).0, 1) - 0.5).abs() < 1e-9);
+        assert_eq!(per_match_ms(Duration::from_secs(1), 0), 0.0);
     }
 
     #[test]

@@ -353,7 +353,12 @@ macro_rules! say {
 
 fn main() -> ExitCode {
     // Colours only on a terminal: logs piped to files or tests stay plain text.
+    // `RUST_LOG` filters as everywhere (`RUST_LOG=sqlx::query=debug` shows each
+    // statement with its time); `info` without it.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -541,6 +546,21 @@ async fn run(cli: Cli) -> Result<Outcome> {
                     cpu.system_share * 100.0
                 );
             }
+            // Summed over the workers: with W workers busy all along, the sum
+            // is W ÷ the settled rate; the largest step is where to look.
+            let steps: Vec<String> = report
+                .step_ms
+                .iter()
+                .map(|(step, ms)| format!("{} {ms:.2}", step.name()))
+                .collect();
+            say!(
+                "worker time per match, in ms of wall clock: {} (sum {:.2}; {} workers at {:.0}/s have {:.2})",
+                steps.join(", "),
+                report.step_ms.iter().map(|(_, ms)| ms).sum::<f64>(),
+                report.workers,
+                report.settled_per_s,
+                report.workers as f64 * 1_000.0 / report.settled_per_s.max(1e-9)
+            );
             let stats = report.settlements;
             say!(
                 "settlements: {} in {} shared transactions ({:.1} each), {} alone",

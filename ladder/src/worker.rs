@@ -11,7 +11,8 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use duel_referee::address_policy::AddressPolicy;
 use duel_referee::limits::DECISION_WALL_CLOCK;
@@ -143,6 +144,9 @@ pub struct WorkerConfig {
     pub live: Option<LiveFeeds>,
     /// Where the worker counts what it does (`/metrics`).
     pub metrics: Option<Arc<crate::metrics::LadderMetrics>>,
+    /// Where the worker sums the wall-clock time of each step of a match
+    /// (`ladder bench` prints it); `None` reads no clock.
+    pub step_times: Option<Arc<StepTimes>>,
 }
 
 impl WorkerConfig {
@@ -160,8 +164,89 @@ impl WorkerConfig {
             decision_wall_clock: DECISION_WALL_CLOCK,
             live: None,
             metrics: None,
+            step_times: None,
         }
     }
+}
+
+/// The steps of one worker pass over a match, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Claiming a waiting match under a lease, with its row and both versions.
+    Claim,
+    /// Building both fighters (WASM components, endpoint checks) and the session.
+    Prepare,
+    /// Playing the match.
+    Play,
+    /// Checking the lease is still this worker's before publishing.
+    LeaseCheck,
+    /// Keeping each side's logs for its owner (bots that logged only).
+    Logs,
+    /// Signing the replay and putting it into the replay store.
+    Publish,
+    /// Settling: ratings, stakes, the match row (in a shared batch when
+    /// several arrive together).
+    Settle,
+}
+
+impl Step {
+    pub const ALL: [Step; 7] = [
+        Step::Claim,
+        Step::Prepare,
+        Step::Play,
+        Step::LeaseCheck,
+        Step::Logs,
+        Step::Publish,
+        Step::Settle,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Claim => "claim",
+            Step::Prepare => "prepare",
+            Step::Play => "play",
+            Step::LeaseCheck => "lease check",
+            Step::Logs => "logs",
+            Step::Publish => "publish",
+            Step::Settle => "settle",
+        }
+    }
+}
+
+/// Wall-clock time per step, summed over every worker pass that reached it.
+/// Waits count (a queue for the SQLite writer, an `fsync`), which is what
+/// CPU figures cannot show.
+#[derive(Debug, Default)]
+pub struct StepTimes {
+    nanos: [AtomicU64; Step::ALL.len()],
+    passes: [AtomicU64; Step::ALL.len()],
+}
+
+impl StepTimes {
+    pub fn add(&self, step: Step, elapsed: Duration) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos[step as usize].fetch_add(nanos, Ordering::Relaxed);
+        self.passes[step as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Total time in `step` and how many passes reached it.
+    pub fn total(&self, step: Step) -> (Duration, u64) {
+        (
+            Duration::from_nanos(self.nanos[step as usize].load(Ordering::Relaxed)),
+            self.passes[step as usize].load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Runs `work`, adding its wall-clock time to `step` when `times` is kept.
+async fn timed<T>(times: Option<&StepTimes>, step: Step, work: impl Future<Output = T>) -> T {
+    let Some(times) = times else {
+        return work.await;
+    };
+    let started = Instant::now();
+    let output = work.await;
+    times.add(step, started.elapsed());
+    output
 }
 
 /// The host a ladder's workers play with: endpoint bots must answer `Hello`
@@ -222,7 +307,14 @@ pub async fn work_once(
     factory: &dyn BotFactory,
     config: &WorkerConfig,
 ) -> Result<Worked> {
-    let Some(claim) = store.claim(config.lease_ms, store.clock().now_ms()).await? else {
+    let times = config.step_times.as_deref();
+    let claimed = timed(
+        times,
+        Step::Claim,
+        store.claim(config.lease_ms, store.clock().now_ms()),
+    )
+    .await?;
+    let Some(claim) = claimed else {
         return Ok(Worked::Idle);
     };
     let (class, accepted_ms) = (claim.game.class, claim.game.accepted_ms);
@@ -311,7 +403,8 @@ async fn run_claim(
     claim: Claim,
 ) -> Result<Worked> {
     let game = &claim.game;
-    let session = match prepare(factory, config, &claim).await {
+    let times = config.step_times.as_deref();
+    let session = match timed(times, Step::Prepare, prepare(factory, config, &claim)).await {
         Ok(session) => session,
         // Neither a refused bot nor a corrupt row gets better by running again.
         Err(error @ (LadderError::BotRejected(_) | LadderError::Corrupt(_))) => {
@@ -365,7 +458,7 @@ async fn run_claim(
     // The session (both bots and their Inference credentials) is gone when
     // this select ends, before anything is published.
     let replay = tokio::select! {
-        replay = session.play(&mut follow) => Some(replay),
+        replay = timed(times, Step::Play, session.play(&mut follow)) => Some(replay),
         _ = lost_rx.wait_for(|lost| *lost) => None,
     };
     drop(heartbeat);
@@ -377,16 +470,13 @@ async fn run_claim(
     };
     // Only a worker that still holds the match publishes its replay: a stale
     // one must not replace the replay of the run that settles.
-    if store
-        .heartbeat(
-            &game.id,
-            &claim.lease_id,
-            config.lease_ms,
-            store.clock().now_ms(),
-        )
-        .await
-        .is_err()
-    {
+    let lease_check = store.heartbeat(
+        &game.id,
+        &claim.lease_id,
+        config.lease_ms,
+        store.clock().now_ms(),
+    );
+    if timed(times, Step::LeaseCheck, lease_check).await.is_err() {
         tracing::warn!("lease lost before publishing; abandoning the match");
         return Ok(Worked::LostLease {
             match_id: game.id.clone(),
@@ -396,7 +486,7 @@ async fn run_claim(
     // Ranked replays are public and logs can reveal strategy (issue 12): each
     // side's logs are kept for its owner, and the published, signed replay
     // carries none.
-    keep_logs(store, game, &replay).await;
+    timed(times, Step::Logs, keep_logs(store, game, &replay)).await;
     replay.strip_logs();
     let sinks = ReplaySinks::new()
         .sign_with(Arc::clone(&config.signing_key))
@@ -404,7 +494,7 @@ async fn run_claim(
     let publish_ms = config.lease_ms.saturating_mul(PUBLISH_LEASE_SHARE_PERMILLE) / 1_000;
     match tokio::time::timeout(
         Duration::from_millis(u64::try_from(publish_ms).unwrap_or(0)),
-        sinks.keep(&mut replay),
+        timed(times, Step::Publish, sinks.keep(&mut replay)),
     )
     .await
     {
@@ -437,16 +527,15 @@ async fn run_claim(
         Winner::B => Outcome::B,
         Winner::Draw => Outcome::Draw,
     };
-    match store
-        .complete(
-            &game.id,
-            &claim.lease_id,
-            winner,
-            &config.replays.location(&game.id),
-            store.clock().now_ms(),
-        )
-        .await
-    {
+    let replay_location = config.replays.location(&game.id);
+    let settle = store.complete(
+        &game.id,
+        &claim.lease_id,
+        winner,
+        &replay_location,
+        store.clock().now_ms(),
+    );
+    match timed(times, Step::Settle, settle).await {
         Ok(settlement) => {
             tracing::info!(
                 winner = winner.name(),

@@ -37,6 +37,33 @@ async fn bench_settles_and_keeps_the_books(db: &TestDb) {
             && stdout.contains("% of it in the kernel\n"),
         "{stdout}"
     );
+    // Where the workers' wall clock went, step by step: the I/O steps take
+    // time, and the steps of all workers fit in the workers' time.
+    let steps_line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("worker time per match, in ms of wall clock: "))
+        .unwrap_or_else(|| panic!("no step line in {stdout}"));
+    let (steps, totals) = steps_line.split_once(" (sum ").expect("a sum");
+    let step_ms = |name: &str| -> f64 {
+        steps
+            .split(", ")
+            .find_map(|step| step.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {steps_line}"))
+    };
+    for step in ["claim", "lease check", "publish", "settle"] {
+        assert!(step_ms(step) > 0.0, "{step}: {steps_line}");
+    }
+    let number = |text: &str| -> f64 { text.parse().unwrap_or_else(|_| panic!("{text:?}")) };
+    let (sum, rest) = totals.split_once(';').expect("sum; have");
+    let have = rest
+        .trim_end_matches(')')
+        .rsplit(' ')
+        .next()
+        .expect("workers' time");
+    assert!(
+        number(sum) <= number(have) + 0.02,
+        "the steps add up to more than the workers had: {steps_line}"
+    );
     // Every settlement went through the batched path (none fell back).
     assert!(
         stdout.contains(&format!("settlements: {MATCHES} in ")) && stdout.contains(", 0 alone\n"),

@@ -372,3 +372,76 @@ both_backends!(
     third_claim_of_an_unsettled_match_voids_it,
     third_claim_voids
 );
+
+/// Claims take the oldest claimable match first, whether queued or running
+/// with an expired lease, ties going by match id, and never a match whose
+/// lease still runs.
+async fn claims_take_the_oldest_first(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let (alice, _) = db.owner("alice", 10_000).await;
+    let (bob, _) = db.owner("bob", 10_000).await;
+    let register = |owner, name: &'static str| {
+        let store = db.store.clone();
+        async move {
+            store
+                .register_bot(&owner, name, "light", &builtin("builtin:random"))
+                .await
+                .expect("register")
+                .id
+        }
+    };
+    let (a, b) = (register(alice, "alpha").await, register(bob, "bravo").await);
+    let start = duel_ladder::store::now_ms();
+    let accept = |clock: &ManualClock, id: &'static str| {
+        let store = db.store.clone().with_clock(Arc::new(clock.clone()));
+        let sides = [
+            PairSide {
+                bot_id: a.clone(),
+                stake: 10,
+            },
+            PairSide {
+                bot_id: b.clone(),
+                stake: 10,
+            },
+        ];
+        async move {
+            store.accept_pair_as(sides, id, 7).await.expect("accept");
+        }
+    };
+    let clock = ManualClock::new(start);
+    accept(&clock, "m-b").await;
+    accept(&clock, "m-a").await;
+    clock.advance(10);
+    accept(&clock, "m-c").await;
+    let lease_ms = 1_000;
+    let claim = |now: i64| {
+        let store = db.store.clone();
+        async move {
+            store
+                .claim(lease_ms, now)
+                .await
+                .expect("claim")
+                .map(|claim| claim.game.id)
+        }
+    };
+    // Accepted together: by id.
+    assert_eq!(claim(start + 20).await.as_deref(), Some("m-a"));
+    assert_eq!(claim(start + 20).await.as_deref(), Some("m-b"));
+    // Another server, its clock behind, accepts a match older than all.
+    accept(&ManualClock::new(start - 5), "m-early").await;
+    // m-a and m-b still hold their leases: the queued ones go first.
+    assert_eq!(claim(start + 30).await.as_deref(), Some("m-early"));
+    // Their leases expire: each is claimed in acceptance order, before the
+    // queued m-c, which was accepted later.
+    let later = start + 20 + lease_ms + 1;
+    assert_eq!(claim(later).await.as_deref(), Some("m-a"));
+    assert_eq!(claim(later).await.as_deref(), Some("m-b"));
+    assert_eq!(claim(later).await.as_deref(), Some("m-c"));
+    assert_eq!(claim(later).await, None, "every lease still runs");
+    let game = db.store.game("m-a").await.expect("m-a");
+    assert_eq!((game.state, game.attempts), (MatchState::Running, 2));
+}
+both_backends!(
+    claims_take_the_oldest_match_first,
+    claims_take_the_oldest_first
+);

@@ -8,6 +8,35 @@
 //! balance, each pending transfer resolved once, a match settled once and only
 //! by the lease holder); permissions are checked one layer up, in [`crate::ladder`].
 
+/// The oldest claimable match: the oldest queued one or the oldest running
+/// one whose lease expired (`$now` the time), whichever was accepted first,
+/// with `$lock` after each branch's `LIMIT`. Each branch walks
+/// `matches_claimable` in order and stops at its first row. The single
+/// `state = 'queued' OR (state = 'running' AND …)` it replaces made both
+/// databases read and sort every queued match on every claim: 468 µs per
+/// claim with 2,000 queued on SQLite, against 8.5 µs this way, on the one
+/// writer every worker waits for (docs/perf/ladder.md).
+macro_rules! oldest_claimable_sql {
+    ($columns:literal, $now:literal, $lock:literal) => {
+        concat!(
+            "SELECT ",
+            $columns,
+            " FROM (SELECT * FROM (SELECT ",
+            $columns,
+            ", accepted_ms FROM matches WHERE state = 'queued' \
+             ORDER BY accepted_ms, id LIMIT 1",
+            $lock,
+            ") queued UNION ALL SELECT * FROM (SELECT ",
+            $columns,
+            ", accepted_ms FROM matches WHERE state = 'running' AND lease_expires_ms < ",
+            $now,
+            " ORDER BY accepted_ms, id LIMIT 1",
+            $lock,
+            ") expired) claimable ORDER BY accepted_ms, id LIMIT 1"
+        )
+    };
+}
+
 mod ledger_sql;
 mod logs;
 mod matches;

@@ -18,17 +18,20 @@ impl Dialect for Postgres {
         "BEGIN"
     }
 
+    // Each branch locks its own candidate (a lock clause may not apply to a
+    // UNION or its inputs, but may to a subquery they read); the one not
+    // chosen is released when the statement's transaction ends.
     fn select_claimable(&self) -> &'static str {
-        "SELECT id, attempts FROM matches \
-         WHERE state = 'queued' OR (state = 'running' AND lease_expires_ms < $1) \
-         ORDER BY accepted_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+        oldest_claimable_sql!("id, attempts", "$1", " FOR UPDATE SKIP LOCKED")
     }
 
     fn claim_next(&self) -> &'static str {
-        "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, attempts = attempts + 1 \
-         WHERE id = (SELECT id FROM matches \
-         WHERE state = 'queued' OR (state = 'running' AND lease_expires_ms < $3) \
-         ORDER BY accepted_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED) AND attempts < $4 RETURNING id"
+        concat!(
+            "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, attempts = attempts + 1 \
+             WHERE id = (",
+            oldest_claimable_sql!("id", "$3", " FOR UPDATE SKIP LOCKED"),
+            ") AND attempts < $4 RETURNING id"
+        )
     }
 
     fn select_match_for_update(&self) -> &'static str {

@@ -133,6 +133,44 @@ pub struct SideRecord {
     pub log_truncated: bool,
 }
 
+/// Replays over [`MAX_REPLAY_BYTES`] are refused, read or written.
+fn check_size(bytes: usize) -> Result<(), ReplayError> {
+    if bytes as u64 > MAX_REPLAY_BYTES {
+        return Err(ReplayError::TooLarge {
+            size_bytes: bytes as u64,
+            limit_bytes: MAX_REPLAY_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// The `format` and `ruleset` a replay must name for this reader.
+fn check_versions(format: Option<&str>, ruleset: Option<&str>) -> Result<(), ReplayError> {
+    match format {
+        Some(FORMAT) => {}
+        Some(other) => {
+            return Err(ReplayError::UnknownFormat {
+                found: other.to_owned(),
+                expected: FORMAT,
+            });
+        }
+        None => {
+            return Err(ReplayError::Malformed(
+                "missing string field `format`".to_owned(),
+            ));
+        }
+    }
+    match ruleset {
+        Some(version) => {
+            Ruleset::from_version(version)?;
+            Ok(())
+        }
+        None => Err(ReplayError::Malformed(
+            "missing string field `ruleset`".to_owned(),
+        )),
+    }
+}
+
 fn is_false(value: &bool) -> bool {
     !*value
 }
@@ -253,45 +291,28 @@ impl Replay {
     /// body so that a replay from a newer tool says so instead of failing on a
     /// field it does not know.
     pub fn from_slice(bytes: &[u8]) -> Result<Replay, ReplayError> {
-        if bytes.len() as u64 > MAX_REPLAY_BYTES {
-            return Err(ReplayError::TooLarge {
-                size_bytes: bytes.len() as u64,
-                limit_bytes: MAX_REPLAY_BYTES,
-            });
-        }
+        check_size(bytes.len())?;
         let value: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|error| ReplayError::Malformed(error.to_string()))?;
         let Some(object) = value.as_object() else {
             return Err(ReplayError::Malformed("expected a JSON object".to_owned()));
         };
-        match object.get("format").and_then(serde_json::Value::as_str) {
-            Some(FORMAT) => {}
-            Some(other) => {
-                return Err(ReplayError::UnknownFormat {
-                    found: other.to_owned(),
-                    expected: FORMAT,
-                });
-            }
-            None => {
-                return Err(ReplayError::Malformed(
-                    "missing string field `format`".to_owned(),
-                ));
-            }
-        }
-        match object.get("ruleset").and_then(serde_json::Value::as_str) {
-            Some(version) => {
-                Ruleset::from_version(version)?;
-            }
-            None => {
-                return Err(ReplayError::Malformed(
-                    "missing string field `ruleset`".to_owned(),
-                ));
-            }
-        }
+        check_versions(
+            object.get("format").and_then(serde_json::Value::as_str),
+            object.get("ruleset").and_then(serde_json::Value::as_str),
+        )?;
         serde_path_to_error::deserialize(value).map_err(|error| {
             let path = error.path().to_string();
             ReplayError::Malformed(format!("at {path}: {}", error.into_inner()))
         })
+    }
+
+    /// What [`Replay::from_slice`] checks of bytes, checked of a replay in
+    /// hand that is about to be written as `json_bytes` bytes, so that what is
+    /// published reads back, without parsing the bytes again.
+    pub fn check_writable(&self, json_bytes: usize) -> Result<(), ReplayError> {
+        check_size(json_bytes)?;
+        check_versions(Some(&self.format), Some(&self.ruleset))
     }
 
     /// Reads and parses a replay file, refusing files over the size limit before

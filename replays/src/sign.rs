@@ -107,25 +107,27 @@ fn decode_public_key(text: &str) -> Result<VerifyingKey, String> {
 pub fn canonical_bytes(json: &[u8]) -> Result<Vec<u8>, ReplayError> {
     let value: serde_json::Value =
         serde_json::from_slice(json).map_err(|error| ReplayError::Malformed(error.to_string()))?;
-    canonical_bytes_of_value(&value)
+    canonical_bytes_of_value(value)
 }
 
-fn canonical_bytes_of_value(value: &serde_json::Value) -> Result<Vec<u8>, ReplayError> {
-    let Some(object) = value.as_object() else {
+fn canonical_bytes_of_value(value: serde_json::Value) -> Result<Vec<u8>, ReplayError> {
+    let serde_json::Value::Object(mut object) = value else {
         return Err(ReplayError::Malformed("expected a JSON object".to_owned()));
     };
-    let mut unsigned = object.clone();
-    unsigned.remove("signature");
-    serde_json_canonicalizer::to_vec(&unsigned)
+    object.remove("signature");
+    serde_json_canonicalizer::to_vec(&object)
         .map_err(|error| ReplayError::Malformed(format!("cannot canonicalise: {error}")))
 }
 
 /// Signs the replay in place with `key`, replacing any earlier signature.
+///
+/// The canonical bytes come straight from the struct (JCS sorts every
+/// object's members as it writes them), not through a `serde_json::Value`
+/// and a copy of it: the same bytes as [`canonical_bytes`] of the replay's
+/// JSON (tested), for a fraction of the allocations, on every ranked match.
 pub fn sign(replay: &mut Replay, key: &SigningKey) {
     replay.signature = None;
-    let canonical = serde_json::to_value(&*replay)
-        .map_err(|error| ReplayError::Malformed(error.to_string()))
-        .and_then(|value| canonical_bytes_of_value(&value))
+    let canonical = serde_json_canonicalizer::to_vec(&*replay)
         .expect("a Replay serializes to a JSON object of strings, integers and arrays");
     let signature = key.sign(&canonical);
     replay.signature = Some(ReplaySignature {
@@ -156,7 +158,7 @@ pub fn check_signature(
             Err(error) => return Ok(Err(SignatureFailure::Malformed(error.to_string()))),
         },
     };
-    let canonical = canonical_bytes_of_value(&value)?;
+    let canonical = canonical_bytes_of_value(value)?;
     Ok(check_parsed(&signature, &canonical, expected))
 }
 
@@ -341,6 +343,37 @@ mod tests {
         let theirs = replay.signature.clone();
         sign(&mut replay, &key(7));
         assert_eq!(replay.signature, theirs);
+    }
+
+    #[test]
+    fn signing_covers_the_canonical_bytes_of_the_replays_json() {
+        // `sign` writes JCS from the struct, checks compute it from the
+        // parsed JSON: every kind of member must come out the same both ways.
+        let mut replay = Replay::from_slice(FIXTURE.as_bytes()).expect("fixture parses");
+        replay.seed = u64::MAX - 12_345; // past 2^53: a double either way
+        replay.season = Some("winter \"ü\" \u{1f600}\u{e000}".to_owned());
+        let side = &mut replay.rounds[0].exchanges[0].a;
+        side.reason = Some("trap: \\ unreachable\u{7}".to_owned());
+        side.log = vec!["say \"hi\"".to_owned(), "é\u{e000}".to_owned()];
+        side.log_truncated = true;
+        side.restarted = true;
+        side.latency_us = Some(17);
+        let signer = key(3);
+        sign(&mut replay, &signer);
+        let json = replay.to_json_pretty();
+        let status =
+            check_signature(json.as_bytes(), Some(&signer.verifying_key())).expect("parses");
+        assert_eq!(
+            status,
+            Ok(SignatureStatus::Valid {
+                key: public_key_text(&signer.verifying_key())
+            })
+        );
+        replay.signature = None;
+        assert_eq!(
+            serde_json_canonicalizer::to_vec(&replay).expect("serializes"),
+            canonical_bytes(json.as_bytes()).expect("canonical")
+        );
     }
 
     #[test]

@@ -382,7 +382,21 @@ impl ReplayStore {
     /// with [`ReplayError::Conflict`].
     pub async fn put_json(&self, json: &[u8]) -> Result<ReplayMeta, ReplayError> {
         let replay = Replay::from_slice(json)?;
-        let meta = meta_of(&replay)?;
+        self.put_parsed(&replay, json).await
+    }
+
+    /// Publishes a replay as its pretty JSON.
+    pub async fn put(&self, replay: &Replay) -> Result<ReplayMeta, ReplayError> {
+        let json = replay.to_json_pretty();
+        // The bytes are this replay's own: checked as `put_json` would check
+        // them, without parsing them back (every ranked match comes here).
+        replay.check_writable(json.len())?;
+        self.put_parsed(replay, json.as_bytes()).await
+    }
+
+    /// [`ReplayStore::put_json`] of `json`, which is `replay`'s JSON.
+    async fn put_parsed(&self, replay: &Replay, json: &[u8]) -> Result<ReplayMeta, ReplayError> {
+        let meta = meta_of(replay)?;
         let order = order_name(&replay.accepted_at, &replay.match_id)?;
         if self.indexed {
             self.recover().await?;
@@ -410,11 +424,6 @@ impl ReplayStore {
         self.write_index(&meta, &order).await?;
         self.backend.delete(&pending).await?;
         Ok(meta)
-    }
-
-    /// Publishes a replay as its pretty JSON.
-    pub async fn put(&self, replay: &Replay) -> Result<ReplayMeta, ReplayError> {
-        self.put_json(replay.to_json_pretty().as_bytes()).await
     }
 
     /// The stored (zstd-compressed) bytes of a replay, or `None` if unknown.

@@ -82,6 +82,14 @@ pub const MAX_SETTLEMENT_BATCH: usize = 16;
 /// SQLite connections that only read (the site, listings, Duel TV, status),
 /// beside the one that writes: in WAL mode readers never wait for the writer.
 pub const SQLITE_READ_CONNECTIONS: u32 = 4;
+/// How often a SQLite store's own connection checkpoints the write-ahead log
+/// into the database file (`PRAGMA wal_checkpoint(PASSIVE)`), so that the
+/// writer every worker waits for never stops to copy pages and `fsync`.
+pub const SQLITE_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+/// The writer checkpoints on its own only past this many pages of log (4 KiB
+/// each, 40 MiB): a backstop should the background checkpoints fall behind.
+/// SQLite's default, 1,000, made every ~100th settlement pay for one.
+pub const SQLITE_WRITER_CHECKPOINT_PAGES: u32 = 10_000;
 /// PostgreSQL connections one ladder process keeps (SQLite has one writer the
 /// store holds, and [`SQLITE_READ_CONNECTIONS`] readers).
 pub const POSTGRES_CONNECTIONS: u32 = 16;

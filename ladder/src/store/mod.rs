@@ -61,7 +61,8 @@ use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{LadderError, Result};
 use crate::limits::{
-    POOL_ACQUIRE_TIMEOUT, POSTGRES_CONNECTIONS, POSTGRES_PING_IDLE_AFTER, SQLITE_READ_CONNECTIONS,
+    POOL_ACQUIRE_TIMEOUT, POSTGRES_CONNECTIONS, POSTGRES_PING_IDLE_AFTER,
+    SQLITE_CHECKPOINT_INTERVAL, SQLITE_READ_CONNECTIONS, SQLITE_WRITER_CHECKPOINT_PAGES,
 };
 
 pub use matches::{PairSide, WaveReport};
@@ -122,6 +123,56 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     /// Settlements waiting to be written together (group commit).
     settlements: Arc<settle::SettlementQueue>,
+    /// SQLite files: the task that checkpoints the log beside the writer,
+    /// stopped when the last clone of the store goes.
+    checkpoints: Option<Arc<Checkpointer>>,
+}
+
+/// The writer's settings on SQLite: write-ahead log, synced at checkpoints,
+/// and its own checkpoints only as a backstop (see [`Checkpointer`]).
+fn writer_pragmas() -> String {
+    format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+         PRAGMA busy_timeout = 10000; PRAGMA wal_autocheckpoint = {SQLITE_WRITER_CHECKPOINT_PAGES};"
+    )
+}
+
+/// Checkpoints a SQLite store's write-ahead log on a connection of its own,
+/// every [`SQLITE_CHECKPOINT_INTERVAL`]. Left to the writer, every ~1,000
+/// pages of log one commit also copied them into the database file and
+/// waited for two `fsync`s, while every worker queued behind it. A passive
+/// checkpoint waits for nobody: the writer goes on appending meanwhile.
+#[derive(Debug)]
+struct Checkpointer {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Checkpointer {
+    async fn start(options: &AnyConnectOptions) -> Result<Checkpointer> {
+        let mut conn = sqlx::ConnectOptions::connect(options).await?;
+        sqlx::raw_sql("PRAGMA busy_timeout = 10000;")
+            .execute(&mut conn)
+            .await?;
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SQLITE_CHECKPOINT_INTERVAL).await;
+                if let Err(error) = sqlx::raw_sql("PRAGMA wal_checkpoint(PASSIVE);")
+                    .execute(&mut conn)
+                    .await
+                {
+                    // The writer's own checkpoints still run past the backstop.
+                    tracing::warn!(%error, "cannot checkpoint the SQLite log; the writer will");
+                }
+            }
+        });
+        Ok(Checkpointer { task })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// The connection writes go through.
@@ -261,14 +312,15 @@ impl Store {
         };
         let options = AnyConnectOptions::from_str(&url)?;
         let is_sqlite = dialect.name() == "sqlite";
-        let (writer, reads) = if is_sqlite {
+        let (writer, reads, checkpoints) = if is_sqlite {
             // A pool of one to open the writer and migrate, then its
             // connection taken out of it for the store to hold.
             let opening = pool_options(is_sqlite)
                 .max_connections(1)
                 .after_connect(|conn, _meta| {
                     Box::pin(async move {
-                        sqlx::raw_sql("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
+                        // Our own text: a number from limits.rs, no input.
+                        sqlx::raw_sql(sqlx::AssertSqlSafe(writer_pragmas()))
                             .execute(&mut *conn)
                             .await?;
                         Ok(())
@@ -289,17 +341,22 @@ impl Store {
                         Ok(())
                     })
                 })
-                .connect_with(options)
+                .connect_with(options.clone())
                 .await?;
             let writer = Writer::Held(Arc::new(tokio::sync::Mutex::new(Some(conn))));
-            (writer, reads)
+            let checkpoints = if url.contains(":memory:") || url.contains("mode=memory") {
+                None
+            } else {
+                Some(Arc::new(Checkpointer::start(&options).await?))
+            };
+            (writer, reads, checkpoints)
         } else {
             let pool = pool_options(is_sqlite)
                 .max_connections(POSTGRES_CONNECTIONS)
                 .connect_with(options)
                 .await?;
             dialect.migrator().run(&pool).await?;
-            (Writer::Pool(pool.clone()), pool)
+            (Writer::Pool(pool.clone()), pool, None)
         };
         Ok(Store {
             writer,
@@ -307,6 +364,7 @@ impl Store {
             dialect,
             clock: Arc::new(SystemClock),
             settlements: Arc::default(),
+            checkpoints,
         })
     }
 
@@ -371,6 +429,9 @@ impl Store {
 
     /// Closes every connection (tests drop their databases afterwards).
     pub async fn close(&self) {
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.task.abort();
+        }
         self.reads.close().await;
         match &self.writer {
             Writer::Pool(pool) => pool.close().await,
@@ -433,5 +494,49 @@ pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Database(database) => database.is_unique_violation(),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Role;
+
+    /// The writer's own checkpoints wait for 10,000 pages of log; the
+    /// background task moves a few hundred writes into the database file
+    /// long before that, while the store stays open.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_is_checkpointed_beside_the_writer() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("ladder.db");
+        let store = Store::connect(&format!("sqlite://{}", file.display()))
+            .await
+            .expect("store");
+        let size = || std::fs::metadata(&file).expect("database file").len();
+        // Whatever the migrations left in the log reaches the file first.
+        tokio::time::sleep(SQLITE_CHECKPOINT_INTERVAL * 3).await;
+        let before = size();
+        for index in 0..300 {
+            store
+                .create_user(&format!("user-{index}"), Role::Owner)
+                .await
+                .expect("user");
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while size() <= before && std::time::Instant::now() < deadline {
+            tokio::time::sleep(SQLITE_CHECKPOINT_INTERVAL).await;
+        }
+        assert!(
+            size() > before,
+            "300 users never reached the database file ({before} bytes)"
+        );
+        let mut writer = store.writer().await.expect("writer");
+        let pages: i64 = sqlx::query_scalar("PRAGMA wal_autocheckpoint")
+            .fetch_one(&mut *writer)
+            .await
+            .expect("pragma");
+        assert_eq!(pages, i64::from(SQLITE_WRITER_CHECKPOINT_PAGES));
+        drop(writer);
+        store.close().await;
     }
 }

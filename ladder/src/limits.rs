@@ -145,9 +145,17 @@ pub const MAX_QUOTED_RULESET_CHARS: usize = 32;
 pub const MAX_LIST_ROWS: i64 = 1_000;
 
 /// A worker publishes a replay within this share of its lease (in parts per
-/// thousand), right after extending the lease, so a replay is only published by
-/// a worker that still holds the match when it settles.
+/// thousand), right after making sure at least
+/// [`LEASE_LEFT_TO_PUBLISH_PERMILLE`] of a lease is left, so a replay is only
+/// published by a worker that still holds the match when it settles.
 pub const PUBLISH_LEASE_SHARE_PERMILLE: i64 = 500;
+/// Before publishing, a worker whose lease still has this share of a whole
+/// lease to run (parts per thousand: a match that took under a tenth of the
+/// lease since the claim or the last heartbeat, as built-in and WASM matches
+/// do) only reads it, beside the writer; with less left it extends the lease
+/// first. Either way at least 40% of a lease is left to settle in after the
+/// longest publishing.
+pub const LEASE_LEFT_TO_PUBLISH_PERMILLE: i64 = 900;
 
 /// How long an idle worker waits before polling for a match again.
 pub const WORKER_IDLE_POLL_MS: u64 = 200;

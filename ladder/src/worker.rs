@@ -28,7 +28,8 @@ use tokio::sync::watch;
 
 use crate::error::{LadderError, Result};
 use crate::limits::{
-    DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
+    DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LEASE_LEFT_TO_PUBLISH_PERMILLE,
+    PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
 };
 use crate::model::{BotKind, BotVersion, Claim, Outcome, Settlement};
 use crate::store::Store;
@@ -470,12 +471,7 @@ async fn run_claim(
     };
     // Only a worker that still holds the match publishes its replay: a stale
     // one must not replace the replay of the run that settles.
-    let lease_check = store.heartbeat(
-        &game.id,
-        &claim.lease_id,
-        config.lease_ms,
-        store.clock().now_ms(),
-    );
+    let lease_check = hold_lease_to_publish(store, &game.id, &claim.lease_id, config.lease_ms);
     if timed(times, Step::LeaseCheck, lease_check).await.is_err() {
         tracing::warn!("lease lost before publishing; abandoning the match");
         return Ok(Worked::LostLease {
@@ -550,6 +546,34 @@ async fn run_claim(
         }),
         Err(error) => Err(error),
     }
+}
+
+/// Makes sure the lease is still this worker's with enough of it left to
+/// publish and settle in: read beside the writer when at least
+/// [`LEASE_LEFT_TO_PUBLISH_PERMILLE`] of a lease is left (no write, no wait
+/// for the one SQLite writer), else extended as a heartbeat would.
+async fn hold_lease_to_publish(
+    store: &Store,
+    match_id: &str,
+    lease_id: &str,
+    lease_ms: i64,
+) -> Result<()> {
+    let now = store.clock().now_ms();
+    match store.lease_expires(match_id, lease_id).await? {
+        Some(expires) if !lease_needs_extension(expires, now, lease_ms) => Ok(()),
+        Some(_) => store
+            .heartbeat(match_id, lease_id, lease_ms, now)
+            .await
+            .map(drop),
+        None => Err(LadderError::LeaseLost(format!(
+            "match {match_id}: lease {lease_id} was taken"
+        ))),
+    }
+}
+
+/// Whether a lease that `expires` must be extended before publishing at `now`.
+fn lease_needs_extension(expires: i64, now: i64, lease_ms: i64) -> bool {
+    expires.saturating_sub(now) < lease_ms.saturating_mul(LEASE_LEFT_TO_PUBLISH_PERMILLE) / 1_000
 }
 
 /// Opens the live feed of a match, when this worker has feeds. A feed that
@@ -631,4 +655,32 @@ async fn published_replay(config: &WorkerConfig, match_id: &str) -> Result<Repla
         return Err(corrupt(format!("it names match {}", replay.match_id)));
     }
     Ok(replay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_is_extended_before_publishing_only_when_little_is_left() {
+        let lease_ms = 30_000;
+        // (expires, now, extend?)
+        let table = [
+            (130_000, 100_000, false), // just claimed: all of it left
+            (127_000, 100_000, false), // 90% left
+            (126_999, 100_000, true),  // just under 90%
+            (105_000, 100_000, true),  // a long match since the last heartbeat
+            (100_000, 100_000, true),  // expiring now
+            (99_000, 100_000, true),   // expired: the heartbeat refuses it
+            (i64::MAX, i64::MIN, false),
+            (i64::MIN, i64::MAX, true),
+        ];
+        for (expires, now, extend) in table {
+            assert_eq!(
+                lease_needs_extension(expires, now, lease_ms),
+                extend,
+                "expires {expires}, now {now}"
+            );
+        }
+    }
 }

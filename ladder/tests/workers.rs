@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::TestDb;
 use duel_ladder::clock::ManualClock;
-use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState};
+use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState, Outcome};
 use duel_ladder::store::PairSide;
 use duel_ladder::worker::{
     BotFactory, BuiltinFactory, FighterFuture, Worked, WorkerConfig, work_once,
@@ -444,4 +444,47 @@ async fn claims_take_the_oldest_first(db: &TestDb) {
 both_backends!(
     claims_take_the_oldest_match_first,
     claims_take_the_oldest_first
+);
+
+/// The lease read before publishing: the holder's expiry while it runs,
+/// nothing for another lease or once the match is settled.
+async fn lease_expiry_is_read_for_its_holder_only(db: &TestDb) {
+    let match_id = one_match(db, builtin("builtin:block")).await;
+    let now = duel_ladder::store::now_ms();
+    let claim = db
+        .store
+        .claim(30_000, now)
+        .await
+        .expect("claim")
+        .expect("a match");
+    assert_eq!(
+        db.store
+            .lease_expires(&match_id, &claim.lease_id)
+            .await
+            .expect("read"),
+        Some(now + 30_000)
+    );
+    assert_eq!(
+        db.store
+            .lease_expires(&match_id, "another lease")
+            .await
+            .expect("read"),
+        None
+    );
+    db.store
+        .complete(&match_id, &claim.lease_id, Outcome::A, "r.json", now + 1)
+        .await
+        .expect("settle");
+    assert_eq!(
+        db.store
+            .lease_expires(&match_id, &claim.lease_id)
+            .await
+            .expect("read"),
+        None,
+        "a settled match has no running lease"
+    );
+}
+both_backends!(
+    lease_expiry_is_read_for_its_holder_only,
+    lease_expiry_is_read_for_its_holder_only
 );

@@ -780,6 +780,20 @@ impl Store {
         heartbeat_tx(&mut conn, match_id, lease_id, lease_ms, now).await
     }
 
+    /// When the lease `lease_id` on running match `match_id` expires, read
+    /// beside the writer; `None` when the match is not running under it.
+    pub async fn lease_expires(&self, match_id: &str, lease_id: &str) -> Result<Option<i64>> {
+        let row = sqlx::query(
+            "SELECT lease_expires_ms FROM matches WHERE id = $1 AND state = 'running' AND lease_id = $2",
+        )
+        .bind(match_id.to_owned())
+        .bind(lease_id.to_owned())
+        .fetch_optional(&mut *self.reads().acquire().await?)
+        .await?;
+        row.map(|row| get::<i64>(&row, "lease_expires_ms"))
+            .transpose()
+    }
+
     /// Settles a match, only for the lease holder, in one transaction with the
     /// other settlements of this process that arrive meanwhile (group commit).
     /// A repeat by the same lease returns the settlement already made and

@@ -134,6 +134,53 @@ impl Script {
     }
 }
 
+impl Script {
+    /// The whole script as one statement, for PostgreSQL (which runs one
+    /// statement per command): each statement a data-modifying `WITH` query
+    /// (`w0 AS (… RETURNING 1)`), the main query counting each one's rows.
+    /// A settlement batch's writes then cost one round trip instead of one
+    /// each. Every part sees the rows as they were when the statement began,
+    /// so no statement of such a script may read what another writes or
+    /// change a row another changes; each must be an `INSERT`, `UPDATE` or
+    /// `DELETE` without a `RETURNING` of its own.
+    pub async fn run_as_one_statement(self, conn: &mut AnyConnection) -> Result<Vec<Answer>> {
+        if self.statements.len() < 2 {
+            return self.run(conn, false).await;
+        }
+        let mut sql = String::from("WITH ");
+        let mut args = Vec::new();
+        let mut counts = Vec::with_capacity(self.statements.len());
+        for (index, statement) in self.statements.iter().enumerate() {
+            if index > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "w{index} AS ({} RETURNING 1)",
+                shift_placeholders(&statement.sql, args.len())
+            ));
+            args.extend(statement.args.iter().cloned());
+            counts.push(format!("(SELECT count(*) FROM w{index}) AS n{index}"));
+        }
+        sql.push_str(" SELECT ");
+        sql.push_str(&counts.join(", "));
+        let answer = command(conn, sql, args, 1).await?.pop().unwrap_or_default();
+        let Some(row) = answer.rows.first() else {
+            return Err(LadderError::corrupt("a write script gave no counts"));
+        };
+        let mut answers = Vec::with_capacity(self.statements.len());
+        for (index, statement) in self.statements.iter().enumerate() {
+            let changed: i64 = sqlx::Row::try_get(row, format!("n{index}").as_str())?;
+            let answer = Answer {
+                rows: Vec::new(),
+                affected: u64::try_from(changed).unwrap_or(0),
+            };
+            check(statement, &answer)?;
+            answers.push(answer);
+        }
+        Ok(answers)
+    }
+}
+
 /// Sends `sql` (`statements` statements) as one command and collects each
 /// statement's answer: `Executor::fetch_many` yields a statement's rows, then
 /// its result.

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sqlx::AnyConnection;
 use tokio::sync::oneshot;
 
-use super::script::{Arg, Script};
+use super::script::{Arg, Script, shift_placeholders};
 use super::{Store, get};
 use crate::error::{LadderError, Result};
 use crate::ledger::{self, HOUSE_ACCOUNT, Plan, TransferOp};
@@ -197,6 +197,14 @@ pub(crate) fn placeholder_rows(rows: usize, columns: usize) -> String {
         .join(", ")
 }
 
+/// `$1, $2, …, $count`.
+fn placeholder_list(count: usize) -> String {
+    (1..=count)
+        .map(|number| format!("${number}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A settlement the batch writes: the match as locked, and its plan.
 struct Planned {
     index: usize,
@@ -218,7 +226,9 @@ struct AccountDelta {
 struct Backend {
     /// Rows are locked (`FOR UPDATE`) in the ledger's global orders.
     row_locks: bool,
-    /// A step's statements go as one command (see [`Script`]).
+    /// A step's statements go as one command (SQLite, see [`Script`]);
+    /// otherwise the writes go as one statement
+    /// ([`Script::run_as_one_statement`], PostgreSQL), after the row locks.
     together: bool,
 }
 
@@ -308,13 +318,25 @@ async fn settle_many_tx(
         }
         planned.push(Planned { index, game, plan });
     }
+    let mut locks = Script::default();
     let mut writes = Script::default();
     store_ratings(&mut writes, &ratings);
     record_history(&mut writes, requests, &planned);
     mark_settled(&mut writes, requests, &planned);
     ready_bots(&mut writes, requests, &planned);
-    apply_transfers(&mut writes, backend.row_locks, requests, &planned)?;
-    writes.run(conn, backend.together).await?;
+    apply_transfers(
+        &mut writes,
+        backend.row_locks.then_some(&mut locks),
+        requests,
+        &planned,
+    )?;
+    if backend.together {
+        locks.run(conn, true).await?;
+        writes.run(conn, true).await?;
+    } else {
+        locks.run(conn, false).await?;
+        writes.run_as_one_statement(conn).await?;
+    }
     for Planned { index, plan, .. } in planned {
         answers[index] = Some(Ok(Settlement {
             match_id: plan.match_id.clone(),
@@ -542,18 +564,28 @@ fn ready_bots(writes: &mut Script, requests: &[SettleRequest], planned: &[Planne
             _ => latest.push((bot_id, now)),
         }
     }
+    // The batch's own matches are left out by id rather than by their new
+    // state: on PostgreSQL every write of the batch is one statement, whose
+    // parts all see the rows as they were before it.
+    let settled = planned.len();
     let sql = format!(
         "WITH d(d_bot, d_ready) AS (VALUES {}) \
          UPDATE bots SET active_ready_ms = d.d_ready, active_waves = 0 FROM d \
          WHERE bots.id = d.d_bot AND active_stake IS NOT NULL AND paused_reason IS NULL \
          AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.state IN ('queued', 'running') \
-         AND (m.bot_a = bots.id OR m.bot_b = bots.id))",
-        placeholder_rows(latest.len(), 2)
+         AND (m.bot_a = bots.id OR m.bot_b = bots.id) AND m.id NOT IN ({}))",
+        placeholder_rows(latest.len(), 2),
+        shift_placeholders(&placeholder_list(settled), latest.len() * 2)
     );
-    let mut args = Vec::with_capacity(latest.len() * 2);
+    let mut args = Vec::with_capacity(latest.len() * 2 + settled);
     for (bot_id, now) in latest {
         args.extend([Arg::from(bot_id), Arg::from(now)]);
     }
+    args.extend(
+        planned
+            .iter()
+            .map(|planned| Arg::from(requests[planned.index].match_id.as_str())),
+    );
     writes.push(sql, args);
 }
 
@@ -588,7 +620,7 @@ fn pending_stake(game: &Match, pending_id: &str) -> Result<(String, String, i64)
 /// conflict or a refused row fails the batch, which rolls back.
 fn apply_transfers(
     writes: &mut Script,
-    row_locks: bool,
+    locks: Option<&mut Script>,
     requests: &[SettleRequest],
     planned: &[Planned],
 ) -> Result<()> {
@@ -691,7 +723,7 @@ fn apply_transfers(
         }
         writes.push_expecting(sql, args, singles.len(), "transfers");
     }
-    update_accounts(writes, row_locks, &deltas);
+    update_accounts(writes, locks, &deltas);
     Ok(())
 }
 
@@ -701,13 +733,17 @@ fn apply_transfers(
 /// rows as the whole batch leaves them: within a settlement an escrow is
 /// credited before it pays out and owners are only credited, so that is the
 /// rule each transfer met in turn.
-fn update_accounts(writes: &mut Script, row_locks: bool, deltas: &BTreeMap<String, AccountDelta>) {
+fn update_accounts(
+    writes: &mut Script,
+    locks: Option<&mut Script>,
+    deltas: &BTreeMap<String, AccountDelta>,
+) {
     if deltas.is_empty() {
         return;
     }
     let mut ordered: Vec<(&String, &AccountDelta)> = deltas.iter().collect();
     ordered.sort_by_key(|(id, _)| (id.as_str() == HOUSE_ACCOUNT, id.as_str()));
-    if row_locks {
+    if let Some(locks) = locks {
         let sql = format!(
             "SELECT id FROM ledger_accounts WHERE id IN ({}) \
              ORDER BY CASE WHEN id = '{HOUSE_ACCOUNT}' THEN 1 ELSE 0 END, id FOR UPDATE",
@@ -717,7 +753,7 @@ fn update_accounts(writes: &mut Script, row_locks: bool, deltas: &BTreeMap<Strin
             .iter()
             .map(|(id, _)| Arg::from(id.as_str()))
             .collect();
-        writes.push(sql, args);
+        locks.push(sql, args);
     }
     let sql = format!(
         "WITH d(d_id, d_debits_pending, d_debits_posted, d_credits_pending, d_credits_posted) AS (VALUES {}) \
@@ -791,9 +827,47 @@ mod tests {
         let store = Store::connect(&format!("sqlite://{}/l.db", dir.path().display()))
             .await
             .expect("store");
+        refused_batch_writes_nothing(&store).await;
+        store.close().await;
+    }
+
+    /// On PostgreSQL the batch's writes are one statement: a part that
+    /// changes the wrong number of rows still refuses the whole batch.
+    #[tokio::test]
+    async fn a_refused_batch_writes_nothing_on_postgres() {
+        let admin_url = "postgres://postgres@127.0.0.1:5432/postgres";
+        sqlx::any::install_default_drivers();
+        let Ok(mut admin) = <sqlx::AnyConnection as sqlx::Connection>::connect(admin_url).await
+        else {
+            assert!(
+                std::env::var("DUEL_TEST_SERVICES").as_deref() != Ok("required"),
+                "PostgreSQL is not reachable at {admin_url}"
+            );
+            eprintln!("skipped: PostgreSQL is not reachable at {admin_url}");
+            return;
+        };
+        let name = format!("ladder_unit_{}", uuid::Uuid::new_v4().simple());
+        let create = format!("CREATE DATABASE \"{name}\"");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+            .execute(&mut admin)
+            .await
+            .expect("create database");
+        let store = Store::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+            .await
+            .expect("store");
+        refused_batch_writes_nothing(&store).await;
+        store.close().await;
+        let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
+            .execute(&mut admin)
+            .await
+            .expect("drop database");
+    }
+
+    async fn refused_batch_writes_nothing(store: &Store) {
         store.start_season("s1").await.expect("season");
-        let (first, first_lease) = running_pair(&store, "p").await;
-        let (second, second_lease) = running_pair(&store, "q").await;
+        let (first, first_lease) = running_pair(store, "p").await;
+        let (second, second_lease) = running_pair(store, "q").await;
         // The second match's stake resolution already exists: its insert
         // changes no row, and the batch must refuse.
         sqlx::query(
@@ -838,6 +912,5 @@ mod tests {
             store.game(&first).await.expect("first").state,
             MatchState::Settled
         );
-        store.close().await;
     }
 }

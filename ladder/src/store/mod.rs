@@ -78,6 +78,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// The statement that opens a write transaction.
     fn begin_write(&self) -> &'static str;
+    /// The statement that opens a settlement batch's transaction.
+    fn begin_settlement(&self) -> &'static str {
+        self.begin_write()
+    }
     /// Selects the oldest claimable match (`$1` = now): queued, or running with an
     /// expired lease; locked so concurrent claimers skip it where the backend can.
     fn select_claimable(&self) -> &'static str;
@@ -421,6 +425,14 @@ impl Store {
         conn: &'c mut WriteConn,
     ) -> Result<Transaction<'c, sqlx::Any>> {
         Ok(sqlx::Connection::begin_with(&mut **conn, self.dialect.begin_write()).await?)
+    }
+
+    /// Opens a settlement batch's transaction on `conn`.
+    pub(crate) async fn begin_settlement<'c>(
+        &self,
+        conn: &'c mut WriteConn,
+    ) -> Result<Transaction<'c, sqlx::Any>> {
+        Ok(sqlx::Connection::begin_with(&mut **conn, self.dialect.begin_settlement()).await?)
     }
 
     pub(crate) fn is_retryable(&self, error: &sqlx::Error) -> bool {

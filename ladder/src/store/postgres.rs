@@ -18,6 +18,16 @@ impl Dialect for Postgres {
         "BEGIN"
     }
 
+    // A batch's statements differ only in their numbers of rows, and each
+    // text is planned afresh for its first executions on a connection: at
+    // 0.5-1 ms a plan that was most of a batch's time (docs/perf/ladder.md).
+    // Every one of them finds its rows by key, so the generic plan is the
+    // plan. Sent with `BEGIN` as one simple query, queued before the first
+    // statement: no round trip of its own; `LOCAL` ends with the transaction.
+    fn begin_settlement(&self) -> &'static str {
+        "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan"
+    }
+
     // Each branch locks its own candidate (a lock clause may not apply to a
     // UNION or its inputs, but may to a subquery they read); the one not
     // chosen is released when the statement's transaction ends.

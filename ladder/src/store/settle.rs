@@ -157,7 +157,7 @@ impl Store {
         requests: &[SettleRequest],
     ) -> Result<Vec<Option<Result<Settlement>>>> {
         let mut conn = self.writer().await?;
-        let mut tx = self.begin_write(&mut conn).await?;
+        let mut tx = self.begin_settlement(&mut conn).await?;
         let backend = Backend {
             row_locks: self.dialect().row_locks(),
             together: self.dialect().one_command_scripts(),

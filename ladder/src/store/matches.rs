@@ -295,26 +295,8 @@ async fn claim_tx(
     Ok(ClaimStep::Claimed(id))
 }
 
-/// A claimed match, both pinned versions and the season's name, in one read;
-/// `{which}` picks the match (`m.id = $1`, or the running match of a lease).
-macro_rules! claimed_match_sql {
-    ($which:literal) => {
-        concat!(
-            "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
-             va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
-             vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
-             FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
-             JOIN seasons s ON s.id = m.season_id \
-             JOIN bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a \
-             JOIN bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
-             WHERE ",
-            $which
-        )
-    };
-}
-
 async fn claimed_match(conn: &mut AnyConnection, match_id: &str) -> Result<AnyRow> {
-    sqlx::query(claimed_match_sql!("m.id = $1"))
+    sqlx::query(claimed_match_sql!("matches", "JOIN", "m.id = $1"))
         .bind(match_id.to_owned())
         .fetch_optional(&mut *conn)
         .await?
@@ -690,21 +672,32 @@ impl Store {
         // claimed in one statement and read on the same connection.
         // On SQLite both statements are one command: one hop to the
         // connection's thread. The read finds the match by its new lease
-        // (running matches are few, and indexed by state).
-        let claimed = {
+        // (running matches are few, and indexed by state). On PostgreSQL
+        // they are one statement.
+        let args = || {
+            vec![
+                Arg::from(lease_id.as_str()),
+                Arg::from(now.saturating_add(lease_ms)),
+                Arg::from(now),
+                Arg::from(MAX_MATCH_RUNS),
+            ]
+        };
+        let claimed = if let Some(claim_and_read) = self.dialect().claim_and_read() {
+            let mut claim = Script::default();
+            claim.push(claim_and_read.to_owned(), args());
+            let mut conn = self.writer().await?;
+            let answers = claim.run(&mut conn, false).await?;
+            answers
+                .into_iter()
+                .next()
+                .and_then(|answer| answer.rows.into_iter().next())
+        } else {
             let mut conn = self.writer().await?;
             let mut claim = Script::default();
+            claim.push(self.dialect().claim_next().to_owned(), args());
             claim.push(
-                self.dialect().claim_next().to_owned(),
-                vec![
-                    Arg::from(lease_id.as_str()),
-                    Arg::from(now.saturating_add(lease_ms)),
-                    Arg::from(now),
-                    Arg::from(MAX_MATCH_RUNS),
-                ],
-            );
-            claim.push(
-                claimed_match_sql!("m.state = 'running' AND m.lease_id = $1").to_owned(),
+                claimed_match_sql!("matches", "JOIN", "m.state = 'running' AND m.lease_id = $1")
+                    .to_owned(),
                 vec![Arg::from(lease_id.as_str())],
             );
             let together = self.dialect().one_command_scripts();

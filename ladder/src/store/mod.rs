@@ -37,6 +37,41 @@ macro_rules! oldest_claimable_sql {
     };
 }
 
+/// A claimed match, both pinned versions and the season's name, in one read
+/// of `$from m` (the `matches` table, or a `WITH` query over it) joined with
+/// `$join` (`JOIN`, or `LEFT JOIN` so that a missing version reads as a
+/// corrupt row rather than as no match); `$which` picks the match.
+macro_rules! claimed_match_sql {
+    ($from:literal, $join:literal, $which:literal) => {
+        concat!(
+            "SELECT m.*, ba.name AS name_a, bb.name AS name_b, s.name AS season_name, \
+             va.kind AS kind_a, va.spec AS spec_a, va.digest AS digest_a, va.created_ms AS created_a, \
+             vb.kind AS kind_b, vb.spec AS spec_b, vb.digest AS digest_b, vb.created_ms AS created_b \
+             FROM ", $from, " m ", $join, " bots ba ON ba.id = m.bot_a ", $join, " bots bb ON bb.id = m.bot_b ",
+            $join, " seasons s ON s.id = m.season_id ",
+            $join, " bot_versions va ON va.bot_id = m.bot_a AND va.version = m.version_a ",
+            $join, " bot_versions vb ON vb.bot_id = m.bot_b AND vb.version = m.version_b \
+             WHERE ",
+            $which
+        )
+    };
+}
+
+/// Claims the oldest claimable match if it has runs left (`$1` lease id,
+/// `$2` lease expiry, `$3` now, `$4` most runs), returning `$returning`;
+/// `$lock` as in [`oldest_claimable_sql`].
+macro_rules! claim_next_sql {
+    ($lock:literal, $returning:literal) => {
+        concat!(
+            "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, \
+             attempts = attempts + 1 WHERE id = (",
+            oldest_claimable_sql!("id", "$3", $lock),
+            ") AND attempts < $4 RETURNING ",
+            $returning
+        )
+    };
+}
+
 mod ledger_sql;
 mod logs;
 mod matches;
@@ -89,6 +124,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// (`$1` lease id, `$2` lease expiry, `$3` now, `$4` most runs), returning
     /// its `id`; otherwise changes nothing.
     fn claim_next(&self) -> &'static str;
+    /// The claim and the read of what it claimed as one statement (same
+    /// parameters as [`Dialect::claim_next`], the row as the claimed-match
+    /// read gives it), where the backend can: one round trip, not two.
+    fn claim_and_read(&self) -> Option<&'static str> {
+        None
+    }
     /// Reads one match row for settlement (`$1` = id), locked against concurrent
     /// settlement, with whether its season still runs (`season_open`: 1, 0, NULL without a season).
     fn select_match_for_update(&self) -> &'static str;
@@ -158,14 +199,25 @@ impl Checkpointer {
             .execute(&mut conn)
             .await?;
         let task = tokio::spawn(async move {
+            let mut failing = false;
             loop {
                 tokio::time::sleep(SQLITE_CHECKPOINT_INTERVAL).await;
-                if let Err(error) = sqlx::raw_sql("PRAGMA wal_checkpoint(PASSIVE);")
+                match sqlx::raw_sql("PRAGMA wal_checkpoint(PASSIVE);")
                     .execute(&mut conn)
                     .await
                 {
-                    // The writer's own checkpoints still run past the backstop.
-                    tracing::warn!(%error, "cannot checkpoint the SQLite log; the writer will");
+                    Ok(_) if failing => {
+                        failing = false;
+                        tracing::info!("the SQLite log is checkpointed again");
+                    }
+                    Ok(_) => {}
+                    // Said once, not ten times a second; the writer's own
+                    // checkpoints still run past the backstop.
+                    Err(error) if !failing => {
+                        failing = true;
+                        tracing::warn!(%error, "cannot checkpoint the SQLite log; the writer will");
+                    }
+                    Err(error) => tracing::debug!(%error, "cannot checkpoint the SQLite log"),
                 }
             }
         });

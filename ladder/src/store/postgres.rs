@@ -36,12 +36,18 @@ impl Dialect for Postgres {
     }
 
     fn claim_next(&self) -> &'static str {
-        concat!(
-            "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, attempts = attempts + 1 \
-             WHERE id = (",
-            oldest_claimable_sql!("id", "$3", " FOR UPDATE SKIP LOCKED"),
-            ") AND attempts < $4 RETURNING id"
-        )
+        claim_next_sql!(" FOR UPDATE SKIP LOCKED", "id")
+    }
+
+    // PostgreSQL runs one statement per command: without this, a claim is two
+    // round trips, the second after the first's commit.
+    fn claim_and_read(&self) -> Option<&'static str> {
+        Some(concat!(
+            "WITH claimed AS (",
+            claim_next_sql!(" FOR UPDATE SKIP LOCKED", "*"),
+            ") ",
+            claimed_match_sql!("claimed", "LEFT JOIN", "TRUE")
+        ))
     }
 
     fn select_match_for_update(&self) -> &'static str {

@@ -22,12 +22,7 @@ impl Dialect for Sqlite {
     }
 
     fn claim_next(&self) -> &'static str {
-        concat!(
-            "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, attempts = attempts + 1 \
-             WHERE id = (",
-            oldest_claimable_sql!("id", "$3", ""),
-            ") AND attempts < $4 RETURNING id"
-        )
+        claim_next_sql!("", "id")
     }
 
     fn select_match_for_update(&self) -> &'static str {

@@ -117,7 +117,10 @@ enum Command {
         play: PlayArgs,
     },
     /// Matches settled per second on a fresh database with built-in bots,
-    /// against the referee alone (the bare baseline).
+    /// against the referee alone (the bare baseline): also the settle phase's
+    /// CPU per match, each worker step's wall-clock time per match (where the
+    /// workers wait), how settlements shared transactions, and `ledger check`
+    /// over the result (exit 1 if it finds a violation).
     Bench {
         #[arg(long)]
         db: String,
@@ -127,6 +130,9 @@ enum Command {
         workers: usize,
         #[arg(long, default_value = "bench-replays")]
         replays_dir: PathBuf,
+        /// One JSON object instead of lines of text.
+        #[arg(long)]
+        json: bool,
     },
     /// The public site's scale benchmark (docs/perf/site.md): seed a large
     /// ladder in SQL, then load the site's pages.
@@ -525,10 +531,18 @@ async fn run(cli: Cli) -> Result<Outcome> {
             matches,
             workers,
             replays_dir,
+            json,
         } => {
             let report = duel_ladder::bench::settle_bench(&db, matches, workers, replays_dir)
                 .await
                 .with_context(|| format!("benchmarking {db}"))?;
+            if json {
+                say!("{}", serde_json::to_string_pretty(&bench_json(&report))?);
+                return Ok(match report.ledger {
+                    Ok(()) => Outcome::Done,
+                    Err(_) => Outcome::Negative,
+                });
+            }
             say!(
                 "{}: {} matches, {} workers: accepted {:.0}/s, settled {:.0}/s, bare referee {:.0}/s (the referee alone is {:.0}x faster)",
                 report.backend,
@@ -615,6 +629,38 @@ async fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
     }
+}
+
+/// `ladder bench --json`: the report's figures, steps keyed by name
+/// (`lease_check`), `ledger` `"ok"` or the first violation.
+fn bench_json(report: &duel_ladder::bench::BenchReport) -> serde_json::Value {
+    let steps: serde_json::Map<String, serde_json::Value> = report
+        .step_ms
+        .iter()
+        .map(|(step, ms)| (step.name().replace(' ', "_"), serde_json::json!(ms)))
+        .collect();
+    serde_json::json!({
+        "backend": report.backend,
+        "matches": report.matches,
+        "workers": report.workers,
+        "accepted_per_s": report.accepted_per_s,
+        "settled_per_s": report.settled_per_s,
+        "bare_per_s": report.bare_per_s,
+        "settle_cpu": report.settle_cpu.map(|cpu| serde_json::json!({
+            "per_match_ms": cpu.per_match_ms,
+            "system_share": cpu.system_share,
+        })),
+        "step_ms": steps,
+        "settlements": {
+            "batches": report.settlements.batches,
+            "batched": report.settlements.batched,
+            "alone": report.settlements.alone,
+        },
+        "ledger": match &report.ledger {
+            Ok(()) => serde_json::json!("ok"),
+            Err(violation) => serde_json::json!(violation),
+        },
+    })
 }
 
 async fn bench_site(command: BenchSiteCommand) -> Result<Outcome> {

@@ -88,6 +88,64 @@ async fn bench_settles_and_keeps_the_books(db: &TestDb) {
 
 both_backends!(bench_through_the_binary, bench_settles_and_keeps_the_books);
 
+/// `--json`: one object a script can read, with the same figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_json_is_one_object_with_every_figure() {
+    let db = TestDb::sqlite().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(LADDER)
+        .args(["bench", "--db", &db.url, "--matches", "12", "--json"])
+        .arg("--replays-dir")
+        .arg(dir.path().join("replays"))
+        .output()
+        .expect("run ladder bench --json");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(report["backend"], "sqlite");
+    assert_eq!(report["matches"], 12);
+    assert_eq!(report["workers"], 2);
+    assert_eq!(report["ledger"], "ok");
+    assert_eq!(report["settlements"]["batched"], 12);
+    assert_eq!(report["settlements"]["alone"], 0);
+    assert!(
+        report["settled_per_s"]
+            .as_f64()
+            .is_some_and(|rate| rate > 0.0)
+    );
+    for step in [
+        "claim",
+        "prepare",
+        "play",
+        "lease_check",
+        "logs",
+        "publish",
+        "settle",
+    ] {
+        assert!(
+            report["step_ms"][step].as_f64().is_some(),
+            "{step} in {report}"
+        );
+    }
+    assert!(
+        report["step_ms"]["settle"]
+            .as_f64()
+            .is_some_and(|ms| ms > 0.0)
+    );
+    if cfg!(target_os = "linux") {
+        assert!(
+            report["settle_cpu"]["per_match_ms"]
+                .as_f64()
+                .is_some_and(|ms| ms > 0.0)
+        );
+    }
+    db.cleanup().await;
+}
+
 /// A reader that goes away early (`ladder bench | head -1`) ends the output,
 /// not the program: no panic, exit 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

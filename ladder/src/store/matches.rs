@@ -11,7 +11,7 @@ use super::ledger_sql::{apply_transfer, create_account, load_account};
 use super::play::{ReadyBot, pause_tx, ready_after_match_tx, short_of_stake, take_active_tx};
 use super::script::{Arg, Script};
 use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
-use super::{Store, get, write_tx};
+use super::{ClaimSql, Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::ledger::{self, Plan, escrow_account, owner_account, rake_transfer_id};
 use crate::limits::{DEFAULT_RAKE_BP, MAX_LIST_ROWS, MAX_MATCH_RUNS};
@@ -682,40 +682,47 @@ impl Store {
                 Arg::from(MAX_MATCH_RUNS),
             ]
         };
-        let claimed = if let Some(claim_and_read) = self.dialect().claim_and_read() {
-            let mut claim = Script::default();
-            claim.push(claim_and_read.to_owned(), args());
-            let mut conn = self.writer().await?;
-            let answers = claim.run(&mut conn, false).await?;
-            answers
-                .into_iter()
-                .next()
-                .and_then(|answer| answer.rows.into_iter().next())
-        } else {
-            let mut conn = self.writer().await?;
-            let mut claim = Script::default();
-            claim.push(self.dialect().claim_next().to_owned(), args());
-            claim.push(
-                claimed_match_sql!("matches", "JOIN", "m.state = 'running' AND m.lease_id = $1")
+        let claimed = match self.dialect().claim_next() {
+            ClaimSql::WithRead(claim_and_read) => {
+                let mut claim = Script::default();
+                claim.push(claim_and_read.to_owned(), args());
+                let mut conn = self.writer().await?;
+                let answers = claim.run(&mut conn, false).await?;
+                answers
+                    .into_iter()
+                    .next()
+                    .and_then(|answer| answer.rows.into_iter().next())
+            }
+            ClaimSql::ThenRead(claim_next) => {
+                let mut conn = self.writer().await?;
+                let mut claim = Script::default();
+                claim.push(claim_next.to_owned(), args());
+                claim.push(
+                    claimed_match_sql!(
+                        "matches",
+                        "JOIN",
+                        "m.state = 'running' AND m.lease_id = $1"
+                    )
                     .to_owned(),
-                vec![Arg::from(lease_id.as_str())],
-            );
-            let together = self.dialect().one_command_scripts();
-            let mut answers = claim.run(&mut conn, together).await?.into_iter();
-            match (answers.next(), answers.next()) {
-                (Some(updated), Some(read)) => {
-                    match (updated.rows.first(), read.rows.into_iter().next()) {
-                        (None, _) => None,
-                        (Some(_), Some(row)) => Some(row),
-                        (Some(claimed), None) => {
-                            return Err(LadderError::corrupt(format!(
-                                "claimed match {} without its season or bot versions",
-                                get::<String>(claimed, "id")?
-                            )));
+                    vec![Arg::from(lease_id.as_str())],
+                );
+                let together = self.dialect().one_command_scripts();
+                let mut answers = claim.run(&mut conn, together).await?.into_iter();
+                match (answers.next(), answers.next()) {
+                    (Some(updated), Some(read)) => {
+                        match (updated.rows.first(), read.rows.into_iter().next()) {
+                            (None, _) => None,
+                            (Some(_), Some(row)) => Some(row),
+                            (Some(claimed), None) => {
+                                return Err(LadderError::corrupt(format!(
+                                    "claimed match {} without its season or bot versions",
+                                    get::<String>(claimed, "id")?
+                                )));
+                            }
                         }
                     }
+                    _ => return Err(LadderError::corrupt("the claim gave no answer")),
                 }
-                _ => return Err(LadderError::corrupt("the claim gave no answer")),
             }
         };
         let row = match claimed {

@@ -120,16 +120,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Selects the oldest claimable match (`$1` = now): queued, or running with an
     /// expired lease; locked so concurrent claimers skip it where the backend can.
     fn select_claimable(&self) -> &'static str;
-    /// Claims the oldest claimable match in one statement if it has runs left
-    /// (`$1` lease id, `$2` lease expiry, `$3` now, `$4` most runs), returning
-    /// its `id`; otherwise changes nothing.
-    fn claim_next(&self) -> &'static str;
-    /// The claim and the read of what it claimed as one statement (same
-    /// parameters as [`Dialect::claim_next`], the row as the claimed-match
-    /// read gives it), where the backend can: one round trip, not two.
-    fn claim_and_read(&self) -> Option<&'static str> {
-        None
-    }
+    /// Claims the oldest claimable match if it has runs left (`$1` lease id,
+    /// `$2` lease expiry, `$3` now, `$4` most runs); otherwise changes
+    /// nothing. See [`ClaimSql`] for how the claimed match is read back.
+    fn claim_next(&self) -> ClaimSql;
     /// Reads one match row for settlement (`$1` = id), locked against concurrent
     /// settlement, with whether its season still runs (`season_open`: 1, 0, NULL without a season).
     fn select_match_for_update(&self) -> &'static str;
@@ -147,6 +141,18 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Whether a failed transaction is worth running again.
     fn is_retryable(&self, error: &sqlx::Error) -> bool;
     fn migrator(&self) -> &'static sqlx::migrate::Migrator;
+}
+
+/// A claim's statement, and how the claimed match is read back.
+#[derive(Clone, Copy, Debug)]
+pub enum ClaimSql {
+    /// An `UPDATE … RETURNING id`, followed in the same command by the read
+    /// of the match running under the new lease (SQLite: one hop for both).
+    ThenRead(&'static str),
+    /// One statement that claims and returns the claimed match's row as
+    /// that read gives it (PostgreSQL, one statement per command: one round
+    /// trip, not two).
+    WithRead(&'static str),
 }
 
 /// Most times one write transaction is retried after a deadlock or serialization failure.

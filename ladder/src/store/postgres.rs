@@ -2,7 +2,7 @@
 //! (`FOR UPDATE SKIP LOCKED`); settlement locks the match row, then both bots'
 //! rating rows in bot-id order before reading them.
 
-use super::Dialect;
+use super::{ClaimSql, Dialect};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
@@ -35,14 +35,10 @@ impl Dialect for Postgres {
         oldest_claimable_sql!("id, attempts", "$1", " FOR UPDATE SKIP LOCKED")
     }
 
-    fn claim_next(&self) -> &'static str {
-        claim_next_sql!(" FOR UPDATE SKIP LOCKED", "id")
-    }
-
-    // PostgreSQL runs one statement per command: without this, a claim is two
+    // PostgreSQL runs one statement per command: as two, a claim would be two
     // round trips, the second after the first's commit.
-    fn claim_and_read(&self) -> Option<&'static str> {
-        Some(concat!(
+    fn claim_next(&self) -> ClaimSql {
+        ClaimSql::WithRead(concat!(
             "WITH claimed AS (",
             claim_next_sql!(" FOR UPDATE SKIP LOCKED", "*"),
             ") ",

@@ -197,14 +197,6 @@ pub(crate) fn placeholder_rows(rows: usize, columns: usize) -> String {
         .join(", ")
 }
 
-/// `$1, $2, …, $count`.
-fn placeholder_list(count: usize) -> String {
-    (1..=count)
-        .map(|number| format!("${number}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// A settlement the batch writes: the match as locked, and its plan.
 struct Planned {
     index: usize,
@@ -330,11 +322,11 @@ async fn settle_many_tx(
         requests,
         &planned,
     )?;
+    // Row locks first, in the ledger's order (none on SQLite).
+    locks.run(conn, false).await?;
     if backend.together {
-        locks.run(conn, true).await?;
         writes.run(conn, true).await?;
     } else {
-        locks.run(conn, false).await?;
         writes.run_as_one_statement(conn).await?;
     }
     for Planned { index, plan, .. } in planned {
@@ -575,7 +567,7 @@ fn ready_bots(writes: &mut Script, requests: &[SettleRequest], planned: &[Planne
          AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.state IN ('queued', 'running') \
          AND (m.bot_a = bots.id OR m.bot_b = bots.id) AND m.id NOT IN ({}))",
         placeholder_rows(latest.len(), 2),
-        shift_placeholders(&placeholder_list(settled), latest.len() * 2)
+        shift_placeholders(&placeholder_rows(settled, 1), latest.len() * 2)
     );
     let mut args = Vec::with_capacity(latest.len() * 2 + settled);
     for (bot_id, now) in latest {

@@ -1,7 +1,7 @@
 //! SQLite: the embedded default. One writer at a time (`BEGIN IMMEDIATE` takes
 //! the write lock up front), so a claim needs no row locks.
 
-use super::Dialect;
+use super::{ClaimSql, Dialect};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
@@ -21,8 +21,8 @@ impl Dialect for Sqlite {
         oldest_claimable_sql!("id, attempts", "$1", "")
     }
 
-    fn claim_next(&self) -> &'static str {
-        claim_next_sql!("", "id")
+    fn claim_next(&self) -> ClaimSql {
+        ClaimSql::ThenRead(claim_next_sql!("", "id"))
     }
 
     fn select_match_for_update(&self) -> &'static str {

@@ -104,8 +104,22 @@ impl EpochTicker {
         let handle = std::thread::Builder::new()
             .name("duel-sandbox-epoch".into())
             .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(tick);
+                let mut next_tick = Instant::now() + tick;
+                loop {
+                    // Parked rather than asleep, so that dropping the ticker
+                    // wakes the thread at once: a `referee local` process
+                    // would otherwise wait up to a tick (5 ms) to exit.
+                    let now = Instant::now();
+                    if flag.load(Ordering::Acquire) {
+                        return;
+                    }
+                    if now < next_tick {
+                        std::thread::park_timeout(next_tick - now);
+                        continue;
+                    }
+                    // From now, not from the missed tick: a thread that ran
+                    // late must not tick twice in a row and cut a deadline short.
+                    next_tick = now + tick;
                     for engine in &engines {
                         engine.increment_epoch();
                     }
@@ -121,8 +135,9 @@ impl EpochTicker {
 
 impl Drop for EpochTicker {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Release);
         if let Some(handle) = self.handle.take() {
+            handle.thread().unpark();
             let _ = handle.join();
         }
     }
@@ -803,4 +818,24 @@ fn classify(config: &SandboxConfig, err: &wasmtime::Error) -> DecideFailure {
         return DecideFailure::new(FailureCause::Fault, reason);
     }
     DecideFailure::new(FailureCause::Fault, format!("{err:#}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropping_the_ticker_does_not_wait_out_its_tick() {
+        let engine = Engine::new(&engine_config(&SandboxConfig::default(), false)).expect("engine");
+        // A tick far longer than the test may take: dropping the ticker must
+        // wake its thread rather than wait for the tick to end.
+        let ticker = EpochTicker::start(vec![engine], Duration::from_secs(3_600)).expect("ticker");
+        std::thread::sleep(Duration::from_millis(20)); // parked by now
+        let dropping = Instant::now();
+        drop(ticker);
+        assert!(
+            dropping.elapsed() < Duration::from_secs(60),
+            "dropping waited out the tick"
+        );
+    }
 }

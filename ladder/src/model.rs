@@ -351,10 +351,10 @@ impl SideLogs {
             .exchanges()
             .filter_map(|(round, exchange)| {
                 let record = exchange.sides()[side.index()];
-                (!record.log.is_empty() || record.log_truncated).then(|| ExchangeLog {
+                (!record.log().is_empty() || record.log_truncated).then(|| ExchangeLog {
                     round,
                     exchange: exchange.number,
-                    lines: record.log.clone(),
+                    lines: record.log().to_vec(),
                     truncated: record.log_truncated,
                 })
             })

@@ -373,7 +373,7 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
         let record = [&exchange.a, &exchange.b][remote];
         assert_eq!(record.source, SourceName::Bot, "the endpoint answered");
         // The bot logged every decision; a public ranked replay carries none.
-        assert!(record.log.is_empty(), "{record:?}");
+        assert!(record.log().is_empty(), "{record:?}");
     }
     // Its owner reads them (`ladder match logs`): one entry per decision.
     let (_, logs) = ladder

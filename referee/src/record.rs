@@ -208,11 +208,11 @@ impl MatchRecorder {
         // Each side record is written once, complete: nothing to fill in later.
         // Going through `record` instead (an `Option` per side, rebuilt with
         // the outcome) measured 18,938 instructions per bare match against
-        // 17,830 this way (docs/perf/runner.md).
+        // 17,830 this way, with 104-byte side records (docs/perf/runner.md).
         self.push_exchange(
             &step,
-            played(unresolved(chosen[0], sources[0]), outcome_a),
-            played(unresolved(chosen[1], sources[1]), outcome_b),
+            played(SideRecord::new(chosen[0], sources[0]), outcome_a),
+            played(SideRecord::new(chosen[1], sources[1]), outcome_b),
         );
         step
     }
@@ -224,8 +224,8 @@ impl MatchRecorder {
         let step = self.play(chosen);
         let [record_a, record_b] = records;
         let [outcome_a, outcome_b] = &step.outcome.sides;
-        let a = record_a.unwrap_or_else(|| unresolved(chosen[0], Source::Bot));
-        let b = record_b.unwrap_or_else(|| unresolved(chosen[1], Source::Bot));
+        let a = record_a.unwrap_or_else(|| SideRecord::new(chosen[0], Source::Bot));
+        let b = record_b.unwrap_or_else(|| SideRecord::new(chosen[1], Source::Bot));
         self.push_exchange(&step, played(a, outcome_a), played(b, outcome_b));
         step
     }
@@ -284,11 +284,9 @@ impl MatchRecorder {
     fn resolve(&mut self, side: Side, answer: Answer) -> (Action, SideRecord) {
         let fallback = self.config.ruleset.fallback_action();
         let Some(decision) = answer.decision else {
-            let record = SideRecord {
-                latency_ms: answer.latency_ms,
-                latency_us: answer.latency_us,
-                ..unresolved(fallback, Source::Budget)
-            };
+            let mut record = SideRecord::new(fallback, Source::Budget);
+            record.latency_ms = answer.latency_ms;
+            record.latency_us = answer.latency_us;
             return (fallback, record);
         };
         self.spend(side, decision.tokens, decision.gassed_out);
@@ -301,16 +299,13 @@ impl MatchRecorder {
             ),
         };
         let (log, cut) = bound_log(decision.log, &mut self.log_bytes[side.index()]);
-        let record = SideRecord {
-            tokens: decision.tokens,
-            latency_ms: answer.latency_ms,
-            latency_us: answer.latency_us,
-            reason,
-            restarted: decision.restarted,
-            log,
-            log_truncated: decision.log_truncated || cut,
-            ..unresolved(action, source)
-        };
+        let mut record = SideRecord::new(action, source);
+        record.tokens = decision.tokens;
+        record.latency_ms = answer.latency_ms;
+        record.latency_us = answer.latency_us;
+        record.restarted = decision.restarted;
+        record.log_truncated = decision.log_truncated || cut;
+        record.set_notes(reason, log);
         (action, record)
     }
 
@@ -366,39 +361,16 @@ impl MatchRecorder {
     }
 }
 
-/// The side record of a fighter that played `action` from `source`, spending
-/// nothing and logging nothing, before the rules resolve it (outcome fields
-/// zero until [`played`] fills them in).
-fn unresolved(action: Action, source: Source) -> SideRecord {
-    SideRecord {
-        action: action.into(),
-        source: source.into(),
-        exhausted: false,
-        damage_taken: 0,
-        hp: 0,
-        stamina: 0,
-        staggered: false,
-        tokens: 0,
-        latency_ms: 0,
-        reason: None,
-        restarted: false,
-        latency_us: None,
-        log: Vec::new(),
-        log_truncated: false,
-    }
-}
-
-/// `record` with the rules' `outcome` written in.
-fn played(record: SideRecord, outcome: &SideOutcome) -> SideRecord {
-    SideRecord {
-        action: outcome.action.into(),
-        exhausted: outcome.exhausted,
-        damage_taken: outcome.damage_taken,
-        hp: outcome.after.hp,
-        stamina: outcome.after.stamina,
-        staggered: outcome.after.staggered,
-        ..record
-    }
+/// `record` (from [`SideRecord::new`], outcome fields zero) with the rules'
+/// `outcome` written in.
+fn played(mut record: SideRecord, outcome: &SideOutcome) -> SideRecord {
+    record.action = outcome.action.into();
+    record.exhausted = outcome.exhausted;
+    record.damage_taken = outcome.damage_taken;
+    record.hp = outcome.after.hp;
+    record.stamina = outcome.after.stamina;
+    record.staggered = outcome.after.staggered;
+    record
 }
 
 /// Keeps what the replay may hold of one decision's log: each entry split into
@@ -537,7 +509,7 @@ mod tests {
         let (_, exchange) = recorder.last_exchange().expect("one exchange");
         assert_eq!(Action::from(exchange.a.action), Action::Block);
         assert_eq!(Source::from(exchange.a.source), Source::Fault);
-        assert_eq!(exchange.a.reason.as_deref(), Some("trap: out of fuel"));
+        assert_eq!(exchange.a.reason(), Some("trap: out of fuel"));
         assert_eq!(exchange.a.latency_ms, 3);
         assert_eq!(exchange.a.hp, step.outcome.sides[0].after.hp);
         assert_eq!(exchange.b.damage_taken, step.outcome.sides[1].damage_taken);

@@ -216,12 +216,7 @@ fn action_cell(palette: Palette, side: Side, mine: &SideRecord, dealt: i32) -> S
     }
     if mine.source != SourceName::Bot {
         let source = duel_rules::Source::from(mine.source).name();
-        let cause = match mine
-            .reason
-            .as_deref()
-            .map(one_line)
-            .filter(|r| !r.is_empty())
-        {
+        let cause = match mine.reason().map(one_line).filter(|r| !r.is_empty()) {
             Some(reason) => format!(" ({source}: {reason})"),
             None => format!(" ({source})"),
         };
@@ -458,7 +453,7 @@ pub fn exchange_logs(palette: Palette, exchange: &ExchangeRecord) -> String {
         let record = exchange.sides()[side.index()];
         let label = fighter_label(palette, side);
         let bar = palette.paint(DIM, "│");
-        for line in &record.log {
+        for line in record.log() {
             let clean: String = line
                 .chars()
                 .map(|c| if c.is_control() { ' ' } else { c })

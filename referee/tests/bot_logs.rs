@@ -100,9 +100,9 @@ fn logs_reach_the_replay_the_tape_and_replay_show() {
 
     let replay = Replay::read(&file).expect("replay");
     let (_, exchange) = replay.exchanges().next().expect("an exchange");
-    assert_eq!(exchange.a.log.len(), 3);
+    assert_eq!(exchange.a.log().len(), 3);
     assert!(!exchange.a.log_truncated);
-    assert!(exchange.b.log.is_empty(), "builtin bots log nothing");
+    assert!(exchange.b.log().is_empty(), "builtin bots log nothing");
     let faulted = replay
         .exchanges()
         .nth(2)
@@ -149,11 +149,11 @@ fn replays_verify_with_and_without_their_logs() {
     assert!(!verified.is_empty());
 
     let mut replay = Replay::read(&file).expect("replay");
-    assert!(replay.exchanges().any(|(_, e)| !e.a.log.is_empty()));
+    assert!(replay.exchanges().any(|(_, e)| !e.a.log().is_empty()));
     for round in &mut replay.rounds {
         for exchange in &mut round.exchanges {
             for side in [&mut exchange.a, &mut exchange.b] {
-                side.log.clear();
+                side.take_log();
                 side.log_truncated = false;
             }
         }
@@ -166,7 +166,9 @@ fn replays_verify_with_and_without_their_logs() {
 
     // Logs are not re-played: different log lines still verify.
     let mut edited = Replay::read(&file).expect("replay");
-    edited.rounds[0].exchanges[0].a.log = vec!["a line the bot never wrote".to_owned()];
+    edited.rounds[0].exchanges[0]
+        .a
+        .set_log(vec!["a line the bot never wrote".to_owned()]);
     let edited_file = dir.path().join("edited.json");
     edited.write(&edited_file).expect("write");
     ok(&referee(&["replay", "verify", path_str(&edited_file)]));
@@ -197,7 +199,7 @@ fn chatter_logged(replays: &[Replay]) -> bool {
             .exchanges()
             .flat_map(|(_, exchange)| exchange.sides())
             .any(|side| {
-                side.log
+                side.log()
                     .iter()
                     .any(|line| line.starts_with("log: decision"))
             })

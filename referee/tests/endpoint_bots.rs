@@ -68,7 +68,7 @@ async fn dropped_connections_and_junk_are_faults_for_that_exchange_only() {
         let replay = run_match(&referee, request(&dropper.url(), &quick.url(), CLOCK_MS)).await;
         for side in sides(&replay, 0) {
             assert_eq!(side.source, SourceName::Fault, "{side:?}");
-            assert!(side.reason.is_some());
+            assert!(side.reason().is_some());
         }
         assert!(
             sides(&replay, 1)
@@ -89,12 +89,9 @@ async fn garbage_answers_are_faults() {
         let a = sides(&replay, 0);
         assert!(a.iter().all(|side| side.source == SourceName::Fault));
         assert!(
-            a[0].reason
-                .as_deref()
-                .unwrap_or_default()
-                .contains(expected),
+            a[0].reason().unwrap_or_default().contains(expected),
             "{:?}",
-            a[0].reason
+            a[0].reason()
         );
         // Asked again every exchange: faults never forfeit.
         assert_eq!(

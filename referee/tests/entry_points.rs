@@ -50,7 +50,7 @@ fn exchanges(replay: &Replay) -> Vec<String> {
                     side.stamina,
                     side.tokens,
                     side.restarted,
-                    side.reason.as_deref().unwrap_or("")
+                    side.reason().unwrap_or("")
                 )
             };
             format!(

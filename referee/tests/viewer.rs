@@ -373,7 +373,10 @@ fn the_exchange_table_shows_causes_logs_and_the_tapes_damage() {
     let mut replay = duel_replays::Replay::read(&file).expect("the --replay file");
     // A log line that would be markup if the page inserted it as HTML.
     const HOSTILE: &str = "<b id=\"injected\">bold</b> & <img src=x onerror=\"window.pwned=1\">";
-    replay.rounds[0].exchanges[0].a.log.push(HOSTILE.to_owned());
+    let side = &mut replay.rounds[0].exchanges[0].a;
+    let mut log = side.take_log();
+    log.push(HOSTILE.to_owned());
+    side.set_log(log);
     replay.match_id = "logs-1".to_owned();
     let key = support::referee_key();
     let replay = support::signed(replay, &key);
@@ -387,7 +390,11 @@ fn the_exchange_table_shows_causes_logs_and_the_tapes_damage() {
         .exchanges()
         .find(|(_, exchange)| exchange.a.source == duel_replays::SourceName::Fault)
         .expect("chatter panics on its 3rd decision");
-    let reason = faulted.a.reason.clone().expect("a fault has a reason");
+    let reason = faulted
+        .a
+        .reason()
+        .map(str::to_owned)
+        .expect("a fault has a reason");
     let fault_id = format!("r{fault_round}e{}", faulted.number);
     let (truncated_round, truncated) = replay
         .exchanges()
@@ -424,7 +431,7 @@ fn the_exchange_table_shows_causes_logs_and_the_tapes_damage() {
             .any(|note| note == &json!(cause)),
         "{cause:?} in {notes}"
     );
-    for line in &faulted.a.log {
+    for line in faulted.a.log() {
         let shown = format!("A │ {}", line.trim_end());
         assert!(
             notes

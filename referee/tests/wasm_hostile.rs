@@ -148,7 +148,7 @@ fn assert_contained(
         if failing(n) {
             assert_eq!(source, cause, "exchange {n}: {record:?}");
             assert_eq!(Action::from(record.action), Action::Block, "the fallback");
-            let reason = record.reason.as_deref().unwrap_or_default();
+            let reason = record.reason().unwrap_or_default();
             assert!(
                 reason.contains(reason_needle),
                 "exchange {n}: reason {reason:?} lacks {reason_needle:?}"
@@ -166,7 +166,7 @@ fn assert_contained(
             decisions_of_instance = 0;
         } else {
             assert_eq!(source, Source::Bot, "exchange {n}: {record:?}");
-            assert_eq!(record.reason, None, "exchange {n}");
+            assert_eq!(record.reason(), None, "exchange {n}");
             decisions_of_instance += 1;
             let expected = match plays {
                 Plays::Count => Action::ALL[(decisions_of_instance - 1) % 6],
@@ -182,7 +182,7 @@ fn assert_contained(
     }
     for (_, exchange) in replay.exchanges() {
         assert_eq!(Source::from(exchange.b.source), Source::Bot);
-        assert_eq!(exchange.b.reason, None);
+        assert_eq!(exchange.b.reason(), None);
         assert!(!exchange.b.restarted);
     }
     // The file says it too, and reads back the same.
@@ -293,7 +293,7 @@ fn assert_harmless(replay: &Replay, misbehaving: impl Fn(usize) -> bool, answer:
         .exchanges()
         .flat_map(|(_, exchange)| [&exchange.a, &exchange.b])
         .filter(|side| side.source != SourceName::Bot)
-        .map(|side| (side.source, side.reason.clone()))
+        .map(|side| (side.source, side.reason().map(str::to_owned)))
         .collect();
     assert_eq!(verified.substitutions, [0, 0], "{substituted:?}");
     for (index, (_, exchange)) in replay.exchanges().enumerate() {

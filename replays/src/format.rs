@@ -95,7 +95,15 @@ impl ExchangeRecord {
 
 /// One fighter's half of an exchange. `hp`, `stamina` and `staggered` are the
 /// state after the exchange (`staggered` = vulnerable in the next one).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// A substitution's reason and the bot's log lines are rare (most decisions
+/// answer in time and log nothing), so they live behind one pointer
+/// ([`SideNotes`]) rather than inline: a record is 64 bytes instead of 104,
+/// and a match copies and drops dozens of them (docs/perf/runner.md). The
+/// JSON is the same as when they were fields: `reason` and `log` sit where
+/// they always did, and are left out when empty.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(from = "SideRecordFields")]
 pub struct SideRecord {
     /// The action attempted after any substitution.
     pub action: ActionName,
@@ -109,28 +117,116 @@ pub struct SideRecord {
     pub tokens: u64,
     /// Time from sending the observation to the answer (0 when not asked).
     pub latency_ms: u64,
-    /// Why a substitution happened, in a few words (faults and timeouts).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
     /// The bot was started afresh for this decision because an earlier one ended
     /// in a fault or timeout (a trap poisons a WASM instance): whatever it
     /// remembered of the match is lost. Written only when true; older replays
     /// lack it.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub restarted: bool,
     /// `latency_ms` at microsecond resolution (a WASM decision takes a few µs).
     /// Optional: older replays lack it, and `verify` ignores it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<u64>,
-    /// What the bot logged during this decision (its `log` import, WASI stdout
-    /// and stderr, an endpoint's reply note), one line per entry, bounded per
-    /// decision and per match. Private by default: the ladder publishes ranked
-    /// replays without it. `verify` ignores it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub log: Vec<String>,
     /// The bot logged more than the bounds keep: lines or bytes were dropped.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub log_truncated: bool,
+    /// `reason` and `log`; `None` when both are empty, so that equal records
+    /// compare equal however they were built.
+    notes: Option<Box<SideNotes>>,
+}
+
+/// The rarely-set parts of a [`SideRecord`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct SideNotes {
+    reason: Option<String>,
+    log: Vec<String>,
+}
+
+/// A [`SideRecord`] as its JSON reads, every field inline: what replays are
+/// parsed into.
+#[derive(Deserialize)]
+struct SideRecordFields {
+    action: ActionName,
+    source: SourceName,
+    exhausted: bool,
+    damage_taken: i32,
+    hp: i32,
+    stamina: i32,
+    staggered: bool,
+    tokens: u64,
+    latency_ms: u64,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    restarted: bool,
+    #[serde(default)]
+    latency_us: Option<u64>,
+    #[serde(default)]
+    log: Vec<String>,
+    #[serde(default)]
+    log_truncated: bool,
+}
+
+impl From<SideRecordFields> for SideRecord {
+    fn from(fields: SideRecordFields) -> SideRecord {
+        let mut record = SideRecord::new(fields.action.into(), fields.source.into());
+        record.exhausted = fields.exhausted;
+        record.damage_taken = fields.damage_taken;
+        record.hp = fields.hp;
+        record.stamina = fields.stamina;
+        record.staggered = fields.staggered;
+        record.tokens = fields.tokens;
+        record.latency_ms = fields.latency_ms;
+        record.restarted = fields.restarted;
+        record.latency_us = fields.latency_us;
+        record.log_truncated = fields.log_truncated;
+        record.set_notes(fields.reason, fields.log);
+        record
+    }
+}
+
+/// A [`SideRecord`] as its JSON is written, borrowing the record: the field
+/// order and omissions of the contract (DESIGN.md "Replay format").
+#[derive(Serialize)]
+struct SideRecordView<'a> {
+    action: ActionName,
+    source: SourceName,
+    exhausted: bool,
+    damage_taken: i32,
+    hp: i32,
+    stamina: i32,
+    staggered: bool,
+    tokens: u64,
+    latency_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_false")]
+    restarted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_us: Option<u64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    log: &'a [String],
+    #[serde(skip_serializing_if = "is_false")]
+    log_truncated: bool,
+}
+
+impl Serialize for SideRecord {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        SideRecordView {
+            action: self.action,
+            source: self.source,
+            exhausted: self.exhausted,
+            damage_taken: self.damage_taken,
+            hp: self.hp,
+            stamina: self.stamina,
+            staggered: self.staggered,
+            tokens: self.tokens,
+            latency_ms: self.latency_ms,
+            reason: self.reason(),
+            restarted: self.restarted,
+            latency_us: self.latency_us,
+            log: self.log(),
+            log_truncated: self.log_truncated,
+        }
+        .serialize(serializer)
+    }
 }
 
 /// Replays over [`MAX_REPLAY_BYTES`] are refused, read or written.
@@ -176,6 +272,72 @@ fn is_false(value: &bool) -> bool {
 }
 
 impl SideRecord {
+    /// A fighter's half of an exchange that played `action` from `source`,
+    /// spending nothing, logging nothing and untimed, with the outcome fields
+    /// zero (the runner fills them in from the rules).
+    pub fn new(action: Action, source: Source) -> SideRecord {
+        SideRecord {
+            action: action.into(),
+            source: source.into(),
+            exhausted: false,
+            damage_taken: 0,
+            hp: 0,
+            stamina: 0,
+            staggered: false,
+            tokens: 0,
+            latency_ms: 0,
+            restarted: false,
+            latency_us: None,
+            log_truncated: false,
+            notes: None,
+        }
+    }
+
+    /// Why a substitution happened, in a few words (faults and timeouts).
+    pub fn reason(&self) -> Option<&str> {
+        self.notes.as_ref()?.reason.as_deref()
+    }
+
+    /// What the bot logged during this decision (its `log` import, WASI stdout
+    /// and stderr, an endpoint's reply note), one line per entry, bounded per
+    /// decision and per match. Private by default: the ladder publishes ranked
+    /// replays without it (see [`Replay::strip_logs`]). `verify` ignores it.
+    pub fn log(&self) -> &[String] {
+        self.notes
+            .as_ref()
+            .map_or(&[], |notes| notes.log.as_slice())
+    }
+
+    /// Sets the substitution's reason (`None`: no substitution, or none given).
+    pub fn set_reason(&mut self, reason: Option<String>) {
+        let log = self.take_log();
+        self.set_notes(reason, log);
+    }
+
+    /// Sets the decision's log lines.
+    pub fn set_log(&mut self, log: Vec<String>) {
+        let reason = self.notes.as_mut().and_then(|notes| notes.reason.take());
+        self.set_notes(reason, log);
+    }
+
+    /// Takes the decision's log lines out, leaving none.
+    pub fn take_log(&mut self) -> Vec<String> {
+        let Some(notes) = self.notes.as_mut() else {
+            return Vec::new();
+        };
+        let log = std::mem::take(&mut notes.log);
+        if notes.reason.is_none() {
+            self.notes = None;
+        }
+        log
+    }
+
+    /// Sets both rare parts at once, keeping no box when both are empty.
+    pub fn set_notes(&mut self, reason: Option<String>, log: Vec<String>) {
+        self.notes =
+            (reason.is_some() || !log.is_empty()).then(|| Box::new(SideNotes { reason, log }));
+    }
+
     /// The decision's latency in microseconds: `latency_us` when the replay
     /// has it, else `latency_ms` scaled (older replays, untimed runners).
     pub fn latency_micros(&self) -> u64 {
@@ -370,7 +532,7 @@ impl Replay {
         for round in &mut self.rounds {
             for exchange in &mut round.exchanges {
                 for side in [&mut exchange.a, &mut exchange.b] {
-                    side.log = Vec::new();
+                    side.take_log();
                     side.log_truncated = false;
                 }
             }

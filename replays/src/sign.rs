@@ -353,8 +353,10 @@ mod tests {
         replay.seed = u64::MAX - 12_345; // past 2^53: a double either way
         replay.season = Some("winter \"ü\" \u{1f600}\u{e000}".to_owned());
         let side = &mut replay.rounds[0].exchanges[0].a;
-        side.reason = Some("trap: \\ unreachable\u{7}".to_owned());
-        side.log = vec!["say \"hi\"".to_owned(), "é\u{e000}".to_owned()];
+        side.set_notes(
+            Some("trap: \\ unreachable\u{7}".to_owned()),
+            vec!["say \"hi\"".to_owned(), "é\u{e000}".to_owned()],
+        );
         side.log_truncated = true;
         side.restarted = true;
         side.latency_us = Some(17);

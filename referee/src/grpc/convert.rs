@@ -137,7 +137,7 @@ fn side_record_to_proto(side: &SideRecord) -> pb::ExchangeSide {
         staggered: side.staggered,
         tokens: side.tokens,
         latency_ms: side.latency_ms,
-        reason: side.reason.clone().unwrap_or_default(),
+        reason: side.reason().unwrap_or_default().to_owned(),
         latency_us: side.latency_us,
     }
 }

@@ -104,6 +104,14 @@ pub const POOL_CORE_INSTANCES_PER_SLOT: u32 = 16;
 pub const POOL_MEMORIES_PER_SLOT: u32 = 4;
 pub const POOL_TABLES_PER_SLOT: u32 = 8;
 
+/// Fiber stacks (each [`ASYNC_STACK_BYTES`] plus a guard page) in the pool, per
+/// instance slot. A bot's store runs one call at a time, so one stack per slot
+/// is enough; the second is slack, so that a stack is never what a decision
+/// waits for. wasmtime's default is 1,000 stacks whatever the pool's size, and
+/// setting each one's guard page up took 1,000 `mprotect` calls: ~4 ms of
+/// every `referee local` with a WASM bot (docs/perf/sandbox.md).
+pub const POOL_STACKS_PER_SLOT: u32 = 2;
+
 const _: () = assert!(
     FUEL_PER_DECISION_DEFAULT > 1_000_000,
     "a Python decision must fit"

@@ -20,8 +20,8 @@ use crate::error::{DecideFailure, FailureCause, SandboxError, short_reason};
 use crate::host::{HostState, LimitHit, Limiter, WallClockOut};
 use crate::limits::{
     ASYNC_STACK_BYTES, Allocation, POOL_CORE_INSTANCES_PER_SLOT, POOL_MEMORIES_PER_SLOT,
-    POOL_MEMORY_KEEP_RESIDENT_BYTES, POOL_TABLE_KEEP_RESIDENT_BYTES, POOL_TABLES_PER_SLOT,
-    SandboxConfig, WASM_STACK_BYTES_MAX,
+    POOL_MEMORY_KEEP_RESIDENT_BYTES, POOL_STACKS_PER_SLOT, POOL_TABLE_KEEP_RESIDENT_BYTES,
+    POOL_TABLES_PER_SLOT, SandboxConfig, WASM_STACK_BYTES_MAX,
 };
 use crate::model::ModelPort;
 use crate::wasi::{BotLog, LogBounds, SharedLog, closed_wasi, lock_log};
@@ -161,6 +161,7 @@ fn engine_config(config: &SandboxConfig, pooled: bool) -> Config {
             .total_core_instances(per_slot(config.instances_max, POOL_CORE_INSTANCES_PER_SLOT))
             .total_memories(per_slot(config.memories_max, POOL_MEMORIES_PER_SLOT))
             .total_tables(per_slot(config.tables_max, POOL_TABLES_PER_SLOT))
+            .total_stacks(instances.saturating_mul(POOL_STACKS_PER_SLOT))
             .max_core_instances_per_component(per_bot(config.instances_max))
             .max_memories_per_component(per_bot(config.memories_max))
             .max_tables_per_component(per_bot(config.tables_max))

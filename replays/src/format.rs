@@ -103,7 +103,7 @@ impl ExchangeRecord {
 /// JSON is the same as when they were fields: `reason` and `log` sit where
 /// they always did, and are left out when empty.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(from = "SideRecordFields")]
+#[serde(from = "OwnedSideRecordFields")]
 pub struct SideRecord {
     /// The action attempted after any substitution.
     pub action: ActionName,
@@ -139,10 +139,12 @@ struct SideNotes {
     log: Vec<String>,
 }
 
-/// A [`SideRecord`] as its JSON reads, every field inline: what replays are
-/// parsed into.
-#[derive(Deserialize)]
-struct SideRecordFields {
+/// A [`SideRecord`] as its JSON is, every field inline, in the contract's
+/// order with its omissions (DESIGN.md "Replay format"). Replays are parsed
+/// into it owning the rare parts (`Option<String>`, `Vec<String>`) and
+/// written from it borrowing them (`Option<&str>`, `&[String]`).
+#[derive(Serialize, Deserialize)]
+struct SideRecordFields<Reason, Log: AsRef<[String]>> {
     action: ActionName,
     source: SourceName,
     exhausted: bool,
@@ -152,20 +154,27 @@ struct SideRecordFields {
     staggered: bool,
     tokens: u64,
     latency_ms: u64,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<Reason>,
+    #[serde(default, skip_serializing_if = "is_false")]
     restarted: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     latency_us: Option<u64>,
-    #[serde(default)]
-    log: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "no_lines")]
+    log: Log,
+    #[serde(default, skip_serializing_if = "is_false")]
     log_truncated: bool,
 }
 
-impl From<SideRecordFields> for SideRecord {
-    fn from(fields: SideRecordFields) -> SideRecord {
+/// What a parsed side record is read into.
+type OwnedSideRecordFields = SideRecordFields<String, Vec<String>>;
+
+fn no_lines<Log: AsRef<[String]>>(log: &Log) -> bool {
+    log.as_ref().is_empty()
+}
+
+impl From<OwnedSideRecordFields> for SideRecord {
+    fn from(fields: OwnedSideRecordFields) -> SideRecord {
         let mut record = SideRecord::new(fields.action.into(), fields.source.into());
         record.exhausted = fields.exhausted;
         record.damage_taken = fields.damage_taken;
@@ -182,34 +191,9 @@ impl From<SideRecordFields> for SideRecord {
     }
 }
 
-/// A [`SideRecord`] as its JSON is written, borrowing the record: the field
-/// order and omissions of the contract (DESIGN.md "Replay format").
-#[derive(Serialize)]
-struct SideRecordView<'a> {
-    action: ActionName,
-    source: SourceName,
-    exhausted: bool,
-    damage_taken: i32,
-    hp: i32,
-    stamina: i32,
-    staggered: bool,
-    tokens: u64,
-    latency_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "is_false")]
-    restarted: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    latency_us: Option<u64>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    log: &'a [String],
-    #[serde(skip_serializing_if = "is_false")]
-    log_truncated: bool,
-}
-
 impl Serialize for SideRecord {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        SideRecordView {
+        SideRecordFields::<&str, &[String]> {
             action: self.action,
             source: self.source,
             exhausted: self.exhausted,

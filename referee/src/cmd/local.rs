@@ -31,7 +31,7 @@ pub fn run(args: LocalArgs) -> Result<Outcome> {
         check_writable_parent(path)?;
     }
     let runtime = runtime(args.watch)?;
-    let (session, _inference) = runtime.block_on(prepare(&args, bots))?;
+    let (session, inference) = runtime.block_on(prepare(&args, bots))?;
     let palette = palette(&args.color);
     let mut stdout = Stdout::new();
     let watch = match args.watch {
@@ -78,6 +78,13 @@ pub fn run(args: LocalArgs) -> Result<Outcome> {
         )?;
         runtime.block_on(watch.serve_until(&shutdown))?;
     }
+    // Everything asked for is written. Dropping the runtime would wake and
+    // join its idle blocking thread (it built the host): a cross-thread
+    // wake-up and a thread exit added to every run's wall time, for nothing
+    // that needs finishing (the match, and with it the fighters, ended in
+    // `play`). The process exit takes the rest.
+    drop(inference);
+    runtime.shutdown_background();
     Ok(Outcome::Done)
 }
 

@@ -133,7 +133,7 @@ pub struct SideRecord {
 }
 
 /// The rarely-set parts of a [`SideRecord`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct SideNotes {
     reason: Option<String>,
     log: Vec<String>,

@@ -515,4 +515,134 @@ mod tests {
         assert_eq!(exchange.b.damage_taken, step.outcome.sides[1].damage_taken);
         assert_eq!(Source::from(exchange.b.source), Source::Bot);
     }
+    /// One fighter's answer in the property test: which action or failure,
+    /// and what else the decision carried.
+    fn arbitrary_answer() -> impl proptest::strategy::Strategy<Value = Answer> {
+        use proptest::prelude::*;
+        let action = prop::sample::select(vec![
+            Action::Jab,
+            Action::Heavy,
+            Action::Feint,
+            Action::Block,
+            Action::Dodge,
+            Action::Recover,
+        ]);
+        let answer = prop_oneof![
+            4 => action.prop_map(Ok),
+            1 => "[a-z\n]{0,12}".prop_map(|reason| Err(BotFailure::fault(reason))),
+            1 => "[a-z]{0,12}".prop_map(|reason| Err(BotFailure::timeout(reason))),
+        ];
+        let log = prop::collection::vec("[a-z ]{0,10}", 0..3);
+        let decision = (
+            answer,
+            0u64..40,
+            any::<bool>(),
+            any::<bool>(),
+            log,
+            any::<bool>(),
+        )
+            .prop_map(
+                |(answer, tokens, gassed_out, restarted, log, log_truncated)| Decision {
+                    answer,
+                    tokens,
+                    gassed_out,
+                    restarted,
+                    log,
+                    log_truncated,
+                },
+            );
+        prop_oneof![
+            1 => Just(Answer::not_asked()),
+            2 => (decision.clone(), 0u64..3).prop_map(|(decision, latency_ms)| {
+                Answer::asked(decision, latency_ms)
+            }),
+            2 => (decision, 0u64..5_000).prop_map(|(decision, latency_us)| {
+                Answer::timed(decision, Duration::from_micros(latency_us))
+            }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// What live spectators read after each exchange is exactly that
+        /// exchange in the finished replay, in its round, and each side record
+        /// shows what its answer said: the compact record loses nothing.
+        #[test]
+        fn live_exchanges_are_the_replays_and_show_each_answer(
+            answers in proptest::collection::vec([arbitrary_answer(), arbitrary_answer()], 36),
+            opening in 0usize..3,
+        ) {
+            let opening = Opening::from(
+                [[Action::Jab, Action::Block], [Action::Heavy, Action::Dodge]][..opening].to_vec(),
+            );
+            let mut recorder = recorder(opening.clone());
+            let mut live = Vec::new();
+            for answers in answers {
+                if recorder.is_over() {
+                    break;
+                }
+                let forced = recorder.forced().is_some();
+                let asked = [Side::A, Side::B].map(|side| recorder.must_ask(side));
+                // The runner passes `not_asked` for a fighter it did not ask.
+                let mut answers = answers;
+                for (answer, asked) in answers.iter_mut().zip(asked) {
+                    if !asked {
+                        *answer = Answer::not_asked();
+                    }
+                }
+                let step = recorder.commit(answers.clone());
+                let (round, exchange) = recorder.last_exchange().expect("an exchange");
+                let exchange = exchange.clone();
+                proptest::prop_assert_eq!(round, step.round);
+                proptest::prop_assert_eq!(exchange.number, step.exchange);
+                for (index, (record, answer)) in exchange.sides().into_iter().zip(&answers).enumerate() {
+                    let outcome = &step.outcome.sides[index];
+                    proptest::prop_assert_eq!(Action::from(record.action), outcome.action);
+                    proptest::prop_assert_eq!(record.exhausted, outcome.exhausted);
+                    proptest::prop_assert_eq!(record.damage_taken, outcome.damage_taken);
+                    proptest::prop_assert_eq!(record.hp, outcome.after.hp);
+                    proptest::prop_assert_eq!(record.stamina, outcome.after.stamina);
+                    proptest::prop_assert_eq!(record.staggered, outcome.after.staggered);
+                    let decision = answer.decision.as_ref().filter(|_| !forced);
+                    // A forced exchange shows nothing of the answers.
+                    match decision {
+                        None => {
+                            proptest::prop_assert_eq!(record.tokens, 0);
+                            proptest::prop_assert!(record.reason().is_none());
+                            proptest::prop_assert!(record.log().is_empty());
+                            let source = if forced { Source::Bot } else { Source::Budget };
+                            proptest::prop_assert_eq!(Source::from(record.source), source);
+                        }
+                        Some(decision) => {
+                            proptest::prop_assert_eq!(record.tokens, decision.tokens);
+                            proptest::prop_assert_eq!(record.restarted, decision.restarted);
+                            proptest::prop_assert_eq!(record.log_truncated, decision.log_truncated);
+                            let reason = decision.answer.as_ref().err().map(|failure| failure.reason.replace('\n', " "));
+                            proptest::prop_assert_eq!(record.reason(), reason.as_deref());
+                            let kept: Vec<&str> = decision.log.iter().flat_map(|entry| entry.lines()).map(str::trim_end).collect();
+                            proptest::prop_assert_eq!(record.log(), kept.as_slice());
+                        }
+                    }
+                    let (latency_ms, latency_us) = if forced {
+                        (0, None)
+                    } else {
+                        (answer.latency_ms, answer.latency_us)
+                    };
+                    proptest::prop_assert_eq!(record.latency_ms, latency_ms);
+                    proptest::prop_assert_eq!(record.latency_us, latency_us);
+                }
+                live.push((round, exchange));
+            }
+            proptest::prop_assert!(recorder.is_over(), "36 exchanges end any match");
+            let replay = recorder.finish();
+            let recorded: Vec<(u8, ExchangeRecord)> = replay
+                .rounds
+                .into_iter()
+                .flat_map(|round| {
+                    let number = round.number;
+                    round.exchanges.into_iter().map(move |exchange| (number, exchange))
+                })
+                .collect();
+            proptest::prop_assert_eq!(live, recorded);
+        }
+    }
 }

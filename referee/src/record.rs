@@ -515,6 +515,7 @@ mod tests {
         assert_eq!(exchange.b.damage_taken, step.outcome.sides[1].damage_taken);
         assert_eq!(Source::from(exchange.b.source), Source::Bot);
     }
+
     /// One fighter's answer in the property test: which action or failure,
     /// and what else the decision carried.
     fn arbitrary_answer() -> impl proptest::strategy::Strategy<Value = Answer> {
@@ -565,7 +566,7 @@ mod tests {
     proptest::proptest! {
         /// What live spectators read after each exchange is exactly that
         /// exchange in the finished replay, in its round, and each side record
-        /// shows what its answer said: the compact record loses nothing.
+        /// shows what its answer said.
         #[test]
         fn live_exchanges_are_the_replays_and_show_each_answer(
             answers in proptest::collection::vec([arbitrary_answer(), arbitrary_answer()], 36),
@@ -574,16 +575,15 @@ mod tests {
             let opening = Opening::from(
                 [[Action::Jab, Action::Block], [Action::Heavy, Action::Dodge]][..opening].to_vec(),
             );
-            let mut recorder = recorder(opening.clone());
+            let mut recorder = recorder(opening);
             let mut live = Vec::new();
-            for answers in answers {
+            for mut answers in answers {
                 if recorder.is_over() {
                     break;
                 }
                 let forced = recorder.forced().is_some();
                 let asked = [Side::A, Side::B].map(|side| recorder.must_ask(side));
                 // The runner passes `not_asked` for a fighter it did not ask.
-                let mut answers = answers;
                 for (answer, asked) in answers.iter_mut().zip(asked) {
                     if !asked {
                         *answer = Answer::not_asked();

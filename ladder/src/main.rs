@@ -23,6 +23,12 @@ use duel_referee::shutdown::Shutdown;
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
 use duel_replays::store::ReplayStore;
 
+/// jemalloc rather than glibc's malloc: its thread cache serves the blocks a
+/// match allocates (a replay's rounds are 1,632 bytes, past glibc's 1,032-byte
+/// cache). docs/perf/runner.md, "jemalloc for the binaries".
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ladder",

@@ -9,6 +9,11 @@ use duel_referee::builtin::{BuiltinBot, BuiltinFighter};
 use duel_referee::{BuiltinSpec, MatchConfig, run_bare_match, run_match};
 use duel_rules::{Action, Side, WeightClass};
 
+/// The allocator of the `referee` and `ladder` binaries (src/main.rs), so that
+/// these figures are theirs.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn config(seed: u64) -> MatchConfig {
     MatchConfig::new(
         "00000000-0000-4000-8000-000000000000".to_owned(),

@@ -27,6 +27,11 @@ use duel_replays::{FighterInfo, FighterKind};
 use duel_rules::{Action, Side, WeightClass};
 use duel_sandbox::LoadedBot;
 
+/// The allocator of the `referee` and `ladder` binaries (src/main.rs), so that
+/// these figures are theirs.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const WALL_CLOCK: Duration = Duration::from_secs(10);
 
 fn bot_path(name: &str) -> PathBuf {

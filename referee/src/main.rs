@@ -9,6 +9,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// jemalloc rather than glibc's malloc: its thread cache serves the blocks a
+/// match allocates (a replay's rounds are 1,632 bytes, past glibc's 1,032-byte
+/// cache). docs/perf/runner.md, "jemalloc for the binaries".
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cmd::run(cli) {

@@ -236,8 +236,8 @@ pub async fn settle_bench(
                     .prepare([a, b], options)
                     .await
                     .map_err(|error| LadderError::Io(error.to_string()))?;
-                let replay = session.play(&mut |_: &_, _: &_| {}).await;
-                std::hint::black_box(replay);
+                let played = session.play(&mut |_: &_, _: &_| {}).await;
+                std::hint::black_box(played);
             }
             Ok::<(), LadderError>(())
         }));

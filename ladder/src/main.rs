@@ -172,11 +172,17 @@ struct PlayArgs {
     /// ~/.local/share/duel/signing.key. Every worker of one ladder needs the same key.
     #[arg(long, value_name = "PATH")]
     signing_key: Option<PathBuf>,
-    /// An OpenAI-compatible chat-completions URL for bots' metered model calls
-    /// (API key from $DUEL_MODEL_API_KEY). Without it every model call is refused.
-    #[arg(long, value_name = "URL", requires = "model")]
+    /// A model catalogue for bots' metered model calls: a TOML file of
+    /// [[model]] tables (`name`, `url`, optional `upstream_model`,
+    /// `api_key_env`, `input_usd_per_mtok`, `output_usd_per_mtok`,
+    /// `default = true`). Without a model every model call is refused.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["model_url", "model"])]
+    models: Option<PathBuf>,
+    /// One model without a catalogue: an OpenAI-compatible URL (API key from
+    /// $DUEL_MODEL_API_KEY), or builtin:house (no --model needed).
+    #[arg(long, value_name = "URL")]
     model_url: Option<String>,
-    /// The model name sent with each call.
+    /// The model's name with --model-url.
     #[arg(long, requires = "model_url")]
     model: Option<String>,
     /// Accept endpoint bots on loopback and private addresses.
@@ -296,8 +302,11 @@ impl PlayArgs {
     /// environment (the model key, extra TLS roots, the compiled-bot cache):
     /// the one place the ladder binary reads them.
     fn host_config(&self) -> Result<HostConfig> {
-        let config =
-            duel_referee::env::host_config(self.model_url.as_deref(), self.model.as_deref())?;
+        let config = duel_referee::env::host_config(duel_referee::env::ModelFlags {
+            models: self.models.as_deref(),
+            model_url: self.model_url.as_deref(),
+            model: self.model.as_deref(),
+        })?;
         Ok(worker::ladder_host_config(
             config,
             self.allow_private_endpoints,

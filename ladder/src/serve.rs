@@ -10,9 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use duel_proto::v1::inference_server::InferenceServer;
 use duel_referee::credentials::Credentials;
-use duel_referee::grpc::InferenceService;
 use duel_referee::grpc::metrics::metrics_router;
 use duel_referee::publish::{self, HttpLimits, LiveFeeds, PublishState, RateConfig};
 use duel_referee::{HostConfig, InferenceLink, MatchHost};
@@ -212,17 +210,17 @@ pub async fn serve(
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<Gate>().await;
-    let inference_service = InferenceServer::new(InferenceService::new(credentials))
-        .max_decoding_message_size(duel_referee::limits::MAX_GRPC_MESSAGE_BYTES)
-        .max_encoding_message_size(duel_referee::limits::MAX_GRPC_MESSAGE_BYTES);
     // Rate limits and the token are checked before a body is read; only
     // uploads are decoded at the upload size (gate.rs).
     let ladder_service = Gate::new(ladder, config.api);
     let mut stop = shutdown.clone();
+    // The metered gateway (Inference and its OpenAI-compatible face, whose
+    // clients speak HTTP/1.1) beside the ladder's own API.
     let served = tonic::transport::Server::builder()
+        .accept_http1(true)
+        .add_routes(duel_referee::grpc::gateway_routes(credentials))
         .add_service(health_service)
         .add_service(ladder_service)
-        .add_service(inference_service)
         .serve_with_incoming_shutdown(
             // `serve_with_incoming` ignores `Server::tcp_nodelay`: endpoint
             // bots' Inference calls are small messages that Nagle would delay.

@@ -458,12 +458,16 @@ async fn run_claim(
     };
     // The session (both bots and their Inference credentials) is gone when
     // this select ends, before anything is published.
-    let replay = tokio::select! {
-        replay = timed(times, Step::Play, session.play(&mut follow)) => Some(replay),
+    let played = tokio::select! {
+        played = timed(times, Step::Play, session.play(&mut follow)) => Some(played),
         _ = lost_rx.wait_for(|lost| *lost) => None,
     };
     drop(heartbeat);
-    let Some(mut replay) = replay else {
+    let Some(duel_referee::Played {
+        mut replay,
+        transcript,
+    }) = played
+    else {
         tracing::warn!("lease lost mid-match; abandoning it");
         return Ok(Worked::LostLease {
             match_id: game.id.clone(),
@@ -494,7 +498,16 @@ async fn run_claim(
     )
     .await
     {
-        Ok(Ok(())) => {}
+        Ok(Ok(())) => {
+            // The transcript stays apart from the public replay, under a key
+            // the replay service never lists or serves; this run's replay is
+            // the published one, so its digests are what the replay signed.
+            if let Some(transcript) = transcript.filter(|kept| !kept.decisions.is_empty())
+                && let Err(error) = config.replays.put_transcript(&transcript).await
+            {
+                tracing::error!(%error, "cannot keep the match's transcript");
+            }
+        }
         // An earlier run of this match published its replay and then lost its
         // lease before settling. A published replay is never replaced (it is
         // served as immutable), so that run's result is the one settled.

@@ -165,7 +165,7 @@ async fn a_ranked_match_records_what_referee_local_records() {
         )
         .await
         .expect("local match");
-    let local = session.play(&mut |_: &_, _: &_| {}).await;
+    let local = session.play(&mut |_: &_, _: &_| {}).await.replay;
     let _ = std::fs::remove_file(&path);
 
     let oracle = usize::from(&*ranked.fighters[0].name != "oracle");

@@ -234,7 +234,7 @@ async fn published_replay_is_settled_by_the_rerun(db: &TestDb) {
         ],
     );
     earlier.season = Some("s1".to_owned());
-    duel_replays::sign(&mut earlier, &config.signing_key);
+    duel_replays::sign(&mut earlier, &config.signing_key).expect("signs");
     config.replays.put(&earlier).await.expect("published");
     let published = config
         .replays

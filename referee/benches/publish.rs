@@ -46,8 +46,8 @@ fn matches() -> [(&'static str, Replay, [BuiltinFighter; 2]); 2] {
         [&typical_specs[0], &typical_specs[1]],
     );
     let mut longest = run_bare_match(config("longest", 1), [&longest_specs[0], &longest_specs[1]]);
-    duel_replays::sign(&mut typical, &key);
-    duel_replays::sign(&mut longest, &key);
+    duel_replays::sign(&mut typical, &key).expect("signs");
+    duel_replays::sign(&mut longest, &key).expect("signs");
     [
         ("typical", typical, typical_specs),
         ("longest", longest, longest_specs),

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use duel_replays::FighterInfo;
 use duel_rules::{Action, Observation, Source};
 
-use crate::meter::Spent;
+use crate::meter::{ModelCall, Spent};
 
 /// Why a bot's answer could not be used for this exchange (the fallback plays).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +67,8 @@ pub struct Decision {
     pub log: Vec<String>,
     /// The bot logged more than its own bounds kept.
     pub log_truncated: bool,
+    /// The model calls made while deciding, in order (the meter's record).
+    pub calls: Vec<ModelCall>,
 }
 
 impl Decision {
@@ -79,6 +81,20 @@ impl Decision {
             restarted: false,
             log: Vec::new(),
             log_truncated: false,
+            calls: Vec::new(),
+        }
+    }
+
+    /// An answer, with what the decision spent as the meter settled it.
+    pub fn metered(answer: Result<Action, BotFailure>, spent: Spent) -> Decision {
+        Decision {
+            answer,
+            tokens: spent.tokens,
+            gassed_out: spent.gassed_out,
+            restarted: false,
+            log: Vec::new(),
+            log_truncated: false,
+            calls: spent.calls,
         }
     }
 
@@ -90,6 +106,7 @@ impl Decision {
             restarted: false,
             log: Vec::new(),
             log_truncated: false,
+            calls: Vec::new(),
         }
     }
 }

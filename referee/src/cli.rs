@@ -125,8 +125,9 @@ pub struct TournamentArgs {
     /// Play at most N more matches in this run (continue later with --resume).
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
-    /// Seed of the schedule: each pairing game gets its own seed derived from it.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the schedule: each pairing game gets its own seed derived from
+    /// it (at most 2^53 - 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(..=duel_referee::limits::SEED_MAX))]
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
     pub class: ClassArg,
@@ -147,6 +148,8 @@ pub struct TournamentArgs {
     /// Print the standings as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 #[derive(Debug, Args)]
@@ -175,8 +178,8 @@ pub struct SprtArgs {
     /// Matches played at a time (default: the machine's cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: Option<u32>,
-    /// Seed of the pair schedule.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the pair schedule (at most 2^53 - 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(..=duel_referee::limits::SEED_MAX))]
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
     pub class: ClassArg,
@@ -200,6 +203,8 @@ pub struct SprtArgs {
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -220,7 +225,8 @@ pub struct LocalArgs {
     pub bot_b: String,
     /// Seed for bots that ask for randomness; recorded in the replay. Random when
     /// not given (the tape's header shows it, so any match can be played again).
-    #[arg(long)]
+    /// At most 2^53 - 1, the largest a replay's signature binds.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=duel_referee::limits::SEED_MAX))]
     pub seed: Option<u64>,
     /// Weight class: the token budget each fighter has for the whole match.
     #[arg(long, value_enum, default_value_t = ClassArg::Middle)]
@@ -228,11 +234,18 @@ pub struct LocalArgs {
     /// Also write the replay (duel-replay/1 JSON) to this file.
     #[arg(long, value_name = "PATH")]
     pub replay: Option<PathBuf>,
+    /// Also write the transcript (duel-transcript/1 JSON: what each model
+    /// call sent and received) to this file, readable by you only. The
+    /// replay holds each decision's signed digest of it:
+    /// `referee replay verify REPLAY --transcript PATH` checks them.
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<PathBuf>,
     /// Print the replay JSON on stdout instead of the tape.
     #[arg(long)]
     pub json: bool,
     /// Print each fighter's log lines (what it wrote with `log`, stdout and
-    /// stderr while deciding) under the exchange they belong to.
+    /// stderr while deciding) and its model calls (model, tokens, the first
+    /// words of the answer) under the exchange they belong to.
     #[arg(long, conflicts_with = "json")]
     pub logs: bool,
     /// Wall clock per decision in seconds, 0.001 to the rules' 10 (fractions
@@ -257,19 +270,38 @@ pub struct LocalArgs {
     pub color: ColorArgs,
 }
 
-/// The model gateway's upstream. The API key comes only from the environment
-/// variable DUEL_MODEL_API_KEY.
+/// The models bots may call through the metered gateway. API keys come only
+/// from the environment (DUEL_MODEL_API_KEY, or each model's api_key_env).
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// OpenAI-compatible chat-completions URL (e.g. http://127.0.0.1:8080/v1, or
-    /// https://… trusting the system's roots and the PEM file named by
-    /// DUEL_EXTRA_CA); without it, bots' model calls are refused as unavailable
-    /// and cost nothing.
-    #[arg(long, value_name = "URL", requires = "model")]
+    /// A model catalogue: a TOML file of [[model]] tables, each with `name`
+    /// (what bots send as `model`) and `url` (an OpenAI-compatible base URL
+    /// such as http://127.0.0.1:8080/v1, or builtin:house), and optionally
+    /// `upstream_model`, `api_key_env`, `input_usd_per_mtok`,
+    /// `output_usd_per_mtok` and `default = true`. Without a model, bots'
+    /// model calls are refused as unavailable and cost nothing.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["model_url", "model"])]
+    pub models: Option<PathBuf>,
+    /// One model, without a catalogue: an OpenAI-compatible URL (llama.cpp's
+    /// llama-server http://127.0.0.1:8080/v1, Ollama http://127.0.0.1:11434/v1,
+    /// vLLM http://127.0.0.1:8000/v1, or https://… trusting the system's roots
+    /// and DUEL_EXTRA_CA), or builtin:house, the built-in deterministic model
+    /// for offline runs (no --model needed).
+    #[arg(long, value_name = "URL")]
     pub model_url: Option<String>,
-    /// The model name sent upstream.
+    /// The model's name with --model-url: what bots send and what goes upstream.
     #[arg(long, value_name = "NAME", requires = "model_url")]
     pub model: Option<String>,
+}
+
+impl ModelArgs {
+    pub fn flags(&self) -> duel_referee::env::ModelFlags<'_> {
+        duel_referee::env::ModelFlags {
+            models: self.models.as_deref(),
+            model_url: self.model_url.as_deref(),
+            model: self.model.as_deref(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -360,6 +392,11 @@ pub enum ReplayCommand {
         /// file holding it (or the JSON of GET /public-key).
         #[arg(long, value_name = "KEY|FILE")]
         public_key: Option<String>,
+        /// Also check a transcript (duel-transcript/1) against the digests the
+        /// replay signed: every decision's calls, nothing edited, added or
+        /// left out. Exits 1 naming the first decision that differs.
+        #[arg(long, value_name = "PATH")]
+        transcript: Option<PathBuf>,
         /// Print the verdict as JSON.
         #[arg(long)]
         json: bool,

@@ -308,6 +308,12 @@ pub async fn hello(
         })
 }
 
+/// The OpenAI-compatible base URL served beside Inference at `inference_url`
+/// (the same listener): `http://127.0.0.1:50051` gives `http://127.0.0.1:50051/v1`.
+pub fn openai_base_url(inference_url: &str) -> String {
+    format!("{}/v1", inference_url.trim_end_matches('/'))
+}
+
 /// How a failed call counts: one that failed at or past the wall clock is a
 /// timeout (tonic reports its own deadline as CANCELLED or DEADLINE_EXCEEDED);
 /// anything earlier, including a dropped connection, is a fault.
@@ -393,6 +399,11 @@ impl Bot for EndpointBot {
                 .as_ref()
                 .map(|grant| grant.url.clone())
                 .unwrap_or_default(),
+            openai_base_url: self
+                .grant
+                .as_ref()
+                .map(|grant| openai_base_url(&grant.url))
+                .unwrap_or_default(),
         };
         Box::pin(async move {
             let mut request = tonic::Request::new(request);
@@ -433,16 +444,12 @@ impl Bot for EndpointBot {
             };
             let spent = self.meter.settle();
             drop(credential);
+            // An endpoint keeps its own state (never `restarted`: the referee
+            // cannot tell); the recorder bounds the log it sent, whose size
+            // MAX_BOT_RESPONSE_BYTES bounds before that.
             Decision {
-                answer,
-                tokens: spent.tokens,
-                gassed_out: spent.gassed_out,
-                // An endpoint keeps its own state; the referee cannot tell.
-                restarted: false,
                 log,
-                // The recorder bounds what an endpoint sends; the reply size
-                // is bounded by MAX_BOT_RESPONSE_BYTES before that.
-                log_truncated: false,
+                ..Decision::metered(answer, spent)
             }
         })
     }

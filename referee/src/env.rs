@@ -54,21 +54,35 @@ pub fn secret(name: &str) -> Option<String> {
         .filter(|value| !value.trim().is_empty())
 }
 
-/// A match host's configuration from the model flags both binaries share
-/// (`--model-url`, `--model`: both or neither, checked by clap) and the
-/// environment: the model key, extra TLS roots, the compiled-bot cache.
-pub fn host_config(
-    model_url: Option<&str>,
-    model: Option<&str>,
-) -> Result<crate::HostConfig, RefereeError> {
-    let trust = trust()?;
-    let gateway = match (model_url, model) {
-        (Some(url), Some(name)) => crate::ModelGateway::trusting(
-            crate::ModelConfig::new(url.to_owned(), name.to_owned(), model_api_key()),
-            &trust,
-        )?,
-        _ => crate::ModelGateway::disabled(),
+/// The model flags both binaries share: `--models PATH`, or the one-model
+/// shorthand `--model-url URL [--model NAME]` (clap keeps them apart).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ModelFlags<'a> {
+    pub models: Option<&'a std::path::Path>,
+    pub model_url: Option<&'a str>,
+    pub model: Option<&'a str>,
+}
+
+/// The model gateway the flags describe, with each model's API key read
+/// from the variable its entry names (the shorthand's from
+/// [`MODEL_API_KEY_ENV`]); disabled when no flag names a model.
+pub fn model_gateway(
+    flags: ModelFlags<'_>,
+    trust: &Trust,
+) -> Result<crate::ModelGateway, RefereeError> {
+    let catalogue = match (flags.models, flags.model_url) {
+        (Some(path), _) => crate::Catalogue::read(path)?,
+        (None, Some(url)) => crate::Catalogue::single(url, flags.model)?,
+        (None, None) => return Ok(crate::ModelGateway::disabled()),
     };
+    crate::ModelGateway::from_catalogue(&catalogue, &secret, trust)
+}
+
+/// A match host's configuration from the model flags both binaries share and
+/// the environment: the models' keys, extra TLS roots, the compiled-bot cache.
+pub fn host_config(flags: ModelFlags<'_>) -> Result<crate::HostConfig, RefereeError> {
+    let trust = trust()?;
+    let gateway = model_gateway(flags, &trust)?;
     let mut config = crate::HostConfig::new(gateway);
     config.wasm_cache_dir = wasm_cache_dir();
     config.trust = trust;

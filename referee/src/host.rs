@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use duel_replays::store::ReplayStore;
-use duel_replays::{FighterInfo, Replay, SigningKey};
+use duel_replays::{FighterInfo, Replay, SigningKey, Transcript};
 use duel_rules::{ExchangeStep, Side, WeightClass};
 use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig, SandboxStats};
 
@@ -319,7 +319,11 @@ impl MatchHost {
         let context = BotContext::new(
             config,
             side,
-            host.gateway.meter(config.budget_tokens()),
+            crate::meter::FighterMeter::keeping(
+                host.gateway.clone(),
+                config.budget_tokens(),
+                config.keep_transcript,
+            ),
             host.inference.clone(),
         );
         match &fighter.source {
@@ -443,6 +447,9 @@ pub struct MatchOptions {
     pub wall_clock: Duration,
     /// Exchanges forced at the start (tournament and SPRT openings).
     pub opening: Opening,
+    /// Keep the match's transcript (what model calls sent and received) and
+    /// sign its digests into the replay. On by default.
+    pub keep_transcript: bool,
 }
 
 impl MatchOptions {
@@ -455,7 +462,14 @@ impl MatchOptions {
             accepted_at: None,
             wall_clock: DECISION_WALL_CLOCK,
             opening: Opening::none(),
+            keep_transcript: true,
         }
+    }
+
+    /// Whether the match keeps a transcript (see [`MatchOptions::keep_transcript`]).
+    pub fn transcript(mut self, keep: bool) -> MatchOptions {
+        self.keep_transcript = keep;
+        self
     }
 
     /// Starts the match with `opening` forced for both fighters.
@@ -474,8 +488,18 @@ impl MatchOptions {
         self
     }
 
-    /// The match configuration, with what was left unset made now.
+    /// The match configuration, with what was left unset made now. A seed
+    /// over [`SEED_MAX`](crate::limits::SEED_MAX) is refused: the replay's
+    /// signature could not bind it.
     pub fn into_config(self) -> Result<MatchConfig, RefereeError> {
+        if let Some(seed) = self.seed
+            && seed > crate::limits::SEED_MAX
+        {
+            return Err(RefereeError::Config(format!(
+                "seed {seed} is over {}: a replay's signature binds integers up to 2^53 - 1",
+                crate::limits::SEED_MAX
+            )));
+        }
         let accepted_at = match self.accepted_at {
             Some(at) => at,
             None => now_rfc3339()?,
@@ -488,6 +512,7 @@ impl MatchOptions {
         );
         config.decision_wall_clock = self.wall_clock;
         config.opening = self.opening;
+        config.keep_transcript = self.keep_transcript;
         Ok(config)
     }
 }
@@ -567,29 +592,49 @@ impl MatchSession {
     /// Plays the whole match, telling `observer` after every exchange. The bots
     /// (and their Inference credentials) are gone when this returns, or when
     /// the future is dropped (an aborted match).
-    pub async fn play(self, observer: &mut (dyn MatchObserver + Send)) -> Replay {
+    pub async fn play(self, observer: &mut (dyn MatchObserver + Send)) -> Played {
         let MatchSession {
             config,
             fighters,
             bots,
         } = self;
         let [mut bot_a, mut bot_b] = bots;
-        crate::runner::run_fighters(
+        let (replay, transcript) = crate::runner::run_fighters(
             config,
             fighters,
             [bot_a.as_mut(), bot_b.as_mut()],
             |recorder, step| observer.exchange(recorder, step),
         )
-        .await
+        .await;
+        Played { replay, transcript }
+    }
+}
+
+/// A finished match: its replay and, when it kept one, its transcript (which
+/// holds a decision only when a fighter called a model in it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Played {
+    pub replay: Replay,
+    pub transcript: Option<Transcript>,
+}
+
+impl Played {
+    /// The transcript, when it has something in it.
+    pub fn said(&self) -> Option<&Transcript> {
+        self.transcript
+            .as_ref()
+            .filter(|transcript| !transcript.decisions.is_empty())
     }
 }
 
 /// What happens to a finished replay, in this order: signed, written to a
-/// file, put into a store. Each step is optional.
+/// file, put into a store; and to its transcript: written to a file (owner
+/// only), kept in the store apart from the replay. Each step is optional.
 #[derive(Clone, Debug, Default)]
 pub struct ReplaySinks {
     signing_key: Option<Arc<SigningKey>>,
     file: Option<PathBuf>,
+    transcript_file: Option<PathBuf>,
     store: Option<ReplayStore>,
 }
 
@@ -613,6 +658,12 @@ impl ReplaySinks {
         self
     }
 
+    /// Also writes the transcript to `path` (mode 0600: it holds prompts).
+    pub fn transcript_to(mut self, path: PathBuf) -> ReplaySinks {
+        self.transcript_file = Some(path);
+        self
+    }
+
     pub fn store(&self) -> Option<&ReplayStore> {
         self.store.as_ref()
     }
@@ -620,13 +671,38 @@ impl ReplaySinks {
     /// Signs, writes and stores `replay`; the first step that fails ends the chain.
     pub async fn keep(&self, replay: &mut Replay) -> Result<(), RefereeError> {
         if let Some(key) = &self.signing_key {
-            duel_replays::sign(replay, key);
+            duel_replays::sign(replay, key)?;
         }
         if let Some(path) = &self.file {
             replay.write(path)?;
         }
         if let Some(store) = &self.store {
             store.put(replay).await?;
+        }
+        Ok(())
+    }
+
+    /// [`ReplaySinks::keep`] of the replay, then the transcript: written to
+    /// its file (an empty one when no fighter called a model, so the file
+    /// asked for always exists), and kept in the store when it has
+    /// something in it. The transcript is kept after the replay, whose
+    /// signature covers its digests.
+    pub async fn keep_played(&self, played: &mut Played) -> Result<(), RefereeError> {
+        self.keep(&mut played.replay).await?;
+        if let (Some(path), Some(transcript)) = (&self.transcript_file, &played.transcript) {
+            duel_files::write_atomic(
+                path,
+                transcript.to_json_pretty().as_bytes(),
+                duel_files::WriteOptions::PRIVATE,
+            )
+            .map_err(|error| {
+                RefereeError::Replay(duel_replays::ReplayError::File(format!(
+                    "cannot write transcript {error}"
+                )))
+            })?;
+        }
+        if let (Some(store), Some(transcript)) = (&self.store, played.said()) {
+            store.put_transcript(transcript).await?;
         }
         Ok(())
     }

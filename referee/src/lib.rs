@@ -21,6 +21,8 @@ pub mod grpc;
 pub mod host;
 pub mod limits;
 pub mod meter;
+pub mod models;
+pub mod openai;
 pub mod opening;
 pub mod outcome;
 pub mod publish;
@@ -38,9 +40,10 @@ pub use endpoint::EndpointPolicy;
 pub use error::RefereeError;
 pub use host::{
     BotMaker, Fighter, FighterSource, HostConfig, MatchHost, MatchObserver, MatchOptions,
-    MatchSession, ReplaySinks, WasmAllocation,
+    MatchSession, Played, ReplaySinks, WasmAllocation,
 };
-pub use meter::{ChatMessage, FighterMeter, ModelConfig, ModelError, ModelGateway, Spent};
+pub use meter::{ChatMessage, FighterMeter, ModelCall, ModelError, ModelRequest, Spent};
+pub use models::{Catalogue, ModelConfig, ModelGateway};
 pub use record::{MatchConfig, MatchRecorder};
 pub use runner::{run_bare_match, run_match};
 pub use spec::{BotSpec, BuiltinSpec};

@@ -127,6 +127,40 @@ pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
 /// The most messages in one model call.
 pub const MAX_PROMPT_MESSAGES: usize = 256;
 
+/// The most model calls one decision may make. Later calls are refused
+/// (429 `too_many_calls`, RESOURCE_EXHAUSTED) before they reach the meter:
+/// they cost nothing and are not recorded, so a bot looping on refused calls
+/// cannot grow its replay without bound. 32 calls of 36 decisions of two
+/// fighters add at most ~200 KiB of `calls` to a replay.
+pub const MAX_MODEL_CALLS_PER_DECISION: usize = 32;
+
+/// The most transcript text (message contents and completions) kept per
+/// decision of one fighter, in bytes; beyond it texts are cut and the call
+/// is marked `truncated` (its tokens stay what was charged).
+pub const MAX_TRANSCRIPT_BYTES_PER_DECISION: usize = 256 * 1024;
+
+/// The most transcript text kept per fighter per match, in bytes: 36
+/// decisions at the per-decision bound would be 9 MiB; a talkative bot keeps
+/// its early decisions whole. Two fighters stay under
+/// `duel_replays::MAX_TRANSCRIPT_BYTES` with room for JSON framing.
+pub const MAX_TRANSCRIPT_BYTES_PER_MATCH: usize = 4 * 1024 * 1024;
+
+/// The largest models file (`--models`) read, in bytes.
+pub const MAX_CATALOGUE_BYTES: usize = 256 * 1024;
+
+/// The most `[[model]]` tables a catalogue may have.
+pub const MAX_CATALOGUE_MODELS: usize = 64;
+
+/// The longest model name (catalogue and upstream), in bytes.
+pub const MAX_MODEL_NAME_BYTES: usize = 128;
+
+/// The highest price a catalogue accepts, in US dollars per million tokens.
+pub const MAX_PRICE_USD_PER_MTOK: f64 = 1_000_000.0;
+
+/// The largest body `POST /v1/chat/completions` reads, in bytes: the largest
+/// prompt as JSON (escaping can double it) with room for the rest.
+pub const MAX_CHAT_REQUEST_BYTES: usize = 2 * MAX_PROMPT_BYTES + 64 * 1024;
+
 /// The largest model HTTP response read, in bytes.
 pub const MAX_MODEL_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -155,6 +189,11 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 pub const CREDENTIAL_BYTES: usize = 32;
 
 const _: () = assert!(MAX_BOT_RESPONSE_BYTES <= MAX_GRPC_MESSAGE_BYTES);
+const _: () = assert!(
+    2 * MAX_TRANSCRIPT_BYTES_PER_MATCH < duel_replays::MAX_TRANSCRIPT_BYTES as usize,
+    "a transcript of two fighters at the bound is read back"
+);
+const _: () = assert!(MAX_TRANSCRIPT_BYTES_PER_DECISION <= MAX_TRANSCRIPT_BYTES_PER_MATCH);
 const _: () = assert!(MIN_WALL_CLOCK.as_nanos() < DECISION_WALL_CLOCK.as_nanos());
 
 /// The largest file of extra trusted certificates (`DUEL_EXTRA_CA`) read, in
@@ -181,6 +220,13 @@ pub const POOLED_SANDBOXES_MAX: usize = 2;
 
 /// Seeds the referee makes are below this: random, and short enough to retype.
 pub const SEED_MODULUS: u64 = 1_000_000_000;
+
+/// The largest seed accepted anywhere (`--seed`, `RunMatch.seed`, a
+/// tournament's game seeds): 2^53 − 1, the largest integer a replay's
+/// signature binds (RFC 8785 writes numbers as doubles).
+pub const SEED_MAX: u64 = duel_replays::JSON_INTEGER_MAX;
+
+const _: () = assert!(SEED_MODULUS <= SEED_MAX);
 
 // A WASM bot's decision log is bounded in the sandbox as it is written, with
 // the same per-decision bounds the recorder applies: whatever the sandbox keeps,

@@ -13,17 +13,15 @@
 //! ([`FighterMeter::open_window`]): outside it, calls are refused.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
+use duel_replays::{CallOutcome, CallRecord, ModelPrice};
 use tiktoken_rs::CoreBPE;
 
-use crate::env::MODEL_API_KEY_ENV;
-use crate::error::RefereeError;
-use crate::limits::{
-    MAX_MODEL_RESPONSE_BYTES, MAX_PROMPT_BYTES, MAX_PROMPT_MESSAGES, MODEL_CALL_TIMEOUT,
-};
-use crate::tls::Trust;
+use crate::limits::{MAX_MODEL_CALLS_PER_DECISION, MAX_PROMPT_BYTES, MAX_PROMPT_MESSAGES};
+use crate::models::{Model, Resolve};
+pub use crate::models::{ModelConfig, ModelGateway, Sampling};
 
 /// The process-wide `o200k_base` tables: loading costs ~200 ms, so it happens
 /// once per process (tiktoken-rs keeps a singleton).
@@ -107,244 +105,107 @@ pub enum ModelError {
     /// The request itself is unusable (no messages, too large); nothing was counted.
     #[error("invalid model request: {0}")]
     Invalid(String),
+    /// The catalogue has no model of this name; nothing was counted.
+    #[error("the model `{0}` does not exist here (GET /v1/models lists the catalogue)")]
+    ModelNotFound(String),
     /// Made while the fighter is not deciding; nothing was counted.
     #[error("model call made while the fighter is not deciding")]
     NotDeciding,
+    /// The decision already made [`MAX_MODEL_CALLS_PER_DECISION`] calls;
+    /// nothing was counted and the call is not recorded.
+    #[error("at most {MAX_MODEL_CALLS_PER_DECISION} model calls per decision")]
+    TooManyCalls,
     /// The decision ended (answered, or abandoned at the wall clock) before the
     /// model answered: the prompt was charged to that decision, no completion.
     #[error("the decision ended before the model answered; its prompt was charged")]
     Cut,
 }
 
+/// One model call as a bot makes it, through any face of the gateway.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelRequest {
+    /// The catalogue name; empty for the catalogue's default.
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    /// The most completion tokens wanted; 0 for as many as are left.
+    pub max_tokens: u32,
+    pub sampling: Sampling,
+}
+
+impl ModelRequest {
+    /// A call of the default model.
+    pub fn new(messages: Vec<ChatMessage>, max_tokens: u32) -> ModelRequest {
+        ModelRequest {
+            model: String::new(),
+            messages,
+            max_tokens,
+            sampling: Sampling::default(),
+        }
+    }
+
+    /// The same call of the model named `model`.
+    pub fn of(mut self, model: impl Into<String>) -> ModelRequest {
+        self.model = model.into();
+        self
+    }
+}
+
 /// A metered completion.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Completion {
+    /// The catalogue name of the model that answered.
+    pub model: Arc<str>,
     pub text: String,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub budget_left_tokens: u64,
+    /// The model's answer was cut to the completion cap (OpenAI's
+    /// `finish_reason: "length"`).
+    pub cut_at_cap: bool,
 }
 
-/// Where model calls go: `--model-url`, `--model` and `DUEL_MODEL_API_KEY`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ModelConfig {
-    /// The chat-completions URL (`…/v1/chat/completions`), or a base URL
-    /// (`…/v1`) to which `/chat/completions` is added.
-    pub url: String,
-    pub model: String,
-    pub api_key: Option<String>,
+/// One model call of a decision, as the recorder receives it: the replay's
+/// part (model, tokens, outcome), why it gave nothing when it did not, and
+/// what was said when the match keeps a transcript.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelCall {
+    /// The catalogue name, or the name the bot sent for a model the
+    /// catalogue does not have (empty when it sent none and none applies).
+    pub model: Arc<str>,
+    /// The catalogue's entry and prices, when the call named one.
+    pub price: Option<ModelPrice>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub outcome: CallOutcome,
+    /// From the call's arrival at the gateway to its end.
+    pub latency_us: u64,
+    /// Why the call gave no completion, in a few words (`upstream 404`).
+    pub note: Option<String>,
+    /// The messages and the completion, when the match keeps a transcript.
+    pub text: Option<CallText>,
 }
 
-impl fmt::Debug for ModelConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelConfig")
-            .field("url", &self.url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .finish()
-    }
+/// What a call sent and received, kept for the transcript.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallText {
+    pub messages: Vec<ChatMessage>,
+    pub completion: String,
 }
 
-impl ModelConfig {
-    /// `api_key` is read by the binary ([`crate::env::model_api_key`]).
-    pub fn new(url: String, model: String, api_key: Option<String>) -> ModelConfig {
-        ModelConfig {
-            url,
-            model,
-            api_key,
+impl ModelCall {
+    /// The replay's part of the call.
+    pub fn record(&self) -> CallRecord {
+        CallRecord {
+            model: self.model.to_string(),
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            outcome: self.outcome,
         }
     }
-}
 
-/// The forwarding half of the gateway, shared by every match of a process.
-/// Cheap to clone.
-#[derive(Clone, Debug, Default)]
-pub struct ModelGateway {
-    client: Option<Arc<ModelClient>>,
-}
-
-struct ModelClient {
-    url: reqwest::Url,
-    model: String,
-    authorization: Option<http::HeaderValue>,
-    http: reqwest::Client,
-}
-
-impl fmt::Debug for ModelClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelClient")
-            .field("url", &self.url.as_str())
-            .field("model", &self.model)
-            .finish_non_exhaustive()
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
     }
-}
-
-impl ModelGateway {
-    /// A gateway without a model: every call is `Unavailable` and costs nothing.
-    pub fn disabled() -> ModelGateway {
-        ModelGateway { client: None }
-    }
-
-    /// A gateway forwarding to `config`: `http://` (a local llama.cpp or Ollama
-    /// server) or `https://` (a hosted service), trusting the system's roots.
-    pub fn new(config: ModelConfig) -> Result<ModelGateway, RefereeError> {
-        ModelGateway::trusting(config, &Trust::system())
-    }
-
-    /// [`ModelGateway::new`], trusting `trust` for `https://` (`DUEL_EXTRA_CA`).
-    pub fn trusting(config: ModelConfig, trust: &Trust) -> Result<ModelGateway, RefereeError> {
-        let trimmed = config.url.trim_end_matches('/');
-        let full = if trimmed.ends_with("/chat/completions") {
-            trimmed.to_owned()
-        } else {
-            format!("{trimmed}/chat/completions")
-        };
-        let url = reqwest::Url::parse(&full).map_err(|error| {
-            RefereeError::Config(format!("model URL {:?}: {error}", config.url))
-        })?;
-        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-            return Err(RefereeError::Config(format!(
-                "model URL {:?}: expected http://host:port/… or https://host/…",
-                config.url
-            )));
-        }
-        if config.model.trim().is_empty() {
-            return Err(RefereeError::Config(
-                "--model must name the model to call".to_owned(),
-            ));
-        }
-        let authorization = match &config.api_key {
-            Some(key) => {
-                let mut value =
-                    http::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                        RefereeError::Config(format!(
-                            "{MODEL_API_KEY_ENV} holds characters not allowed in a header"
-                        ))
-                    })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
-        // No redirects: a metered call goes where it was configured to, with
-        // the key, or fails (as it did with the plain hyper client before).
-        let mut builder = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("duel-referee/", env!("CARGO_PKG_VERSION")));
-        if let Some(pem) = trust.extra_ca_pem() {
-            let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|error| {
-                RefereeError::Config(format!(
-                    "{}: not PEM certificates: {error}",
-                    crate::tls::EXTRA_CA_ENV
-                ))
-            })?;
-            builder = builder.tls_certs_merge(certificates);
-        }
-        let http = builder.build().map_err(|error| {
-            RefereeError::Config(format!("cannot set up the model client: {}", chain(&error)))
-        })?;
-        Ok(ModelGateway {
-            client: Some(Arc::new(ModelClient {
-                url,
-                model: config.model,
-                authorization,
-                http,
-            })),
-        })
-    }
-
-    pub fn is_enabled(&self) -> bool {
-        self.client.is_some()
-    }
-
-    /// A fresh meter for one fighter of one match.
-    pub fn meter(&self, budget_tokens: u64) -> FighterMeter {
-        FighterMeter {
-            inner: Arc::new(MeterInner {
-                gateway: self.clone(),
-                budget_tokens,
-                state: Mutex::new(MeterState::default()),
-                decisions: tokio::sync::watch::channel(0).0,
-            }),
-        }
-    }
-}
-
-impl ModelClient {
-    async fn chat(&self, messages: &[ChatMessage], max_tokens: u64) -> Result<String, String> {
-        let body = serde_json::json!({
-            "model": self.model,
-            "messages": messages
-                .iter()
-                .map(|message| serde_json::json!({"role": message.role, "content": message.content}))
-                .collect::<Vec<_>>(),
-            "max_tokens": max_tokens,
-            "stream": false,
-        });
-        let mut request = self
-            .http
-            .post(self.url.clone())
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
-        if let Some(authorization) = &self.authorization {
-            request = request.header(http::header::AUTHORIZATION, authorization.clone());
-        }
-        let call = async {
-            let mut response = request
-                .send()
-                .await
-                .map_err(|error| format!("cannot reach the model: {}", chain(&error)))?;
-            let status = response.status();
-            let mut bytes = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
-                .await
-                .map_err(|error| format!("cannot read the model's answer: {}", chain(&error)))?
-            {
-                if bytes.len() + chunk.len() > MAX_MODEL_RESPONSE_BYTES {
-                    return Err(format!(
-                        "the model's answer is larger than {MAX_MODEL_RESPONSE_BYTES} bytes"
-                    ));
-                }
-                bytes.extend_from_slice(&chunk);
-            }
-            if !status.is_success() {
-                return Err(format!("the model answered HTTP {status}"));
-            }
-            parse_completion(&bytes)
-        };
-        match tokio::time::timeout(MODEL_CALL_TIMEOUT, call).await {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "the model did not answer within {} s",
-                MODEL_CALL_TIMEOUT.as_secs()
-            )),
-        }
-    }
-}
-
-/// An error with its causes, on one line (a TLS failure's reason is a cause).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-/// The text of `choices[0].message.content` of an OpenAI-style answer.
-fn parse_completion(bytes: &[u8]) -> Result<String, String> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|error| format!("the model's answer is not JSON: {error}"))?;
-    value
-        .pointer("/choices/0/message/content")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| "the model's answer has no choices[0].message.content".to_owned())
 }
 
 /// One fighter's budget for one match. Clones share the same account.
@@ -357,6 +218,8 @@ pub struct FighterMeter {
 struct MeterInner {
     gateway: ModelGateway,
     budget_tokens: u64,
+    /// Keep what each call sent and received (the match keeps a transcript).
+    keep_texts: bool,
     state: Mutex<MeterState>,
     /// Bumped by every [`FighterMeter::settle`]: calls in flight wake up and
     /// find themselves cut.
@@ -375,10 +238,15 @@ enum Window {
 }
 
 /// A call between its reservation and its charge.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct InFlight {
     prompt_tokens: u64,
     cap_tokens: u64,
+    model: Arc<Model>,
+    /// The messages, when texts are kept: a call cut in flight still shows
+    /// what it asked.
+    messages: Option<Arc<Vec<ChatMessage>>>,
+    started: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -394,6 +262,11 @@ struct MeterState {
     window: Window,
     calls: HashMap<u64, InFlight>,
     next_call: u64,
+    /// Calls of the current decision that ended, with their number (the
+    /// order they were made in).
+    ended: Vec<(u64, ModelCall)>,
+    /// Calls made in the current decision, against [`MAX_MODEL_CALLS_PER_DECISION`].
+    decision_calls: usize,
 }
 
 impl MeterState {
@@ -403,11 +276,13 @@ impl MeterState {
             .saturating_sub(self.reserved_tokens)
     }
 
-    /// Drops a call's reservation and charges `charged_tokens` for it.
-    fn charge(&mut self, budget_tokens: u64, call: InFlight, charged_tokens: u64) {
+    /// Drops a call's reservation and charges `charged_tokens` for it;
+    /// returns what was charged.
+    fn charge(&mut self, budget_tokens: u64, call: &InFlight, charged_tokens: u64) -> u64 {
         self.reserved_tokens = self
             .reserved_tokens
             .saturating_sub(call.prompt_tokens + call.cap_tokens);
+        let before = self.used_tokens;
         self.used_tokens = self
             .used_tokens
             .saturating_add(charged_tokens)
@@ -415,11 +290,37 @@ impl MeterState {
         if self.used_tokens >= budget_tokens {
             self.gassed_out = true;
         }
+        self.used_tokens - before
+    }
+
+    /// Charges a call cut before its answer (its prompt) and records it.
+    fn cut(&mut self, budget_tokens: u64, id: u64, call: &InFlight) {
+        let charged = self.charge(budget_tokens, call, call.prompt_tokens);
+        self.ended.push((
+            id,
+            ModelCall {
+                model: call.model.name.clone(),
+                price: Some(call.model.price.clone()),
+                prompt_tokens: charged,
+                completion_tokens: 0,
+                outcome: CallOutcome::Cut,
+                latency_us: micros_since(call.started),
+                note: Some("the decision ended before the model answered".to_owned()),
+                text: call.messages.as_ref().map(|messages| CallText {
+                    messages: messages.as_ref().clone(),
+                    completion: String::new(),
+                }),
+            },
+        ));
     }
 }
 
+fn micros_since(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 /// What one decision spent, final once settled.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spent {
     /// Prompt and completion tokens of the calls made in the decision (only the
     /// prompt of a call cut at its end).
@@ -427,12 +328,14 @@ pub struct Spent {
     /// A call was refused or the budget reached zero: the fighter is gassed out
     /// from its next decision on.
     pub gassed_out: bool,
+    /// Every call the decision made, in the order they were made.
+    pub calls: Vec<ModelCall>,
 }
 
 /// A call admitted by [`FighterMeter::reserve`].
 struct Reservation<'a> {
     guard: CallGuard<'a>,
-    call: InFlight,
+    cap_tokens: u64,
     /// The decision counter, and the decision the call was made in: the call is
     /// cut once the counter moves on.
     decisions: tokio::sync::watch::Receiver<u64>,
@@ -451,12 +354,39 @@ impl Drop for CallGuard<'_> {
         let budget_tokens = self.meter.inner.budget_tokens;
         let mut state = self.meter.state();
         if let Some(call) = state.calls.remove(&self.id) {
-            state.charge(budget_tokens, call, call.prompt_tokens);
+            state.cut(budget_tokens, self.id, &call);
         }
     }
 }
 
+/// What a call that never reached a model is recorded with.
+struct Refusal {
+    model: Arc<str>,
+    price: Option<ModelPrice>,
+    outcome: CallOutcome,
+    note: String,
+}
+
 impl FighterMeter {
+    /// A fresh meter of `budget_tokens` over `gateway`.
+    pub fn new(gateway: ModelGateway, budget_tokens: u64) -> FighterMeter {
+        FighterMeter::keeping(gateway, budget_tokens, false)
+    }
+
+    /// A fresh meter that also keeps what each call sent and received
+    /// (`keep_texts`: the match keeps a transcript).
+    pub fn keeping(gateway: ModelGateway, budget_tokens: u64, keep_texts: bool) -> FighterMeter {
+        FighterMeter {
+            inner: Arc::new(MeterInner {
+                gateway,
+                budget_tokens,
+                keep_texts,
+                state: Mutex::new(MeterState::default()),
+                decisions: tokio::sync::watch::channel(0).0,
+            }),
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, MeterState> {
         // The lock guards plain counters; a panic elsewhere cannot leave them torn.
         self.inner
@@ -469,9 +399,19 @@ impl FighterMeter {
         self.inner.budget_tokens
     }
 
+    /// The gateway this meter forwards through (its catalogue).
+    pub fn gateway(&self) -> &ModelGateway {
+        &self.inner.gateway
+    }
+
     /// Tokens charged so far in the match.
     pub fn tokens_used(&self) -> u64 {
         self.state().used_tokens
+    }
+
+    /// What is left of the budget now (calls in flight hold their share).
+    pub fn budget_left_tokens(&self) -> u64 {
+        self.state().left(self.inner.budget_tokens)
     }
 
     /// A call was refused or the budget reached zero: the fallback plays from the
@@ -498,24 +438,29 @@ impl FighterMeter {
 
     /// Ends the current decision: cuts the calls still in flight (charging their
     /// prompts), closes the window if one is used, and returns what the decision
-    /// spent. Call it once per decision, answered or abandoned.
+    /// spent and every call it made. Call it once per decision, answered or
+    /// abandoned.
     pub fn settle(&self) -> Spent {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
-        let cut: Vec<InFlight> = state.calls.drain().map(|(_, call)| call).collect();
-        for call in cut {
-            state.charge(budget_tokens, call, call.prompt_tokens);
+        let cut: Vec<(u64, InFlight)> = state.calls.drain().collect();
+        for (id, call) in cut {
+            state.cut(budget_tokens, id, &call);
         }
         if state.window == Window::Open {
             state.window = Window::Closed;
         }
         let spent = state.used_tokens - state.reported_tokens;
         state.reported_tokens = state.used_tokens;
+        state.decision_calls = 0;
+        let mut ended = std::mem::take(&mut state.ended);
+        ended.sort_by_key(|(id, _)| *id);
         // Under the lock, so a call reserving now sees the new number.
         self.inner.decisions.send_modify(|decision| *decision += 1);
         Spent {
             tokens: spent,
             gassed_out: state.gassed_out,
+            calls: ended.into_iter().map(|(_, call)| call).collect(),
         }
     }
 
@@ -524,105 +469,309 @@ impl FighterMeter {
         self.settle().tokens
     }
 
-    /// One metered model call; the completion text.
+    /// One metered call of the default model; the completion text.
     pub async fn complete(
         &self,
         messages: Vec<ChatMessage>,
         max_tokens: u32,
     ) -> Result<String, ModelError> {
-        self.complete_detailed(messages, max_tokens)
+        self.complete_request(ModelRequest::new(messages, max_tokens))
             .await
             .map(|completion| completion.text)
     }
 
-    /// One metered model call with its counts. `max_tokens` 0 asks for as many
-    /// completion tokens as are left.
+    /// One metered call of the default model with its counts. `max_tokens` 0
+    /// asks for as many completion tokens as are left.
     pub async fn complete_detailed(
         &self,
         messages: Vec<ChatMessage>,
         max_tokens: u32,
     ) -> Result<Completion, ModelError> {
-        self.complete_inner(None, messages, max_tokens).await
+        self.complete_request(ModelRequest::new(messages, max_tokens))
+            .await
     }
 
-    /// [`FighterMeter::complete_detailed`] for a call made in decision
+    /// One metered call, of the model the request names.
+    pub async fn complete_request(&self, request: ModelRequest) -> Result<Completion, ModelError> {
+        self.complete_inner(None, request).await
+    }
+
+    /// [`FighterMeter::complete_request`] for a call made in decision
     /// `decision` (from [`FighterMeter::open_window`]): refused unless that very
     /// decision is still open, so a late call is never charged to a later one.
     pub async fn complete_in_decision(
         &self,
         decision: u64,
-        messages: Vec<ChatMessage>,
-        max_tokens: u32,
+        request: ModelRequest,
     ) -> Result<Completion, ModelError> {
-        self.complete_inner(Some(decision), messages, max_tokens)
-            .await
+        self.complete_inner(Some(decision), request).await
+    }
+
+    /// Records a call of decision `decision` that could not even be read (a
+    /// request body that is not a chat completion), as `invalid`, and
+    /// returns the error to answer with. Not recorded, like any call, when
+    /// the decision is not open.
+    pub fn refuse_in_decision(&self, decision: u64, model: &str, reason: String) -> ModelError {
+        let started = Instant::now();
+        if let Err(error) = self.admit(Some(decision)) {
+            return error;
+        }
+        self.record_refusal(
+            Refusal {
+                model: model.into(),
+                price: None,
+                outcome: CallOutcome::Invalid,
+                note: reason.clone(),
+            },
+            &[],
+            started,
+        );
+        ModelError::Invalid(reason)
+    }
+
+    /// Admits a call into the decision: refused (and not recorded) outside
+    /// the decision's window or past the per-decision call bound.
+    fn admit(&self, in_decision: Option<u64>) -> Result<(), ModelError> {
+        let mut state = self.state();
+        let current = *self.inner.decisions.borrow();
+        let outside = match in_decision {
+            Some(decision) => state.window != Window::Open || decision != current,
+            None => state.window == Window::Closed,
+        };
+        if outside {
+            return Err(ModelError::NotDeciding);
+        }
+        if state.decision_calls >= MAX_MODEL_CALLS_PER_DECISION {
+            return Err(ModelError::TooManyCalls);
+        }
+        state.decision_calls += 1;
+        Ok(())
+    }
+
+    /// Records a call that ended without reaching a model, charging nothing.
+    fn record_refusal(&self, refusal: Refusal, messages: &[ChatMessage], started: Instant) {
+        let text = self.inner.keep_texts.then(|| CallText {
+            messages: messages.to_vec(),
+            completion: String::new(),
+        });
+        let call = ModelCall {
+            model: refusal.model,
+            price: refusal.price,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            outcome: refusal.outcome,
+            latency_us: micros_since(started),
+            note: Some(refusal.note),
+            text,
+        };
+        let mut state = self.state();
+        let id = state.next_call;
+        state.next_call += 1;
+        state.ended.push((id, call));
     }
 
     async fn complete_inner(
         &self,
         in_decision: Option<u64>,
-        messages: Vec<ChatMessage>,
-        max_tokens: u32,
+        request: ModelRequest,
     ) -> Result<Completion, ModelError> {
-        let Some(client) = self.inner.gateway.client.as_ref() else {
-            return Err(ModelError::Unavailable(
-                "this referee has no model configured (--model-url)".to_owned(),
-            ));
+        let started = Instant::now();
+        self.admit(in_decision)?;
+        let ModelRequest {
+            model: requested,
+            messages,
+            max_tokens,
+            sampling,
+        } = request;
+        let refuse =
+            |outcome, model: Arc<str>, price, note: String, error, messages: &[ChatMessage]| {
+                self.record_refusal(
+                    Refusal {
+                        model,
+                        price,
+                        outcome,
+                        note,
+                    },
+                    messages,
+                    started,
+                );
+                Err(error)
+            };
+        let model = match self.inner.gateway.resolve(&requested) {
+            Ok(model) => model,
+            Err(Resolve::NoModels) => {
+                let note = "no model is configured (--model-url or --models)".to_owned();
+                return refuse(
+                    CallOutcome::Unavailable,
+                    requested.as_str().into(),
+                    None,
+                    note.clone(),
+                    ModelError::Unavailable(note),
+                    &messages,
+                );
+            }
+            Err(Resolve::NotFound(name)) => {
+                return refuse(
+                    CallOutcome::Invalid,
+                    name.as_str().into(),
+                    None,
+                    format!("no model `{name}`"),
+                    ModelError::ModelNotFound(name),
+                    &messages,
+                );
+            }
+            Err(Resolve::NoDefault(names)) => {
+                let note = format!("name a model: one of {}", names.join(", "));
+                return refuse(
+                    CallOutcome::Invalid,
+                    "".into(),
+                    None,
+                    note.clone(),
+                    ModelError::Invalid(note),
+                    &messages,
+                );
+            }
         };
-        if messages.is_empty() {
-            return Err(ModelError::Invalid("no messages".to_owned()));
-        }
-        if messages.len() > MAX_PROMPT_MESSAGES {
-            return Err(ModelError::Invalid(format!(
+        let invalid = if messages.is_empty() {
+            Some("no messages".to_owned())
+        } else if messages.len() > MAX_PROMPT_MESSAGES {
+            Some(format!(
                 "{} messages, more than {MAX_PROMPT_MESSAGES}",
                 messages.len()
-            )));
+            ))
+        } else {
+            let prompt_bytes: usize = messages.iter().map(|message| message.content.len()).sum();
+            (prompt_bytes > MAX_PROMPT_BYTES)
+                .then(|| format!("prompt of {prompt_bytes} bytes, more than {MAX_PROMPT_BYTES}"))
+        };
+        if let Some(note) = invalid {
+            return refuse(
+                CallOutcome::Invalid,
+                model.name.clone(),
+                Some(model.price.clone()),
+                note.clone(),
+                ModelError::Invalid(note),
+                &messages,
+            );
         }
-        let prompt_bytes: usize = messages.iter().map(|message| message.content.len()).sum();
-        if prompt_bytes > MAX_PROMPT_BYTES {
-            return Err(ModelError::Invalid(format!(
-                "prompt of {prompt_bytes} bytes, more than {MAX_PROMPT_BYTES}"
-            )));
-        }
-        let (messages, prompt_tokens) = count_prompt_tokens_off_runtime(messages).await?;
+        let (messages, prompt_tokens) = match count_prompt_tokens_off_runtime(messages).await {
+            Ok(counted) => counted,
+            Err(error) => {
+                return refuse(
+                    CallOutcome::Unavailable,
+                    model.name.clone(),
+                    Some(model.price.clone()),
+                    error.to_string(),
+                    error,
+                    &[],
+                );
+            }
+        };
+        let messages = Arc::new(messages);
+        let reservation = match self.reserve(
+            in_decision,
+            prompt_tokens,
+            max_tokens,
+            &model,
+            &messages,
+            started,
+        ) {
+            Ok(reservation) => reservation,
+            Err(error @ ModelError::BudgetExhausted { .. }) => {
+                return refuse(
+                    CallOutcome::Refused,
+                    model.name.clone(),
+                    Some(model.price.clone()),
+                    "the token budget is spent".to_owned(),
+                    error,
+                    &messages,
+                );
+            }
+            Err(error) => return Err(error),
+        };
         let Reservation {
             guard,
-            call,
+            cap_tokens,
             mut decisions,
             decision,
-        } = self.reserve(in_decision, prompt_tokens, max_tokens)?;
-        let answer = if call.cap_tokens == 0 {
-            Ok(String::new())
+        } = reservation;
+        let answer = if cap_tokens == 0 {
+            Ok(crate::models::UpstreamAnswer {
+                text: String::new(),
+            })
         } else {
             tokio::select! {
-                answer = client.chat(&messages, call.cap_tokens) => answer,
-                // The decision was settled meanwhile: this call is cut.
+                answer = model.complete(&messages, cap_tokens, &sampling) => answer,
+                // The decision was settled meanwhile: this call is cut (the
+                // guard's drop, or the settlement, records it).
                 _ = decisions.wait_for(|now| *now != decision) => return Err(ModelError::Cut),
             }
         };
         let text = match answer {
-            Ok(text) => text,
+            Ok(answer) => answer.text,
             Err(reason) => {
                 // The model failed, not the bot: nothing is charged.
                 let mut state = self.state();
-                if let Some(call) = state.calls.remove(&guard.id) {
-                    state.charge(self.inner.budget_tokens, call, 0);
-                    return Err(ModelError::Unavailable(reason));
-                }
-                return Err(ModelError::Cut);
+                let Some(call) = state.calls.remove(&guard.id) else {
+                    return Err(ModelError::Cut);
+                };
+                state.charge(self.inner.budget_tokens, &call, 0);
+                let text = self.inner.keep_texts.then(|| CallText {
+                    messages: messages.as_ref().clone(),
+                    completion: String::new(),
+                });
+                state.ended.push((
+                    guard.id,
+                    ModelCall {
+                        model: model.name.clone(),
+                        price: Some(model.price.clone()),
+                        prompt_tokens: 0,
+                        completion_tokens: 0,
+                        outcome: CallOutcome::Unavailable,
+                        latency_us: micros_since(started),
+                        note: Some(reason.clone()),
+                        text,
+                    },
+                ));
+                return Err(ModelError::Unavailable(reason));
             }
         };
-        let (text, completion_tokens) = cut_to_tokens_off_runtime(text, call.cap_tokens).await;
+        let full_bytes = text.len();
+        let (text, completion_tokens) = cut_to_tokens_off_runtime(text, cap_tokens).await;
         let mut state = self.state();
         let Some(call) = state.calls.remove(&guard.id) else {
             return Err(ModelError::Cut);
         };
-        state.charge(
+        let charged = state.charge(
             self.inner.budget_tokens,
-            call,
+            &call,
             prompt_tokens + completion_tokens,
         );
+        debug_assert_eq!(
+            charged,
+            prompt_tokens + completion_tokens,
+            "the reservation covers the call"
+        );
+        let record_text = self.inner.keep_texts.then(|| CallText {
+            messages: messages.as_ref().clone(),
+            completion: text.clone(),
+        });
+        state.ended.push((
+            guard.id,
+            ModelCall {
+                model: model.name.clone(),
+                price: Some(model.price.clone()),
+                prompt_tokens,
+                completion_tokens,
+                outcome: CallOutcome::Ok,
+                latency_us: micros_since(started),
+                note: None,
+                text: record_text,
+            },
+        ));
         Ok(Completion {
+            model: model.name.clone(),
+            cut_at_cap: text.len() < full_bytes,
             text,
             prompt_tokens,
             completion_tokens,
@@ -638,6 +787,9 @@ impl FighterMeter {
         in_decision: Option<u64>,
         prompt_tokens: u64,
         max_tokens: u32,
+        model: &Arc<Model>,
+        messages: &Arc<Vec<ChatMessage>>,
+        started: Instant,
     ) -> Result<Reservation<'_>, ModelError> {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
@@ -662,17 +814,22 @@ impl FighterMeter {
             cap_tokens = cap_tokens.min(u64::from(max_tokens));
         }
         state.reserved_tokens += prompt_tokens + cap_tokens;
-        let call = InFlight {
-            prompt_tokens,
-            cap_tokens,
-        };
         let id = state.next_call;
         state.next_call += 1;
-        state.calls.insert(id, call);
+        state.calls.insert(
+            id,
+            InFlight {
+                prompt_tokens,
+                cap_tokens,
+                model: model.clone(),
+                messages: self.inner.keep_texts.then(|| messages.clone()),
+                started,
+            },
+        );
         let decisions = self.inner.decisions.subscribe();
         Ok(Reservation {
             guard: CallGuard { meter: self, id },
-            call,
+            cap_tokens,
             decisions,
             decision: current,
         })
@@ -738,7 +895,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn without_a_model_calls_cost_nothing() {
+    async fn without_a_model_calls_cost_nothing_and_are_recorded() {
         let meter = ModelGateway::disabled().meter(100);
         let error = meter
             .complete(vec![ChatMessage::new("user", "hi")], 10)
@@ -747,31 +904,54 @@ mod tests {
         assert!(matches!(error, ModelError::Unavailable(_)));
         assert_eq!(meter.tokens_used(), 0);
         assert!(!meter.gassed_out());
+        let spent = meter.settle();
+        assert_eq!(spent.calls.len(), 1);
+        assert_eq!(spent.calls[0].outcome, CallOutcome::Unavailable);
+        assert_eq!(spent.calls[0].tokens(), 0);
     }
 
-    #[test]
-    fn takes_http_and_https_only_and_keeps_the_key_out_of_debug() {
-        for url in ["https://example.invalid/v1", "http://127.0.0.1:1/v1"] {
-            let config = ModelConfig {
-                url: url.into(),
-                model: "m".into(),
-                api_key: None,
-            };
-            assert!(ModelGateway::new(config).is_ok(), "{url}");
-        }
-        let ftp = ModelGateway::new(ModelConfig {
-            url: "ftp://example.invalid/v1".into(),
-            model: "m".into(),
-            api_key: None,
-        });
-        assert!(ftp.expect_err("ftp").to_string().contains("expected http"));
-        let config = ModelConfig {
-            url: "http://127.0.0.1:1/v1".into(),
-            model: "m".into(),
-            api_key: Some("sk-secret".into()),
-        };
-        assert!(!format!("{config:?}").contains("sk-secret"));
-        let gateway = ModelGateway::new(config).expect("gateway");
-        assert!(!format!("{gateway:?}").contains("sk-secret"));
+    /// The house model answers through the meter like any model: counted,
+    /// capped, recorded, and the same prompt gets the same answer.
+    #[tokio::test]
+    async fn the_house_model_is_metered_like_any_other() {
+        let catalogue =
+            crate::models::Catalogue::single(crate::models::HOUSE_URL, None).expect("house");
+        let gateway =
+            ModelGateway::from_catalogue(&catalogue, &|_| None, &crate::tls::Trust::system())
+                .expect("gateway");
+        let meter = FighterMeter::keeping(gateway, 1_000, true);
+        let prompt = vec![ChatMessage::new("user", "round 1")];
+        let first = meter
+            .complete_detailed(prompt.clone(), 0)
+            .await
+            .expect("answers");
+        assert_eq!(first.text, crate::models::house_answer(&prompt));
+        assert_eq!(first.completion_tokens, count_tokens(&first.text));
+        let capped = meter.complete_detailed(prompt, 1).await.expect("answers");
+        assert_eq!(capped.completion_tokens, 1);
+        assert!(capped.cut_at_cap);
+        let spent = meter.settle();
+        assert_eq!(spent.calls.len(), 2);
+        assert_eq!(
+            spent.tokens,
+            spent.calls.iter().map(ModelCall::tokens).sum::<u64>()
+        );
+        assert_eq!(
+            spent.calls[0]
+                .text
+                .as_ref()
+                .map(|text| text.completion.as_str()),
+            Some(first.text.as_str())
+        );
+        let unknown = meter
+            .complete_request(ModelRequest::new(vec![ChatMessage::new("user", "x")], 0).of("gpt-9"))
+            .await
+            .expect_err("not in the catalogue");
+        assert_eq!(unknown, ModelError::ModelNotFound("gpt-9".to_owned()));
+        let spent = meter.settle();
+        assert_eq!(
+            (spent.calls[0].outcome, &*spent.calls[0].model),
+            (CallOutcome::Invalid, "gpt-9")
+        );
     }
 }

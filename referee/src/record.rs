@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use duel_replays::transcript::{TranscriptCall, TranscriptDecision, TranscriptMessage};
 use duel_replays::{
-    ExchangeRecord, FORMAT, FighterInfo, MatchResultRecord, Replay, RoundRecord, RoundResultRecord,
-    SideRecord,
+    ExchangeRecord, FORMAT, FighterInfo, MatchResultRecord, ModelPrice, Replay, RoundRecord,
+    RoundResultRecord, SideRecord, Transcript,
 };
 use duel_rules::{
     Action, ExchangeStep, MatchState, Observation, Ruleset, Side, SideOutcome, Source, TapeEntry,
@@ -16,8 +17,10 @@ use duel_rules::{
 use crate::bot::Decision;
 use crate::limits::{
     DECISION_WALL_CLOCK, MAX_LOG_BYTES_PER_DECISION, MAX_LOG_BYTES_PER_MATCH, MAX_LOG_LINE_BYTES,
-    MAX_LOG_LINES_PER_DECISION, MAX_REASON_BYTES,
+    MAX_LOG_LINES_PER_DECISION, MAX_REASON_BYTES, MAX_TRANSCRIPT_BYTES_PER_DECISION,
+    MAX_TRANSCRIPT_BYTES_PER_MATCH,
 };
+use crate::meter::ModelCall;
 use crate::opening::Opening;
 
 /// Everything fixed when a match is accepted.
@@ -34,6 +37,9 @@ pub struct MatchConfig {
     /// Exchanges forced for both fighters at the start (tournament and SPRT
     /// openings); the fighters are not asked for them.
     pub opening: Opening,
+    /// Keep what each model call sent and received (`duel-transcript/1`) and
+    /// sign each decision's digest into the replay (`transcript_sha256`).
+    pub keep_transcript: bool,
 }
 
 impl MatchConfig {
@@ -52,6 +58,7 @@ impl MatchConfig {
             seed,
             decision_wall_clock: DECISION_WALL_CLOCK,
             opening: Opening::none(),
+            keep_transcript: true,
         }
     }
 
@@ -112,6 +119,17 @@ pub struct MatchRecorder {
     gassed_out: [bool; 2],
     /// Log bytes kept so far per fighter, against [`MAX_LOG_BYTES_PER_MATCH`].
     log_bytes: [usize; 2],
+    /// Each catalogue model some call named, in order of first call.
+    models: Vec<ModelPrice>,
+    /// The transcript, made at the first model call when the match keeps one
+    /// (a match of built-in bots never allocates it).
+    transcript: Option<Transcript>,
+    /// Transcript text kept so far per fighter, against
+    /// [`MAX_TRANSCRIPT_BYTES_PER_MATCH`].
+    transcript_bytes: [usize; 2],
+    /// The model calls of the last exchange, per fighter (the tape shows
+    /// them with their notes and texts).
+    last_calls: [Vec<ModelCall>; 2],
 }
 
 impl MatchRecorder {
@@ -122,11 +140,15 @@ impl MatchRecorder {
             tape: Vec::with_capacity(max_exchanges),
             rounds: Vec::with_capacity(usize::from(config.ruleset.rounds_per_match())),
             current_round: Vec::with_capacity(usize::from(config.ruleset.exchanges_per_round())),
+            transcript: None,
             config,
             fighters,
             tokens_used: [0; 2],
             gassed_out: [false; 2],
             log_bytes: [0; 2],
+            models: Vec::new(),
+            transcript_bytes: [0; 2],
+            last_calls: [Vec::new(), Vec::new()],
         }
     }
 
@@ -178,9 +200,17 @@ impl MatchRecorder {
             return self.record(forced, [None, None]);
         }
         let [answer_a, answer_b] = answers;
-        let (action_a, record_a) = self.resolve(Side::A, answer_a);
-        let (action_b, record_b) = self.resolve(Side::B, answer_b);
+        let (round, exchange) = (self.state.round(), self.state.next_exchange());
+        let (action_a, record_a) = self.resolve(Side::A, answer_a, (round, exchange));
+        let (action_b, record_b) = self.resolve(Side::B, answer_b, (round, exchange));
         self.record([action_a, action_b], [Some(record_a), Some(record_b)])
+    }
+
+    /// The model calls `side` made in the last exchange, with why each that
+    /// gave nothing did (and what was said, when the match keeps a
+    /// transcript).
+    pub fn last_calls(&self, side: Side) -> &[ModelCall] {
+        &self.last_calls[side.index()]
     }
 
     /// [`commit`](Self::commit) for fighters whose answers are plain actions,
@@ -281,9 +311,10 @@ impl MatchRecorder {
     /// Applies the substitution rules and the token budget to one answer
     /// (outside the opening): the action played and its side record, outcome
     /// fields not yet filled in.
-    fn resolve(&mut self, side: Side, answer: Answer) -> (Action, SideRecord) {
+    fn resolve(&mut self, side: Side, answer: Answer, at: (u8, u8)) -> (Action, SideRecord) {
         let fallback = self.config.ruleset.fallback_action();
-        let Some(decision) = answer.decision else {
+        self.last_calls[side.index()].clear();
+        let Some(mut decision) = answer.decision else {
             let mut record = SideRecord::new(fallback, Source::Budget);
             record.latency_ms = answer.latency_ms;
             record.latency_us = answer.latency_us;
@@ -306,7 +337,50 @@ impl MatchRecorder {
         record.restarted = decision.restarted;
         record.log_truncated = decision.log_truncated || cut;
         record.set_notes(reason, log);
+        if !decision.calls.is_empty() {
+            let calls = std::mem::take(&mut decision.calls);
+            self.record_calls(side, at, &mut record, calls);
+        }
         (action, record)
+    }
+
+    /// Writes a decision's model calls into its side record (and its digest,
+    /// when the match keeps a transcript), notes their models for the
+    /// header, and keeps them for the tape.
+    fn record_calls(
+        &mut self,
+        side: Side,
+        (round, exchange): (u8, u8),
+        record: &mut SideRecord,
+        calls: Vec<ModelCall>,
+    ) {
+        for call in &calls {
+            if let Some(price) = &call.price
+                && !self.models.iter().any(|known| known.name == price.name)
+            {
+                self.models.push(price.clone());
+            }
+        }
+        let summary = calls.iter().map(ModelCall::record).collect();
+        if self.config.keep_transcript && self.transcript.is_none() {
+            self.transcript = Some(Transcript::new(self.config.match_id.clone()));
+        }
+        let digest = match &mut self.transcript {
+            Some(transcript) => {
+                let transcribed = transcribe(&calls, &mut self.transcript_bytes[side.index()]);
+                let digest = duel_replays::calls_sha256(&transcribed);
+                transcript.decisions.push(TranscriptDecision {
+                    round,
+                    exchange,
+                    fighter: side.into(),
+                    calls: transcribed,
+                });
+                Some(digest)
+            }
+            None => None,
+        };
+        record.set_calls(summary, digest);
+        self.last_calls[side.index()] = calls;
     }
 
     /// The last exchange recorded, with its round number.
@@ -320,6 +394,29 @@ impl MatchRecorder {
 
     /// The finished replay. Call once the match is over.
     pub fn finish(self) -> Replay {
+        self.finish_replay()
+    }
+
+    /// The transcript so far (decisions in which a fighter called a model),
+    /// when the match keeps one.
+    pub fn transcript(&self) -> Option<&Transcript> {
+        self.transcript.as_ref()
+    }
+
+    /// The finished replay and, when the match keeps one, its transcript
+    /// (empty when no fighter called a model).
+    pub fn finish_with_transcript(mut self) -> (Replay, Option<Transcript>) {
+        let transcript = match self.transcript.take() {
+            Some(transcript) => Some(transcript),
+            None if self.config.keep_transcript => {
+                Some(Transcript::new(self.config.match_id.clone()))
+            }
+            None => None,
+        };
+        (self.finish_replay(), transcript)
+    }
+
+    fn finish_replay(self) -> Replay {
         let result = self.state.result();
         let (winner, round_wins, damage) = match result {
             Some(result) => (result.winner.into(), result.round_wins, result.damage),
@@ -349,6 +446,7 @@ impl MatchRecorder {
                 .map(|[a, b]| [(*a).into(), (*b).into()])
                 .collect(),
             fighters: self.fighters,
+            models: self.models,
             rounds: self.rounds,
             result: MatchResultRecord {
                 winner,
@@ -417,6 +515,57 @@ fn cut_line(line: String, max_bytes: usize) -> (String, bool) {
         end -= 1;
     }
     (format!("{}…", &line[..end]), true)
+}
+
+/// A decision's calls as the transcript keeps them: their texts within what
+/// is left of the decision's and the fighter's bounds (`match_bytes`,
+/// updated), a call whose texts were cut marked `truncated`.
+fn transcribe(calls: &[ModelCall], match_bytes: &mut usize) -> Vec<TranscriptCall> {
+    let mut decision_bytes = 0usize;
+    let mut keep = |text: &str, truncated: &mut bool| -> String {
+        let room = (MAX_TRANSCRIPT_BYTES_PER_DECISION - decision_bytes)
+            .min(MAX_TRANSCRIPT_BYTES_PER_MATCH.saturating_sub(*match_bytes));
+        let mut end = text.len().min(room);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end < text.len() {
+            *truncated = true;
+        }
+        decision_bytes += end;
+        *match_bytes += end;
+        text[..end].to_owned()
+    };
+    calls
+        .iter()
+        .map(|call| {
+            let mut truncated = false;
+            let (messages, completion) = match &call.text {
+                Some(text) => {
+                    let messages = text
+                        .messages
+                        .iter()
+                        .map(|message| TranscriptMessage {
+                            role: keep(&message.role, &mut truncated),
+                            content: keep(&message.content, &mut truncated),
+                        })
+                        .collect();
+                    (messages, keep(&text.completion, &mut truncated))
+                }
+                None => (Vec::new(), String::new()),
+            };
+            TranscriptCall {
+                model: call.model.to_string(),
+                messages,
+                completion,
+                prompt_tokens: call.prompt_tokens,
+                completion_tokens: call.completion_tokens,
+                latency_us: call.latency_us.min(duel_replays::JSON_INTEGER_MAX),
+                outcome: call.outcome,
+                truncated,
+            }
+        })
+        .collect()
 }
 
 /// Cuts a reason to [`MAX_REASON_BYTES`] on a character boundary, on one line.
@@ -550,6 +699,7 @@ mod tests {
                     restarted,
                     log,
                     log_truncated,
+                    calls: Vec::new(),
                 },
             );
         prop_oneof![

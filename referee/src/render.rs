@@ -4,10 +4,11 @@
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
+use duel_referee::ModelCall;
 use duel_referee::arena::tournament::{latency_text, percentile};
 use duel_replays::{
-    ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundEndName, RoundResultRecord,
-    SideRecord, SourceName, WinnerName,
+    CallOutcome, CallRecord, ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundEndName,
+    RoundResultRecord, SideRecord, SourceName, WinnerName,
 };
 use duel_rules::{Ruleset, Side};
 
@@ -440,6 +441,36 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
             latency(percentile(&latencies, 50)),
             latency(percentile(&latencies, 99)),
         );
+        let uses = model_use(replay, side);
+        if !uses.is_empty() {
+            let parts: Vec<String> = uses
+                .iter()
+                .map(|one| {
+                    let cost = one
+                        .cost_usd
+                        .map(dollars)
+                        .unwrap_or_else(|| "no price".to_owned());
+                    format!(
+                        "{} {} call{} {} tokens {cost}",
+                        one_line(&one.model),
+                        one.calls,
+                        if one.calls == 1 { "" } else { "s" },
+                        group_thousands(one.tokens)
+                    )
+                })
+                .collect();
+            let total: Option<f64> = uses.iter().map(|one| one.cost_usd).sum();
+            let total = match total {
+                Some(total) => format!(" · cost {}", dollars(total)),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "     {} {}{total}",
+                palette.paint(DIM, "models:"),
+                parts.join(" · ")
+            );
+        }
     }
     out
 }
@@ -471,6 +502,162 @@ pub fn exchange_logs(palette: Palette, exchange: &ExchangeRecord) -> String {
     out
 }
 
+/// One model call as the tape shows it: what the replay records, and, for a
+/// match played here, why it gave nothing and what the model answered.
+#[derive(Clone, Copy, Debug)]
+pub struct CallView<'a> {
+    pub model: &'a str,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub outcome: CallOutcome,
+    pub note: Option<&'a str>,
+    pub answer: Option<&'a str>,
+}
+
+impl<'a> CallView<'a> {
+    pub fn recorded(call: &'a CallRecord) -> CallView<'a> {
+        CallView {
+            model: &call.model,
+            prompt_tokens: call.prompt_tokens,
+            completion_tokens: call.completion_tokens,
+            outcome: call.outcome,
+            note: None,
+            answer: None,
+        }
+    }
+
+    pub fn live(call: &'a ModelCall) -> CallView<'a> {
+        CallView {
+            model: &call.model,
+            prompt_tokens: call.prompt_tokens,
+            completion_tokens: call.completion_tokens,
+            outcome: call.outcome,
+            note: call.note.as_deref(),
+            answer: call
+                .text
+                .as_ref()
+                .map(|text| text.completion.as_str())
+                .filter(|_| call.outcome == CallOutcome::Ok),
+        }
+    }
+}
+
+/// Words of a model's answer shown on the tape.
+const TAPE_ANSWER_WORDS: usize = 8;
+
+/// The model calls of one exchange, per fighter `calls[side]`: a refused
+/// call is never silent (`model: unavailable (upstream 404)`, once per cause
+/// and fighter); with `each`, one line per call (model, tokens, the first
+/// words of the answer).
+pub fn exchange_calls(palette: Palette, calls: [&[CallView<'_>]; 2], each: bool) -> String {
+    let mut out = String::new();
+    for side in Side::BOTH {
+        let label = fighter_label(palette, side);
+        let bar = palette.paint(DIM, "│");
+        if each {
+            for call in calls[side.index()] {
+                let mut line = format!(
+                    "model {} · {}+{} tokens",
+                    one_line(call.model),
+                    group_thousands(call.prompt_tokens),
+                    group_thousands(call.completion_tokens)
+                );
+                if call.outcome != CallOutcome::Ok {
+                    line.push_str(&format!(" · {}", call.outcome));
+                }
+                let line = palette.paint(DIM, &line);
+                let answer = match call.answer {
+                    Some(answer) => {
+                        let words: Vec<&str> = answer.split_whitespace().collect();
+                        let mut shown = words
+                            .iter()
+                            .take(TAPE_ANSWER_WORDS)
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        if words.len() > TAPE_ANSWER_WORDS {
+                            shown.push('…');
+                        }
+                        format!(" {}", one_line(&format!("“{shown}”")))
+                    }
+                    None => String::new(),
+                };
+                let _ = writeln!(out, "       {label} {bar} {line}{answer}");
+            }
+        }
+        let mut said: Vec<String> = Vec::new();
+        for call in calls[side.index()] {
+            if call.outcome == CallOutcome::Ok || call.outcome == CallOutcome::Cut {
+                continue;
+            }
+            let mark = match call.note.map(one_line).filter(|note| !note.is_empty()) {
+                Some(note) => format!("model: {} ({note})", call.outcome),
+                None => format!("model: {}", call.outcome),
+            };
+            if !said.contains(&mark) {
+                let _ = writeln!(
+                    out,
+                    "       {label} {bar} {}",
+                    palette.paint(WARNING, &mark)
+                );
+                said.push(mark);
+            }
+        }
+    }
+    out
+}
+
+/// Tokens and dollars per model, from what a replay's calls say and the
+/// prices its header recorded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelUse {
+    pub model: String,
+    pub calls: u64,
+    pub tokens: u64,
+    /// `None` when the catalogue gave no price for a part used.
+    pub cost_usd: Option<f64>,
+}
+
+/// Each model one fighter called, in the order first called.
+pub fn model_use(replay: &Replay, side: Side) -> Vec<ModelUse> {
+    let mut uses: Vec<ModelUse> = Vec::new();
+    for (_, exchange) in replay.exchanges() {
+        for call in exchange.sides()[side.index()].calls() {
+            if !call.outcome.reached_model() {
+                continue;
+            }
+            let price = replay.models.iter().find(|model| model.name == call.model);
+            let cost =
+                price.and_then(|price| price.cost_usd(call.prompt_tokens, call.completion_tokens));
+            match uses.iter_mut().find(|known| known.model == call.model) {
+                Some(known) => {
+                    known.calls += 1;
+                    known.tokens += call.tokens();
+                    known.cost_usd = known.cost_usd.zip(cost).map(|(sum, one)| sum + one);
+                }
+                None => uses.push(ModelUse {
+                    model: call.model.clone(),
+                    calls: 1,
+                    tokens: call.tokens(),
+                    cost_usd: cost,
+                }),
+            }
+        }
+    }
+    uses
+}
+
+/// Dollars for people: four significant decimals under a cent.
+pub fn dollars(amount: f64) -> String {
+    if amount == 0.0 {
+        "$0".to_owned()
+    } else if amount < 0.01 {
+        format!("${amount:.6}").trim_end_matches('0').to_owned()
+    } else {
+        format!("${amount:.4}")
+    }
+}
+
 /// A whole replay as the tape; with `logs`, each exchange's log lines under it.
 pub fn replay(palette: Palette, replay: &Replay, logs: bool) -> String {
     let ruleset = replay.ruleset().unwrap_or(Ruleset::CURRENT);
@@ -479,6 +666,13 @@ pub fn replay(palette: Palette, replay: &Replay, logs: bool) -> String {
         out.push_str(&round_heading(palette, round.number));
         for exchange in &round.exchanges {
             out.push_str(&exchange_line(palette, ruleset, exchange));
+            let views = exchange.sides().map(|side| {
+                side.calls()
+                    .iter()
+                    .map(CallView::recorded)
+                    .collect::<Vec<_>>()
+            });
+            out.push_str(&exchange_calls(palette, [&views[0], &views[1]], logs));
             if logs {
                 out.push_str(&exchange_logs(palette, exchange));
             }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use duel_replays::{FighterInfo, Replay};
+use duel_replays::{FighterInfo, Replay, Transcript};
 use duel_rules::{Action, ExchangeStep, Side};
 
 use crate::bot::{Bot, BotFailure, Decision};
@@ -24,17 +24,18 @@ pub async fn run_match_observed(
     on_exchange: impl FnMut(&MatchRecorder, &ExchangeStep),
 ) -> Replay {
     let fighters = [bots[0].info(), bots[1].info()];
-    run_fighters(config, fighters, bots, on_exchange).await
+    run_fighters(config, fighters, bots, on_exchange).await.0
 }
 
 /// [`run_match_observed`] with the fighters shown in the replay as `fighters`
-/// (a ladder bot's name, say) rather than as the bots name themselves.
+/// (a ladder bot's name, say) rather than as the bots name themselves; with
+/// the transcript, when the match keeps one.
 pub async fn run_fighters(
     config: MatchConfig,
     fighters: [FighterInfo; 2],
     bots: [&mut dyn Bot; 2],
     mut on_exchange: impl FnMut(&MatchRecorder, &ExchangeStep),
-) -> Replay {
+) -> (Replay, Option<Transcript>) {
     let [bot_a, bot_b] = bots;
     let mut recorder = MatchRecorder::new(config, fighters);
     while !recorder.is_over() {
@@ -45,7 +46,7 @@ pub async fn run_fighters(
         let step = recorder.commit([answer_a, answer_b]);
         on_exchange(&recorder, &step);
     }
-    recorder.finish()
+    recorder.finish_with_transcript()
 }
 
 async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer {
@@ -62,19 +63,12 @@ async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer 
     let answered = tokio::time::timeout(wall_clock, bot.decide(observation)).await;
     let decision = match answered {
         Ok(decision) => decision,
-        Err(_elapsed) => {
-            let spent = bot.abandoned();
-            Decision {
-                answer: Err(BotFailure::timeout(duel_sandbox::timeout_reason(
-                    wall_clock,
-                ))),
-                tokens: spent.tokens,
-                gassed_out: spent.gassed_out,
-                restarted: false,
-                log: Vec::new(),
-                log_truncated: false,
-            }
-        }
+        Err(_elapsed) => Decision::metered(
+            Err(BotFailure::timeout(duel_sandbox::timeout_reason(
+                wall_clock,
+            ))),
+            bot.abandoned(),
+        ),
     };
     Answer::timed(decision, started.elapsed())
 }

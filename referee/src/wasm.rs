@@ -11,7 +11,7 @@ use duel_sandbox::{LoadedBot, ModelFuture, ModelPort, Sandbox};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture, FailureCause};
 use crate::error::RefereeError;
-use crate::meter::{ChatMessage, FighterMeter, ModelError, Spent};
+use crate::meter::{ChatMessage, FighterMeter, ModelError, ModelRequest, Spent};
 
 /// Reads the component at `path` for [`load_in`]: a regular file only (never a
 /// device, FIFO or socket, which could stream forever or block), and at most
@@ -60,26 +60,51 @@ pub async fn load_in(
     sandbox.load_async(bytes).await
 }
 
-/// Forwards the bot's `model.complete` to the fighter's meter.
+/// Forwards the bot's `model` calls to the fighter's meter.
 struct MeteredModel {
     meter: FighterMeter,
 }
 
 impl ModelPort for MeteredModel {
-    fn complete(&self, messages: Vec<duel_sandbox::Message>, max_tokens: u32) -> ModelFuture<'_> {
-        let messages = messages
+    fn complete(&self, call: duel_sandbox::ModelCall) -> ModelFuture<'_> {
+        let messages = call
+            .messages
             .into_iter()
             .map(|message| ChatMessage::new(message.role, message.content))
             .collect();
+        let request = ModelRequest::new(messages, call.max_tokens).of(call.model);
         Box::pin(async move {
             self.meter
-                .complete(messages, max_tokens)
+                .complete_request(request)
                 .await
+                .map(|completion| duel_sandbox::ModelAnswer {
+                    text: completion.text,
+                    model: completion.model.to_string(),
+                    prompt_tokens: completion.prompt_tokens,
+                    completion_tokens: completion.completion_tokens,
+                    budget_left_tokens: completion.budget_left_tokens,
+                })
                 .map_err(|error| match error {
                     ModelError::BudgetExhausted { .. } => duel_sandbox::ModelError::BudgetExhausted,
-                    other => duel_sandbox::ModelError::Unavailable(other.to_string()),
+                    ModelError::Invalid(_)
+                    | ModelError::ModelNotFound(_)
+                    | ModelError::TooManyCalls => {
+                        duel_sandbox::ModelError::Invalid(error.to_string())
+                    }
+                    ModelError::Unavailable(_) | ModelError::NotDeciding | ModelError::Cut => {
+                        duel_sandbox::ModelError::Unavailable(error.to_string())
+                    }
                 })
         })
+    }
+
+    fn models(&self) -> Vec<String> {
+        self.meter
+            .gateway()
+            .names()
+            .iter()
+            .map(|name| name.to_string())
+            .collect()
     }
 }
 
@@ -189,14 +214,11 @@ impl Bot for WasmBot {
                 },
                 reason: failure.reason,
             });
-            let spent = self.meter.settle();
             Decision {
-                answer,
-                tokens: spent.tokens,
-                gassed_out: spent.gassed_out,
                 restarted,
                 log: log.lines,
                 log_truncated: log.truncated,
+                ..Decision::metered(answer, self.meter.settle())
             }
         })
     }

@@ -197,7 +197,8 @@ async fn a_bot_that_goes_down_and_comes_back_is_reconnected() {
             count += 1;
             let _ = events.send(count);
         })
-        .await;
+        .await
+        .replay;
     drop(events);
     controller.await.unwrap();
     let sources: Vec<SourceName> = sides(&replay, 0).iter().map(|side| side.source).collect();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use duel_proto::v1 as pb;
 use duel_referee::meter::{ChatMessage, ModelError, Spent, count_prompt_tokens, count_tokens};
-use duel_replays::SourceName;
+use duel_replays::{CallOutcome, CallRecord, SourceName};
 use support::*;
 
 const SYSTEM: &str = "You are a careful fighter.";
@@ -336,12 +336,21 @@ async fn settling_a_decision_cuts_its_call_in_flight_and_charges_the_prompt_to_i
     wait_for_requests(&model_log, 1).await;
     // The decision ends (answered or abandoned) with the call in flight: its
     // prompt, already forwarded, is this decision's; no completion is.
+    let spent = meter.settle();
     assert_eq!(
-        meter.settle(),
-        Spent {
-            tokens: SYSTEM_TOKENS + USER_TOKENS,
-            gassed_out: false
-        }
+        (spent.tokens, spent.gassed_out),
+        (SYSTEM_TOKENS + USER_TOKENS, false)
+    );
+    // The call is recorded with the decision, as cut: its prompt, no completion.
+    let calls: Vec<_> = spent.calls.iter().map(|call| call.record()).collect();
+    assert_eq!(
+        calls,
+        vec![CallRecord {
+            model: "test-model".to_owned(),
+            prompt_tokens: SYSTEM_TOKENS + USER_TOKENS,
+            completion_tokens: 0,
+            outcome: CallOutcome::Cut,
+        }]
     );
     let cut = tokio::time::timeout(Duration::from_secs(60), call)
         .await
@@ -379,12 +388,19 @@ async fn a_call_dropped_mid_flight_charges_its_prompt_and_frees_its_reservation(
     // Its reservation (the whole budget) is free again: a second call fits.
     let second = call(meter.clone());
     wait_for_requests(&model_log, 2).await;
+    let spent = meter.settle();
+    assert_eq!((spent.tokens, spent.gassed_out), (2 * prompt_tokens, false));
+    let outcomes: Vec<_> = spent
+        .calls
+        .iter()
+        .map(|call| (call.outcome, call.tokens()))
+        .collect();
     assert_eq!(
-        meter.settle(),
-        Spent {
-            tokens: 2 * prompt_tokens,
-            gassed_out: false
-        }
+        outcomes,
+        vec![
+            (CallOutcome::Cut, prompt_tokens),
+            (CallOutcome::Cut, prompt_tokens)
+        ]
     );
     assert_eq!(second.await.unwrap(), Err(ModelError::Cut));
 }

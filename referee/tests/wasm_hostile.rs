@@ -91,7 +91,7 @@ async fn play(path: &Path, match_id: &str, clock: Duration) -> Replay {
         )
         .await
         .unwrap();
-    session.play(&mut |_: &_, _: &_| {}).await
+    session.play(&mut |_: &_, _: &_| {}).await.replay
 }
 
 /// The same with the hostile bot in a sandbox of its own limits (fuel caps).

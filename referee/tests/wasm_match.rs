@@ -208,7 +208,7 @@ async fn more_matches_at_once_than_the_pool_holds_all_play() {
         ];
         let options = MatchOptions::new(WeightClass::Middle).seed(seed);
         let session = host.prepare(fighters, options).await.expect("prepared");
-        matches.spawn(async move { session.play(&mut |_: &_, _: &_| {}).await });
+        matches.spawn(async move { session.play(&mut |_: &_, _: &_| {}).await.replay });
     }
     let mut replays = Vec::new();
     while let Some(replay) = matches.join_next().await {

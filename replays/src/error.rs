@@ -39,4 +39,12 @@ pub enum ReplayError {
     BadId(String),
     #[error("{0}")]
     BadQuery(String),
+    /// An integer RFC 8785 cannot write exactly (over 2^53 − 1), so no
+    /// signature or digest could bind it.
+    #[error("{field} is {value}, over 2^53 - 1: a signature cannot bind it")]
+    IntegerTooLarge { field: String, value: String },
+    /// A file named by the caller could not be read or written (one line,
+    /// the path first).
+    #[error("{0}")]
+    File(String),
 }

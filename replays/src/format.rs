@@ -2,7 +2,6 @@
 //! writing. Field names are a contract; fields may be added, never renamed.
 
 use std::borrow::Cow;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -44,6 +43,10 @@ pub struct Replay {
     pub opening: Vec<[ActionName; 2]>,
     /// Fighter `a` (the first bot spec given), then `b`.
     pub fighters: [FighterInfo; 2],
+    /// Each catalogue model that some call of the match named, with its
+    /// prices when the catalogue gave them. Absent when no call named one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelPrice>,
     pub rounds: Vec<RoundRecord>,
     pub result: MatchResultRecord,
     /// The referee's signature over the rest (see `sign.rs` for the exact bytes).
@@ -133,10 +136,121 @@ pub struct SideRecord {
 }
 
 /// The rarely-set parts of a [`SideRecord`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct SideNotes {
     reason: Option<String>,
     log: Vec<String>,
+    calls: Vec<CallRecord>,
+    transcript_sha256: Option<String>,
+}
+
+impl SideNotes {
+    fn is_empty(&self) -> bool {
+        self.reason.is_none()
+            && self.log.is_empty()
+            && self.calls.is_empty()
+            && self.transcript_sha256.is_none()
+    }
+}
+
+/// One model call a fighter made while deciding, as the public replay
+/// records it: what it cost, never what was said (that is the transcript's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The catalogue name of the model called (as the bot named it, for a
+    /// model the catalogue does not have).
+    pub model: String,
+    /// Prompt tokens charged: 0 unless the call was `ok` or `cut`.
+    pub prompt_tokens: u64,
+    /// Completion tokens charged: 0 unless the call was `ok`.
+    pub completion_tokens: u64,
+    pub outcome: CallOutcome,
+}
+
+impl CallRecord {
+    /// What the call cost the fighter's budget.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+}
+
+/// How a model call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallOutcome {
+    /// Answered: prompt and completion charged.
+    Ok,
+    /// The decision's clock ran out first: the prompt charged, no completion.
+    Cut,
+    /// Refused on the budget (the fighter is gassed out): nothing charged.
+    Refused,
+    /// No model configured, or the upstream failed: nothing charged.
+    Unavailable,
+    /// A request the gateway could not take (400), or an unknown model
+    /// (404): nothing charged.
+    Invalid,
+}
+
+impl CallOutcome {
+    pub const ALL: [CallOutcome; 5] = [
+        CallOutcome::Ok,
+        CallOutcome::Cut,
+        CallOutcome::Refused,
+        CallOutcome::Unavailable,
+        CallOutcome::Invalid,
+    ];
+
+    /// As replays and transcripts spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::Cut => "cut",
+            CallOutcome::Refused => "refused",
+            CallOutcome::Unavailable => "unavailable",
+            CallOutcome::Invalid => "invalid",
+        }
+    }
+
+    /// Whether the call reached a catalogue model (and may be charged).
+    pub fn reached_model(self) -> bool {
+        matches!(self, CallOutcome::Ok | CallOutcome::Cut)
+    }
+}
+
+impl std::fmt::Display for CallOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A catalogue model named by some call of a match, and its prices in US
+/// dollars per million tokens when the catalogue gave them. JSON numbers
+/// (`serde_json::Number` is always finite), so a replay compares equal to
+/// itself read back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelPrice {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_usd_per_mtok: Option<serde_json::Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_usd_per_mtok: Option<serde_json::Number>,
+}
+
+impl ModelPrice {
+    /// What `prompt_tokens` and `completion_tokens` of this model cost, in
+    /// US dollars; `None` when the catalogue gave no price for a part used.
+    pub fn cost_usd(&self, prompt_tokens: u64, completion_tokens: u64) -> Option<f64> {
+        let part = |price: &Option<serde_json::Number>, tokens: u64| -> Option<f64> {
+            if tokens == 0 {
+                return Some(0.0);
+            }
+            Some(price.as_ref()?.as_f64()? * tokens as f64 / 1_000_000.0)
+        };
+        Some(
+            part(&self.input_usd_per_mtok, prompt_tokens)?
+                + part(&self.output_usd_per_mtok, completion_tokens)?,
+        )
+    }
 }
 
 /// A [`SideRecord`] as its JSON is, every field inline, in the contract's
@@ -144,7 +258,7 @@ struct SideNotes {
 /// into it owning the rare parts (`Option<String>`, `Vec<String>`) and
 /// written from it borrowing them (`Option<&str>`, `&[String]`).
 #[derive(Serialize, Deserialize)]
-struct SideRecordFields<Reason, Log: AsRef<[String]>> {
+struct SideRecordFields<Reason, Log: AsRef<[String]>, Calls: AsRef<[CallRecord]>> {
     action: ActionName,
     source: SourceName,
     exhausted: bool,
@@ -164,13 +278,21 @@ struct SideRecordFields<Reason, Log: AsRef<[String]>> {
     log: Log,
     #[serde(default, skip_serializing_if = "is_false")]
     log_truncated: bool,
+    #[serde(default, skip_serializing_if = "no_calls")]
+    calls: Calls,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    transcript_sha256: Option<Reason>,
 }
 
 /// What a parsed side record is read into.
-type OwnedSideRecordFields = SideRecordFields<String, Vec<String>>;
+type OwnedSideRecordFields = SideRecordFields<String, Vec<String>, Vec<CallRecord>>;
 
 fn no_lines<Log: AsRef<[String]>>(log: &Log) -> bool {
     log.as_ref().is_empty()
+}
+
+fn no_calls<Calls: AsRef<[CallRecord]>>(calls: &Calls) -> bool {
+    calls.as_ref().is_empty()
 }
 
 impl From<OwnedSideRecordFields> for SideRecord {
@@ -187,13 +309,14 @@ impl From<OwnedSideRecordFields> for SideRecord {
         record.latency_us = fields.latency_us;
         record.log_truncated = fields.log_truncated;
         record.set_notes(fields.reason, fields.log);
+        record.set_calls(fields.calls, fields.transcript_sha256);
         record
     }
 }
 
 impl Serialize for SideRecord {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        SideRecordFields::<&str, &[String]> {
+        SideRecordFields::<&str, &[String], &[CallRecord]> {
             action: self.action,
             source: self.source,
             exhausted: self.exhausted,
@@ -208,6 +331,8 @@ impl Serialize for SideRecord {
             latency_us: self.latency_us,
             log: self.log(),
             log_truncated: self.log_truncated,
+            calls: self.calls(),
+            transcript_sha256: self.transcript_sha256(),
         }
         .serialize(serializer)
     }
@@ -292,16 +417,43 @@ impl SideRecord {
             .map_or(&[], |notes| notes.log.as_slice())
     }
 
+    /// The model calls the fighter made while deciding, in the order they
+    /// were made (empty for bots without a model, and in older replays).
+    pub fn calls(&self) -> &[CallRecord] {
+        self.notes
+            .as_ref()
+            .map_or(&[], |notes| notes.calls.as_slice())
+    }
+
+    /// The lowercase hex SHA-256 of the RFC 8785 form of this decision's
+    /// `calls` in the match's transcript (see `transcript.rs`), when the
+    /// referee kept one and the fighter called a model.
+    pub fn transcript_sha256(&self) -> Option<&str> {
+        self.notes.as_ref()?.transcript_sha256.as_deref()
+    }
+
+    fn notes_mut(&mut self) -> &mut SideNotes {
+        self.notes.get_or_insert_with(Box::default)
+    }
+
+    /// Drops the box when nothing is left in it, so that equal records
+    /// compare equal however they were built.
+    fn tidy_notes(&mut self) {
+        if self.notes.as_ref().is_some_and(|notes| notes.is_empty()) {
+            self.notes = None;
+        }
+    }
+
     /// Sets the substitution's reason (`None`: no substitution, or none given).
     pub fn set_reason(&mut self, reason: Option<String>) {
-        let log = self.take_log();
-        self.set_notes(reason, log);
+        self.notes_mut().reason = reason;
+        self.tidy_notes();
     }
 
     /// Sets the decision's log lines.
     pub fn set_log(&mut self, log: Vec<String>) {
-        let reason = self.notes.as_mut().and_then(|notes| notes.reason.take());
-        self.set_notes(reason, log);
+        self.notes_mut().log = log;
+        self.tidy_notes();
     }
 
     /// Takes the decision's log lines out, leaving none.
@@ -310,16 +462,30 @@ impl SideRecord {
             return Vec::new();
         };
         let log = std::mem::take(&mut notes.log);
-        if notes.reason.is_none() {
-            self.notes = None;
-        }
+        self.tidy_notes();
         log
     }
 
-    /// Sets both rare parts at once, keeping no box when both are empty.
+    /// Sets both the reason and the log at once.
     pub fn set_notes(&mut self, reason: Option<String>, log: Vec<String>) {
-        self.notes =
-            (reason.is_some() || !log.is_empty()).then(|| Box::new(SideNotes { reason, log }));
+        if reason.is_none() && log.is_empty() && self.notes.is_none() {
+            return;
+        }
+        let notes = self.notes_mut();
+        notes.reason = reason;
+        notes.log = log;
+        self.tidy_notes();
+    }
+
+    /// Sets the decision's model calls and its transcript digest.
+    pub fn set_calls(&mut self, calls: Vec<CallRecord>, transcript_sha256: Option<String>) {
+        if calls.is_empty() && transcript_sha256.is_none() && self.notes.is_none() {
+            return;
+        }
+        let notes = self.notes_mut();
+        notes.calls = calls;
+        notes.transcript_sha256 = transcript_sha256;
+        self.tidy_notes();
     }
 
     /// The decision's latency in microseconds: `latency_us` when the replay
@@ -447,6 +613,7 @@ impl Replay {
             object.get("format").and_then(serde_json::Value::as_str),
             object.get("ruleset").and_then(serde_json::Value::as_str),
         )?;
+        crate::integers::check_integers(&value)?;
         serde_path_to_error::deserialize(value).map_err(|error| {
             let path = error.path().to_string();
             ReplayError::Malformed(format!("at {path}: {}", error.into_inner()))
@@ -461,18 +628,18 @@ impl Replay {
         check_versions(Some(&self.format), Some(&self.ruleset))
     }
 
-    /// Reads and parses a replay file, refusing files over the size limit before
-    /// reading them.
+    /// Reads and parses a replay file: a regular file only, refused over the
+    /// size limit before it is read whole, never waited on past a deadline.
     pub fn read(path: &Path) -> Result<Replay, ReplayError> {
-        let read_error = |source| ReplayError::Read {
-            path: path.to_owned(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_REPLAY_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_error)?;
+        let bytes =
+            duel_files::read_regular_within(path, MAX_REPLAY_BYTES, duel_files::READ_DEADLINE)
+                .map_err(|error| match error {
+                    duel_files::FileError::TooLarge { size_bytes, .. } => ReplayError::TooLarge {
+                        size_bytes,
+                        limit_bytes: MAX_REPLAY_BYTES,
+                    },
+                    other => ReplayError::File(format!("cannot read replay {other}")),
+                })?;
         Replay::from_slice(&bytes)
     }
 
@@ -484,23 +651,65 @@ impl Replay {
         text
     }
 
-    /// Writes the replay atomically: to a temporary file beside `path`, then renamed,
-    /// so a crash never leaves a half-written replay.
+    /// Writes the replay atomically through the one writer (`duel-files`):
+    /// a fresh temporary file beside `path`, synced, then renamed; never
+    /// through a link, never over something that is not a regular file.
     pub fn write(&self, path: &Path) -> Result<(), ReplayError> {
-        let write_error = |source| ReplayError::Write {
-            path: path.to_owned(),
-            source,
+        duel_files::write_atomic(
+            path,
+            self.to_json_pretty().as_bytes(),
+            duel_files::WriteOptions::PUBLIC,
+        )
+        .map_err(|error| ReplayError::File(format!("cannot write replay {error}")))
+    }
+
+    /// Checks every integer a signature covers against
+    /// [`JSON_INTEGER_MAX`](crate::limits::JSON_INTEGER_MAX), naming the first
+    /// over it: the same verdict as reading the replay's JSON back.
+    pub fn check_integers(&self) -> Result<(), ReplayError> {
+        use crate::limits::JSON_INTEGER_MAX;
+        let over = |field: String, value: u64| -> Result<(), ReplayError> {
+            if value > JSON_INTEGER_MAX {
+                return Err(ReplayError::IntegerTooLarge {
+                    field,
+                    value: value.to_string(),
+                });
+            }
+            Ok(())
         };
-        let file_name = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "replay".to_owned());
-        let temporary = path.with_file_name(format!(".{file_name}.partial"));
-        std::fs::write(&temporary, self.to_json_pretty()).map_err(write_error)?;
-        std::fs::rename(&temporary, path).map_err(|source| {
-            let _ = std::fs::remove_file(&temporary);
-            write_error(source)
-        })
+        over("budget".to_owned(), self.budget)?;
+        over("seed".to_owned(), self.seed)?;
+        if let Some(clock) = self.wall_clock_ms {
+            over("wall_clock_ms".to_owned(), clock)?;
+        }
+        for (round_index, round) in self.rounds.iter().enumerate() {
+            for (exchange_index, exchange) in round.exchanges.iter().enumerate() {
+                for (name, side) in [("a", &exchange.a), ("b", &exchange.b)] {
+                    let at = |field: &str| {
+                        format!("rounds[{round_index}].exchanges[{exchange_index}].{name}.{field}")
+                    };
+                    over(at("tokens"), side.tokens)?;
+                    over(at("latency_ms"), side.latency_ms)?;
+                    if let Some(micros) = side.latency_us {
+                        over(at("latency_us"), micros)?;
+                    }
+                    for (call_index, call) in side.calls().iter().enumerate() {
+                        over(
+                            at(&format!("calls[{call_index}].prompt_tokens")),
+                            call.prompt_tokens,
+                        )?;
+                        over(
+                            at(&format!("calls[{call_index}].completion_tokens")),
+                            call.completion_tokens,
+                        )?;
+                    }
+                }
+            }
+        }
+        for (index, tokens) in self.result.tokens_used.iter().enumerate() {
+            over(format!("result.tokens_used[{index}]"), *tokens)?;
+        }
+        Ok(())
     }
 
     /// The ruleset this replay was adjudicated under.

@@ -8,26 +8,32 @@
 
 mod error;
 mod format;
+mod integers;
 mod limits;
 mod sign;
 #[cfg(feature = "store")]
 pub mod store;
+pub mod transcript;
 mod verify;
 
 /// The key types of replay signatures.
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::ReplayError;
 pub use format::{
-    ActionName, ClassName, ExchangeRecord, FORMAT, FighterInfo, FighterKind, MatchResultRecord,
-    Replay, RoundEndName, RoundRecord, RoundResultRecord, SideRecord, SourceName, WinnerName,
+    ActionName, CallOutcome, CallRecord, ClassName, ExchangeRecord, FORMAT, FighterInfo,
+    FighterKind, MatchResultRecord, ModelPrice, Replay, RoundEndName, RoundRecord,
+    RoundResultRecord, SideRecord, SourceName, WinnerName,
 };
+pub use integers::check_integers;
 pub use limits::{
-    MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_KEY_FILE_BYTES, MAX_LISTING_SCAN,
-    MAX_OPENING_EXCHANGES, MAX_PAGE_REPLAYS, MAX_REPLAY_BYTES, MAX_REPLAY_ID_BYTES, ZSTD_LEVEL,
+    JSON_INTEGER_MAX, MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_KEY_FILE_BYTES, MAX_LISTING_SCAN,
+    MAX_OPENING_EXCHANGES, MAX_PAGE_REPLAYS, MAX_REPLAY_BYTES, MAX_REPLAY_ID_BYTES,
+    MAX_TRANSCRIPT_BYTES, ZSTD_LEVEL,
 };
 pub use sign::{
     ReplaySignature, SIGNATURE_ALG, SignatureFailure, SignatureStatus, canonical_bytes,
     check_signature, default_signing_key_path, generate_signing_key, load_or_create_signing_key,
     parse_public_key, public_key_text, sign,
 };
+pub use transcript::{Transcript, calls_sha256, verify_transcript};
 pub use verify::{Disagreement, Location, VerifiedMatch, verify};

@@ -34,3 +34,13 @@ pub const ZSTD_LEVEL: i32 = 9;
 /// The longest opening a replay may record, in exchanges: the start of a match
 /// (tournament and SPRT openings), never a whole round.
 pub const MAX_OPENING_EXCHANGES: usize = 8;
+
+/// The largest integer a replay or a transcript may hold: 2^53 − 1, the
+/// largest that RFC 8785 (which writes numbers as IEEE doubles) writes
+/// exactly, so a signature binds every value up to it. Seeds are drawn and
+/// accepted within it; tokens, latencies and counts stay far below.
+pub const JSON_INTEGER_MAX: u64 = (1 << 53) - 1;
+
+/// The largest transcript file accepted. A transcript is bounded by its
+/// writer per decision and per match (the referee's limits), well under this.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 64 * 1024 * 1024;

@@ -12,7 +12,7 @@
 //! Computing the form from the parsed JSON (not from this crate's structs) makes
 //! a signature cover fields a newer writer added that this reader does not know.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -125,7 +125,11 @@ fn canonical_bytes_of_value(value: serde_json::Value) -> Result<Vec<u8>, ReplayE
 /// object's members as it writes them), not through a `serde_json::Value`
 /// and a copy of it: the same bytes as [`canonical_bytes`] of the replay's
 /// JSON (tested), for a fraction of the allocations, on every ranked match.
-pub fn sign(replay: &mut Replay, key: &SigningKey) {
+///
+/// Refused, naming the field, when an integer of the replay is over
+/// 2^53 − 1: RFC 8785 could not bind it.
+pub fn sign(replay: &mut Replay, key: &SigningKey) -> Result<(), ReplayError> {
+    replay.check_integers()?;
     replay.signature = None;
     let canonical = serde_json_canonicalizer::to_vec(&*replay)
         .expect("a Replay serializes to a JSON object of strings, integers and arrays");
@@ -135,6 +139,7 @@ pub fn sign(replay: &mut Replay, key: &SigningKey) {
         key: public_key_text(&key.verifying_key()),
         sig: BASE64.encode(signature.to_bytes()),
     });
+    Ok(())
 }
 
 /// Checks the signature of replay JSON bytes as they were received (so that
@@ -146,6 +151,7 @@ pub fn check_signature(
 ) -> Result<Result<SignatureStatus, SignatureFailure>, ReplayError> {
     let value: serde_json::Value =
         serde_json::from_slice(json).map_err(|error| ReplayError::Malformed(error.to_string()))?;
+    crate::integers::check_integers(&value)?;
     let signature = match value.get("signature") {
         None | Some(serde_json::Value::Null) => {
             return Ok(match expected {
@@ -277,18 +283,11 @@ fn create_signing_key(path: &Path) -> Result<SigningKey, ReplayError> {
         std::fs::create_dir_all(parent).map_err(|error| key_error(path, error))?;
     }
     let key = generate_signing_key()?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(|error| key_error(path, error))?;
     let text = format!("{}\n", BASE64.encode(key.to_bytes()));
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|error| key_error(path, error))?;
+    // Owner-only and never over an existing key (two processes creating one
+    // at once: the second fails rather than replacing the first's key).
+    duel_files::write_atomic(path, text.as_bytes(), duel_files::WriteOptions::PRIVATE_NEW)
+        .map_err(|error| ReplayError::Key(format!("signing key {error}")))?;
     Ok(key)
 }
 
@@ -318,7 +317,7 @@ mod tests {
 
     fn signed_fixture(signer: &SigningKey) -> Vec<u8> {
         let mut replay = Replay::from_slice(FIXTURE.as_bytes()).expect("fixture parses");
-        sign(&mut replay, signer);
+        sign(&mut replay, signer).expect("signs");
         replay.to_json_pretty().into_bytes()
     }
 
@@ -341,7 +340,7 @@ mod tests {
         // And this crate's own signature of the same replay is the same bytes.
         let mut replay = Replay::from_slice(SIGNED_BEFORE_JCS.as_bytes()).expect("parses");
         let theirs = replay.signature.clone();
-        sign(&mut replay, &key(7));
+        sign(&mut replay, &key(7)).expect("signs");
         assert_eq!(replay.signature, theirs);
     }
 
@@ -350,7 +349,7 @@ mod tests {
         // `sign` writes JCS from the struct, checks compute it from the
         // parsed JSON: every kind of member must come out the same both ways.
         let mut replay = Replay::from_slice(FIXTURE.as_bytes()).expect("fixture parses");
-        replay.seed = u64::MAX - 12_345; // past 2^53: a double either way
+        replay.seed = crate::limits::JSON_INTEGER_MAX; // the largest a signature binds
         replay.season = Some("winter \"ü\" \u{1f600}\u{e000}".to_owned());
         let side = &mut replay.rounds[0].exchanges[0].a;
         side.set_notes(
@@ -360,8 +359,22 @@ mod tests {
         side.log_truncated = true;
         side.restarted = true;
         side.latency_us = Some(17);
+        side.set_calls(
+            vec![crate::CallRecord {
+                model: "alpha \u{e000}".to_owned(),
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                outcome: crate::CallOutcome::Invalid,
+            }],
+            Some("ab".repeat(32)),
+        );
+        replay.models = vec![crate::ModelPrice {
+            name: "alpha".to_owned(),
+            input_usd_per_mtok: serde_json::Number::from_f64(0.15),
+            output_usd_per_mtok: serde_json::Number::from_f64(1e-7),
+        }];
         let signer = key(3);
-        sign(&mut replay, &signer);
+        sign(&mut replay, &signer).expect("signs");
         let json = replay.to_json_pretty();
         let status =
             check_signature(json.as_bytes(), Some(&signer.verifying_key())).expect("parses");
@@ -376,6 +389,39 @@ mod tests {
             serde_json_canonicalizer::to_vec(&replay).expect("serializes"),
             canonical_bytes(json.as_bytes()).expect("canonical")
         );
+    }
+
+    /// RFC 8785 writes 2^53 and 2^53 + 1 alike: such a replay is refused,
+    /// to sign and to verify, naming the field.
+    #[test]
+    fn integers_past_2_53_are_refused_to_sign_and_to_verify() {
+        let mut replay = Replay::from_slice(FIXTURE.as_bytes()).expect("fixture parses");
+        replay.seed = crate::limits::JSON_INTEGER_MAX + 1;
+        let error = sign(&mut replay, &key(3)).expect_err("unbindable");
+        assert!(
+            error.to_string().starts_with("seed is 9007199254740992"),
+            "{error}"
+        );
+        replay.seed = 1;
+        replay.rounds[0].exchanges[1].b.latency_ms = u64::MAX;
+        let error = sign(&mut replay, &key(3)).expect_err("unbindable");
+        assert!(
+            error
+                .to_string()
+                .starts_with("rounds[0].exchanges[1].b.latency_ms is 18446744073709551615"),
+            "{error}"
+        );
+        replay.rounds[0].exchanges[1].b.latency_ms = 1;
+        sign(&mut replay, &key(3)).expect("signs");
+        let json = replay
+            .to_json_pretty()
+            .replace("\"seed\": 1,", "\"seed\": 9007199254740993,");
+        let error = check_signature(json.as_bytes(), None).expect_err("refused");
+        assert!(
+            error.to_string().starts_with("seed is 9007199254740993"),
+            "{error}"
+        );
+        assert!(Replay::from_slice(json.as_bytes()).is_err());
     }
 
     #[test]

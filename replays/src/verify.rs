@@ -127,7 +127,7 @@ fn check_opening(
                 ),
             ));
         }
-        if record.source != SourceName::Bot || record.tokens != 0 {
+        if record.source != SourceName::Bot || record.tokens != 0 || !record.calls().is_empty() {
             return Err(broken(
                 here(Some(side)),
                 "an opening exchange is played as forced: source bot and no tokens",
@@ -175,6 +175,7 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
             ),
         ));
     }
+    let records_calls = check_models(replay)?;
     let mut state = MatchState::new(ruleset);
     let mut gassed_out = [false; 2];
     let mut tokens_used = [0u64; 2];
@@ -219,6 +220,9 @@ fn verify_with(ruleset: Ruleset, replay: &Replay) -> Result<VerifiedMatch, Disag
                     &mut gassed_out[side.index()],
                     here(Some(side)),
                 )?;
+                if records_calls {
+                    check_calls(replay, record, here(Some(side)))?;
+                }
                 tokens_used[side.index()] =
                     add_tokens(tokens_used[side.index()], record.tokens, here(Some(side)))?;
                 if Source::from(record.source).is_substitution() {
@@ -333,6 +337,70 @@ fn add_tokens(total: u64, tokens: u64, at: Location) -> Result<u64, Disagreement
             ),
         )
     })
+}
+
+/// The header's `models` name each model once; returns whether the replay
+/// records model calls at all (a replay written before calls were recorded
+/// has neither calls nor models, and its tokens are taken as they are).
+fn check_models(replay: &Replay) -> Result<bool, Disagreement> {
+    let mut names = std::collections::HashSet::new();
+    for model in &replay.models {
+        if !names.insert(model.name.as_str()) {
+            return Err(broken(
+                Location::Header,
+                format!("models lists {:?} twice", model.name),
+            ));
+        }
+    }
+    Ok(!replay.models.is_empty()
+        || replay
+            .exchanges()
+            .any(|(_, exchange)| exchange.sides().iter().any(|side| !side.calls().is_empty())))
+}
+
+/// A decision's calls add up to its tokens, and each call that reached a
+/// model names one the header lists.
+fn check_calls(replay: &Replay, record: &SideRecord, at: Location) -> Result<(), Disagreement> {
+    let mut sum = 0u64;
+    for call in record.calls() {
+        if !call.outcome.reached_model() && call.tokens() != 0 {
+            return Err(broken(
+                at,
+                format!(
+                    "a {} call is charged {} tokens; only ok and cut calls are charged",
+                    call.outcome,
+                    call.tokens()
+                ),
+            ));
+        }
+        if call.outcome == crate::format::CallOutcome::Cut && call.completion_tokens != 0 {
+            return Err(broken(at, "a cut call is charged completion tokens"));
+        }
+        if call.outcome.reached_model()
+            && !replay.models.iter().any(|model| model.name == call.model)
+        {
+            return Err(broken(
+                at,
+                format!(
+                    "a call names model {:?}, which the header does not list",
+                    call.model
+                ),
+            ));
+        }
+        sum = sum
+            .checked_add(call.tokens())
+            .ok_or_else(|| broken(at, "the calls' tokens add up past the largest integer"))?;
+    }
+    if sum != record.tokens {
+        return Err(broken(
+            at,
+            format!(
+                "the calls add up to {sum} tokens, the replay records {}",
+                record.tokens
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A substituted action is always the fallback, and a gassed-out fighter stays on

@@ -1,5 +1,7 @@
 //! Token totals are summed in checked arithmetic: a replay whose exchanges spend
-//! 2^64−1 and 2 tokens must not wrap to a recorded total of 1 and verify.
+//! 2^64−1 and 2 tokens must not wrap to a recorded total of 1 and verify. Such
+//! a file is refused when read (its integers are past what a signature
+//! binds); a replay built in memory is still checked.
 
 use duel_replays::{Location, Replay};
 use duel_rules::Side;
@@ -9,12 +11,25 @@ const FIXTURE: &[u8] = include_bytes!("fixtures/random-vs-counter.json");
 /// The fixture with fighter a's tokens set to `first` in exchange 1 and `second`
 /// in exchange 2 of round 1, and its recorded total set to `total`.
 fn with_tokens(first: u64, second: u64, total: u64) -> Replay {
+    let mut replay = Replay::from_slice(FIXTURE).expect("fixture parses");
+    replay.rounds[0].exchanges[0].a.tokens = first;
+    replay.rounds[0].exchanges[1].a.tokens = second;
+    replay.result.tokens_used[0] = total;
+    replay
+}
+
+#[test]
+fn a_file_with_such_totals_is_refused_naming_the_field() {
     let mut value: serde_json::Value = serde_json::from_slice(FIXTURE).expect("fixture json");
-    value["rounds"][0]["exchanges"][0]["a"]["tokens"] = first.into();
-    value["rounds"][0]["exchanges"][1]["a"]["tokens"] = second.into();
-    value["result"]["tokens_used"][0] = total.into();
+    value["rounds"][0]["exchanges"][0]["a"]["tokens"] = u64::MAX.into();
     let bytes = serde_json::to_vec(&value).expect("json");
-    Replay::from_slice(&bytes).expect("still parses")
+    let error = Replay::from_slice(&bytes).expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .starts_with("rounds[0].exchanges[0].a.tokens is 18446744073709551615"),
+        "{error}"
+    );
 }
 
 #[test]

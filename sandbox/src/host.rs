@@ -8,8 +8,8 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::bindings::v1_0_0;
-use crate::model::{Message, ModelError, ModelPort};
+use crate::bindings::{v1_0_0, v1_1_0};
+use crate::model::{Message, ModelAnswer, ModelCall, ModelError, ModelPort};
 use crate::wasi::{SharedLog, lock_log};
 
 /// A memory or table grow past the configured cap. Returned from the limiter so
@@ -118,6 +118,21 @@ impl WasiView for HostState {
     }
 }
 
+impl HostState {
+    /// One model call through the port, counted in the instance's stats.
+    async fn call_model(&mut self, call: ModelCall) -> Result<ModelAnswer, ModelError> {
+        self.model_calls += 1;
+        let model = Arc::clone(&self.model);
+        model.complete(call).await
+    }
+
+    fn append_log(&mut self, line: &str) {
+        let mut log = lock_log(&self.log);
+        log.append(line.as_bytes());
+        log.append(b"\n");
+    }
+}
+
 impl v1_0_0::duel::bot::types::Host for HostState {}
 
 impl v1_0_0::duel::bot::model::Host for HostState {
@@ -127,27 +142,86 @@ impl v1_0_0::duel::bot::model::Host for HostState {
         max_tokens: u32,
     ) -> Result<String, v1_0_0::duel::bot::model::ModelError> {
         use v1_0_0::duel::bot::model::ModelError as Wit;
-        self.model_calls += 1;
-        let messages = messages
-            .into_iter()
-            .map(|m| Message {
-                role: m.role,
-                content: m.content,
-            })
-            .collect();
-        let model = Arc::clone(&self.model);
-        match model.complete(messages, max_tokens).await {
-            Ok(text) => Ok(text),
+        let call = ModelCall {
+            model: String::new(),
+            messages: messages
+                .into_iter()
+                .map(|m| Message {
+                    role: m.role,
+                    content: m.content,
+                })
+                .collect(),
+            max_tokens,
+        };
+        match self.call_model(call).await {
+            Ok(answer) => Ok(answer.text),
             Err(ModelError::BudgetExhausted) => Err(Wit::BudgetExhausted),
-            Err(ModelError::Unavailable(why)) => Err(Wit::Unavailable(why)),
+            // 1.0.0 knows one other refusal.
+            Err(ModelError::Unavailable(why) | ModelError::Invalid(why)) => {
+                Err(Wit::Unavailable(why))
+            }
         }
     }
 }
 
 impl v1_0_0::duel::bot::log::Host for HostState {
     async fn log(&mut self, line: String) {
-        let mut log = lock_log(&self.log);
-        log.append(line.as_bytes());
-        log.append(b"\n");
+        self.append_log(&line);
+    }
+}
+
+impl v1_1_0::duel::bot::types::Host for HostState {}
+
+impl v1_1_0::duel::bot::model::Host for HostState {
+    async fn complete(
+        &mut self,
+        messages: Vec<v1_1_0::duel::bot::model::Message>,
+        max_tokens: u32,
+    ) -> Result<String, v1_1_0::duel::bot::model::ModelError> {
+        self.complete_with(String::new(), messages, max_tokens)
+            .await
+            .map(|completion| completion.text)
+    }
+
+    async fn complete_with(
+        &mut self,
+        model: String,
+        messages: Vec<v1_1_0::duel::bot::model::Message>,
+        max_tokens: u32,
+    ) -> Result<v1_1_0::duel::bot::model::Completion, v1_1_0::duel::bot::model::ModelError> {
+        use v1_1_0::duel::bot::model::ModelError as Wit;
+        let call = ModelCall {
+            model,
+            messages: messages
+                .into_iter()
+                .map(|m| Message {
+                    role: m.role,
+                    content: m.content,
+                })
+                .collect(),
+            max_tokens,
+        };
+        match self.call_model(call).await {
+            Ok(answer) => Ok(v1_1_0::duel::bot::model::Completion {
+                text: answer.text,
+                model: answer.model,
+                prompt_tokens: answer.prompt_tokens,
+                completion_tokens: answer.completion_tokens,
+                budget_left_tokens: answer.budget_left_tokens,
+            }),
+            Err(ModelError::BudgetExhausted) => Err(Wit::BudgetExhausted),
+            Err(ModelError::Unavailable(why)) => Err(Wit::Unavailable(why)),
+            Err(ModelError::Invalid(why)) => Err(Wit::Invalid(why)),
+        }
+    }
+
+    async fn models(&mut self) -> Vec<String> {
+        self.model.models()
+    }
+}
+
+impl v1_1_0::duel::bot::log::Host for HostState {
+    async fn log(&mut self, line: String) {
+        self.append_log(&line);
     }
 }

@@ -14,7 +14,7 @@ use wasmtime::{
     PoolingAllocationConfig, Store, Trap, UpdateDeadline,
 };
 
-use crate::bindings::{WorldVersion, convert_v1_0_0, v1_0_0};
+use crate::bindings::{WorldVersion, convert_v1_0_0, convert_v1_1_0, v1_0_0, v1_1_0};
 use crate::cache::{DiskCache, MemoryCache};
 use crate::error::{DecideFailure, FailureCause, SandboxError, short_reason};
 use crate::host::{HostState, LimitHit, Limiter, WallClockOut};
@@ -187,7 +187,11 @@ fn engine_and_linker(
     let mut linker = Linker::<HostState>::new(&engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)
         .map_err(|err| SandboxError::Engine(err.to_string()))?;
+    // Both versions in one linker: their interfaces have distinct names
+    // (`duel:bot/model@1.0.0`, `…@1.1.0`).
     v1_0_0::Bot::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
+        .map_err(|err| SandboxError::Engine(err.to_string()))?;
+    v1_1_0::Bot::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
         .map_err(|err| SandboxError::Engine(err.to_string()))?;
     Ok((engine, linker))
 }
@@ -398,16 +402,16 @@ fn pre_link(
     let pre = linker
         .instantiate_pre(component)
         .map_err(|err| SandboxError::WrongWorld(short_reason(&format!("{err:#}"))))?;
+    let wrong = |err: wasmtime::Error| SandboxError::WrongWorld(short_reason(&format!("{err:#}")));
     Ok(match world {
-        WorldVersion::V1_0_0 => BotPre::V1_0_0(
-            v1_0_0::BotPre::new(pre)
-                .map_err(|err| SandboxError::WrongWorld(short_reason(&format!("{err:#}"))))?,
-        ),
+        WorldVersion::V1_0_0 => BotPre::V1_0_0(v1_0_0::BotPre::new(pre).map_err(wrong)?),
+        WorldVersion::V1_1_0 => BotPre::V1_1_0(v1_1_0::BotPre::new(pre).map_err(wrong)?),
     })
 }
 
 enum BotPre {
     V1_0_0(v1_0_0::BotPre<HostState>),
+    V1_1_0(v1_1_0::BotPre<HostState>),
 }
 
 /// A compiled, validated, pre-linked bot.
@@ -532,6 +536,7 @@ pub struct InstanceStats {
 
 enum BotHandle {
     V1_0_0(v1_0_0::Bot),
+    V1_1_0(v1_1_0::Bot),
 }
 
 struct Live {
@@ -714,6 +719,12 @@ impl BotInstance {
                     .await
                     .map(convert_v1_0_0::action_from_wit)
             }
+            BotHandle::V1_1_0(bot) => {
+                let wit = convert_v1_1_0::observation(observation);
+                bot.call_decide(&mut live.store, &wit)
+                    .await
+                    .map(convert_v1_1_0::action_from_wit)
+            }
         };
         self.stats.last_fuel_used = fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
         self.stats.memory_bytes = live.store.data().limiter.memory_bytes;
@@ -764,6 +775,7 @@ async fn instantiate(
     store.set_epoch_deadline(1);
     let bot = match pre {
         BotPre::V1_0_0(pre) => BotHandle::V1_0_0(pre.instantiate_async(&mut store).await?),
+        BotPre::V1_1_0(pre) => BotHandle::V1_1_0(pre.instantiate_async(&mut store).await?),
     };
     Ok(Live { store, bot })
 }

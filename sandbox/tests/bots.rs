@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use duel_rules::{Action, Side, Source};
-use duel_sandbox::{BotContext, Message, ModelError, ModelFuture, ModelPort, SandboxConfig};
+use duel_sandbox::{
+    BotContext, Message, ModelAnswer, ModelCall, ModelError, ModelFuture, ModelPort, SandboxConfig,
+};
 
 #[tokio::test]
 async fn rust_bots_play_a_full_match() {
@@ -94,10 +96,82 @@ struct Refusing {
 }
 
 impl ModelPort for Refusing {
-    fn complete(&self, messages: Vec<Message>, max_tokens: u32) -> ModelFuture<'_> {
-        self.calls.lock().unwrap().push((messages, max_tokens));
+    fn complete(&self, call: ModelCall) -> ModelFuture<'_> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((call.messages, call.max_tokens));
         Box::pin(async { Err(ModelError::BudgetExhausted) })
     }
+
+    fn models(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A catalogue of two models that echo their name; any other name is refused.
+#[derive(Debug, Default)]
+struct Catalogue {
+    calls: Mutex<Vec<String>>,
+}
+
+impl ModelPort for Catalogue {
+    fn complete(&self, call: ModelCall) -> ModelFuture<'_> {
+        self.calls.lock().unwrap().push(call.model.clone());
+        Box::pin(async move {
+            match call.model.as_str() {
+                "alpha" | "beta" => Ok(ModelAnswer {
+                    text: format!("from {}", call.model),
+                    model: call.model,
+                    prompt_tokens: 1,
+                    completion_tokens: 2,
+                    budget_left_tokens: 97,
+                }),
+                other => Err(ModelError::Invalid(format!("no model `{other}`"))),
+            }
+        })
+    }
+
+    fn models(&self) -> Vec<String> {
+        vec!["alpha".to_owned(), "beta".to_owned()]
+    }
+}
+
+/// A `duel:bot@1.1.0` bot lists the catalogue, names each model, and sees an
+/// unknown one refused as `invalid`.
+#[tokio::test]
+async fn a_1_1_0_bot_chooses_its_models() {
+    let sandbox = sandbox(SandboxConfig::default());
+    let hostile = load(&sandbox, "hostile");
+    assert_eq!(hostile.world(), duel_sandbox::WorldVersion::V1_1_0);
+    let port = Arc::new(Catalogue::default());
+    let context = BotContext {
+        match_id: "model-choice".into(),
+        seed: 1,
+        side: Side::A,
+    };
+    let mut bot = hostile.instantiate(context, port.clone());
+    let bout = Bout::new("model-choice");
+    assert_eq!(
+        bot.decide(&bout.observation(Side::A)).await,
+        Ok(Action::Block)
+    );
+    assert_eq!(
+        *port.calls.lock().unwrap(),
+        vec![
+            "alpha".to_owned(),
+            "beta".to_owned(),
+            "no-such-model".to_owned()
+        ]
+    );
+    let log = bot.log_text();
+    assert!(log.contains("alpha=Ok(Completion { text: \"from alpha\", model: \"alpha\", prompt_tokens: 1, completion_tokens: 2, budget_left_tokens: 97 })"), "{log}");
+    assert!(
+        log.contains(
+            "models=[\"alpha\", \"beta\"] missing=Err(Invalid(\"no model `no-such-model`\"))"
+        ),
+        "{log}"
+    );
 }
 
 #[tokio::test]

@@ -81,10 +81,10 @@ fn uploads_over_the_cap_are_rejected_before_parsing() {
 }
 
 #[test]
-fn a_real_bot_is_accepted_as_duel_bot_1_0_0() {
+fn a_real_bot_is_accepted_as_duel_bot_1_1_0() {
     let sandbox = sandbox(SandboxConfig::default());
     let bot = load(&sandbox, "jabber");
-    assert_eq!(bot.world(), WorldVersion::V1_0_0);
+    assert_eq!(bot.world(), WorldVersion::V1_1_0);
     assert_eq!(bot.digest().len(), "sha256:".len() + 64);
     // The same bytes again come from memory.
     let again = load(&sandbox, "jabber");

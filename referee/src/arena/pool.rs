@@ -337,9 +337,12 @@ fn play_one(
     runtime: &mut Option<tokio::runtime::Runtime>,
 ) -> Result<Replay, RefereeError> {
     let [a, b] = scheduled.entrants.map(|index| &entrants[index]);
+    // Tournaments and SPRT keep replays (with their model calls and costs),
+    // not what the models were told.
     let options = MatchOptions::new(settings.class)
         .seed(scheduled.seed)
         .wall_clock(settings.wall_clock)
+        .transcript(false)
         .opening(
             settings
                 .openings
@@ -357,7 +360,7 @@ fn play_one(
             .host
             .prepare([a.fighter(), b.fighter()], options)
             .await?;
-        Ok(session.play(&mut |_: &_, _: &_| {}).await)
+        Ok(session.play(&mut |_: &_, _: &_| {}).await.replay)
     })
 }
 

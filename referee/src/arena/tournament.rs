@@ -59,10 +59,14 @@ impl TournamentPlan {
 }
 
 /// Seed of pairing game `game` of a tournament seeded `seed`: both sides of a
-/// pairing share it, so colour (side) bias cancels out.
+/// pairing share it, so colour (side) bias cancels out. The top 53 bits of
+/// the mix: every game seed is at most [`SEED_MAX`](crate::limits::SEED_MAX),
+/// which a replay's signature binds.
 pub fn game_seed(seed: u64, game: u64) -> u64 {
-    SplitMix64::new(seed ^ game.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64()
+    SplitMix64::new(seed ^ game.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64() >> 11
 }
+
+const _: () = assert!(u64::MAX >> 11 == crate::limits::SEED_MAX);
 
 impl TournamentPlan {
     /// Every match in order: for each round, for each pairing, A-side then B-side.

@@ -29,30 +29,64 @@ fn wall_clock(seconds: f64) -> Duration {
     Duration::from_secs_f64(seconds)
 }
 
+/// The metered gateway endpoint entrants reach their models through, served
+/// on a runtime of its own (the pool plays on plain threads) while this lives.
+struct Gateway {
+    _runtime: Option<tokio::runtime::Runtime>,
+    _stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
 /// How the pool plays: `jobs` matches at once, their WASM instances pooled for
-/// that many, endpoints failing fast with their own reasons on the tape (no
-/// model: these commands take no model flags, so model calls are refused).
+/// that many, endpoints failing fast with their own reasons on the tape, and
+/// bots' model calls metered through the models the flags name (refused as
+/// unavailable without one).
 fn pool_settings(
     jobs: usize,
     class: duel_rules::WeightClass,
     wall_clock: Duration,
     replay_dir: Option<std::path::PathBuf>,
     openings: OpeningSource,
-) -> Result<PoolSettings> {
-    let mut config = super::host_config(&ModelArgs {
-        model_url: None,
-        model: None,
-    })?
-    .playing_at_once(jobs.max(1));
+    (model, entrants): (&ModelArgs, &[Entrant]),
+) -> Result<(PoolSettings, Gateway)> {
+    let mut config = super::host_config(model)?.playing_at_once(jobs.max(1));
     config.endpoints = EndpointPolicy::LOCAL;
-    Ok(PoolSettings {
-        jobs,
-        class,
-        wall_clock,
-        replay_dir,
-        host: MatchHost::new(config),
-        openings,
-    })
+    let specs: Vec<duel_referee::BotSpec> = entrants
+        .iter()
+        .filter_map(|entrant| match entrant {
+            Entrant::Bot { spec, .. } => Some(spec.clone()),
+            Entrant::Builtin(_) => None,
+        })
+        .collect();
+    let mut gateway = Gateway {
+        _runtime: None,
+        _stop: None,
+    };
+    if specs
+        .iter()
+        .any(|spec| matches!(spec, duel_referee::BotSpec::Endpoint(_)))
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .context("cannot start the gateway's runtime")?;
+        if let Some((link, stop)) = runtime.block_on(super::local_inference(&specs))? {
+            config.inference = Some(link);
+            gateway._stop = Some(stop);
+        }
+        gateway._runtime = Some(runtime);
+    }
+    Ok((
+        PoolSettings {
+            jobs,
+            class,
+            wall_clock,
+            replay_dir,
+            host: MatchHost::new(config),
+            openings,
+        },
+        gateway,
+    ))
 }
 
 /// The openings of `--book FILE` (none without it), checked against the rules.
@@ -185,12 +219,13 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
     if let Some(limit) = args.limit {
         remaining.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
-    let settings = pool_settings(
+    let (settings, _gateway) = pool_settings(
         jobs(args.jobs),
         class,
         settings_clock,
         dir.as_ref().map(TournamentDir::replays),
         plan.opening_source()?,
+        (&args.model, &entrants),
     )?;
     check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;
@@ -393,12 +428,13 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         (None, book) if !book.is_empty() => OpeningSource::Book(book),
         (None, _) => OpeningSource::None,
     };
-    let settings = pool_settings(
+    let (settings, _gateway) = pool_settings(
         jobs(args.jobs),
         args.class.into(),
         wall_clock(args.wall_clock),
         args.out.clone(),
         openings,
+        (&args.model, &entrants),
     )?;
     check_entrants(&entrants, &settings)?;
     let interrupted = interrupt_flag()?;

@@ -5,19 +5,17 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use duel_referee::credentials::Credentials;
 use duel_referee::publish::{LiveEvent, LivePublisher};
 use duel_referee::shutdown::Shutdown;
 use duel_referee::{
-    BotSpec, EndpointPolicy, InferenceLink, MatchHost, MatchOptions, MatchRecorder, MatchSession,
-    ReplaySinks,
+    EndpointPolicy, MatchHost, MatchOptions, MatchRecorder, MatchSession, Played, ReplaySinks,
 };
-use duel_replays::{Replay, RoundResultRecord};
-use duel_rules::ExchangeStep;
+use duel_replays::{CallOutcome, RoundResultRecord};
+use duel_rules::{ExchangeStep, Side};
 
 use super::source::{self, ResolvedBot, SlowNotice};
 use super::watch::{Watch, open_browser};
-use super::{Outcome, Stdout, host_config, init_logging, palette};
+use super::{Outcome, Stdout, host_config, init_logging, local_inference, palette};
 use crate::cli::LocalArgs;
 use crate::render::{self, Palette, ReplayHead};
 
@@ -27,11 +25,11 @@ const COMPILE_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_mill
 pub fn run(args: LocalArgs) -> Result<Outcome> {
     init_logging(false, "warn");
     let bots = [source::resolve(&args.bot_a)?, source::resolve(&args.bot_b)?];
-    if let Some(path) = &args.replay {
+    for path in [&args.replay, &args.transcript].into_iter().flatten() {
         check_writable_parent(path)?;
     }
     let runtime = runtime(args.watch)?;
-    let (session, inference) = runtime.block_on(prepare(&args, bots))?;
+    let (session, inference, model_configured) = runtime.block_on(prepare(&args, bots))?;
     let palette = palette(&args.color);
     let mut stdout = Stdout::new();
     let watch = match args.watch {
@@ -54,18 +52,20 @@ pub fn run(args: LocalArgs) -> Result<Outcome> {
         logs: args.logs,
         publisher: publisher.as_ref(),
         error: None,
+        warn_no_model: !model_configured,
     };
-    let mut replay = runtime.block_on(session.play(&mut tape));
+    let mut played = runtime.block_on(session.play(&mut tape));
     if let Some(error) = tape.error {
         return Err(error);
     }
     if let Some(watch) = &watch {
-        runtime.block_on(watch.sinks().keep(&mut replay))?;
+        runtime.block_on(watch.sinks().keep_played(&mut played))?;
     }
     if let Some(publisher) = publisher {
-        publisher.finish(&replay.result);
+        publisher.finish(&played.replay.result);
     }
-    report(&mut stdout, palette, &args, &mut replay, &runtime)?;
+    report(&mut stdout, palette, &args, &mut played, &runtime)?;
+    let replay = &played.replay;
     if let (Some(watch), Some(shutdown)) = (watch, shutdown) {
         notice(
             &mut stdout,
@@ -102,15 +102,17 @@ fn runtime(watch: bool) -> Result<tokio::runtime::Runtime> {
 }
 
 /// The host and both fighters; the Inference service runs (and stays up
-/// while the returned guard lives) when an endpoint bot plays.
+/// while the returned guard lives) when an endpoint bot plays. Also says
+/// whether a model is configured.
 async fn prepare(
     args: &LocalArgs,
     bots: [ResolvedBot; 2],
-) -> Result<(MatchSession, Option<tokio::sync::oneshot::Sender<()>>)> {
+) -> Result<(MatchSession, Option<tokio::sync::oneshot::Sender<()>>, bool)> {
     // One match: its two WASM instances come from a pool (a few times cheaper
     // to set up than on demand).
     let mut config = host_config(&args.model)?.playing_at_once(1);
     config.endpoints = EndpointPolicy::LOCAL;
+    let model_configured = config.gateway.is_enabled();
     let inference = local_inference(&bots.each_ref().map(|bot| bot.spec.clone())).await?;
     config.inference = inference.as_ref().map(|(link, _)| link.clone());
     // Loads the tokenizer when a model is configured: before any clock runs.
@@ -131,42 +133,7 @@ async fn prepare(
         .await;
     compiling.done();
     let session = session?;
-    Ok((session, inference.map(|(_, stop)| stop)))
-}
-
-/// Starts `duel.v1.Inference` on an ephemeral loopback port when an endpoint bot
-/// plays, so it can think through the metered gateway like in `referee serve`.
-async fn local_inference(
-    specs: &[BotSpec; 2],
-) -> Result<Option<(InferenceLink, tokio::sync::oneshot::Sender<()>)>> {
-    if !specs
-        .iter()
-        .any(|spec| matches!(spec, BotSpec::Endpoint(_)))
-    {
-        return Ok(None);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("cannot open a loopback port for the Inference service")?;
-    let address = listener
-        .local_addr()
-        .context("cannot read the Inference address")?;
-    let credentials = Credentials::new();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(duel_referee::grpc::serve_inference(
-        listener,
-        credentials.clone(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    Ok(Some((
-        InferenceLink {
-            url: format!("http://{address}"),
-            credentials,
-        },
-        stop,
-    )))
+    Ok((session, inference.map(|(_, stop)| stop), model_configured))
 }
 
 fn check_writable_parent(path: &Path) -> Result<()> {
@@ -246,12 +213,27 @@ struct Tape<'a> {
     publisher: Option<&'a LivePublisher>,
     /// The first failure to print; the match goes on, the command fails after.
     error: Option<anyhow::Error>,
+    /// No model is configured: the first model call says so on stderr, once.
+    warn_no_model: bool,
 }
 
 impl duel_referee::MatchObserver for Tape<'_> {
     fn exchange(&mut self, recorder: &MatchRecorder, step: &ExchangeStep) {
         if let Some(publisher) = self.publisher {
             publisher.step(recorder, step);
+        }
+        if self.warn_no_model
+            && Side::BOTH.iter().any(|side| {
+                recorder
+                    .last_calls(*side)
+                    .iter()
+                    .any(|call| call.outcome == CallOutcome::Unavailable && call.price.is_none())
+            })
+        {
+            self.warn_no_model = false;
+            eprintln!(
+                "warning: a bot called a model, but none is configured: its calls are refused as unavailable (free). Try --model-url builtin:house (offline), --model-url URL --model NAME, or --models FILE."
+            );
         }
         if self.quiet || self.error.is_some() {
             return;
@@ -268,6 +250,18 @@ impl duel_referee::MatchObserver for Tape<'_> {
             palette,
             recorder.config().ruleset,
             exchange,
+        ));
+        let views = Side::BOTH.map(|side| {
+            recorder
+                .last_calls(side)
+                .iter()
+                .map(render::CallView::live)
+                .collect::<Vec<_>>()
+        });
+        text.push_str(&render::exchange_calls(
+            palette,
+            [&views[0], &views[1]],
+            self.logs,
         ));
         if self.logs {
             text.push_str(&render::exchange_logs(palette, exchange));
@@ -290,14 +284,15 @@ impl duel_referee::MatchObserver for Tape<'_> {
 }
 
 /// The end of the output: the result and summary (or the replay as JSON), and
-/// the replay file when asked for.
+/// the replay and transcript files when asked for.
 fn report(
     stdout: &mut Stdout,
     palette: Palette,
     args: &LocalArgs,
-    replay: &mut Replay,
+    played: &mut Played,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<()> {
+    let replay = &played.replay;
     if args.json {
         stdout.print(&replay.to_json_pretty())?;
     } else {
@@ -308,10 +303,28 @@ fn report(
         ))?;
         stdout.print(&render::summary(palette, replay))?;
     }
+    let mut sinks = ReplaySinks::new();
     if let Some(path) = &args.replay {
-        runtime.block_on(ReplaySinks::new().write_to(path.clone()).keep(replay))?;
-        if !args.json {
+        sinks = sinks.write_to(path.clone());
+    }
+    if let Some(path) = &args.transcript {
+        sinks = sinks.transcript_to(path.clone());
+    }
+    runtime.block_on(sinks.keep_played(played))?;
+    if !args.json {
+        if let Some(path) = &args.replay {
             stdout.print(&format!("\nreplay written to {}\n", path.display()))?;
+        }
+        if let Some(path) = &args.transcript {
+            let decisions = played
+                .transcript
+                .as_ref()
+                .map_or(0, |kept| kept.decisions.len());
+            stdout.print(&format!(
+                "transcript written to {} ({decisions} decision{} with model calls)\n",
+                path.display(),
+                if decisions == 1 { "" } else { "s" }
+            ))?;
         }
     }
     Ok(())

@@ -31,8 +31,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Replay(ReplayCommand::Verify {
             path,
             public_key,
+            transcript,
             json,
-        }) => replay::verify(&path, public_key.as_deref(), json),
+        }) => replay::verify(&path, public_key.as_deref(), transcript.as_deref(), json),
         Command::Replay(ReplayCommand::Fetch(args)) => replay::fetch(args),
         Command::Replay(ReplayCommand::Serve(args)) => replay::serve(args),
         Command::Replay(ReplayCommand::Put { store, paths }) => replay::put(&store, &paths),
@@ -104,10 +105,48 @@ pub fn init_logging(json: bool, default_level: &str) {
 /// (the model key, extra TLS roots, the compiled-bot cache): the one place the
 /// referee binary reads them.
 pub fn host_config(model: &ModelArgs) -> Result<HostConfig> {
-    Ok(duel_referee::env::host_config(
-        model.model_url.as_deref(),
-        model.model.as_deref(),
-    )?)
+    Ok(duel_referee::env::host_config(model.flags())?)
+}
+
+/// Starts the metered gateway (`duel.v1.Inference` and its OpenAI-compatible
+/// face) on an ephemeral loopback port when an endpoint bot plays, so it can
+/// think through it as in `referee serve`. Dropping the sender stops it.
+pub async fn local_inference(
+    specs: &[duel_referee::BotSpec],
+) -> Result<
+    Option<(
+        duel_referee::InferenceLink,
+        tokio::sync::oneshot::Sender<()>,
+    )>,
+> {
+    if !specs
+        .iter()
+        .any(|spec| matches!(spec, duel_referee::BotSpec::Endpoint(_)))
+    {
+        return Ok(None);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("cannot open a loopback port for the Inference service")?;
+    let address = listener
+        .local_addr()
+        .context("cannot read the Inference address")?;
+    let credentials = duel_referee::credentials::Credentials::new();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(duel_referee::grpc::serve_inference(
+        listener,
+        credentials.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Ok(Some((
+        duel_referee::InferenceLink {
+            url: format!("http://{address}"),
+            credentials,
+        },
+        stop,
+    )))
 }
 
 /// A single-threaded runtime for commands that do a little async work.

@@ -223,7 +223,7 @@ fn plays_a_whole_match_against_counter() {
 const RUST_README: &str = r#"# {name}
 
 A duel bot in Rust (Ruleset 1.0.0), built into a WebAssembly component of the
-`duel:bot@1.0.0` world.
+`duel:bot@1.1.0` world.
 
     referee local . builtin:counter --logs     # build (first time ~40 s) and play
     referee local . builtin:counter --watch    # the same, in the browser viewer
@@ -317,7 +317,7 @@ if __name__ == "__main__":
 const PYTHON_README: &str = r#"# {name}
 
 A duel bot in Python (Ruleset 1.0.0), built into a WebAssembly component of
-the `duel:bot@1.0.0` world by componentize-py.
+the `duel:bot@1.1.0` world by componentize-py.
 
     python3 -m pip install componentize-py==0.25.1
     referee local . builtin:counter --logs     # build (first time ~30 s) and play

@@ -1,7 +1,6 @@
 //! The `referee replay …` subcommands that read, verify, publish and serve
 //! replays: build the objects from the flags, call the libraries, format.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -35,14 +34,11 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
+/// A replay file's bytes: a regular file, bounded, never waited on past the
+/// read deadline (a FIFO or a device is refused, not read).
 fn read_bounded(path: &Path) -> Result<Vec<u8>> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read replay {}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_REPLAY_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read replay {}", path.display()))?;
-    Ok(bytes)
+    duel_files::read_regular_within(path, MAX_REPLAY_BYTES, duel_files::READ_DEADLINE)
+        .map_err(|error| anyhow::anyhow!("cannot read replay {error}"))
 }
 
 /// The bytes of a replay file or URL.
@@ -58,9 +54,15 @@ fn load(source: &str) -> Result<Vec<u8>> {
 /// A public key given as base64 text, or a file holding it.
 fn public_key_arg(arg: &str) -> Result<VerifyingKey> {
     let path = Path::new(arg);
-    if path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read public key {}", path.display()))?;
+    if path.exists() {
+        let bytes = duel_files::read_regular_within(
+            path,
+            duel_replays::MAX_KEY_FILE_BYTES,
+            duel_files::READ_DEADLINE,
+        )
+        .map_err(|error| anyhow::anyhow!("cannot read public key {error}"))?;
+        let text = String::from_utf8(bytes)
+            .with_context(|| format!("public key file {} is not text", path.display()))?;
         return parse_public_key(&text)
             .with_context(|| format!("public key file {}", path.display()));
     }
@@ -82,6 +84,12 @@ enum Verdict {
     },
     SignatureFails(SignatureFailure),
     RulesFail {
+        signature: SignatureStatus,
+        disagreement: duel_replays::Disagreement,
+    },
+    /// The replay verifies; the transcript given with it does not match
+    /// the digests it signed.
+    TranscriptFails {
         signature: SignatureStatus,
         disagreement: duel_replays::Disagreement,
     },
@@ -175,14 +183,22 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
         Verdict::RulesFail {
             signature,
             disagreement,
+        }
+        | Verdict::TranscriptFails {
+            signature,
+            disagreement,
         } => {
+            let check = match verdict {
+                Verdict::RulesFail { .. } => "rules",
+                _ => "transcript",
+            };
             if json {
                 stdout.print(&format!(
                     "{}\n",
                     serde_json::json!({
                         "ok": false,
                         "path": source,
-                        "check": "rules",
+                        "check": check,
                         "signature": signature_json(signature),
                         "location": disagreement.location.to_string(),
                         "detail": disagreement.detail,
@@ -190,7 +206,7 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
                 ))?;
             } else {
                 eprintln!(
-                    "referee: {source} does not verify: rules check failed at {disagreement}"
+                    "referee: {source} does not verify: {check} check failed at {disagreement}"
                 );
             }
             Ok(Outcome::Negative)
@@ -198,11 +214,26 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
     }
 }
 
-pub fn verify(source: &str, public_key: Option<&str>, json: bool) -> Result<Outcome> {
+pub fn verify(
+    source: &str,
+    public_key: Option<&str>,
+    transcript: Option<&Path>,
+    json: bool,
+) -> Result<Outcome> {
     let expected = public_key.map(public_key_arg).transpose()?;
     let bytes = load(source)?;
     let replay = Replay::from_slice(&bytes).with_context(|| format!("replay {source}"))?;
-    let verdict = check(&bytes, &replay, expected.as_ref())?;
+    let mut verdict = check(&bytes, &replay, expected.as_ref())?;
+    if let (Some(path), Verdict::Verified { signature, .. }) = (transcript, &verdict) {
+        let parsed = duel_replays::transcript::ParsedTranscript::read(path)
+            .with_context(|| format!("transcript {}", path.display()))?;
+        if let Err(disagreement) = duel_replays::verify_transcript(&replay, &parsed) {
+            verdict = Verdict::TranscriptFails {
+                signature: signature.clone(),
+                disagreement,
+            };
+        }
+    }
     report(source, &replay, &verdict, json)
 }
 
@@ -250,7 +281,8 @@ pub fn fetch(args: FetchArgs) -> Result<Outcome> {
         .out
         .unwrap_or_else(|| PathBuf::from(format!("{}.json", replay.match_id)));
     duel_replays::store::validate_id(&replay.match_id)?;
-    std::fs::write(&out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+    duel_files::write_atomic(&out, &bytes, duel_files::WriteOptions::PUBLIC)
+        .map_err(|error| anyhow::anyhow!("cannot write {error}"))?;
     report(&url, &replay, &verdict, false)?;
     Stdout::new().print(&format!("saved to {}\n", out.display()))?;
     Ok(Outcome::Done)
@@ -339,7 +371,8 @@ pub fn put(store_url: &str, paths: &[PathBuf]) -> Result<Outcome> {
 pub fn sign(path: &Path, out: Option<&Path>, key_args: &SigningKeyArgs) -> Result<Outcome> {
     let key = signing_key(key_args)?;
     let mut replay = Replay::read(path)?;
-    duel_replays::sign(&mut replay, &key);
+    duel_replays::sign(&mut replay, &key)
+        .with_context(|| format!("cannot sign {}", path.display()))?;
     let out = out.unwrap_or(path);
     replay.write(out)?;
     Stdout::new().print(&format!(

@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 /// `scripts/build-bots` installs).
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 
-/// The WIT world a bot implements, as componentize-py names it.
-const WORLD: &str = "duel:bot/bot@1.0.0";
+/// The WIT world a bot implements, as componentize-py names it (the newest).
+const WORLD: &str = duel_sandbox::WORLD_NAME;
 
 /// The most files a source folder may hold (a folder of data is a mistake, not a
 /// bot: better a clear error than hashing a home directory).

@@ -228,7 +228,15 @@ impl TryFrom<pb::RunMatchRequest> for MatchRequest {
                 parse("bot_b", &request.bot_b)?,
             ],
             class: class_from_proto(request.class)?,
-            seed: request.seed,
+            seed: match request.seed {
+                Some(seed) if seed > crate::limits::SEED_MAX => {
+                    return Err(format!(
+                        "seed {seed} is over {}: a replay's signature binds integers up to 2^53 - 1",
+                        crate::limits::SEED_MAX
+                    ));
+                }
+                seed => seed,
+            },
             wall_clock: wall_clock_from_ms(request.wall_clock_ms)?,
             detach: request.detach,
         })

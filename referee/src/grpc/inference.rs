@@ -7,7 +7,7 @@ use tonic::{Request, Response, Status};
 
 use crate::credentials::Credentials;
 use crate::grpc::status::ServiceError;
-use crate::meter::ChatMessage;
+use crate::meter::{ChatMessage, ModelRequest};
 
 #[derive(Clone, Debug)]
 pub struct InferenceService {
@@ -57,8 +57,7 @@ impl Inference for InferenceService {
             .meter
             .complete_in_decision(
                 holder.decision,
-                messages_from_proto(request.messages),
-                request.max_tokens,
+                ModelRequest::new(messages_from_proto(request.messages), request.max_tokens),
             )
             .await;
         match &completion {

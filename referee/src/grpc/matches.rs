@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::grpc::convert::{self, MatchRequest};
 use crate::grpc::metrics::Metrics;
 use crate::grpc::status::ServiceError;
-use crate::host::{Fighter, MatchHost, MatchOptions, MatchSession, ReplaySinks};
+use crate::host::{Fighter, MatchHost, MatchOptions, MatchSession, Played, ReplaySinks};
 use crate::limits::MAX_KEPT_MATCHES;
 use crate::publish::{LiveEvent, LiveFeeds, LivePublisher};
 use crate::record::MatchRecorder;
@@ -306,12 +306,13 @@ impl Matches {
         // The session (and with it both bots and their Inference credentials)
         // is gone when this select ends, before the slot is freed.
         let played = tokio::select! {
-            replay = session.play(&mut watchers) => Some(replay),
+            played = session.play(&mut watchers) => Some(played),
             () = abort.cancelled() => None,
         };
         let end = match played {
-            Some(mut replay) => {
-                self.keep_replay(&mut replay).await;
+            Some(mut played) => {
+                self.keep_replay(&mut played).await;
+                let replay = played.replay;
                 tracing::info!(
                     winner = duel_rules::Winner::from(replay.result.winner).name(),
                     tokens_a = replay.result.tokens_used[0],
@@ -339,19 +340,26 @@ impl Matches {
         drop(permit);
     }
 
-    /// Signs the replay when publishing, then writes it where configured. A
-    /// store or disk failure is logged: the match result stands regardless.
-    async fn keep_replay(&self, replay: &mut Replay) {
+    /// Signs the replay when publishing, then writes it where configured,
+    /// and keeps the transcript apart from it: `DIR/<id>.transcript.json`
+    /// (owner-only) beside the replay file, and the store's private
+    /// transcript key when publishing. A store or disk failure is logged:
+    /// the match result stands regardless.
+    async fn keep_replay(&self, played: &mut Played) {
         let mut sinks = ReplaySinks::new();
+        let match_id = played.replay.match_id.clone();
         if let Some(dir) = &self.inner.config.replay_dir {
-            sinks = sinks.write_to(dir.join(format!("{}.json", replay.match_id)));
+            sinks = sinks.write_to(dir.join(format!("{match_id}.json")));
+            if played.said().is_some() {
+                sinks = sinks.transcript_to(dir.join(format!("{match_id}.transcript.json")));
+            }
         }
         if let Some(publishing) = &self.inner.config.publishing {
             sinks = sinks
                 .sign_with(Arc::clone(&publishing.signing_key))
                 .put_into(publishing.store.clone());
         }
-        if let Err(error) = sinks.keep(replay).await {
+        if let Err(error) = sinks.keep_played(played).await {
             tracing::error!(%error, "cannot keep the replay");
         }
     }

@@ -246,9 +246,6 @@ pub async fn serve_listeners(
         .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     let referee = tonic::service::interceptor::InterceptedService::new(referee, auth);
-    let inference = InferenceServer::new(InferenceService::new(credentials))
-        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     // `serve_with_incoming` ignores `Server::tcp_nodelay`: set it on the stream.
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let grace = config.shutdown_grace;
@@ -266,28 +263,41 @@ pub async fn serve_listeners(
         }
     };
     tracing::info!(%address, max_concurrent_matches = config.max_concurrent_matches, "referee listening");
+    // HTTP/1.1 as well as HTTP/2: the OpenAI face's clients (httpx, the
+    // official SDKs) speak HTTP/1.1 by default.
     Server::builder()
+        .accept_http1(true)
+        .add_routes(gateway_routes(credentials))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(referee)
-        .add_service(inference)
         .serve_with_incoming_shutdown(incoming, drained)
         .await
         .map_err(|error| RefereeError::Serve(format!("server stopped: {error}")))
 }
 
-/// Serves only `duel.v1.Inference` on `listener` (for `referee local` with
-/// endpoint bots) until `shutdown` resolves.
+/// The metered gateway's routes for one listener: `duel.v1.Inference` over
+/// gRPC and its OpenAI-compatible face (`/v1/chat/completions`,
+/// `/v1/models`) over HTTP, both keyed by the per-decision credentials.
+/// Serve them with `accept_http1(true)` so LLM clients on HTTP/1.1 reach them.
+pub fn gateway_routes(credentials: Credentials) -> tonic::service::Routes {
+    let inference = InferenceServer::new(InferenceService::new(credentials.clone()))
+        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
+    tonic::service::Routes::from(crate::openai::router(credentials)).add_service(inference)
+}
+
+/// Serves only the metered gateway ([`gateway_routes`]) on `listener` (for
+/// `referee local` with endpoint bots, and ladder workers) until `shutdown`
+/// resolves.
 pub async fn serve_inference(
     listener: TcpListener,
     credentials: Credentials,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
-    let inference = InferenceServer::new(InferenceService::new(credentials))
-        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     Server::builder()
-        .add_service(inference)
+        .accept_http1(true)
+        .add_routes(gateway_routes(credentials))
         .serve_with_incoming_shutdown(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown,

@@ -60,6 +60,8 @@ impl From<ServiceError> for Status {
             ServiceError::Model(ModelError::BudgetExhausted { .. }) => Code::ResourceExhausted,
             ServiceError::Model(ModelError::Unavailable(_)) => Code::Unavailable,
             ServiceError::Model(ModelError::Invalid(_)) => Code::InvalidArgument,
+            ServiceError::Model(ModelError::ModelNotFound(_)) => Code::NotFound,
+            ServiceError::Model(ModelError::TooManyCalls) => Code::ResourceExhausted,
             ServiceError::Model(ModelError::NotDeciding) => Code::PermissionDenied,
             ServiceError::Model(ModelError::Cut) => Code::DeadlineExceeded,
         };

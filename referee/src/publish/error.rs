@@ -34,7 +34,9 @@ impl From<ReplayError> for ApiError {
             | ReplayError::UnknownRuleset(_)
             | ReplayError::Key(_)
             | ReplayError::Store(_)
-            | ReplayError::Conflict(_) => ApiError::Internal(error.to_string()),
+            | ReplayError::Conflict(_)
+            | ReplayError::IntegerTooLarge { .. }
+            | ReplayError::File(_) => ApiError::Internal(error.to_string()),
         }
     }
 }

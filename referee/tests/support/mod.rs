@@ -37,7 +37,7 @@ pub fn referee_key() -> SigningKey {
 
 /// A signed replay's JSON.
 pub fn signed(mut replay: Replay, key: &SigningKey) -> Replay {
-    duel_replays::sign(&mut replay, key);
+    duel_replays::sign(&mut replay, key).expect("signs");
     replay
 }
 

@@ -17,6 +17,10 @@
 //!
 //! - `index/pending/<order>` — the index entry of a replay whose entries are
 //!   being written: the journal that makes an index update all-or-nothing.
+//! - `transcripts/<id>.json.zst` — the match's `duel-transcript/1`, kept
+//!   apart from its public replay: never listed, never served by the replay
+//!   service; its owner's service decides who reads it and when
+//!   ([`ReplayStore::get_transcript`]).
 //!
 //! A store opened [`ReplayStore::without_index`] writes the replay object
 //! alone: its listing is kept by its owner instead (the ladder lists its
@@ -48,8 +52,9 @@ use crate::error::ReplayError;
 use crate::format::{ClassName, Replay, WinnerName};
 use crate::limits::{
     MAX_CURSOR_BYTES, MAX_FILTER_BYTES, MAX_LISTING_SCAN, MAX_PAGE_REPLAYS, MAX_REPLAY_BYTES,
-    MAX_REPLAY_ID_BYTES, ZSTD_LEVEL,
+    MAX_REPLAY_ID_BYTES, MAX_TRANSCRIPT_BYTES, ZSTD_LEVEL,
 };
+use crate::transcript::Transcript;
 
 pub use local::LocalBackend;
 pub use s3::S3Backend;
@@ -224,20 +229,28 @@ pub fn compress(json: &[u8]) -> Result<Vec<u8>, ReplayError> {
 
 /// Decompresses stored replay bytes, refusing output over [`MAX_REPLAY_BYTES`].
 pub fn decompress(compressed: &[u8]) -> Result<Vec<u8>, ReplayError> {
+    decompress_at_most(compressed, MAX_REPLAY_BYTES)
+}
+
+fn decompress_at_most(compressed: &[u8], limit_bytes: u64) -> Result<Vec<u8>, ReplayError> {
     let decoder = zstd::stream::read::Decoder::new(compressed)
-        .map_err(|error| ReplayError::Store(format!("cannot decompress replay: {error}")))?;
+        .map_err(|error| ReplayError::Store(format!("cannot decompress: {error}")))?;
     let mut json = Vec::new();
     decoder
-        .take(MAX_REPLAY_BYTES + 1)
+        .take(limit_bytes + 1)
         .read_to_end(&mut json)
-        .map_err(|error| ReplayError::Store(format!("cannot decompress replay: {error}")))?;
-    if json.len() as u64 > MAX_REPLAY_BYTES {
+        .map_err(|error| ReplayError::Store(format!("cannot decompress: {error}")))?;
+    if json.len() as u64 > limit_bytes {
         return Err(ReplayError::TooLarge {
             size_bytes: json.len() as u64,
-            limit_bytes: MAX_REPLAY_BYTES,
+            limit_bytes,
         });
     }
     Ok(json)
+}
+
+fn transcript_key(id: &str) -> String {
+    format!("transcripts/{id}.json.zst")
 }
 
 impl ReplayStore {
@@ -521,6 +534,46 @@ impl ReplayStore {
             let _ = self.backend.put(&format!("{folder}/{name}"), entry).await;
         }
         Some(meta)
+    }
+
+    /// Keeps a match's transcript apart from its replay (see the module
+    /// docs: never listed, never served by the replay service). Keeping the
+    /// same transcript again is a no-op; another under the same match id is
+    /// refused with [`ReplayError::Conflict`], as replays are.
+    pub async fn put_transcript(&self, transcript: &Transcript) -> Result<(), ReplayError> {
+        validate_id(&transcript.match_id)?;
+        let json = transcript.to_json_pretty();
+        if json.len() as u64 > MAX_TRANSCRIPT_BYTES {
+            return Err(ReplayError::TooLarge {
+                size_bytes: json.len() as u64,
+                limit_bytes: MAX_TRANSCRIPT_BYTES,
+            });
+        }
+        let key = transcript_key(&transcript.match_id);
+        if !self
+            .backend
+            .put_new(&key, compress(json.as_bytes())?)
+            .await?
+        {
+            let stored = match self.backend.get(&key).await? {
+                Some(compressed) => Some(decompress_at_most(&compressed, MAX_TRANSCRIPT_BYTES)?),
+                None => None,
+            };
+            if stored.as_deref() != Some(json.as_bytes()) {
+                return Err(ReplayError::Conflict(transcript.match_id.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// A match's transcript JSON as kept, or `None` when there is none
+    /// (no fighter called a model, or the match is unknown).
+    pub async fn get_transcript(&self, id: &str) -> Result<Option<Vec<u8>>, ReplayError> {
+        validate_id(id)?;
+        match self.backend.get(&transcript_key(id)).await? {
+            Some(compressed) => decompress_at_most(&compressed, MAX_TRANSCRIPT_BYTES).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Where replay `id` is kept in this store (a file path or an object URL),

@@ -1,5 +1,5 @@
 //! Bots made by hand for the tests: a core module written in WAT, turned into a
-//! real `duel:bot@1.0.0` component by wit-component against `sandbox/wit`. No SDK
+//! real `duel:bot@1.0.0` component by wit-component against `sandbox/wit/v1.0.0`. No SDK
 //! lets a bot answer an action value outside the enum; this does. Shared by the
 //! sandbox and referee tests (the referee includes this file by path).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -35,7 +35,7 @@ pub fn component_answering(discriminant: u32) -> Vec<u8> {
     (i32.const {discriminant})))"#
     );
     let mut module = wat::parse_str(&wat).expect("the WAT parses");
-    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox/wit");
+    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox/wit/v1.0.0");
     let mut resolve = wit_parser::Resolve::default();
     let (package, _) = resolve.push_dir(&wit).expect("the duel:bot WIT parses");
     let world = resolve

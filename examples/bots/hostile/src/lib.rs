@@ -1,7 +1,8 @@
 //! A deliberately hostile bot for the sandbox and referee tests. Its behaviour is
 //! chosen by the match id (`obs.match_id`), e.g. `loop`, `alloc`, `recurse`,
-//! `panic`, `panic-first`, `sleep`, `spam`, `log-spam`, `exit`, `model-twice`, `spin:N`,
-//! `count`. Anything else: plays JAB.
+//! `panic`, `panic-first`, `sleep`, `spam`, `log-spam`, `exit`, `model-twice`,
+//! `model-choice` (names every catalogue model, then one that is not there),
+//! `spin:N`, `count`. Anything else: plays JAB.
 //!
 //! `MODE@N,M,…` misbehaves as MODE only at the match's exchanges N, M, … (1-based,
 //! counted across rounds) and plays `count` at the others: the count restarts
@@ -85,6 +86,16 @@ impl Bot for Hostile {
                 let first = model::complete(&[Message::user("hi")], 4);
                 let second = model::complete(&[Message::user("hi again")], 4);
                 duel_bot_sdk::log(&format!("first={first:?} second={second:?}"));
+                Action::Block
+            }
+            "model-choice" => {
+                let models = model::models();
+                for name in &models {
+                    let answer = model::complete_with(name, &[Message::user("hi")], 4);
+                    duel_bot_sdk::log(&format!("{name}={answer:?}"));
+                }
+                let missing = model::complete_with("no-such-model", &[Message::user("hi")], 4);
+                duel_bot_sdk::log(&format!("models={models:?} missing={missing:?}"));
                 Action::Block
             }
             "count" => Action::ALL[((self.decisions - 1) % 6) as usize],

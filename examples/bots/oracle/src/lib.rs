@@ -2,7 +2,7 @@
 //! either fighter is low), and plays a simple policy by itself otherwise — and
 //! for the rest of the match once the model was refused.
 
-use duel_bot_sdk::model::{self, Message, ModelError};
+use duel_bot_sdk::model::{self, Message};
 use duel_bot_sdk::{Action, Bot, Observation};
 
 #[derive(Default)]
@@ -23,7 +23,7 @@ impl Oracle {
         );
         match model::complete(&[Message::user(prompt)], 8) {
             Ok(text) => text.split_whitespace().find_map(|word| word.parse::<Action>().ok()),
-            Err(ModelError::BudgetExhausted) | Err(ModelError::Unavailable(_)) => {
+            Err(_) => {
                 duel_bot_sdk::log("model refused; playing on without it");
                 self.model_refused = true;
                 None

@@ -81,6 +81,12 @@ pub struct NewArgs {
     /// Rust: depend on duel-bot-sdk from this git repository instead.
     #[arg(long, value_name = "URL")]
     pub sdk_git: Option<String>,
+    /// Python: a bot that thinks with a language model, as an endpoint bot
+    /// using the official `openai` package through the referee's metered,
+    /// OpenAI-compatible gateway. Try it offline with
+    /// `referee local NAME builtin:counter --model-url builtin:house --logs`.
+    #[arg(long)]
+    pub llm: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -569,16 +569,18 @@ pub fn exchange_calls(palette: Palette, calls: [&[CallView<'_>]; 2], each: bool)
                 let answer = match call.answer {
                     Some(answer) => {
                         let words: Vec<&str> = answer.split_whitespace().collect();
-                        let mut shown = words
-                            .iter()
-                            .take(TAPE_ANSWER_WORDS)
-                            .copied()
-                            .collect::<Vec<_>>()
-                            .join(" ");
-                        if words.len() > TAPE_ANSWER_WORDS {
+                        let mut shown = one_line(
+                            &words
+                                .iter()
+                                .take(TAPE_ANSWER_WORDS)
+                                .copied()
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                        );
+                        if words.len() > TAPE_ANSWER_WORDS && !shown.ends_with('…') {
                             shown.push('…');
                         }
-                        format!(" {}", one_line(&format!("“{shown}”")))
+                        format!(" “{shown}”")
                     }
                     None => String::new(),
                 };

@@ -157,12 +157,19 @@ fn rate_text(per_second: f64) -> String {
 }
 
 /// The entrants from their specs as given; a source folder is built (or taken
-/// from the cache) here, before any match.
-fn parse_entrants(specs: &[String]) -> Result<Vec<Entrant>> {
-    specs
-        .iter()
-        .map(|spec| super::source::resolve(spec)?.entrant())
-        .collect()
+/// from the cache, or started: a Python endpoint bot) here, before any
+/// match. The processes of endpoint bots run while the second list is kept.
+fn parse_entrants(
+    specs: &[String],
+) -> Result<(Vec<Entrant>, Vec<std::sync::Arc<super::python_endpoint::BotProcess>>)> {
+    let mut entrants = Vec::with_capacity(specs.len());
+    let mut processes = Vec::new();
+    for spec in specs {
+        let resolved = super::source::resolve(spec)?;
+        entrants.push(resolved.entrant()?);
+        processes.extend(resolved.process);
+    }
+    Ok((entrants, processes))
 }
 
 fn check_entrants(entrants: &[Entrant], settings: &PoolSettings) -> Result<()> {
@@ -173,7 +180,8 @@ fn check_entrants(entrants: &[Entrant], settings: &PoolSettings) -> Result<()> {
 }
 
 pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
-    let (entrants, plan, class) = match (&args.out, args.resume && args.bots.is_empty()) {
+    let ((entrants, _processes), plan, class) =
+        match (&args.out, args.resume && args.bots.is_empty()) {
         (Some(root), true) => {
             let plan = TournamentDir { root: root.clone() }.read_plan()?;
             let class = saved_class(&plan.class)?;
@@ -181,8 +189,9 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
         }
         _ => {
             let entrants = parse_entrants(&args.bots)?;
+            let names = entrants.0.iter().map(Entrant::name).collect();
             let plan = TournamentPlan {
-                bots: entrants.iter().map(Entrant::name).collect(),
+                bots: names,
                 format: match args.format {
                     FormatArg::RoundRobin => Format::RoundRobin,
                     FormatArg::Gauntlet => Format::Gauntlet,
@@ -418,7 +427,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
 pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     let test =
         Sprt::new(args.elo0, args.elo1, args.alpha, args.beta).map_err(anyhow::Error::msg)?;
-    let entrants = parse_entrants(&[args.new.clone(), args.base.clone()])?;
+    let (entrants, _processes) = parse_entrants(&[args.new.clone(), args.base.clone()])?;
     let names = display_names(&entrants);
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;

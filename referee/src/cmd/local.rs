@@ -25,6 +25,8 @@ const COMPILE_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_mill
 pub fn run(args: LocalArgs) -> Result<Outcome> {
     init_logging(false, "warn");
     let bots = [source::resolve(&args.bot_a)?, source::resolve(&args.bot_b)?];
+    // Endpoint bots run from their folder play while these are kept.
+    let _processes: Vec<_> = bots.iter().filter_map(|bot| bot.process.clone()).collect();
     for path in [&args.replay, &args.transcript].into_iter().flatten() {
         check_writable_parent(path)?;
     }

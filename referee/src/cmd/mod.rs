@@ -6,6 +6,7 @@
 pub mod arena;
 pub mod local;
 pub mod new;
+pub mod python_endpoint;
 pub mod replay;
 pub mod serve;
 pub mod source;

@@ -1,5 +1,5 @@
-//! `referee new NAME --lang rust|python`: writes a bot project that builds and
-//! plays as it is, with a README and a test that plays it against
+//! `referee new NAME --lang rust|python [--llm]`: writes a bot project that
+//! builds and plays as it is, with a README and a test that plays it against
 //! `builtin:counter`.
 
 use std::path::{Path, PathBuf};
@@ -24,9 +24,13 @@ pub fn run(args: NewArgs) -> Result<Outcome> {
             folder.display()
         );
     }
-    let files = match args.lang {
-        LangArg::Rust => rust_files(&args.name, &sdk_dependency(&args)?),
-        LangArg::Python => python_files(&args.name),
+    if args.llm && args.lang != LangArg::Python {
+        bail!("--llm writes a Python bot: add --lang python (nothing was written)");
+    }
+    let files = match (args.lang, args.llm) {
+        (LangArg::Rust, _) => rust_files(&args.name, &sdk_dependency(&args)?),
+        (LangArg::Python, false) => python_files(&args.name),
+        (LangArg::Python, true) => python_llm_files(&args.name),
     };
     write_all(&folder, &files)?;
     let shown = folder.display();
@@ -34,7 +38,16 @@ pub fn run(args: NewArgs) -> Result<Outcome> {
     for (path, _) in &files {
         println!("  {shown}/{path}");
     }
-    println!("\nplay it:   referee local {shown} builtin:counter --logs");
+    if args.llm {
+        println!(
+            "\nplay it:   referee local {shown} builtin:counter --model-url builtin:house --logs"
+        );
+        println!(
+            "           (offline: builtin:house is the referee's built-in model; the first run sets up a Python environment)"
+        );
+    } else {
+        println!("\nplay it:   referee local {shown} builtin:counter --logs");
+    }
     match args.lang {
         LangArg::Rust => println!("test it:   cd {shown} && cargo test"),
         LangArg::Python => println!("test it:   python3 {shown}/test_bot.py"),
@@ -102,7 +115,8 @@ fn write_all(folder: &Path, files: &[(&str, String)]) -> Result<()> {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        duel_files::write_atomic(&path, text.as_bytes(), duel_files::WriteOptions::PUBLIC)
+            .map_err(|error| anyhow::anyhow!("cannot write {error}"))?;
     }
     Ok(())
 }
@@ -128,6 +142,24 @@ fn python_files(name: &str) -> Vec<(&'static str, String)> {
         (".gitignore", "__pycache__/\n".to_owned()),
     ]
 }
+
+/// An endpoint bot in Python that asks a model through the OpenAI face of
+/// the gateway (`templates/python-llm/`).
+fn python_llm_files(name: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("bot.py", PYTHON_LLM_BOT.replace("{name}", name)),
+        ("requirements.txt", PYTHON_LLM_REQUIREMENTS.to_owned()),
+        ("test_bot.py", PYTHON_LLM_TEST.to_owned()),
+        ("README.md", PYTHON_LLM_README.replace("{name}", name)),
+        (".gitignore", PYTHON_LLM_GITIGNORE.to_owned()),
+    ]
+}
+
+const PYTHON_LLM_BOT: &str = include_str!("../../templates/python-llm/bot.py");
+const PYTHON_LLM_REQUIREMENTS: &str = include_str!("../../templates/python-llm/requirements.txt");
+const PYTHON_LLM_TEST: &str = include_str!("../../templates/python-llm/test_bot.py");
+const PYTHON_LLM_README: &str = include_str!("../../templates/python-llm/README.md");
+const PYTHON_LLM_GITIGNORE: &str = include_str!("../../templates/python-llm/gitignore");
 
 const RUST_MANIFEST: &str = r#"[package]
 name = "{name}"

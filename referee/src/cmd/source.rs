@@ -29,12 +29,14 @@ const SKIPPED_DIRS: [&str; 5] = ["target", "__pycache__", "node_modules", ".venv
 const QUIET_BUILD: Duration = Duration::from_millis(300);
 
 /// A bot spec as the user wrote it, with a source folder built and replaced by
-/// its component.
+/// its component (or, for a Python endpoint bot, started as a process).
 #[derive(Debug)]
 pub struct ResolvedBot {
     pub spec: BotSpec,
     /// For a folder: the name shown (the folder's) and the spec as given.
     pub shown: Option<(String, String)>,
+    /// A Python endpoint bot's process: it runs while this is kept.
+    pub process: Option<std::sync::Arc<super::python_endpoint::BotProcess>>,
 }
 
 impl ResolvedBot {
@@ -63,16 +65,27 @@ pub fn resolve(text: &str) -> Result<ResolvedBot> {
     let path = Path::new(text);
     let looks_like_spec = text.starts_with("builtin:") || text.contains("://");
     if !looks_like_spec && path.is_dir() {
-        let component = build_folder(path)?;
         let name = folder_name(path);
+        if super::python_endpoint::is_python_endpoint(path) {
+            let process = super::python_endpoint::start(path, &name, &cache_dir()?)
+                .with_context(|| format!("cannot run the endpoint bot {}", path.display()))?;
+            return Ok(ResolvedBot {
+                spec: BotSpec::parse(&process.url)?,
+                shown: Some((name, text.to_owned())),
+                process: Some(std::sync::Arc::new(process)),
+            });
+        }
+        let component = build_folder(path)?;
         return Ok(ResolvedBot {
             spec: BotSpec::Wasm(component),
             shown: Some((name, text.to_owned())),
+            process: None,
         });
     }
     Ok(ResolvedBot {
         spec: BotSpec::parse(text)?,
         shown: None,
+        process: None,
     })
 }
 
@@ -93,7 +106,7 @@ impl Language {
             Ok(Language::Python)
         } else {
             bail!(
-                "{} is a folder but not a bot: expected a Rust bot crate (Cargo.toml) or a Python bot (app.py); `referee new NAME` writes either",
+                "{} is a folder but not a bot: expected a Rust bot crate (Cargo.toml), a Python bot (app.py) or a Python endpoint bot (bot.py); `referee new NAME` writes each",
                 folder.display()
             )
         }

@@ -5,6 +5,8 @@
 //! voided. Every replay is signed, published with its season, and verifies.
 
 mod common;
+#[path = "../../referee/tests/support/python_llm.rs"]
+mod python_llm;
 
 use std::sync::Arc;
 
@@ -463,4 +465,111 @@ async fn an_endpoint_down_at_match_time_voids_the_match(db: &TestDb) {
 both_backends!(
     endpoint_down_voids,
     an_endpoint_down_at_match_time_voids_the_match
+);
+
+/// A bot written with the official `openai` package (the one `referee new
+/// --lang python --llm` writes) plays a ranked match through a worker that
+/// serves the metered gateway: every call is in the public replay, charged
+/// exactly; what was said is kept apart from it, in the replay store, and
+/// proves against the signed digests.
+async fn an_openai_bot_is_metered_and_its_transcript_kept_apart(db: &TestDb) {
+    let Some(python) = python_llm::python() else {
+        common::services::skip(
+            "the python-llm environment",
+            "scripts/setup/python-llm.sh makes it",
+        );
+        return;
+    };
+    let folder = tempfile::tempdir().expect("folder");
+    let bot = python_llm::start(&python, folder.path(), "thinker");
+    let ladder = Ladder::new(db.store.clone(), common::host(), true);
+    let (alice, bob) = season(db, &ladder).await;
+    ladder
+        .register_bot(&alice, "thinker", "middle", Registration::Endpoint(bot.url.clone()))
+        .await
+        .expect("the endpoint registers");
+    ladder
+        .register_bot(
+            &bob,
+            "house",
+            "middle",
+            Registration::Builtin("builtin:counter".into()),
+        )
+        .await
+        .expect("house bot");
+    // The worker's gateway: the built-in model, served on loopback for the
+    // endpoint bot's Inference and OpenAI-compatible calls.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let credentials = duel_referee::credentials::Credentials::new();
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(duel_referee::grpc::serve_inference(
+        listener,
+        credentials.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let catalogue =
+        duel_referee::Catalogue::single(duel_referee::models::HOUSE_URL, None).expect("house");
+    let gateway = ModelGateway::from_catalogue(
+        &catalogue,
+        &|_| None,
+        &duel_referee::tls::Trust::system(),
+    )
+    .expect("gateway");
+    let mut host = duel_referee::HostConfig::new(gateway);
+    host.inference = Some(duel_referee::InferenceLink {
+        url: format!("http://{address}"),
+        credentials,
+    });
+    let replays = tempfile::tempdir().expect("replays");
+    let mut config = worker_config(&replays);
+    config.host =
+        duel_referee::MatchHost::new(duel_ladder::worker::ladder_host_config(host, true));
+    ladder.enqueue(&alice, "thinker", 10).await.expect("enqueue");
+    ladder.enqueue(&bob, "house", 10).await.expect("enqueue");
+    let worked = play(db, &ladder, &config, WeightClass::Middle).await;
+    let [Worked::Settled(settlement)] = worked.as_slice() else {
+        panic!("expected one settlement, got {worked:?}");
+    };
+    let replay = published(&config, &settlement.match_id).await;
+    let side = replay
+        .fighters
+        .iter()
+        .position(|fighter| &*fighter.name == "thinker")
+        .expect("the thinker fought");
+    let mut total = 0;
+    for (_, exchange) in replay.exchanges() {
+        let record = exchange.sides()[side];
+        assert_eq!(record.source, SourceName::Bot, "{record:?}");
+        let calls = record.calls();
+        assert_eq!(calls.len(), 1, "{record:?}");
+        assert_eq!(calls[0].outcome, duel_replays::CallOutcome::Ok);
+        assert_eq!(record.tokens, calls[0].tokens());
+        assert!(record.transcript_sha256().is_some());
+        total += record.tokens;
+    }
+    assert_eq!(replay.result.tokens_used[side], total);
+    assert!(total > 0);
+    let kept = config
+        .replays
+        .get_transcript(&replay.match_id)
+        .await
+        .expect("store")
+        .expect("the transcript is kept");
+    let parsed = duel_replays::transcript::ParsedTranscript::from_slice(&kept).expect("parses");
+    duel_replays::verify_transcript(&replay, &parsed).expect("proves against the replay");
+    let public = config
+        .replays
+        .get_json(&replay.match_id)
+        .await
+        .expect("store")
+        .expect("published");
+    assert!(!String::from_utf8_lossy(&public).contains("You are a fighter in a duel"));
+    drop(bot);
+}
+both_backends!(
+    openai_bot_metered,
+    an_openai_bot_is_metered_and_its_transcript_kept_apart
 );

@@ -147,6 +147,43 @@
     if (side.staggered) container.appendChild(el("span", "badge stag", "staggered"));
   }
 
+  // What one model call cost, as the line under the exchange says it.
+  function callText(call) {
+    let text = "model " + clean(call.model || "(none)") + " · " + call.prompt_tokens + "+" +
+      call.completion_tokens + " tokens";
+    if (call.outcome !== "ok") text += " · " + call.outcome;
+    return text;
+  }
+
+  // The model calls of one side of one exchange: what the replay records
+  // and, when the viewer has the transcript, what was said (the answer on
+  // the line, the prompt folded under it).
+  function callNotes(replay, frame, side, label) {
+    const record = frame[side];
+    const calls = record.calls || [];
+    const said = replay.transcript ? replay.transcript[frame.round + ":" + frame.exchange + ":" + side] : null;
+    return calls.map((call, index) => {
+      const line = noteLine("call side-" + side, label, callText(call));
+      const spoken = said && said[index];
+      if (spoken && spoken.completion) {
+        line.appendChild(el("span", "said", " “" + clean(spoken.completion).replace(/\s+/g, " ").trim() + "”"));
+      }
+      if (spoken && spoken.messages && spoken.messages.length > 0) {
+        const prompt = el("details", "prompt");
+        prompt.appendChild(el("summary", "", "prompt (" + spoken.messages.length + " message" +
+          (spoken.messages.length === 1 ? "" : "s") + (spoken.truncated ? ", cut at the transcript's bounds" : "") + ")"));
+        spoken.messages.forEach((message) => {
+          const row = el("div", "message");
+          row.appendChild(el("span", "role", clean(message.role) + ": "));
+          row.appendChild(el("span", "", clean(message.content)));
+          prompt.appendChild(row);
+        });
+        line.appendChild(prompt);
+      }
+      return line;
+    });
+  }
+
   // The substitution cause in full, for the line under the exchange.
   function reasonText(side) {
     const cause = SUBSTITUTIONS[side.source] || side.source;
@@ -212,6 +249,7 @@
       if (record.source && record.source !== "bot") {
         notes.push(noteLine("reason side-" + side, label, reasonText(record)));
       }
+      callNotes(replay, frame, side, label).forEach((note) => notes.push(note));
       (record.log || []).forEach((line) => notes.push(noteLine("log side-" + side, label, clean(line))));
       if (record.log_truncated) {
         notes.push(noteLine("log truncated side-" + side, label, "… log truncated (lines cut or dropped at the bounds)"));
@@ -597,6 +635,35 @@
     document.body.dataset.state = "error";
   }
 
+  // The transcript's calls by "round:exchange:side", from a
+  // duel-transcript/1 document of this match.
+  function transcriptIndex(transcript, matchId) {
+    const index = {};
+    if (!transcript || transcript.format !== "duel-transcript/1" || transcript.match_id !== matchId) return null;
+    (transcript.decisions || []).forEach((decision) => {
+      index[decision.round + ":" + decision.exchange + ":" + decision.fighter] = decision.calls || [];
+    });
+    return index;
+  }
+
+  // The transcript beside a replay, where the service offers one (`referee
+  // local --watch` to the bot's author; a ladder once it reveals them):
+  // `{replay URL}/transcript`. None is not an error.
+  async function loadTranscript(viewer, replay, url) {
+    if (!/\/replays\/[^/?]+$/.test(url)) return;
+    try {
+      const response = await fetch(url + "/transcript", { headers: { Accept: "application/json" } });
+      if (!response.ok) return;
+      const index = transcriptIndex(await response.json(), replay.match_id);
+      if (!index) return;
+      replay.transcript = index;
+      document.body.dataset.transcript = "shown";
+      viewer.setReplay(replay, url, false);
+    } catch (_) {
+      // No transcript: the replay alone is shown.
+    }
+  }
+
   async function loadReplay(viewer, url) {
     try {
       const response = await fetch(url, { headers: { Accept: "application/json" } });
@@ -610,6 +677,7 @@
       viewer.setReplay(replay, url, false);
       document.body.dataset.state = "ready";
       await showSignature(replay, url);
+      await loadTranscript(viewer, replay, url);
     } catch (error) {
       fail("Cannot load the replay: " + error);
     }
@@ -628,7 +696,8 @@
     feed.addEventListener("start", (event) => {
       const start = data(event);
       match = { format: "duel-replay/1", match_id: start.match_id, ruleset: start.ruleset,
-        class: start.class, seed: start.seed, fighters: start.fighters, rounds: [], result: null };
+        class: start.class, seed: start.seed, fighters: start.fighters, rounds: [], result: null,
+        transcript: {} };
       received = 0;
       countEvent();
       viewer.setReplay(match, src.replay, true);
@@ -643,6 +712,9 @@
         match.rounds.push(round);
       }
       round.exchanges.push(step.exchange);
+      (step.transcript || []).forEach((decision) => {
+        match.transcript[decision.round + ":" + decision.exchange + ":" + decision.fighter] = decision.calls || [];
+      });
       if (step.round_result) round.result = step.round_result;
       countEvent();
       viewer.setReplay(match, src.replay, true);
@@ -685,7 +757,7 @@
     else loadReplay(viewer, src.replay);
   }
 
-  window.DuelViewer = { buildFrames, dealt, canonical, checkSignature };
+  window.DuelViewer = { buildFrames, dealt, canonical, checkSignature, transcriptIndex };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", load);
   else load();
 })();

@@ -509,6 +509,7 @@ impl DuelTv {
                     round: round.number,
                     exchange: Box::new(exchange.clone()),
                     round_result: (index + 1 == round.exchanges.len()).then_some(round.result),
+                    transcript: Vec::new(),
                 };
                 shown += 1;
                 self.publish(&event, |program| {

@@ -485,7 +485,12 @@ async fn an_openai_bot_is_metered_and_its_transcript_kept_apart(db: &TestDb) {
     let ladder = Ladder::new(db.store.clone(), common::host(), true);
     let (alice, bob) = season(db, &ladder).await;
     ladder
-        .register_bot(&alice, "thinker", "middle", Registration::Endpoint(bot.url.clone()))
+        .register_bot(
+            &alice,
+            "thinker",
+            "middle",
+            Registration::Endpoint(bot.url.clone()),
+        )
         .await
         .expect("the endpoint registers");
     ladder
@@ -512,12 +517,9 @@ async fn an_openai_bot_is_metered_and_its_transcript_kept_apart(db: &TestDb) {
     ));
     let catalogue =
         duel_referee::Catalogue::single(duel_referee::models::HOUSE_URL, None).expect("house");
-    let gateway = ModelGateway::from_catalogue(
-        &catalogue,
-        &|_| None,
-        &duel_referee::tls::Trust::system(),
-    )
-    .expect("gateway");
+    let gateway =
+        ModelGateway::from_catalogue(&catalogue, &|_| None, &duel_referee::tls::Trust::system())
+            .expect("gateway");
     let mut host = duel_referee::HostConfig::new(gateway);
     host.inference = Some(duel_referee::InferenceLink {
         url: format!("http://{address}"),
@@ -525,9 +527,11 @@ async fn an_openai_bot_is_metered_and_its_transcript_kept_apart(db: &TestDb) {
     });
     let replays = tempfile::tempdir().expect("replays");
     let mut config = worker_config(&replays);
-    config.host =
-        duel_referee::MatchHost::new(duel_ladder::worker::ladder_host_config(host, true));
-    ladder.enqueue(&alice, "thinker", 10).await.expect("enqueue");
+    config.host = duel_referee::MatchHost::new(duel_ladder::worker::ladder_host_config(host, true));
+    ladder
+        .enqueue(&alice, "thinker", 10)
+        .await
+        .expect("enqueue");
     ladder.enqueue(&bob, "house", 10).await.expect("enqueue");
     let worked = play(db, &ladder, &config, WeightClass::Middle).await;
     let [Worked::Settled(settlement)] = worked.as_slice() else {

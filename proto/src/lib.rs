@@ -22,7 +22,16 @@ pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("duel
 /// Python endpoint bot's folder).
 pub const PROTO_SOURCES: &[(&str, &str)] = &[
     ("duel/v1/bot.proto", include_str!("../duel/v1/bot.proto")),
-    ("duel/v1/inference.proto", include_str!("../duel/v1/inference.proto")),
-    ("duel/v1/referee.proto", include_str!("../duel/v1/referee.proto")),
-    ("duel/v1/ladder.proto", include_str!("../duel/v1/ladder.proto")),
+    (
+        "duel/v1/inference.proto",
+        include_str!("../duel/v1/inference.proto"),
+    ),
+    (
+        "duel/v1/referee.proto",
+        include_str!("../duel/v1/referee.proto"),
+    ),
+    (
+        "duel/v1/ladder.proto",
+        include_str!("../duel/v1/ladder.proto"),
+    ),
 ];

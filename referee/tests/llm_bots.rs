@@ -65,14 +65,25 @@ fn calls_of(replay: &Replay, side: usize) -> Vec<(u64, Vec<duel_replays::CallRec
 #[test]
 fn a_new_llm_bot_plays_offline_and_its_transcript_verifies() {
     let Some(venv) = python_llm::venv() else {
-        services::skip("the python-llm environment", "scripts/setup/python-llm.sh makes it");
+        services::skip(
+            "the python-llm environment",
+            "scripts/setup/python-llm.sh makes it",
+        );
         return;
     };
     let folder = tempfile::tempdir().unwrap();
     let cache = folder.path().join("cache");
     let bot = folder.path().join("mybot");
     let made = referee(
-        &["new", "mybot", "--lang", "python", "--llm", "--dir", bot.to_str().unwrap()],
+        &[
+            "new",
+            "mybot",
+            "--lang",
+            "python",
+            "--llm",
+            "--dir",
+            bot.to_str().unwrap(),
+        ],
         &venv,
         &cache,
     );
@@ -115,13 +126,25 @@ fn a_new_llm_bot_plays_offline_and_its_transcript_verifies() {
     }
     assert_eq!(replay.models[0].name, "house");
     let json = std::fs::read_to_string(&replay_path).unwrap();
-    assert!(!json.contains(PROMPT_MARK), "the public replay holds no prompt");
+    assert!(
+        !json.contains(PROMPT_MARK),
+        "the public replay holds no prompt"
+    );
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&transcript_path).unwrap().permissions().mode();
+    let mode = std::fs::metadata(&transcript_path)
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o077, 0, "the transcript is its author's only");
 
     let verify = referee(
-        &["replay", "verify", replay_path.to_str().unwrap(), "--transcript", transcript_path.to_str().unwrap()],
+        &[
+            "replay",
+            "verify",
+            replay_path.to_str().unwrap(),
+            "--transcript",
+            transcript_path.to_str().unwrap(),
+        ],
         &venv,
         &cache,
     );
@@ -139,14 +162,22 @@ fn a_new_llm_bot_plays_offline_and_its_transcript_verifies() {
     let edited_path = folder.path().join("edited.json");
     std::fs::write(&edited_path, transcript.to_string()).unwrap();
     let verify = referee(
-        &["replay", "verify", replay_path.to_str().unwrap(), "--transcript", edited_path.to_str().unwrap()],
+        &[
+            "replay",
+            "verify",
+            replay_path.to_str().unwrap(),
+            "--transcript",
+            edited_path.to_str().unwrap(),
+        ],
         &venv,
         &cache,
     );
     assert_eq!(verify.status.code(), Some(1));
     let stderr = text(&verify.stderr);
     assert!(
-        stderr.contains(&format!("transcript check failed at round {round}, exchange {exchange}, fighter a:")),
+        stderr.contains(&format!(
+            "transcript check failed at round {round}, exchange {exchange}, fighter a:"
+        )),
         "{stderr}"
     );
 }
@@ -154,27 +185,46 @@ fn a_new_llm_bot_plays_offline_and_its_transcript_verifies() {
 #[test]
 fn with_no_model_the_bots_calls_are_never_silent() {
     let Some(venv) = python_llm::venv() else {
-        services::skip("the python-llm environment", "scripts/setup/python-llm.sh makes it");
+        services::skip(
+            "the python-llm environment",
+            "scripts/setup/python-llm.sh makes it",
+        );
         return;
     };
     let folder = tempfile::tempdir().unwrap();
     let cache = folder.path().join("cache");
     let bot = folder.path().join("quiet");
     let made = referee(
-        &["new", "quiet", "--lang", "python", "--llm", "--dir", bot.to_str().unwrap()],
+        &[
+            "new",
+            "quiet",
+            "--lang",
+            "python",
+            "--llm",
+            "--dir",
+            bot.to_str().unwrap(),
+        ],
         &venv,
         &cache,
     );
     assert!(made.status.success());
     let played = referee(
-        &["local", bot.to_str().unwrap(), "builtin:block", "--seed", "2"],
+        &[
+            "local",
+            bot.to_str().unwrap(),
+            "builtin:block",
+            "--seed",
+            "2",
+        ],
         &venv,
         &cache,
     );
     assert!(played.status.success(), "{}", text(&played.stderr));
     let stderr = text(&played.stderr);
     assert_eq!(
-        stderr.matches("a bot called a model, but none is configured").count(),
+        stderr
+            .matches("a bot called a model, but none is configured")
+            .count(),
         1,
         "warned once: {stderr}"
     );
@@ -188,7 +238,10 @@ fn with_no_model_the_bots_calls_are_never_silent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn referee_serve_meters_an_openai_bot_and_keeps_its_transcript_apart() {
     let Some(python) = python_llm::python() else {
-        services::skip("the python-llm environment", "scripts/setup/python-llm.sh makes it");
+        services::skip(
+            "the python-llm environment",
+            "scripts/setup/python-llm.sh makes it",
+        );
         return;
     };
     let folder = tempfile::tempdir().unwrap();
@@ -215,11 +268,19 @@ async fn referee_serve_meters_an_openai_bot_and_keeps_its_transcript_apart() {
         total += tokens;
     }
     assert_eq!(replay.result.tokens_used[0], total);
-    assert!(grpc::sides(&replay, 0).iter().all(|side| side.source == SourceName::Bot));
+    assert!(
+        grpc::sides(&replay, 0)
+            .iter()
+            .all(|side| side.source == SourceName::Bot)
+    );
 
     // The transcript is in the store, apart from the replay, and proves
     // against it; the replay service serves the replay, never the transcript.
-    let kept = store.get_transcript(&replay.match_id).await.unwrap().expect("kept");
+    let kept = store
+        .get_transcript(&replay.match_id)
+        .await
+        .unwrap()
+        .expect("kept");
     let parsed = duel_replays::transcript::ParsedTranscript::from_slice(&kept).unwrap();
     assert_eq!(parsed.transcript.decisions.len(), decisions.len());
     duel_replays::verify_transcript(&replay, &parsed).unwrap();

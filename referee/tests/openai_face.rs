@@ -105,7 +105,12 @@ async fn refusal(response: reqwest::Response) -> (u16, Option<String>, String) {
     );
     let json: serde_json::Value = json(response).await;
     let error = &json["error"];
-    assert!(error["message"].as_str().is_some_and(|text| !text.is_empty()), "{json}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|text| !text.is_empty()),
+        "{json}"
+    );
     assert!(error.get("param").is_some(), "{json}");
     (
         status,
@@ -159,9 +164,19 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
     ]);
 
     // Whole: the answer, the referee's own usage, the budget left.
-    let response = post(&client, &gateway, Some(credential.token()), &body(&messages, serde_json::json!({"model": "house"}))).await;
+    let response = post(
+        &client,
+        &gateway,
+        Some(credential.token()),
+        &body(&messages, serde_json::json!({"model": "house"})),
+    )
+    .await;
     assert_eq!(response.status(), 200);
-    let left: u64 = response.headers()["x-duel-budget-left-tokens"].to_str().unwrap().parse().unwrap();
+    let left: u64 = response.headers()["x-duel-budget-left-tokens"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     let whole: serde_json::Value = json(response).await;
     assert_eq!(whole["object"], "chat.completion");
     assert_eq!(whole["model"], "house");
@@ -170,7 +185,10 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
     let completion_tokens = count_tokens(&expected);
     assert_eq!(whole["usage"]["prompt_tokens"], prompt_tokens);
     assert_eq!(whole["usage"]["completion_tokens"], completion_tokens);
-    assert_eq!(whole["usage"]["total_tokens"], prompt_tokens + completion_tokens);
+    assert_eq!(
+        whole["usage"]["total_tokens"],
+        prompt_tokens + completion_tokens
+    );
     assert_eq!(left, 10_000 - prompt_tokens - completion_tokens);
 
     // Streamed, with the usage chunk: the same text, the same counts.
@@ -182,7 +200,12 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
     )
     .await;
     assert_eq!(response.status(), 200);
-    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     let (text, usage, finish, done) = read_stream(&response.text().await.unwrap());
     assert!(done);
     assert_eq!(text, expected);
@@ -196,7 +219,10 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
         &client,
         &gateway,
         Some(credential.token()),
-        &body(&messages, serde_json::json!({"max_completion_tokens": 2, "stream": true})),
+        &body(
+            &messages,
+            serde_json::json!({"max_completion_tokens": 2, "stream": true}),
+        ),
     )
     .await;
     let (text, usage, finish, _) = read_stream(&response.text().await.unwrap());
@@ -209,7 +235,10 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
     let spent = meter.settle();
     drop(credential);
     let records: Vec<_> = spent.calls.iter().map(|call| call.record()).collect();
-    let tokens: Vec<_> = records.iter().map(|call| (call.model.as_str(), call.tokens(), call.outcome)).collect();
+    let tokens: Vec<_> = records
+        .iter()
+        .map(|call| (call.model.as_str(), call.tokens(), call.outcome))
+        .collect();
     assert_eq!(
         tokens,
         vec![
@@ -218,7 +247,10 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
             ("house", prompt_tokens + 2, CallOutcome::Ok),
         ]
     );
-    assert_eq!(spent.tokens, records.iter().map(|call| call.tokens()).sum::<u64>());
+    assert_eq!(
+        spent.tokens,
+        records.iter().map(|call| call.tokens()).sum::<u64>()
+    );
     assert_eq!(spent.calls[2].text.as_ref().unwrap().completion, text);
 }
 
@@ -229,7 +261,10 @@ async fn models_are_listed_over_http1_and_http2() {
     let credential = gateway.credentials.issue("m1", Side::B, meter);
     for client in [
         http1(),
-        reqwest::Client::builder().http2_prior_knowledge().build().unwrap(),
+        reqwest::Client::builder()
+            .http2_prior_knowledge()
+            .build()
+            .unwrap(),
     ] {
         let response = client
             .get(format!("{}/models", gateway.base))
@@ -273,20 +308,29 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
 
     // 401: no key, an unknown key, the previous decision's key.
     let meter = catalogue().meter(1_000);
-    assert_eq!(refusal(post(&client, &gateway, None, &hello).await).await.0, 401);
+    assert_eq!(
+        refusal(post(&client, &gateway, None, &hello).await).await.0,
+        401
+    );
     let (status, code, _) = refusal(post(&client, &gateway, Some("sk-forged"), &hello).await).await;
     assert_eq!((status, code.as_deref()), (401, Some("invalid_api_key")));
     let expired = gateway.credentials.issue("m1", Side::A, meter.clone());
     let token = expired.token().to_owned();
     meter.settle();
     drop(expired);
-    assert_eq!(refusal(post(&client, &gateway, Some(&token), &hello).await).await.0, 401);
+    assert_eq!(
+        refusal(post(&client, &gateway, Some(&token), &hello).await)
+            .await
+            .0,
+        401
+    );
 
     // 403: a live credential whose decision has ended (its fighter is not
     // being asked now).
     let lingering = gateway.credentials.issue("m1", Side::A, meter.clone());
     meter.settle();
-    let (status, code, _) = refusal(post(&client, &gateway, Some(lingering.token()), &hello).await).await;
+    let (status, code, _) =
+        refusal(post(&client, &gateway, Some(lingering.token()), &hello).await).await;
     assert_eq!((status, code.as_deref()), (403, Some("not_deciding")));
     drop(lingering);
 
@@ -294,7 +338,13 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
     let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
     let token = credential.token().to_owned();
     let (status, code, _) = refusal(
-        post(&client, &gateway, Some(&token), &body(&[("user", "hi")], serde_json::json!({"model": "gpt-9"}))).await,
+        post(
+            &client,
+            &gateway,
+            Some(&token),
+            &body(&[("user", "hi")], serde_json::json!({"model": "gpt-9"})),
+        )
+        .await,
     )
     .await;
     assert_eq!((status, code.as_deref()), (404, Some("model_not_found")));
@@ -303,8 +353,13 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
         serde_json::json!({"messages": [{"role": "user", "content": "x"}], "n": 3}),
         serde_json::json!({"messages": "not a list"}),
     ] {
-        let (status, _, kind) = refusal(post(&client, &gateway, Some(&token), &invalid).await).await;
-        assert_eq!((status, kind.as_str()), (400, "invalid_request_error"), "{invalid}");
+        let (status, _, kind) =
+            refusal(post(&client, &gateway, Some(&token), &invalid).await).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (400, "invalid_request_error"),
+            "{invalid}"
+        );
     }
     let not_json = client
         .post(format!("{}/chat/completions", gateway.base))
@@ -315,15 +370,33 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
         .await
         .unwrap();
     assert_eq!(refusal(not_json).await.0, 400);
-    assert!(!meter.gassed_out(), "400 and 404 cost nothing and change nothing");
+    assert!(
+        !meter.gassed_out(),
+        "400 and 404 cost nothing and change nothing"
+    );
     let too_long = "word ".repeat(2_000);
-    let (status, code, kind) =
-        refusal(post(&client, &gateway, Some(&token), &body(&[("user", &too_long)], serde_json::json!({}))).await).await;
-    assert_eq!((status, code.as_deref(), kind.as_str()), (429, Some("insufficient_quota"), "insufficient_quota"));
+    let (status, code, kind) = refusal(
+        post(
+            &client,
+            &gateway,
+            Some(&token),
+            &body(&[("user", &too_long)], serde_json::json!({})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_deref(), kind.as_str()),
+        (429, Some("insufficient_quota"), "insufficient_quota")
+    );
     assert!(meter.gassed_out());
     let spent = meter.settle();
     drop(credential);
-    let outcomes: Vec<_> = spent.calls.iter().map(|call| (call.outcome, call.tokens())).collect();
+    let outcomes: Vec<_> = spent
+        .calls
+        .iter()
+        .map(|call| (call.outcome, call.tokens()))
+        .collect();
     assert_eq!(
         outcomes,
         vec![
@@ -339,8 +412,11 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
 
     // 503: no model configured, or the upstream down; free, not gassed out.
     let unconfigured = ModelGateway::disabled().meter(1_000);
-    let credential = gateway.credentials.issue("m2", Side::B, unconfigured.clone());
-    let (status, code, _) = refusal(post(&client, &gateway, Some(credential.token()), &hello).await).await;
+    let credential = gateway
+        .credentials
+        .issue("m2", Side::B, unconfigured.clone());
+    let (status, code, _) =
+        refusal(post(&client, &gateway, Some(credential.token()), &hello).await).await;
     assert_eq!((status, code.as_deref()), (503, Some("model_unavailable")));
     assert!(!unconfigured.gassed_out());
     let spent = unconfigured.settle();
@@ -391,9 +467,18 @@ async fn usage_is_the_referees_count_not_the_upstreams() {
     .unwrap()
     .meter(1_000);
     let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
-    let response = post(&http1(), &gateway, Some(credential.token()), &body(&[("user", "hi")], serde_json::json!({}))).await;
+    let response = post(
+        &http1(),
+        &gateway,
+        Some(credential.token()),
+        &body(&[("user", "hi")], serde_json::json!({})),
+    )
+    .await;
     let whole: serde_json::Value = json(response).await;
     assert_eq!(whole["usage"]["prompt_tokens"], count_tokens("hi"));
     assert_eq!(whole["usage"]["completion_tokens"], count_tokens("JAB now"));
-    assert_eq!(meter.settle().tokens, count_tokens("hi") + count_tokens("JAB now"));
+    assert_eq!(
+        meter.settle().tokens,
+        count_tokens("hi") + count_tokens("JAB now")
+    );
 }

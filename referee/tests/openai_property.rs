@@ -106,7 +106,10 @@ impl Bot for CallingBot {
                     let whole: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
                     (
                         Some(usage_of(&whole["usage"])),
-                        whole["choices"][0]["message"]["content"].as_str().unwrap().to_owned(),
+                        whole["choices"][0]["message"]["content"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned(),
                     )
                 };
                 self.seen.lock().unwrap().push(Seen {
@@ -172,11 +175,7 @@ fn gateway() -> ModelGateway {
 
 fn planned_call() -> impl Strategy<Value = PlannedCall> {
     let role = prop::sample::select(vec!["system", "user", "assistant"]);
-    let content = prop_oneof![
-        "[a-zA-Z ,.!?]{0,120}",
-        "[\\PC]{0,40}",
-        Just(String::new()),
-    ];
+    let content = prop_oneof!["[a-zA-Z ,.!?]{0,120}", "[\\PC]{0,40}", Just(String::new()),];
     (
         prop::sample::select(vec!["", "house", "echo"]),
         prop::collection::vec((role, content), 1..4),

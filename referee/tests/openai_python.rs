@@ -33,10 +33,9 @@ fn python() -> Option<PathBuf> {
 }
 
 fn house() -> ModelGateway {
-    let catalogue = Catalogue::parse(
-        "[[model]]\nname = \"house\"\nurl = \"builtin:house\"\ndefault = true\n",
-    )
-    .unwrap();
+    let catalogue =
+        Catalogue::parse("[[model]]\nname = \"house\"\nurl = \"builtin:house\"\ndefault = true\n")
+            .unwrap();
     ModelGateway::from_catalogue(&catalogue, &|_| None, &duel_referee::tls::Trust::system())
         .unwrap()
 }
@@ -70,7 +69,15 @@ async fn the_official_openai_client_plays_through_the_gateway() {
     let unconfigured = ModelGateway::disabled().meter(100);
     let naming = house().meter(100);
     let malformed = house().meter(100);
-    let meters = [&plain, &streamed, &listing, &poor, &unconfigured, &naming, &malformed];
+    let meters = [
+        &plain,
+        &streamed,
+        &listing,
+        &poor,
+        &unconfigured,
+        &naming,
+        &malformed,
+    ];
     let issued: Vec<_> = meters
         .iter()
         .map(|meter| credentials.issue("m", Side::A, (*meter).clone()))
@@ -152,10 +159,38 @@ async fn the_official_openai_client_plays_through_the_gateway() {
             one["code"].as_str().map(str::to_owned),
         )
     };
-    assert_eq!(refusal("authentication"), ("AuthenticationError".to_owned(), 401, Some("invalid_api_key".to_owned())));
-    assert_eq!(refusal("budget"), ("RateLimitError".to_owned(), 429, Some("insufficient_quota".to_owned())));
-    assert_eq!(refusal("unavailable"), ("InternalServerError".to_owned(), 503, Some("model_unavailable".to_owned())));
-    assert_eq!(refusal("not_found"), ("NotFoundError".to_owned(), 404, Some("model_not_found".to_owned())));
+    assert_eq!(
+        refusal("authentication"),
+        (
+            "AuthenticationError".to_owned(),
+            401,
+            Some("invalid_api_key".to_owned())
+        )
+    );
+    assert_eq!(
+        refusal("budget"),
+        (
+            "RateLimitError".to_owned(),
+            429,
+            Some("insufficient_quota".to_owned())
+        )
+    );
+    assert_eq!(
+        refusal("unavailable"),
+        (
+            "InternalServerError".to_owned(),
+            503,
+            Some("model_unavailable".to_owned())
+        )
+    );
+    assert_eq!(
+        refusal("not_found"),
+        (
+            "NotFoundError".to_owned(),
+            404,
+            Some("model_not_found".to_owned())
+        )
+    );
     assert_eq!(refusal("bad_request").0, "BadRequestError");
 
     // What each decision recorded: exactly the calls the client made (the
@@ -172,7 +207,11 @@ async fn the_official_openai_client_plays_through_the_gateway() {
         (&malformed, CallOutcome::Invalid),
     ] {
         let spent = meter.settle();
-        let outcomes: Vec<_> = spent.calls.iter().map(|call| (call.outcome, call.tokens())).collect();
+        let outcomes: Vec<_> = spent
+            .calls
+            .iter()
+            .map(|call| (call.outcome, call.tokens()))
+            .collect();
         assert_eq!(outcomes, vec![(outcome, 0)], "one call, not retried");
     }
     assert!(poor.gassed_out());

@@ -669,3 +669,57 @@ fn the_viewer_links_rows_draws_the_chart_and_never_spoils() {
     }
     chromium.open(&server.url("/replays/three-1/view?src=/replays/three-1"));
 }
+
+/// A watched match of a model-using bot, on the largest seed a signature
+/// binds: the viewer shows what the model said beside each exchange where it
+/// was called (live, then from the session's transcript once the replay is
+/// in), and still checks the signature over a seed of 2^53 - 1.
+#[test]
+fn the_viewer_shows_what_the_model_said_and_binds_a_large_seed() {
+    let oracle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bots/oracle.wasm");
+    assert!(oracle.is_file(), "scripts/build-bots builds the oracle bot");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("oracle.json");
+    let seed = duel_referee::limits::SEED_MAX.to_string();
+    let mut watched = watch_support::Watched::start(&[
+        "local",
+        oracle.to_str().expect("utf-8"),
+        "builtin:counter",
+        "--seed",
+        &seed,
+        "--model-url",
+        "builtin:house",
+        "--replay",
+        file.to_str().expect("utf-8"),
+    ]);
+    let url = watched.view_url();
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    chromium.call("Page.navigate", json!({ "url": url }));
+    chromium.wait_for(
+        "document.body && document.body.dataset.state",
+        &json!("ready"),
+    );
+    watched.line_containing("ctrl-c to stop");
+    chromium.wait_for("document.body.dataset.signature", &json!("verified"));
+    chromium.wait_for("document.body.dataset.transcript", &json!("shown"));
+    let replay = duel_replays::Replay::read(&file).expect("the --replay file");
+    assert_eq!(replay.seed, duel_referee::limits::SEED_MAX);
+    let called = replay
+        .exchanges()
+        .filter(|(_, exchange)| !exchange.a.calls().is_empty())
+        .count();
+    assert!(called > 0, "the oracle asked the model");
+    // At the end, every call is on the page with its answer.
+    step_to(&mut chromium, replay.exchanges().count());
+    assert_eq!(count(&mut chromium, ".notes .call"), called);
+    assert_eq!(count(&mut chromium, ".notes .said"), called);
+    assert_eq!(count(&mut chromium, ".notes details.prompt"), called);
+    let text = page_text(&mut chromium);
+    assert!(text.contains("The house model plays"), "{text}");
+    assert!(text.contains("model house ·"), "{text}");
+    chromium.screenshot(&screenshot_folder("viewer-screenshots").join("viewer-transcript.png"));
+    drop(chromium);
+    assert!(watched.interrupt().success());
+}

@@ -161,7 +161,10 @@ fn rate_text(per_second: f64) -> String {
 /// match. The processes of endpoint bots run while the second list is kept.
 fn parse_entrants(
     specs: &[String],
-) -> Result<(Vec<Entrant>, Vec<std::sync::Arc<super::python_endpoint::BotProcess>>)> {
+) -> Result<(
+    Vec<Entrant>,
+    Vec<std::sync::Arc<super::python_endpoint::BotProcess>>,
+)> {
     let mut entrants = Vec::with_capacity(specs.len());
     let mut processes = Vec::new();
     for spec in specs {
@@ -182,32 +185,32 @@ fn check_entrants(entrants: &[Entrant], settings: &PoolSettings) -> Result<()> {
 pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
     let ((entrants, _processes), plan, class) =
         match (&args.out, args.resume && args.bots.is_empty()) {
-        (Some(root), true) => {
-            let plan = TournamentDir { root: root.clone() }.read_plan()?;
-            let class = saved_class(&plan.class)?;
-            (parse_entrants(&plan.bots)?, plan, class)
-        }
-        _ => {
-            let entrants = parse_entrants(&args.bots)?;
-            let names = entrants.0.iter().map(Entrant::name).collect();
-            let plan = TournamentPlan {
-                bots: names,
-                format: match args.format {
-                    FormatArg::RoundRobin => Format::RoundRobin,
-                    FormatArg::Gauntlet => Format::Gauntlet,
-                },
-                rounds: args.rounds,
-                seed: args.seed,
-                class: duel_rules::WeightClass::from(args.class).name().to_owned(),
-                openings: args.openings.map(usize::from),
-                book: read_book(args.book.as_deref())?
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect(),
-            };
-            (entrants, plan, args.class.into())
-        }
-    };
+            (Some(root), true) => {
+                let plan = TournamentDir { root: root.clone() }.read_plan()?;
+                let class = saved_class(&plan.class)?;
+                (parse_entrants(&plan.bots)?, plan, class)
+            }
+            _ => {
+                let entrants = parse_entrants(&args.bots)?;
+                let names = entrants.0.iter().map(Entrant::name).collect();
+                let plan = TournamentPlan {
+                    bots: names,
+                    format: match args.format {
+                        FormatArg::RoundRobin => Format::RoundRobin,
+                        FormatArg::Gauntlet => Format::Gauntlet,
+                    },
+                    rounds: args.rounds,
+                    seed: args.seed,
+                    class: duel_rules::WeightClass::from(args.class).name().to_owned(),
+                    openings: args.openings.map(usize::from),
+                    book: read_book(args.book.as_deref())?
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
+                };
+                (entrants, plan, args.class.into())
+            }
+        };
     let settings_clock = wall_clock(args.wall_clock);
     let schedule = plan.schedule();
     let dir = args.out.clone().map(|root| TournamentDir { root });

@@ -221,8 +221,9 @@ struct Tape<'a> {
 
 impl duel_referee::MatchObserver for Tape<'_> {
     fn exchange(&mut self, recorder: &MatchRecorder, step: &ExchangeStep) {
+        // Watched by the bot's author alone: what its models said goes too.
         if let Some(publisher) = self.publisher {
-            publisher.step(recorder, step);
+            publisher.step_with_transcript(recorder, step);
         }
         if self.warn_no_model
             && Side::BOTH.iter().any(|side| {

@@ -78,7 +78,13 @@ pub fn start(folder: &Path, name: &str, cache: &Path) -> Result<BotProcess> {
         .stdout(output)
         .stderr(errors)
         .spawn()
-        .with_context(|| format!("cannot start {} with {}", folder.display(), python.display()))?;
+        .with_context(|| {
+            format!(
+                "cannot start {} with {}",
+                folder.display(),
+                python.display()
+            )
+        })?;
     let mut process = BotProcess {
         child,
         log,
@@ -164,7 +170,14 @@ fn environment(folder: &Path, cache: &Path) -> Result<PathBuf> {
     run(Command::new(&base).args(["-m", "venv"]).arg(&venv))
         .with_context(|| format!("cannot make a Python environment with {base} -m venv"))?;
     let mut install = Command::new(&python);
-    install.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "grpcio-tools"]);
+    install.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "grpcio-tools",
+    ]);
     if requirements.is_file() {
         install.arg("-r").arg(&requirements);
     }
@@ -189,7 +202,9 @@ fn stubs(python: &Path, cache: &Path) -> Result<PathBuf> {
     if out.join("duel/v1/bot_pb2_grpc.py").is_file() {
         return Ok(out);
     }
-    let protos = cache.join("python-stubs").join(format!("{}.proto", &digest[..16]));
+    let protos = cache
+        .join("python-stubs")
+        .join(format!("{}.proto", &digest[..16]));
     for (path, text) in duel_proto::PROTO_SOURCES {
         let file = protos.join(path);
         if let Some(parent) = file.parent() {

@@ -52,9 +52,12 @@ impl Watch {
             RateConfig::default(),
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(publish::serve(
+        // The session's own routes beside the replay service's: the author's
+        // transcript, which no public service serves.
+        let router = publish::router(state).merge(transcript_router(store.clone()));
+        let server = tokio::spawn(publish::serve_router(
             listener,
-            state,
+            router,
             publish::HttpLimits::default(),
             async {
                 let _ = stopped.await;
@@ -108,6 +111,38 @@ impl Watch {
             Err(_) => Ok(()),
         }
     }
+}
+
+/// `GET /replays/{id}/transcript`: the watched match's transcript, for its
+/// author's viewer (this service listens on loopback for one session).
+fn transcript_router(store: ReplayStore) -> axum::Router {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    axum::Router::new()
+        .route(
+            "/replays/{id}/transcript",
+            axum::routing::get(
+                |axum::extract::State(store): axum::extract::State<ReplayStore>,
+                 axum::extract::Path(id): axum::extract::Path<String>| async move {
+                    match store.get_transcript(&id).await {
+                        Ok(Some(json)) => (
+                            [(axum::http::header::CONTENT_TYPE, "application/json")],
+                            json,
+                        )
+                            .into_response(),
+                        Ok(None) | Err(_) => (
+                            StatusCode::NOT_FOUND,
+                            axum::Json(
+                                serde_json::json!({"error": "no transcript for this match"}),
+                            ),
+                        )
+                            .into_response(),
+                    }
+                },
+            ),
+        )
+        .layer(axum::middleware::map_response(publish::security_headers))
+        .with_state(store)
 }
 
 /// The command that opens `url` in a browser, if this session has one: the

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use duel_replays::transcript::TranscriptDecision;
 use duel_replays::{
     ClassName, ExchangeRecord, FighterInfo, MatchResultRecord, Replay, RoundResultRecord,
 };
@@ -34,11 +35,16 @@ pub enum LiveEvent {
         fighters: Box<[FighterInfo; 2]>,
     },
     /// One exchange was played; `round_result` when it ended its round.
+    /// `transcript` holds what each fighter's model calls said, only on a
+    /// feed its author watches alone (`referee local --watch`): public feeds
+    /// never carry it.
     Exchange {
         round: u8,
         exchange: Box<ExchangeRecord>,
         #[serde(skip_serializing_if = "Option::is_none")]
         round_result: Option<RoundResultRecord>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        transcript: Vec<TranscriptDecision>,
     },
     /// The match is over; the replay is published under the same id.
     End { result: MatchResultRecord },
@@ -212,6 +218,7 @@ impl LivePublisher {
             round,
             exchange: Box::new(exchange.clone()),
             round_result,
+            transcript: Vec::new(),
         });
     }
 
@@ -225,6 +232,36 @@ impl LivePublisher {
             });
             self.exchange(round, exchange, round_result);
         }
+    }
+
+    /// [`LivePublisher::step`] with what the exchange's model calls said,
+    /// for a feed only the bot's author watches (`referee local --watch`).
+    pub fn step_with_transcript(&self, recorder: &MatchRecorder, step: &ExchangeStep) {
+        let Some((round, exchange)) = recorder.last_exchange() else {
+            return;
+        };
+        let transcript = recorder
+            .transcript()
+            .map(|kept| {
+                kept.decisions
+                    .iter()
+                    .rev()
+                    .take_while(|decision| {
+                        decision.round == round && decision.exchange == exchange.number
+                    })
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        self.publish(LiveEvent::Exchange {
+            round,
+            exchange: Box::new(exchange.clone()),
+            round_result: step.round_result.map(|result| RoundResultRecord {
+                winner: result.winner.into(),
+                by: result.by.into(),
+            }),
+            transcript: transcript.into_iter().rev().collect(),
+        });
     }
 
     /// Publishes the end of the match and closes the feed.

@@ -92,7 +92,10 @@ pub fn start(python: &Path, dir: &Path, name: &str) -> LlmBot {
             "the bot exited: {}",
             std::fs::read_to_string(&bot.log).unwrap_or_default()
         );
-        assert!(started.elapsed() < Duration::from_secs(60), "the bot never listened");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the bot never listened"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     bot

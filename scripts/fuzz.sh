@@ -5,11 +5,12 @@
 # own target dir (DUEL_FUZZ_TARGET_DIR, default /var/tmp/duel-fuzz-target), not the
 # workspace's, because coverage instrumentation rebuilds every crate.
 # Usage: scripts/fuzz.sh TARGET|all [SECONDS]
-#   targets: parse (replays/fuzz), grpc_convert, bot_spec, ladder_requests (fuzz/)
+#   targets: parse, transcript (replays/fuzz); grpc_convert, bot_spec,
+#   ladder_requests, models_file, openai_request (fuzz/)
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 parse|grpc_convert|bot_spec|ladder_requests|all [SECONDS]" >&2
+    echo "usage: $0 parse|transcript|grpc_convert|bot_spec|ladder_requests|models_file|openai_request|all [SECONDS]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -29,8 +30,8 @@ rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly -
 # The folder (holding the cargo-fuzz crate) of each target.
 folder_of() {
     case "$1" in
-        parse) echo "$root/replays/fuzz" ;;
-        grpc_convert | bot_spec | ladder_requests) echo "$root/fuzz" ;;
+        parse | transcript) echo "$root/replays/fuzz" ;;
+        grpc_convert | bot_spec | ladder_requests | models_file | openai_request) echo "$root/fuzz" ;;
         *) usage ;;
     esac
 }
@@ -40,7 +41,7 @@ run_one() {
     folder="$(folder_of "$name")"
     corpus="$folder/corpus/$name"
     mkdir -p "$corpus"
-    # Seeds: replays/fuzz/seeds/*.json for parse, fuzz/seeds/<target>/* here.
+    # Seeds: replays/fuzz/seeds/*.json for parse, <folder>/seeds/<target>/* for the others.
     if [ "$name" = parse ]; then
         cp "$folder"/seeds/*.json "$corpus/"
     elif [ -d "$folder/seeds/$name" ]; then
@@ -66,7 +67,7 @@ if [ "$target" = all ]; then
     # Every target runs even when one fails (a crash is saved under its
     # artifacts/ folder); the exit status says whether any failed.
     failed=0
-    for name in parse grpc_convert bot_spec ladder_requests; do
+    for name in parse transcript grpc_convert bot_spec ladder_requests models_file openai_request; do
         run_one "$name" || failed=1
     done
     exit "$failed"

@@ -305,13 +305,15 @@ struct ContentPart {
 
 /// What the gateway makes of a request: the metered call and how to answer.
 #[derive(Debug)]
-struct Parsed {
-    request: ModelRequest,
-    stream: bool,
-    include_usage: bool,
+pub struct Parsed {
+    pub request: ModelRequest,
+    pub stream: bool,
+    pub include_usage: bool,
 }
 
-fn parse_request(body: &[u8]) -> Result<Parsed, (String, String)> {
+/// Reads a `POST /v1/chat/completions` body (public for its fuzz target).
+/// A refusal is the model the body named, if any, and why.
+pub fn parse_request(body: &[u8]) -> Result<Parsed, (String, String)> {
     // The model's name, when the body says one, is recorded with a refusal.
     let named = |value: &serde_json::Value| {
         value

@@ -70,7 +70,18 @@ struct Gateway {
     base: String,
     token: String,
     meter: FighterMeter,
-    _credential: duel_referee::credentials::Credential,
+    credentials: Credentials,
+    credential: duel_referee::credentials::Credential,
+}
+
+impl Gateway {
+    /// Ends the decision and starts the next (a decision may make at most
+    /// `MAX_MODEL_CALLS_PER_DECISION` calls), outside any timed call.
+    fn next_decision(&mut self) {
+        self.meter.settle();
+        self.credential = self.credentials.issue("bench", Side::A, self.meter.clone());
+        self.token = self.credential.token().to_owned();
+    }
 }
 
 fn start_gateway(runtime: &Runtime, upstream: std::net::SocketAddr) -> Gateway {
@@ -97,7 +108,8 @@ fn start_gateway(runtime: &Runtime, upstream: std::net::SocketAddr) -> Gateway {
         base: format!("http://{address}/v1"),
         token: credential.token().to_owned(),
         meter,
-        _credential: credential,
+        credentials,
+        credential,
     }
 }
 
@@ -146,19 +158,44 @@ fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 
+/// How a run's prompts vary: the same prompt every call (a bot resending its
+/// system prompt: the fighter's count cache answers) or a new one each call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prompts {
+    Repeated,
+    Distinct,
+}
+
 /// Direct and via the gateway, alternating which goes first, `rounds` times.
-fn paired(client_runtime: &Runtime, gateway: &Gateway, upstream: std::net::SocketAddr, tokens: u64, rounds: usize) {
+fn paired(
+    client_runtime: &Runtime,
+    gateway: &mut Gateway,
+    (upstream, delay_ms): (std::net::SocketAddr, u64),
+    (tokens, prompts): (u64, Prompts),
+    rounds: usize,
+) {
     let (text, counted) = prompt(tokens);
-    let body = body(&text, false);
     let client = reqwest::Client::builder().http1_only().build().unwrap();
     let direct_url = format!("http://{upstream}/v1/chat/completions");
     let gateway_url = format!("{}/chat/completions", gateway.base);
     let (mut direct, mut via, mut added) = (Vec::new(), Vec::new(), Vec::new());
     client_runtime.block_on(async {
         for round in 0..rounds + 20 {
+            if round % 16 == 0 {
+                gateway.next_decision();
+            }
+            // A distinct prompt starts differently each call (the count cache
+            // misses); the upstream reads both alike.
+            let body = match prompts {
+                Prompts::Repeated => body(&text, false),
+                Prompts::Distinct => body(&format!("Call {round}. {text}"), false),
+            };
             let (d, g) = if round % 2 == 0 {
                 let d = call(&client, &direct_url, None, &body).await;
-                (d, call(&client, &gateway_url, Some(&gateway.token), &body).await)
+                (
+                    d,
+                    call(&client, &gateway_url, Some(&gateway.token), &body).await,
+                )
             } else {
                 let g = call(&client, &gateway_url, Some(&gateway.token), &body).await;
                 (call(&client, &direct_url, None, &body).await, g)
@@ -174,9 +211,17 @@ fn paired(client_runtime: &Runtime, gateway: &Gateway, upstream: std::net::Socke
     for list in [&mut direct, &mut via, &mut added] {
         list.sort_unstable();
     }
-    let (d50, g50, a50) = (percentile(&direct, 50), percentile(&via, 50), percentile(&added, 50));
+    let (d50, g50, a50) = (
+        percentile(&direct, 50),
+        percentile(&via, 50),
+        percentile(&added, 50),
+    );
+    let prompts = match prompts {
+        Prompts::Repeated => "repeated",
+        Prompts::Distinct => "distinct",
+    };
     println!(
-        "| {counted:>5} | {:>8.0} | {:>8.0} | {:>8.0} | {:>8.0} | {:>6.0} | {:>5.2}x |",
+        "| {delay_ms:>3} | {prompts} | {counted:>5} | {:>8.0} | {:>8.0} | {:>8.0} | {:>8.0} | {:>6.0} | {:>5.2}x |",
         micros(d50),
         micros(percentile(&direct, 99)),
         micros(g50),
@@ -197,20 +242,32 @@ fn rss_kib() -> u64 {
     pages * 4
 }
 
-/// `streams` streamed calls in flight at once against a slow upstream: the
-/// process's memory while they wait, against before.
+/// `streams` streamed calls in flight at once against a slow upstream, each
+/// from a fighter of its own (as 128 matches of two thinking bots would make
+/// them): the process's memory while they wait, against before.
 fn streams_in_flight(streams: usize) {
     let upstream_runtime = runtime(1);
     let upstream = start_upstream(&upstream_runtime, Duration::from_millis(1_500));
     let gateway_runtime = runtime(1);
-    let gateway = Arc::new(start_gateway(&gateway_runtime, upstream));
+    let gateway = start_gateway(&gateway_runtime, upstream);
+    let fighters: Vec<_> = (0..streams)
+        .map(|index| {
+            let meter = FighterMeter::new(gateway.meter.gateway().clone(), 1 << 40);
+            let credential =
+                gateway
+                    .credentials
+                    .issue(&format!("bench-{index}"), Side::A, meter.clone());
+            (meter, credential)
+        })
+        .collect();
     let client_runtime = runtime(1);
     let (text, _) = prompt(1_000);
     let body = Arc::new(body(&text, true));
+    let url = format!("{}/chat/completions", gateway.base);
     // One warm call first: connection pools, tokenizer, allocator arenas.
     client_runtime.block_on(async {
         let client = reqwest::Client::builder().http1_only().build().unwrap();
-        call(&client, &format!("{}/chat/completions", gateway.base), Some(&gateway.token), &body).await;
+        call(&client, &url, Some(&gateway.token), &body).await;
     });
     let before = rss_kib();
     let peak = Arc::new(std::sync::atomic::AtomicU64::new(before));
@@ -231,10 +288,10 @@ fn streams_in_flight(streams: usize) {
             .build()
             .unwrap();
         let mut calls = tokio::task::JoinSet::new();
-        for _ in 0..streams {
+        for (_, credential) in &fighters {
             let client = client.clone();
-            let url = format!("{}/chat/completions", gateway.base);
-            let token = gateway.token.clone();
+            let url = url.clone();
+            let token = credential.token().to_owned();
             let body = Arc::clone(&body);
             calls.spawn(async move { call(&client, &url, Some(&token), &body).await });
         }
@@ -245,14 +302,16 @@ fn streams_in_flight(streams: usize) {
     let elapsed = started.elapsed();
     sampler.join().unwrap();
     let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
-    let spent = gateway.meter.settle();
+    let recorded: usize = fighters
+        .iter()
+        .map(|(meter, _)| meter.settle().calls.len())
+        .sum();
     println!(
         "{streams} streamed calls at once (upstream answers in 1.5 s): all done in {:.2} s; \
          process RSS {before} KiB before, {peak} KiB at peak: {:.1} KiB per stream \
-         (client, gateway and upstream in one process); {} calls recorded",
+         (client, gateway and upstream in one process); {recorded} calls recorded",
         elapsed.as_secs_f64(),
         peak.saturating_sub(before) as f64 / streams as f64,
-        spent.calls.len(),
     );
 }
 
@@ -260,20 +319,37 @@ fn main() {
     let quick = std::env::args().any(|arg| arg == "--quick");
     // `cargo bench` passes `--bench`; a filter word is not supported.
     let rounds = if quick { 100 } else { 600 };
-    let upstream_runtime = runtime(1);
-    let upstream = start_upstream(&upstream_runtime, Duration::ZERO);
-    let gateway_runtime = runtime(1);
-    let gateway = start_gateway(&gateway_runtime, upstream);
     let client_runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    println!("gateway overhead, paired: {rounds} calls each way per size, alternating order (µs)");
-    println!("| prompt tokens | direct p50 | direct p99 | gateway p50 | gateway p99 | added p50 | ratio p50 |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
-    for tokens in [100, 1_000, 4_000, 8_000] {
-        paired(&client_runtime, &gateway, upstream, tokens, rounds);
+    println!("gateway overhead, paired: calls each way per row, alternating order (µs)");
+    println!(
+        "| upstream ms | prompts | prompt tokens | direct p50 | direct p99 | gateway p50 | gateway p99 | added p50 | ratio p50 |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    // An instant upstream shows the gateway's own cost; one answering in
+    // 20 ms (a small local model's time to a few tokens) the share of it a
+    // bot notices.
+    for (delay_ms, runs) in [(0, rounds), (20, rounds / 6)] {
+        let upstream_runtime = runtime(1);
+        let upstream = start_upstream(&upstream_runtime, Duration::from_millis(delay_ms));
+        let gateway_runtime = runtime(1);
+        let mut gateway = start_gateway(&gateway_runtime, upstream);
+        for prompts in [Prompts::Repeated, Prompts::Distinct] {
+            if delay_ms > 0 && prompts == Prompts::Repeated {
+                continue;
+            }
+            for tokens in [100, 1_000, 4_000, 8_000] {
+                paired(
+                    &client_runtime,
+                    &mut gateway,
+                    (upstream, delay_ms),
+                    (tokens, prompts),
+                    runs,
+                );
+            }
+        }
     }
-    drop(gateway);
     streams_in_flight(256);
 }

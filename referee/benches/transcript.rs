@@ -96,14 +96,20 @@ fn transcripts(c: &mut Criterion) {
         .build()
         .unwrap();
     let mut group = c.benchmark_group("transcript");
-    for (name, keep) in [("36 exchanges, 2 calls a decision, without transcript", false),
-        ("36 exchanges, 2 calls a decision, with transcript", true)]
-    {
+    for (name, keep) in [
+        (
+            "36 exchanges, 2 calls a decision, without transcript",
+            false,
+        ),
+        ("36 exchanges, 2 calls a decision, with transcript", true),
+    ] {
         group.bench_function(name, |bench| {
             bench.iter(|| {
                 runtime.block_on(async {
                     // The heavy class: 144 calls of ~60 tokens never run out.
-                    let options = MatchOptions::new(WeightClass::Heavy).seed(1).transcript(keep);
+                    let options = MatchOptions::new(WeightClass::Heavy)
+                        .seed(1)
+                        .transcript(keep);
                     let session = host.prepare([thinker(), thinker()], options).await.unwrap();
                     let played = session.play(&mut |_: &_, _: &_| {}).await;
                     assert_eq!(played.replay.exchanges().count(), 36);

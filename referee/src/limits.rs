@@ -134,6 +134,15 @@ pub const MAX_PROMPT_MESSAGES: usize = 256;
 /// fighters add at most ~200 KiB of `calls` to a replay.
 pub const MAX_MODEL_CALLS_PER_DECISION: usize = 32;
 
+/// Message texts at least this long are counted once per fighter and match
+/// (a system prompt and a history resent with every call): shorter ones cost
+/// less to count again than to look up.
+pub const MIN_CACHED_TEXT_BYTES: usize = 256;
+
+/// The most message counts one fighter's meter remembers (16 bytes each);
+/// past it, it starts over.
+pub const MAX_CACHED_COUNTS: usize = 1_024;
+
 /// The most transcript text (message contents and completions) kept per
 /// decision of one fighter, in bytes; beyond it texts are cut and the call
 /// is marked `truncated` (its tokens stay what was charged).

@@ -19,7 +19,10 @@ use std::time::Instant;
 use duel_replays::{CallOutcome, CallRecord, ModelPrice};
 use tiktoken_rs::CoreBPE;
 
-use crate::limits::{MAX_MODEL_CALLS_PER_DECISION, MAX_PROMPT_BYTES, MAX_PROMPT_MESSAGES};
+use crate::limits::{
+    MAX_CACHED_COUNTS, MAX_MODEL_CALLS_PER_DECISION, MAX_PROMPT_BYTES, MAX_PROMPT_MESSAGES,
+    MIN_CACHED_TEXT_BYTES,
+};
 use crate::models::{Model, Resolve};
 pub use crate::models::{ModelConfig, ModelGateway, Sampling};
 
@@ -35,14 +38,19 @@ pub fn warm_up() {
     let _ = encoder().encode_ordinary("warm up");
 }
 
-/// [`count_prompt_tokens`] on the blocking pool: a prompt of megabytes takes a
-/// second to count, and the async threads that count it also run both
-/// fighters' clocks. Counting there would make the *other* fighter late.
+/// [`count_prompt_tokens`] on the blocking pool, through the fighter's
+/// [`CountCache`]: a prompt of megabytes takes a second to count, and the
+/// async threads that count it also run both fighters' clocks. Counting there
+/// would make the *other* fighter late.
 async fn count_prompt_tokens_off_runtime(
     messages: Vec<ChatMessage>,
+    cache: Arc<Mutex<CountCache>>,
 ) -> Result<(Vec<ChatMessage>, u64), ModelError> {
     tokio::task::spawn_blocking(move || {
-        let tokens = count_prompt_tokens(&messages);
+        let tokens = messages
+            .iter()
+            .map(|message| CountCache::count(&cache, &message.content))
+            .sum();
         (messages, tokens)
     })
     .await
@@ -56,6 +64,60 @@ async fn cut_to_tokens_off_runtime(text: String, cap_tokens: u64) -> (String, u6
     tokio::task::spawn_blocking(move || cut_to_tokens(text, cap_tokens))
         .await
         .unwrap_or((String::new(), 0))
+}
+
+/// The counts of one fighter's longer message texts, so that a system prompt
+/// or a conversation's history sent again with every call (what bots do) is
+/// counted once. Exact: a prompt's count is the sum of its messages' counts
+/// (D-7). Keyed by a hash under this fighter's own random key (no bot can aim
+/// a collision) and kept per fighter (no bot can time whether its opponent
+/// sent a text).
+#[derive(Debug)]
+struct CountCache {
+    key: std::collections::hash_map::RandomState,
+    counts: HashMap<(u64, usize), u64>,
+}
+
+impl Default for CountCache {
+    fn default() -> CountCache {
+        CountCache {
+            key: std::collections::hash_map::RandomState::new(),
+            counts: HashMap::new(),
+        }
+    }
+}
+
+impl CountCache {
+    /// The tokens of `text`, from the cache when it was counted before.
+    /// Blocking (it counts): call it off the async threads.
+    fn count(cache: &Mutex<CountCache>, text: &str) -> u64 {
+        if text.len() < MIN_CACHED_TEXT_BYTES {
+            return count_tokens(text);
+        }
+        let lock = || {
+            cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let key = {
+            let cache = lock();
+            let key = (
+                std::hash::BuildHasher::hash_one(&cache.key, text),
+                text.len(),
+            );
+            if let Some(tokens) = cache.counts.get(&key) {
+                return *tokens;
+            }
+            key
+        };
+        let tokens = count_tokens(text);
+        let mut cache = lock();
+        if cache.counts.len() >= MAX_CACHED_COUNTS {
+            cache.counts.clear();
+        }
+        cache.counts.insert(key, tokens);
+        tokens
+    }
 }
 
 /// Tokens of `text` under `o200k_base`. Special-token text is counted as plain
@@ -221,6 +283,8 @@ struct MeterInner {
     /// Keep what each call sent and received (the match keeps a transcript).
     keep_texts: bool,
     state: Mutex<MeterState>,
+    /// Counts of this fighter's longer texts (its own only).
+    counts: Arc<Mutex<CountCache>>,
     /// Bumped by every [`FighterMeter::settle`]: calls in flight wake up and
     /// find themselves cut.
     decisions: tokio::sync::watch::Sender<u64>,
@@ -382,6 +446,7 @@ impl FighterMeter {
                 budget_tokens,
                 keep_texts,
                 state: Mutex::new(MeterState::default()),
+                counts: Arc::default(),
                 decisions: tokio::sync::watch::channel(0).0,
             }),
         }
@@ -654,7 +719,8 @@ impl FighterMeter {
                 &messages,
             );
         }
-        let (messages, prompt_tokens) = match count_prompt_tokens_off_runtime(messages).await {
+        let counted = count_prompt_tokens_off_runtime(messages, self.inner.counts.clone()).await;
+        let (messages, prompt_tokens) = match counted {
             Ok(counted) => counted,
             Err(error) => {
                 return refuse(

@@ -441,7 +441,7 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
             latency(percentile(&latencies, 50)),
             latency(percentile(&latencies, 99)),
         );
-        let uses = model_use(replay, side);
+        let uses = replay.model_spend(side);
         if !uses.is_empty() {
             let parts: Vec<String> = uses
                 .iter()
@@ -459,7 +459,9 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
                     )
                 })
                 .collect();
-            let total: Option<f64> = uses.iter().map(|one| one.cost_usd).sum();
+            let total = uses
+                .iter()
+                .try_fold(0.0, |total, one| Some(total + one.cost_usd?));
             let total = match total {
                 Some(total) => format!(" · cost {}", dollars(total)),
                 None => String::new(),
@@ -609,55 +611,18 @@ pub fn exchange_calls(palette: Palette, calls: [&[CallView<'_>]; 2], each: bool)
     out
 }
 
-/// Tokens and dollars per model, from what a replay's calls say and the
-/// prices its header recorded.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ModelUse {
-    pub model: String,
-    pub calls: u64,
-    pub tokens: u64,
-    /// `None` when the catalogue gave no price for a part used.
-    pub cost_usd: Option<f64>,
-}
-
-/// Each model one fighter called, in the order first called.
-pub fn model_use(replay: &Replay, side: Side) -> Vec<ModelUse> {
-    let mut uses: Vec<ModelUse> = Vec::new();
-    for (_, exchange) in replay.exchanges() {
-        for call in exchange.sides()[side.index()].calls() {
-            if !call.outcome.reached_model() {
-                continue;
-            }
-            let price = replay.models.iter().find(|model| model.name == call.model);
-            let cost =
-                price.and_then(|price| price.cost_usd(call.prompt_tokens, call.completion_tokens));
-            match uses.iter_mut().find(|known| known.model == call.model) {
-                Some(known) => {
-                    known.calls += 1;
-                    known.tokens += call.tokens();
-                    known.cost_usd = known.cost_usd.zip(cost).map(|(sum, one)| sum + one);
-                }
-                None => uses.push(ModelUse {
-                    model: call.model.clone(),
-                    calls: 1,
-                    tokens: call.tokens(),
-                    cost_usd: cost,
-                }),
-            }
-        }
-    }
-    uses
-}
-
 /// Dollars for people: four significant decimals under a cent.
 pub fn dollars(amount: f64) -> String {
-    if amount == 0.0 {
-        "$0".to_owned()
-    } else if amount < 0.01 {
-        format!("${amount:.6}").trim_end_matches('0').to_owned()
-    } else {
-        format!("${amount:.4}")
+    if !amount.is_finite() || amount <= 0.0 {
+        return "$0".to_owned();
     }
+    if amount >= 0.01 {
+        return format!("${amount:.4}");
+    }
+    // Two significant digits of a small amount: $0.0000012.
+    let decimals = ((-amount.log10()).ceil() as usize + 1).min(12);
+    let text = format!("{amount:.decimals$}");
+    format!("${}", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// A whole replay as the tape; with `logs`, each exchange's log lines under it.
@@ -707,6 +672,14 @@ mod tests {
         assert_eq!(hp_bar(8, 160), "▌         ");
         assert_eq!(group_thousands(512000), "512,000");
         assert_eq!(group_thousands(7), "7");
+    }
+
+    #[test]
+    fn dollars_read_well_small_and_large() {
+        assert_eq!(dollars(0.0), "$0");
+        assert_eq!(dollars(1.234_56), "$1.2346");
+        assert_eq!(dollars(0.000_000_12), "$0.00000012");
+        assert_eq!(dollars(0.004_5), "$0.0045");
     }
 
     #[test]

@@ -305,3 +305,110 @@ async fn referee_serve_meters_an_openai_bot_and_keeps_its_transcript_apart() {
     }
     drop(bot);
 }
+
+/// Tournaments and SPRT show what each bot's model calls cost, per model,
+/// at the catalogue's prices the replays recorded.
+#[test]
+fn tournament_and_sprt_show_tokens_and_cost_per_model() {
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bots/oracle.wasm");
+    assert!(oracle.is_file(), "scripts/build-bots builds the oracle bot");
+    let folder = tempfile::tempdir().unwrap();
+    let catalogue = folder.path().join("models.toml");
+    std::fs::write(
+        &catalogue,
+        "[[model]]\nname = \"house\"\nurl = \"builtin:house\"\ninput_usd_per_mtok = 2.5\noutput_usd_per_mtok = 10.0\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_referee"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.code().is_some_and(|code| code != 2),
+            "{}",
+            text(&output.stderr)
+        );
+        output
+    };
+    let oracle = oracle.to_str().unwrap();
+    let catalogue = catalogue.to_str().unwrap();
+    let json = run(&[
+        "tournament",
+        oracle,
+        "builtin:counter",
+        "--models",
+        catalogue,
+        "--json",
+        "--jobs",
+        "1",
+    ]);
+    let standings: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let row = standings["standings"]["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["bot"] == "oracle")
+        .unwrap();
+    let model = &row["models"][0];
+    assert_eq!(model["model"], "house", "{row}");
+    let (calls, tokens) = (
+        model["calls"].as_u64().unwrap(),
+        model["tokens"].as_u64().unwrap(),
+    );
+    assert!(calls > 0 && tokens > 0, "{row}");
+    let cost = model["cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.0 && cost <= tokens as f64 * 10.0 / 1e6, "{row}");
+    let per_match = row["cost_per_match_usd"].as_f64().unwrap();
+    assert!(
+        (per_match * row["games"].as_f64().unwrap() - cost).abs() < 1e-9,
+        "{row}"
+    );
+    let table = text(
+        &run(&[
+            "tournament",
+            oracle,
+            "builtin:counter",
+            "--models",
+            catalogue,
+            "--jobs",
+            "1",
+        ])
+        .stdout,
+    );
+    assert!(table.contains("Models (tokens and cost"), "{table}");
+    assert!(
+        table.contains("oracle: ") && table.contains("house "),
+        "{table}"
+    );
+
+    let sprt = run(&[
+        "sprt",
+        oracle,
+        "builtin:counter",
+        "--elo0",
+        "0",
+        "--elo1",
+        "20",
+        "--max-pairs",
+        "2",
+        "--models",
+        catalogue,
+        "--json",
+        "--jobs",
+        "1",
+    ]);
+    let verdict: serde_json::Value = serde_json::from_slice(&sprt.stdout).unwrap();
+    assert_eq!(
+        verdict["spending"]["new"]["models"][0]["model"], "house",
+        "{verdict}"
+    );
+    assert!(
+        verdict["spending"]["new"]["cost_per_match_usd"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(verdict["spending"]["base"]["models"], serde_json::json!([]));
+}

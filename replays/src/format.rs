@@ -223,6 +223,18 @@ impl std::fmt::Display for CallOutcome {
     }
 }
 
+/// What one fighter spent on one model over a match: the calls that reached
+/// it (`ok` or `cut`), their tokens, and their cost in US dollars at the
+/// prices the replay's header recorded (`None` when it gave no price for a
+/// part used).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSpend {
+    pub model: String,
+    pub calls: u64,
+    pub tokens: u64,
+    pub cost_usd: Option<f64>,
+}
+
 /// A catalogue model named by some call of a match, and its prices in US
 /// dollars per million tokens when the catalogue gave them. JSON numbers
 /// (`serde_json::Number` is always finite), so a replay compares equal to
@@ -730,6 +742,38 @@ impl Replay {
                 }
             }
         }
+    }
+
+    /// Each model fighter `side` called, in the order first called, with
+    /// what it spent there (see [`ModelSpend`]).
+    pub fn model_spend(&self, side: duel_rules::Side) -> Vec<ModelSpend> {
+        let mut spends: Vec<ModelSpend> = Vec::new();
+        for (_, exchange) in self.exchanges() {
+            for call in exchange.sides()[side.index()].calls() {
+                if !call.outcome.reached_model() {
+                    continue;
+                }
+                let cost = self
+                    .models
+                    .iter()
+                    .find(|model| model.name == call.model)
+                    .and_then(|price| price.cost_usd(call.prompt_tokens, call.completion_tokens));
+                match spends.iter_mut().find(|known| known.model == call.model) {
+                    Some(known) => {
+                        known.calls += 1;
+                        known.tokens = known.tokens.saturating_add(call.tokens());
+                        known.cost_usd = known.cost_usd.zip(cost).map(|(sum, one)| sum + one);
+                    }
+                    None => spends.push(ModelSpend {
+                        model: call.model.clone(),
+                        calls: 1,
+                        tokens: call.tokens(),
+                        cost_usd: cost,
+                    }),
+                }
+            }
+        }
+        spends
     }
 
     pub fn exchanges(&self) -> impl Iterator<Item = (u8, &ExchangeRecord)> {

@@ -21,7 +21,7 @@ pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::ReplayError;
 pub use format::{
     ActionName, CallOutcome, CallRecord, ClassName, ExchangeRecord, FORMAT, FighterInfo,
-    FighterKind, MatchResultRecord, ModelPrice, Replay, RoundEndName, RoundRecord,
+    FighterKind, MatchResultRecord, ModelPrice, ModelSpend, Replay, RoundEndName, RoundRecord,
     RoundResultRecord, SideRecord, SourceName, WinnerName,
 };
 pub use integers::check_integers;

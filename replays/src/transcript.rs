@@ -114,9 +114,57 @@ impl TranscriptCall {
 /// The digest a replay records for one decision: lowercase hex SHA-256 of
 /// the RFC 8785 (JCS) form of `calls`.
 pub fn calls_sha256(calls: &[TranscriptCall]) -> String {
-    let canonical = serde_json_canonicalizer::to_vec(&calls)
-        .expect("transcript calls are strings, integers and arrays, which always canonicalise");
-    hex_sha256(&canonical)
+    hex_sha256(&canonical_calls(calls))
+}
+
+/// The RFC 8785 form of `calls`, written straight from the structs (every
+/// ranked decision with a model call computes it): for these types it is
+/// serde_json's compact form with each object's members in sorted order,
+/// which the view structs below declare. Their keys are ASCII (sorted by
+/// UTF-16 code units is byte order), their numbers integers below 2^53 (a
+/// double prints them as integers), and serde_json escapes strings as
+/// ECMAScript does (`"`, `\`, the short forms of \b \f \n \r \t, other
+/// controls as `\u00xx`, nothing else): the same bytes as a general JCS
+/// writer, checked against one by property test.
+pub fn canonical_calls(calls: &[TranscriptCall]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct CanonicalMessage<'a> {
+        content: &'a str,
+        role: &'a str,
+    }
+    #[derive(Serialize)]
+    struct CanonicalCall<'a> {
+        completion: &'a str,
+        completion_tokens: u64,
+        latency_us: u64,
+        messages: Vec<CanonicalMessage<'a>>,
+        model: &'a str,
+        outcome: CallOutcome,
+        prompt_tokens: u64,
+        #[serde(skip_serializing_if = "is_false")]
+        truncated: bool,
+    }
+    let view: Vec<CanonicalCall<'_>> = calls
+        .iter()
+        .map(|call| CanonicalCall {
+            completion: &call.completion,
+            completion_tokens: call.completion_tokens,
+            latency_us: call.latency_us,
+            messages: call
+                .messages
+                .iter()
+                .map(|message| CanonicalMessage {
+                    content: &message.content,
+                    role: &message.role,
+                })
+                .collect(),
+            model: &call.model,
+            outcome: call.outcome,
+            prompt_tokens: call.prompt_tokens,
+            truncated: call.truncated,
+        })
+        .collect();
+    serde_json::to_vec(&view).expect("plain structs of strings and integers always serialize")
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
@@ -368,6 +416,46 @@ mod tests {
         assert_eq!(parsed.digests, vec![digest.clone()]);
         assert_eq!(parsed.transcript.decisions[0].calls, calls);
         assert_ne!(calls_sha256(&[call("hi!")]), digest);
+    }
+
+    proptest::proptest! {
+        /// The canonical form written from the structs is a general JCS
+        /// writer's, byte for byte, for any strings and integers in range.
+        #[test]
+        fn canonical_calls_are_jcs(
+            calls in proptest::collection::vec(
+                (
+                    "\\PC{0,12}|[\\x00-\\x1f\"\\\\/\\x7f\\u{2028}\\u{fffd}é😀]{0,12}",
+                    proptest::collection::vec(("[a-z]{0,8}", "\\PC{0,20}|[\\x00-\\x1f\"\\\\]{0,8}"), 0..3),
+                    "\\PC{0,20}",
+                    0u64..=crate::limits::JSON_INTEGER_MAX,
+                    0u64..=crate::limits::JSON_INTEGER_MAX,
+                    0u64..=crate::limits::JSON_INTEGER_MAX,
+                    proptest::sample::select(CallOutcome::ALL.to_vec()),
+                    proptest::bool::ANY,
+                ),
+                0..4,
+            ),
+        ) {
+            let calls: Vec<TranscriptCall> = calls
+                .into_iter()
+                .map(|(model, messages, completion, prompt_tokens, completion_tokens, latency_us, outcome, truncated)| TranscriptCall {
+                    model,
+                    messages: messages
+                        .into_iter()
+                        .map(|(role, content)| TranscriptMessage { role, content })
+                        .collect(),
+                    completion,
+                    prompt_tokens,
+                    completion_tokens,
+                    latency_us,
+                    outcome,
+                    truncated,
+                })
+                .collect();
+            let general = serde_json_canonicalizer::to_vec(&calls).expect("canonicalises");
+            proptest::prop_assert_eq!(canonical_calls(&calls), general);
+        }
     }
 
     #[test]

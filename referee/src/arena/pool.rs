@@ -184,6 +184,32 @@ pub struct MatchSummary {
     /// written before it existed.
     #[serde(default)]
     pub play: u64,
+    /// Per fighter: what it spent on each model it called. Empty in results
+    /// written before it existed.
+    #[serde(default)]
+    pub models: [Vec<ModelTally>; 2],
+}
+
+/// What one fighter spent on one model in one match.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelTally {
+    pub model: String,
+    pub calls: u64,
+    pub tokens: u64,
+    /// In billionths of a US dollar (whole numbers keep results exact);
+    /// `None` when the catalogue gave no price for a part used.
+    pub cost_nano_usd: Option<u64>,
+}
+
+impl ModelTally {
+    fn of(spend: duel_replays::ModelSpend) -> ModelTally {
+        ModelTally {
+            model: spend.model,
+            calls: spend.calls,
+            tokens: spend.tokens,
+            cost_nano_usd: spend.cost_usd.map(|usd| (usd * 1e9).round() as u64),
+        }
+    }
 }
 
 impl MatchSummary {
@@ -228,6 +254,13 @@ impl MatchSummary {
             substitutions,
             latencies_us,
             play: play.0,
+            models: duel_rules::Side::BOTH.map(|side| {
+                replay
+                    .model_spend(side)
+                    .into_iter()
+                    .map(ModelTally::of)
+                    .collect()
+            }),
         }
     }
 

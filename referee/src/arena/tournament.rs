@@ -222,12 +222,26 @@ pub struct BotStanding {
     /// Share of its decisions substituted, by cause: timeout, budget, fault.
     pub substituted: [f64; 3],
     pub tokens_per_match: f64,
+    /// US dollars per match at the catalogue's prices the replays recorded;
+    /// `None` when a model it called had no price.
+    pub cost_per_match_usd: Option<f64>,
+    /// What it spent on each model it called, over every match.
+    pub models: Vec<ModelStanding>,
     /// Decision latency percentiles, whole milliseconds (kept for scripts
     /// that read them) and microseconds.
     pub latency_p50_ms: u64,
     pub latency_p99_ms: u64,
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
+}
+
+/// One bot's spending on one model over a tournament.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelStanding {
+    pub model: String,
+    pub calls: u64,
+    pub tokens: u64,
+    pub cost_usd: Option<f64>,
 }
 
 /// One pairing's line, from `a`'s point of view.
@@ -318,6 +332,7 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
     let mut tokens = vec![0u64; count];
     let mut matches = vec![0u64; count];
     let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); count];
+    let mut models: Vec<Vec<ModelStanding>> = vec![Vec::new(); count];
     let mut pairs: BTreeMap<(usize, usize), Wdl> = BTreeMap::new();
     for summary in summaries {
         for (side, &entrant) in summary.entrants.iter().enumerate() {
@@ -336,6 +351,25 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
             tokens[entrant] = tokens[entrant].saturating_add(summary.tokens[side]);
             matches[entrant] += 1;
             latencies[entrant].extend_from_slice(&summary.latencies_us[side]);
+            for tally in &summary.models[side] {
+                let cost = tally.cost_nano_usd.map(|nano| nano as f64 / 1e9);
+                match models[entrant]
+                    .iter_mut()
+                    .find(|known| known.model == tally.model)
+                {
+                    Some(known) => {
+                        known.calls = known.calls.saturating_add(tally.calls);
+                        known.tokens = known.tokens.saturating_add(tally.tokens);
+                        known.cost_usd = known.cost_usd.zip(cost).map(|(sum, one)| sum + one);
+                    }
+                    None => models[entrant].push(ModelStanding {
+                        model: tally.model.clone(),
+                        calls: tally.calls,
+                        tokens: tally.tokens,
+                        cost_usd: cost,
+                    }),
+                }
+            }
         }
         let [x, y] = summary.entrants;
         let (low, high) = (x.min(y), x.max(y));
@@ -369,6 +403,12 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
                 } else {
                     tokens[entrant] as f64 / matches[entrant] as f64
                 },
+                // Folded from +0.0: an empty float sum is -0.0.
+                cost_per_match_usd: models[entrant]
+                    .iter()
+                    .try_fold(0.0, |total, model| Some(total + model.cost_usd?))
+                    .map(|total| total / matches[entrant].max(1) as f64),
+                models: std::mem::take(&mut models[entrant]),
                 latency_p50_ms: percentile(&latencies[entrant], 50) / 1_000,
                 latency_p99_ms: percentile(&latencies[entrant], 99) / 1_000,
                 latency_p50_us: percentile(&latencies[entrant], 50),

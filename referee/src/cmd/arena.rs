@@ -347,6 +347,47 @@ fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 
+/// Per bot that called a model: its tokens and cost per match, and each
+/// model with its calls, tokens and cost (nothing when no bot called one).
+fn model_lines(bots: &[duel_referee::arena::tournament::BotStanding]) -> String {
+    let mut out = String::new();
+    let spenders: Vec<_> = bots.iter().filter(|row| !row.models.is_empty()).collect();
+    if spenders.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\n Models (tokens and cost at the catalogue's prices)");
+    for row in spenders {
+        let cost = row
+            .cost_per_match_usd
+            .map(crate::render::dollars)
+            .unwrap_or_else(|| "no price".to_owned());
+        let models: Vec<String> = row
+            .models
+            .iter()
+            .map(|model| {
+                format!(
+                    "{} {} calls {} tokens {}",
+                    model.model,
+                    model.calls,
+                    model.tokens,
+                    model
+                        .cost_usd
+                        .map(crate::render::dollars)
+                        .unwrap_or_else(|| "no price".to_owned())
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {}: {:.0} tokens/match · {cost}/match · {}",
+            row.bot,
+            row.tokens_per_match,
+            models.join(" · ")
+        );
+    }
+    out
+}
+
 fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
     let name_width = table
         .bots
@@ -409,6 +450,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
             latency_text(row.latency_p99_us),
         );
     }
+    out.push_str(&model_lines(&table.bots));
     let _ = writeln!(out, "\n Pairings (first bot's view)");
     for pair in &table.pairs {
         let _ = writeln!(
@@ -501,9 +543,21 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         }
         Verdict::Continue => format!("no verdict within {} pairs", args.max_pairs),
     };
+    // Tokens, cost and models per bot over every match played.
+    let spending = standings(&names, &run.summaries, run.summaries.len() as u64);
     let mut stdout = Stdout::new();
     if args.json {
+        let spend_of = |name: &str| {
+            spending.bots.iter().find(|row| row.bot == name).map(|row| {
+                serde_json::json!({
+                    "tokens_per_match": row.tokens_per_match,
+                    "cost_per_match_usd": row.cost_per_match_usd,
+                    "models": row.models,
+                })
+            })
+        };
         let text = serde_json::to_string_pretty(&serde_json::json!({
+            "spending": {"new": spend_of(&names[0]), "base": spend_of(&names[1])},
             "new": names[0],
             "base": names[1],
             "elo0": args.elo0,
@@ -567,6 +621,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
             latency_text(percentile(&latencies, 99))
         );
         let _ = writeln!(out, "  LLR {:.2} ({lower:.2}, {upper:.2})", run.llr);
+        out.push_str(&model_lines(&spending.bots));
         let _ = writeln!(out, "{verdict_text}");
         stdout.print(&out)?;
     }

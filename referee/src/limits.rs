@@ -134,6 +134,13 @@ pub const MAX_PROMPT_MESSAGES: usize = 256;
 /// fighters add at most ~200 KiB of `calls` to a replay.
 pub const MAX_MODEL_CALLS_PER_DECISION: usize = 32;
 
+/// A prompt (all its texts) or a completion at most this long is counted on
+/// the thread that asked (~30 µs for 1 KiB on a slow machine): the round
+/// trip to the blocking pool costs more. Longer ones are counted there, so
+/// that a fighter's megabyte of prompt never holds up the threads that run
+/// both fighters' clocks.
+pub const INLINE_COUNT_MAX_BYTES: usize = 1024;
+
 /// Message texts at least this long are counted once per fighter and match
 /// (a system prompt and a history resent with every call): shorter ones cost
 /// less to count again than to look up.

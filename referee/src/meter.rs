@@ -20,8 +20,8 @@ use duel_replays::{CallOutcome, CallRecord, ModelPrice};
 use tiktoken_rs::CoreBPE;
 
 use crate::limits::{
-    MAX_CACHED_COUNTS, MAX_MODEL_CALLS_PER_DECISION, MAX_PROMPT_BYTES, MAX_PROMPT_MESSAGES,
-    MIN_CACHED_TEXT_BYTES,
+    INLINE_COUNT_MAX_BYTES, MAX_CACHED_COUNTS, MAX_MODEL_CALLS_PER_DECISION, MAX_PROMPT_BYTES,
+    MAX_PROMPT_MESSAGES, MIN_CACHED_TEXT_BYTES,
 };
 use crate::models::{Model, Resolve};
 pub use crate::models::{ModelConfig, ModelGateway, Sampling};
@@ -46,6 +46,16 @@ async fn count_prompt_tokens_off_runtime(
     messages: Vec<ChatMessage>,
     cache: Arc<Mutex<CountCache>>,
 ) -> Result<(Vec<ChatMessage>, u64), ModelError> {
+    // A short prompt is counted where it is (tens of microseconds): the hop to
+    // the blocking pool and back would cost more than the count.
+    let bytes: usize = messages.iter().map(|message| message.content.len()).sum();
+    if bytes <= INLINE_COUNT_MAX_BYTES {
+        let tokens = messages
+            .iter()
+            .map(|message| count_tokens(&message.content))
+            .sum();
+        return Ok((messages, tokens));
+    }
     tokio::task::spawn_blocking(move || {
         let tokens = messages
             .iter()
@@ -61,6 +71,9 @@ async fn count_prompt_tokens_off_runtime(
 
 /// [`cut_to_tokens`] on the blocking pool, for the same reason.
 async fn cut_to_tokens_off_runtime(text: String, cap_tokens: u64) -> (String, u64) {
+    if text.len() <= INLINE_COUNT_MAX_BYTES {
+        return cut_to_tokens(text, cap_tokens);
+    }
     tokio::task::spawn_blocking(move || cut_to_tokens(text, cap_tokens))
         .await
         .unwrap_or((String::new(), 0))

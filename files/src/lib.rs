@@ -11,8 +11,8 @@ mod write;
 
 use std::path::PathBuf;
 
-pub use read::{READ_DEADLINE, read_regular, read_regular_within};
-pub use write::{WriteOptions, write_atomic};
+pub use read::{READ_DEADLINE, open_regular, read_regular, read_regular_within};
+pub use write::{WriteOptions, open_append, write_atomic};
 
 /// Why a file could not be written or read. Each says the path first, on
 /// one line.

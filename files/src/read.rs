@@ -22,20 +22,7 @@ pub const READ_DEADLINE: Duration = Duration::from_secs(10);
 /// the file's other end: call it off async threads, or use
 /// [`read_regular_within`] for a deadline.
 pub fn read_regular(path: &Path, cap_bytes: u64) -> Result<Vec<u8>, FileError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|error| FileError::io(path, error))?;
-    let metadata = file
-        .metadata()
-        .map_err(|error| FileError::io(path, error))?;
-    if !metadata.file_type().is_file() {
-        return Err(FileError::NotRegular {
-            path: path.to_owned(),
-            kind: kind_name(metadata.file_type()),
-        });
-    }
+    let (file, metadata) = open_regular(path)?;
     if metadata.len() > cap_bytes {
         return Err(FileError::TooLarge {
             path: path.to_owned(),
@@ -64,6 +51,27 @@ pub fn read_regular(path: &Path, cap_bytes: u64) -> Result<Vec<u8>, FileError> {
         });
     }
     Ok(bytes)
+}
+
+/// Opens the regular file at `path` for reading, without blocking on its
+/// open (a FIFO's would wait for a writer) and judged by the handle's own
+/// type; with its metadata (its mode, for a caller that checks it).
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), FileError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|error| FileError::io(path, error))?;
+    let metadata = file
+        .metadata()
+        .map_err(|error| FileError::io(path, error))?;
+    if !metadata.file_type().is_file() {
+        return Err(FileError::NotRegular {
+            path: path.to_owned(),
+            kind: kind_name(metadata.file_type()),
+        });
+    }
+    Ok((file, metadata))
 }
 
 /// [`read_regular`] on a thread of its own, given up after `deadline`: a read

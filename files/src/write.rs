@@ -90,6 +90,37 @@ pub fn write_atomic(path: &Path, bytes: &[u8], options: WriteOptions) -> Result<
     sync_folder(folder).map_err(|error| FileError::io(path, error))
 }
 
+/// Opens `path` to append to it (created, owner-and-group readable, when
+/// missing): never through a link, and only a regular file. For logs that
+/// grow line by line (a tournament's results), which cannot be replaced
+/// atomically at each line.
+pub fn open_append(path: &Path) -> Result<std::fs::File, FileError> {
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|error| match error.raw_os_error() {
+            // O_NOFOLLOW on a link: ELOOP.
+            Some(libc::ELOOP) => FileError::NotRegular {
+                path: path.to_owned(),
+                kind: "symbolic link",
+            },
+            _ => FileError::io(path, error),
+        })?;
+    let metadata = file
+        .metadata()
+        .map_err(|error| FileError::io(path, error))?;
+    if !metadata.file_type().is_file() {
+        return Err(FileError::NotRegular {
+            path: path.to_owned(),
+            kind: kind_name(metadata.file_type()),
+        });
+    }
+    Ok(file)
+}
+
 /// Refuses a target that exists and is not a regular file (`lstat`: a link
 /// is judged as a link, never as what it points to), or that exists at all
 /// when it must be new.
@@ -244,6 +275,27 @@ mod tests {
             "{error}"
         );
         assert!(leftovers(folder.path()).is_empty());
+    }
+
+    #[test]
+    fn appends_only_to_regular_files_never_through_links() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let path = folder.path().join("results.jsonl");
+        {
+            use std::io::Write;
+            let mut file = open_append(&path).expect("created");
+            file.write_all(b"one\n").expect("write");
+            let mut again = open_append(&path).expect("reopened");
+            again.write_all(b"two\n").expect("write");
+        }
+        assert_eq!(std::fs::read(&path).expect("read"), b"one\ntwo\n");
+        let victim = folder.path().join("victim");
+        std::fs::write(&victim, b"precious").expect("victim");
+        let link = folder.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&victim, &link).expect("link");
+        let error = open_append(&link).expect_err("a link");
+        assert!(matches!(error, FileError::NotRegular { .. }), "{error}");
+        assert_eq!(std::fs::read(&victim).expect("victim"), b"precious");
     }
 
     #[test]

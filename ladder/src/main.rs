@@ -397,8 +397,12 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
-            // `{:#}` prints the whole context chain on one line.
-            eprintln!("ladder: error: {error:#}");
+            // `{:#}` prints the whole context chain on one line; what it
+            // quotes from the server never reaches the terminal as escapes.
+            eprintln!(
+                "ladder: error: {}",
+                duel_referee::terminal::safe(&format!("{error:#}"))
+            );
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -6,6 +6,7 @@
 
 mod common;
 #[path = "../../referee/tests/support/python_llm.rs"]
+#[allow(dead_code)]
 mod python_llm;
 
 use std::sync::Arc;

@@ -162,6 +162,7 @@ fn per_decision(c: &mut Criterion) {
         observation: Some(observation_to_proto(&observation)),
         inference_token: "0".repeat(64),
         inference_url: format!("http://{address}"),
+        openai_base_url: format!("http://{address}/v1"),
     };
     let mut bare = runtime.block_on(async {
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))

@@ -30,6 +30,7 @@ pub mod record;
 pub mod runner;
 pub mod shutdown;
 pub mod spec;
+pub mod terminal;
 pub mod tls;
 pub mod verify;
 pub mod wasm;

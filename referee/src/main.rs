@@ -20,8 +20,9 @@ fn main() -> ExitCode {
     match cmd::run(cli) {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
-            // `{:#}` prints the whole context chain on one line.
-            eprintln!("referee: error: {error:#}");
+            // `{:#}` prints the whole context chain on one line; what it
+            // quotes from a file never reaches the terminal as escapes.
+            eprintln!("referee: error: {}", render::safe(&format!("{error:#}")));
             ExitCode::from(cmd::EXIT_ERROR)
         }
     }

@@ -205,10 +205,10 @@ fn check_entry(entry: &ModelEntry) -> Result<(), RefereeError> {
             "upstream_model is 1 to {MAX_MODEL_NAME_BYTES} bytes"
         ));
     }
-    if entry.url.trim() != HOUSE_URL {
-        if let Err(error) = chat_completions_url(&entry.url) {
-            return refuse(error);
-        }
+    if entry.url.trim() != HOUSE_URL
+        && let Err(error) = chat_completions_url(&entry.url)
+    {
+        return refuse(error);
     }
     if let Some(name) = &entry.api_key_env
         && (name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))

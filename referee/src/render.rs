@@ -76,6 +76,8 @@ fn group_thousands(value: u64) -> String {
     grouped
 }
 
+pub use duel_referee::terminal::safe;
+
 /// The tape's opening lines.
 pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
     let mut out = String::new();
@@ -83,7 +85,7 @@ pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
         out,
         "{} · ruleset {} · {} class ({} tokens each) · seed {}",
         palette.paint(STRONG, "duel"),
-        replay_head.ruleset,
+        safe(replay_head.ruleset),
         duel_rules::WeightClass::from(replay_head.class).name(),
         group_thousands(replay_head.budget),
         replay_head.seed,
@@ -95,7 +97,8 @@ pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
             DIM,
             &format!(
                 "match {} · accepted {}",
-                replay_head.match_id, replay_head.accepted_at
+                safe(replay_head.match_id),
+                safe(replay_head.accepted_at)
             )
         )
     );
@@ -106,13 +109,13 @@ pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
             out,
             "  {}  {}  {}",
             palette.side(side, label),
-            palette.paint(STRONG, &fighter.name),
+            palette.paint(STRONG, &safe(&fighter.name)),
             palette.paint(
                 DIM,
                 &format!(
                     "{} · {}",
                     kind_name(fighter.kind),
-                    short_digest(&fighter.digest)
+                    short_digest(&safe(&fighter.digest))
                 )
             ),
         );
@@ -346,8 +349,10 @@ pub fn match_result_line(
             } else {
                 "on rounds"
             };
-            palette.paint(WIN, &format!("{} wins {on}", fighters[side.index()].name))
-                + &format!(" ({})", fighter_label(palette, side))
+            palette.paint(
+                WIN,
+                &format!("{} wins {on}", safe(&fighters[side.index()].name)),
+            ) + &format!(" ({})", fighter_label(palette, side))
         }
         None => palette.paint(WIN, "Drawn match: stakes returned in full"),
     };

@@ -3,7 +3,6 @@
 //! (a private CA, or a self-signed server) that the binary reads once at start
 //! from the file named by `DUEL_EXTRA_CA` ([`crate::env`]).
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -28,23 +27,9 @@ impl Trust {
     /// The system's roots plus the PEM certificates of the file at `path`
     /// (`what` names where the path came from, for the error).
     pub fn with_extra_ca_file(path: &Path, what: &str) -> Result<Trust, RefereeError> {
-        let unreadable = |error: std::io::Error| {
-            RefereeError::Config(format!(
-                "{what}={}: cannot read it: {error}",
-                path.display()
-            ))
-        };
-        let file = std::fs::File::open(path).map_err(unreadable)?;
-        let mut pem = Vec::new();
-        file.take(MAX_CA_FILE_BYTES + 1)
-            .read_to_end(&mut pem)
-            .map_err(unreadable)?;
-        if pem.len() as u64 > MAX_CA_FILE_BYTES {
-            return Err(RefereeError::Config(format!(
-                "{what}={}: larger than {MAX_CA_FILE_BYTES} bytes",
-                path.display()
-            )));
-        }
+        let pem =
+            duel_files::read_regular_within(path, MAX_CA_FILE_BYTES, duel_files::READ_DEADLINE)
+                .map_err(|error| RefereeError::Config(format!("{what}={error}")))?;
         if !pem
             .windows(27)
             .any(|window| window == b"-----BEGIN CERTIFICATE-----")

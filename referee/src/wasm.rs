@@ -13,42 +13,32 @@ use crate::bot::{Bot, BotFailure, Decision, DecisionFuture, FailureCause};
 use crate::error::RefereeError;
 use crate::meter::{ChatMessage, FighterMeter, ModelError, ModelRequest, Spent};
 
-/// Reads the component at `path` for [`load_in`]: a regular file only (never a
-/// device, FIFO or socket, which could stream forever or block), and at most
-/// `cap_bytes` + 1 bytes of it, so an oversized file is refused without being
-/// read whole. Blocking: call it off the async threads.
+/// Reads the component at `path` for [`load_in`] through the one bounded
+/// reader (`duel-files`): a regular file only (never a device, FIFO or
+/// socket, which could stream forever or block, nor a "regular" file that
+/// blocks such as `/proc/kmsg`), at most `cap_bytes`, within the read
+/// deadline. Blocking: call it off the async threads.
 pub fn read_component(path: &Path, cap_bytes: usize) -> Result<Vec<u8>, RefereeError> {
-    use std::io::Read;
-    let refuse = |reason: String| RefereeError::BotFile {
-        path: path.to_owned(),
-        reason,
-    };
-    // `metadata` follows symlinks: a link to /dev/zero is judged as the device.
-    let metadata = std::fs::metadata(path).map_err(|error| refuse(error.to_string()))?;
-    if !metadata.is_file() {
-        return Err(refuse("not a regular file".to_owned()));
-    }
-    if metadata.len() > cap_bytes as u64 {
-        return Err(refuse(format!(
-            "{} bytes, more than the {cap_bytes}-byte limit",
-            metadata.len()
-        )));
-    }
-    let file = std::fs::File::open(path).map_err(|error| refuse(error.to_string()))?;
-    // Opened after the check: the file may have been swapped meanwhile, so
-    // the read is bounded again and the type checked on the open handle.
-    let opened = file.metadata().map_err(|error| refuse(error.to_string()))?;
-    if !opened.is_file() {
-        return Err(refuse("not a regular file".to_owned()));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0).min(cap_bytes));
-    file.take(cap_bytes as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| refuse(error.to_string()))?;
-    if bytes.len() > cap_bytes {
-        return Err(refuse(format!("more than the {cap_bytes}-byte limit")));
-    }
-    Ok(bytes)
+    duel_files::read_regular_within(path, cap_bytes as u64, duel_files::READ_DEADLINE).map_err(
+        |error| RefereeError::BotFile {
+            path: path.to_owned(),
+            reason: match error {
+                duel_files::FileError::NotRegular { kind, .. } => {
+                    format!("not a regular file (a {kind})")
+                }
+                duel_files::FileError::TooLarge {
+                    size_bytes,
+                    limit_bytes,
+                    ..
+                } => format!("{size_bytes} bytes, more than the {limit_bytes}-byte limit"),
+                duel_files::FileError::Stalled { deadline_ms, .. } => {
+                    format!("not read within {deadline_ms} ms")
+                }
+                duel_files::FileError::Io { source, .. } => source.to_string(),
+                other => other.to_string(),
+            },
+        },
+    )
 }
 
 /// Validates and compiles `bytes` in `sandbox` (or finds them in its caches),

@@ -11,9 +11,11 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/services.rs"]
+#[allow(dead_code)]
 mod services;
 
 #[path = "support/python_llm.rs"]
+#[allow(dead_code)]
 mod python_llm;
 
 use std::path::{Path, PathBuf};

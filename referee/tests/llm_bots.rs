@@ -10,9 +10,11 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/services.rs"]
+#[allow(dead_code)]
 mod services;
 
 #[path = "support/python_llm.rs"]
+#[allow(dead_code)]
 mod python_llm;
 
 #[path = "grpc_support/mod.rs"]

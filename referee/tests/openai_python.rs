@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/services.rs"]
+#[allow(dead_code)]
 mod services;
 
 use std::io::Write;

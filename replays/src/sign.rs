@@ -231,10 +231,17 @@ fn key_error(path: &Path, detail: impl std::fmt::Display) -> ReplayError {
 }
 
 fn load_signing_key(path: &Path) -> Result<SigningKey, KeyLoad> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(KeyLoad::Missing),
-        Err(error) => return Err(KeyLoad::Failed(key_error(path, error))),
+    // A regular file only, opened without blocking (never a FIFO or a device).
+    let file = match duel_files::open_regular(path) {
+        Ok((file, _)) => file,
+        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+            return Err(KeyLoad::Missing);
+        }
+        Err(error) => {
+            return Err(KeyLoad::Failed(ReplayError::Key(format!(
+                "signing key {error}"
+            ))));
+        }
     };
     check_private_mode(path, &file).map_err(KeyLoad::Failed)?;
     let mut text = String::new();

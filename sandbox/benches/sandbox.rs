@@ -86,11 +86,11 @@ mod bare {
     use super::*;
 
     pub mod sync {
-        wasmtime::component::bindgen!({ path: "wit", world: "duel:bot/bot@1.0.0" });
+        wasmtime::component::bindgen!({ path: "wit/v1.0.0", world: "duel:bot/bot@1.0.0" });
     }
     pub mod asynchronous {
         wasmtime::component::bindgen!({
-            path: "wit",
+            path: "wit/v1.0.0",
             world: "duel:bot/bot@1.0.0",
             imports: { default: async },
             exports: { default: async },

@@ -257,22 +257,20 @@ fn bot_source(args: SourceArgs) -> Result<pb::LadderBotSource> {
     } else if let Some(url) = args.endpoint {
         Source::EndpointUrl(url)
     } else if let Some(path) = args.wasm {
-        let size = std::fs::metadata(&path)
-            .map_err(|source| ClientError::WasmRead {
+        // A regular file only, at most the cap, within the read deadline:
+        // never /dev/zero, a FIFO or a file that streams.
+        let bytes = duel_files::read_regular_within(
+            &path,
+            MAX_WASM_BYTES as u64,
+            duel_files::READ_DEADLINE,
+        )
+        .map_err(|error| match error {
+            duel_files::FileError::TooLarge { size_bytes, .. } => ClientError::WasmTooBig {
                 path: path.clone(),
-                source,
-            })?
-            .len();
-        if size > MAX_WASM_BYTES as u64 {
-            return Err(ClientError::WasmTooBig {
-                path,
-                size,
+                size: size_bytes,
                 cap: MAX_WASM_BYTES,
-            });
-        }
-        let bytes = std::fs::read(&path).map_err(|source| ClientError::WasmRead {
-            path: path.clone(),
-            source,
+            },
+            other => ClientError::File(format!("cannot read the WASM file {other}")),
         })?;
         Source::Wasm(bytes)
     } else {

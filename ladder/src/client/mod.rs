@@ -35,18 +35,19 @@ pub use seasons::SeasonCommand;
 pub const TOKEN_ENV: &str = "DUEL_LADDER_TOKEN";
 pub const DEFAULT_SERVER: &str = "http://127.0.0.1:50061";
 
+/// The largest token file read: a token is ~70 bytes.
+const MAX_TOKEN_FILE_BYTES: u64 = 4 * 1024;
+
 /// Why a client command failed. Each message is one line: it reaches the user
 /// as it is (`ladder: <message>`), with the cause after a colon.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("no token: set {TOKEN_ENV} or pass --token-file PATH")]
     NoToken,
-    #[error("cannot read the token file {}", path.display())]
-    TokenFile {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file named on the command line could not be read or written: the
+    /// path and why, on one line.
+    #[error("{0}")]
+    File(String),
     #[error("the token is empty")]
     EmptyToken,
     #[error("the token holds characters a header cannot carry")]
@@ -68,12 +69,7 @@ pub enum ClientError {
     /// The server refused the call; its message names the reason.
     #[error("{0}")]
     Refused(String),
-    #[error("cannot read the WASM file {}", path.display())]
-    WasmRead {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+
     #[error("the WASM file {} is {size} bytes, over the cap of {cap} bytes", path.display())]
     WasmTooBig {
         path: PathBuf,
@@ -82,18 +78,7 @@ pub enum ClientError {
     },
     #[error("name the bot: --builtin SPEC, --wasm FILE or --endpoint URL")]
     NoSource,
-    #[error("cannot create token file {} (it must not exist yet)", path.display())]
-    SecretCreate {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("writing {}", path.display())]
-    SecretWrite {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+
     /// A field the server always sets is absent: a server of another version,
     /// or a bug. Named by its proto path, e.g. `season` or `match.a`.
     #[error("the ladder's reply has no `{0}`")]
@@ -243,10 +228,19 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
 /// Reads the token: `--token-file` wins, then `$DUEL_LADDER_TOKEN`.
 pub fn read_token(token_file: Option<&Path>) -> Result<String> {
     let token = match token_file {
-        Some(path) => std::fs::read_to_string(path).map_err(|source| ClientError::TokenFile {
-            path: path.to_owned(),
-            source,
-        })?,
+        // A token is ~70 bytes: a regular file of at most a few KiB, read
+        // within the deadline (never /dev/zero or a FIFO).
+        Some(path) => {
+            let bytes = duel_files::read_regular_within(
+                path,
+                MAX_TOKEN_FILE_BYTES,
+                duel_files::READ_DEADLINE,
+            )
+            .map_err(|error| ClientError::File(error.to_string()))?;
+            String::from_utf8(bytes).map_err(|_| {
+                ClientError::File(format!("{}: the token file is not text", path.display()))
+            })?
+        }
         None => std::env::var(TOKEN_ENV).map_err(|_| ClientError::NoToken)?,
     };
     let token = token.trim().to_owned();
@@ -256,26 +250,15 @@ pub fn read_token(token_file: Option<&Path>) -> Result<String> {
     Ok(token)
 }
 
-/// Writes a secret to a new file only its owner can read.
+/// Writes a secret to a new file only its owner can read (never over an
+/// existing file, never through a link).
 pub fn write_secret(path: &Path, secret: &str) -> Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(path)
-        .map_err(|source| ClientError::SecretCreate {
-            path: path.to_owned(),
-            source,
-        })?;
-    writeln!(file, "{secret}").map_err(|source| ClientError::SecretWrite {
-        path: path.to_owned(),
-        source,
-    })
+    duel_files::write_atomic(
+        path,
+        format!("{secret}\n").as_bytes(),
+        duel_files::WriteOptions::PRIVATE_NEW,
+    )
+    .map_err(|error| ClientError::File(error.to_string()))
 }
 
 /// A connection to the server with the caller's token.
@@ -344,8 +327,13 @@ fn json_line(value: &Value) -> String {
 /// Prints a command's rendering (every line already ends in `\n`). A reader
 /// that went away (`ladder … | head -1`) is not an error: the rest is
 /// dropped, where `print!` would panic.
+///
+/// Everything printed passes through here, and names and messages come from
+/// the server (other owners' bots among them): no control character but the
+/// line end reaches the terminal.
 pub fn emit(text: &str) {
     use std::io::Write;
+    let text = duel_referee::terminal::safe_lines(text);
     let mut stdout = std::io::stdout().lock();
     if let Err(error) = stdout
         .write_all(text.as_bytes())

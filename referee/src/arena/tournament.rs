@@ -3,7 +3,7 @@
 //! standings table.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use duel_rules::Ruleset;
@@ -97,6 +97,13 @@ impl TournamentPlan {
     }
 }
 
+/// The largest `tournament.json` read back: a plan names its bots and a
+/// book, a few KiB; a book of `MAX_BOOK_OPENINGS` lines fits.
+const MAX_PLAN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The largest `results.jsonl` read back: ~1 KiB a match, a million matches.
+const MAX_RESULTS_BYTES: u64 = 1024 * 1024 * 1024;
+
 /// The files of a tournament folder.
 #[derive(Clone, Debug)]
 pub struct TournamentDir {
@@ -128,7 +135,12 @@ impl TournamentDir {
             .map_err(|error| io_error(&self.replays(), error))?;
         let text = serde_json::to_string_pretty(plan)
             .expect("a plan is strings and numbers: it always serialises");
-        std::fs::write(self.plan_path(), text).map_err(|error| io_error(&self.plan_path(), error))
+        duel_files::write_atomic(
+            &self.plan_path(),
+            text.as_bytes(),
+            duel_files::WriteOptions::PUBLIC,
+        )
+        .map_err(|error| RefereeError::Spec(error.to_string()))
     }
 
     /// Reads back the plan and every complete result line. A torn last line (the
@@ -148,15 +160,20 @@ impl TournamentDir {
         }
         std::fs::create_dir_all(self.replays())
             .map_err(|error| io_error(&self.replays(), error))?;
-        let file = match std::fs::File::open(self.results_path()) {
-            Ok(file) => file,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => return Err(io_error(&self.results_path(), error)),
+        let bytes = match duel_files::read_regular_within(
+            &self.results_path(),
+            MAX_RESULTS_BYTES,
+            duel_files::READ_DEADLINE,
+        ) {
+            Ok(bytes) => bytes,
+            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+                return Ok(Vec::new());
+            }
+            Err(error) => return Err(RefereeError::Spec(error.to_string())),
         };
         let mut seen = BTreeMap::new();
-        for line in std::io::BufReader::new(file).lines() {
-            let line = line.map_err(|error| io_error(&self.results_path(), error))?;
-            if let Ok(summary) = serde_json::from_str::<MatchSummary>(&line) {
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            if let Ok(summary) = serde_json::from_str::<MatchSummary>(line) {
                 seen.insert(summary.index, summary);
             }
         }
@@ -166,13 +183,13 @@ impl TournamentDir {
     /// The plan saved in the folder (`--resume --out DIR` without the bots and
     /// settings retyped plays it).
     pub fn read_plan(&self) -> Result<TournamentPlan, RefereeError> {
-        let text = std::fs::read_to_string(self.plan_path()).map_err(|error| {
-            RefereeError::Spec(format!(
-                "cannot resume from {}: {error}",
-                self.plan_path().display()
-            ))
-        })?;
-        serde_json::from_str(&text).map_err(|error| {
+        let bytes = duel_files::read_regular_within(
+            &self.plan_path(),
+            MAX_PLAN_BYTES,
+            duel_files::READ_DEADLINE,
+        )
+        .map_err(|error| RefereeError::Spec(format!("cannot resume from {error}")))?;
+        serde_json::from_slice(&bytes).map_err(|error| {
             RefereeError::Spec(format!(
                 "{} is not a tournament plan: {error}",
                 self.plan_path().display()
@@ -194,12 +211,10 @@ impl TournamentDir {
             .map_err(|error| io_error(&self.results_path(), error))
     }
 
+    /// The results file, to append to (a regular file, never through a link).
     pub fn open_results(&self) -> Result<std::fs::File, RefereeError> {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.results_path())
-            .map_err(|error| io_error(&self.results_path(), error))
+        duel_files::open_append(&self.results_path())
+            .map_err(|error| RefereeError::Spec(error.to_string()))
     }
 }
 

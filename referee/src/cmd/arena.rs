@@ -94,14 +94,11 @@ fn read_book(path: Option<&std::path::Path>) -> Result<Vec<Opening>> {
     let Some(path) = path else {
         return Ok(Vec::new());
     };
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open the opening book {}", path.display()))?;
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut std::io::Read::take(file, MAX_BOOK_BYTES as u64 + 1),
-        &mut text,
-    )
-    .with_context(|| format!("cannot read the opening book {} as text", path.display()))?;
+    let bytes =
+        duel_files::read_regular_within(path, MAX_BOOK_BYTES as u64, duel_files::READ_DEADLINE)
+            .map_err(|error| anyhow::anyhow!("cannot read the opening book {error}"))?;
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("the opening book {} is not text", path.display()))?;
     Opening::parse_book(duel_rules::Ruleset::CURRENT, &text)
         .with_context(|| format!("in {}", path.display()))
 }

@@ -55,6 +55,10 @@ pub fn run(args: NewArgs) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// Crates a bot project depends on: a bot of one of these names would
+/// depend on itself and never build.
+const TAKEN_NAMES: [&str; 4] = ["duel-bot-sdk", "duel-rules", "wit-bindgen", "serde_json"];
+
 /// A name that is a crate name and a folder name alike.
 fn check_name(name: &str) -> Result<()> {
     let valid = !name.is_empty()
@@ -65,6 +69,16 @@ fn check_name(name: &str) -> Result<()> {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !valid {
         bail!("bot name {name:?}: use 1 to 64 letters, digits, '-' or '_', starting with a letter");
+    }
+    // Cargo reads '-' and '_' as one.
+    let normal = name.to_ascii_lowercase().replace('_', "-");
+    if TAKEN_NAMES
+        .iter()
+        .any(|taken| taken.replace('_', "-") == normal)
+    {
+        bail!(
+            "bot name {name:?} is a crate the bot depends on: choose another (nothing was written)"
+        );
     }
     Ok(())
 }
@@ -373,7 +387,17 @@ mod tests {
         for good in ["mybot", "my-bot_2", "B"] {
             assert!(check_name(good).is_ok(), "{good}");
         }
-        for bad in ["", "2bot", "my bot", "../x", "bot/x", "bøt"] {
+        for bad in [
+            "",
+            "2bot",
+            "my bot",
+            "../x",
+            "bot/x",
+            "bøt",
+            "duel-bot-sdk",
+            "duel_bot_sdk",
+            "Duel-Rules",
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
     }

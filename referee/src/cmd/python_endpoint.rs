@@ -182,8 +182,12 @@ fn environment(folder: &Path, cache: &Path) -> Result<PathBuf> {
         install.arg("-r").arg(&requirements);
     }
     run(&mut install).context("cannot install the bot's requirements")?;
-    std::fs::write(venv.join(".ready"), &wanted)
-        .with_context(|| format!("cannot mark {} ready", venv.display()))?;
+    duel_files::write_atomic(
+        &venv.join(".ready"),
+        &wanted,
+        duel_files::WriteOptions::PUBLIC,
+    )
+    .map_err(|error| anyhow::anyhow!("cannot mark the environment ready: {error}"))?;
     Ok(python)
 }
 
@@ -211,7 +215,8 @@ fn stubs(python: &Path, cache: &Path) -> Result<PathBuf> {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
+        duel_files::write_atomic(&file, text.as_bytes(), duel_files::WriteOptions::PUBLIC)
+            .map_err(|error| anyhow::anyhow!("cannot write {error}"))?;
     }
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut generate = Command::new(python);
@@ -228,7 +233,8 @@ fn stubs(python: &Path, cache: &Path) -> Result<PathBuf> {
     )?;
     for package in ["duel", "duel/v1"] {
         let init = out.join(package).join("__init__.py");
-        std::fs::write(&init, "").with_context(|| format!("cannot write {}", init.display()))?;
+        duel_files::write_atomic(&init, b"", duel_files::WriteOptions::PUBLIC)
+            .map_err(|error| anyhow::anyhow!("cannot write {error}"))?;
     }
     Ok(out)
 }

@@ -128,7 +128,7 @@ fn signature_json(status: &SignatureStatus) -> serde_json::Value {
 
 fn winner_text(replay: &Replay, verified: &duel_replays::VerifiedMatch) -> String {
     match verified.result.winner.side() {
-        Some(side) => format!("{} wins", replay.fighters[side.index()].name),
+        Some(side) => format!("{} wins", render::safe(&replay.fighters[side.index()].name)),
         None => "drawn match".to_owned(),
     }
 }
@@ -176,7 +176,10 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
                     })
                 ))?;
             } else {
-                eprintln!("referee: {source} does not verify: signature check failed: {failure}");
+                eprintln!(
+                    "referee: {source} does not verify: signature check failed: {}",
+                    render::safe(&failure.to_string())
+                );
             }
             Ok(Outcome::Negative)
         }
@@ -206,7 +209,8 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
                 ))?;
             } else {
                 eprintln!(
-                    "referee: {source} does not verify: {check} check failed at {disagreement}"
+                    "referee: {source} does not verify: {check} check failed at {}",
+                    render::safe(&disagreement.to_string())
                 );
             }
             Ok(Outcome::Negative)
@@ -359,9 +363,9 @@ pub fn put(store_url: &str, paths: &[PathBuf]) -> Result<Outcome> {
             .with_context(|| format!("cannot publish {}", path.display()))?;
         stdout.print(&format!(
             "{}  {} vs {}  {}\n",
-            meta.id,
-            meta.fighters[0].name,
-            meta.fighters[1].name,
+            render::safe(&meta.id),
+            render::safe(&meta.fighters[0].name),
+            render::safe(&meta.fighters[1].name),
             if meta.signed { "signed" } else { "unsigned" }
         ))?;
     }

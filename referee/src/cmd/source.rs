@@ -348,8 +348,12 @@ fn build_python(folder: &Path, cache: &Path, out: &Path) -> Result<()> {
         .with_context(|| format!("cannot create {}", wit_dir.display()))?;
     let wit = wit_dir.join("world.wit");
     if std::fs::read_to_string(&wit).ok().as_deref() != Some(duel_sandbox::WORLD_WIT) {
-        std::fs::write(&wit, duel_sandbox::WORLD_WIT)
-            .with_context(|| format!("cannot write {}", wit.display()))?;
+        duel_files::write_atomic(
+            &wit,
+            duel_sandbox::WORLD_WIT.as_bytes(),
+            duel_files::WriteOptions::PUBLIC,
+        )
+        .map_err(|error| anyhow::anyhow!("cannot write {error}"))?;
     }
     let output = Command::new("componentize-py")
         .arg("-d")

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use duel_plumbing::Shutdown;
 use duel_referee::arena::pool::{Control, Entrant, PoolSettings, display_names, play_matches};
 use duel_referee::arena::sprt::{SprtRun, pair_matches};
 use duel_referee::arena::stats::{Sprt, Verdict};
@@ -17,7 +18,6 @@ use duel_referee::arena::tournament::{
 };
 use duel_referee::limits::MAX_BOOK_BYTES;
 use duel_referee::opening::{Opening, OpeningSource};
-use duel_referee::shutdown::Shutdown;
 use duel_referee::{EndpointPolicy, MatchHost};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 

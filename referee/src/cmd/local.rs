@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use duel_plumbing::Shutdown;
 use duel_referee::publish::{LiveEvent, LivePublisher};
-use duel_referee::shutdown::Shutdown;
 use duel_referee::{
     EndpointPolicy, MatchHost, MatchOptions, MatchRecorder, MatchSession, Played, ReplaySinks,
 };

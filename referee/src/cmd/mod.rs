@@ -16,12 +16,11 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use duel_referee::HostConfig;
-use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, ColorArgs, ColorChoice, Command, ModelArgs, ReplayCommand};
 use crate::render::Palette;
 
-pub use duel_referee::outcome::{EXIT_ERROR, Outcome};
+pub use duel_plumbing::outcome::{EXIT_ERROR, Outcome};
 
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
@@ -89,17 +88,7 @@ pub fn palette(color: &ColorArgs) -> Palette {
 
 /// Log lines to stderr, filtered by `RUST_LOG` (default: `default_level`).
 pub fn init_logging(json: bool, default_level: &str) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // A second initialisation (tests) is harmless; ignore it.
-    let _ = if json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    duel_plumbing::logging::init(json, default_level);
 }
 
 /// The match host's configuration from the model flags and the environment

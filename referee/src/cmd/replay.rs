@@ -9,17 +9,16 @@ use duel_referee::verify::verify_replay;
 use duel_replays::store::ReplayStore;
 use duel_replays::{
     MAX_REPLAY_BYTES, Replay, SignatureFailure, SignatureStatus, SigningKey, VerifyingKey,
-    check_signature, load_or_create_signing_key, parse_public_key, public_key_text,
+    check_signature, parse_public_key, public_key_text,
 };
 
-use duel_referee::shutdown::Shutdown;
+use duel_plumbing::Shutdown;
 
 use super::{Outcome, Stdout};
 use crate::cli::{FetchArgs, ReplayServeArgs, SigningKeyArgs};
 use crate::render::{self, Palette};
 
 /// The environment variable naming the signing key file.
-const SIGNING_KEY_ENV: &str = "DUEL_SIGNING_KEY_FILE";
 /// The environment variable naming the default replay service.
 const SERVER_ENV: &str = "DUEL_REPLAY_SERVER";
 
@@ -292,29 +291,11 @@ pub fn fetch(args: FetchArgs) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-fn signing_key_path(args: &SigningKeyArgs) -> Result<PathBuf> {
-    if let Some(path) = &args.signing_key {
-        return Ok(path.clone());
-    }
-    if let Some(path) = std::env::var_os(SIGNING_KEY_ENV).filter(|value| !value.is_empty()) {
-        return Ok(PathBuf::from(path));
-    }
-    duel_replays::default_signing_key_path().with_context(|| {
-        format!("no home folder: give --signing-key PATH or set {SIGNING_KEY_ENV}")
-    })
-}
-
 pub fn signing_key(args: &SigningKeyArgs) -> Result<SigningKey> {
-    let path = signing_key_path(args)?;
-    let (key, created) = load_or_create_signing_key(&path)?;
-    if created {
-        eprintln!(
-            "referee: created a new signing key at {} (public key {})",
-            path.display(),
-            public_key_text(&key.verifying_key())
-        );
-    }
-    Ok(key)
+    Ok(duel_plumbing::signing_key::load(
+        args.signing_key.as_deref(),
+        "referee",
+    )?)
 }
 
 pub fn serve(args: ReplayServeArgs) -> Result<Outcome> {

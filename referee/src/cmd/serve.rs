@@ -11,7 +11,7 @@ use duel_replays::store::ReplayStore;
 
 use super::{Outcome, host_config, init_logging};
 use crate::cli::ServeArgs;
-use duel_referee::shutdown::Shutdown;
+use duel_plumbing::Shutdown;
 
 pub fn run(args: ServeArgs) -> Result<Outcome> {
     init_logging(args.log_json, "info");

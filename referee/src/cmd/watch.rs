@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use duel_plumbing::Shutdown;
 use duel_referee::ReplaySinks;
 use duel_referee::publish::{self, LiveEvent, LiveFeeds, LivePublisher, PublishState, RateConfig};
-use duel_referee::shutdown::Shutdown;
 use duel_replays::store::ReplayStore;
 use duel_replays::{SigningKey, generate_signing_key};
 
@@ -130,13 +130,10 @@ fn transcript_router(store: ReplayStore) -> axum::Router {
                             json,
                         )
                             .into_response(),
-                        Ok(None) | Err(_) => (
+                        Ok(None) | Err(_) => duel_plumbing::reply::json_error(
                             StatusCode::NOT_FOUND,
-                            axum::Json(
-                                serde_json::json!({"error": "no transcript for this match"}),
-                            ),
-                        )
-                            .into_response(),
+                            "no transcript for this match",
+                        ),
                     }
                 },
             ),

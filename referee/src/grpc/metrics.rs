@@ -5,8 +5,6 @@
 //! OpenMetrics text format (prometheus-client) on a small separate HTTP
 //! listener (`--metrics-listen`).
 
-use std::future::Future;
-
 use duel_replays::{SideRecord, SourceName};
 use duel_sandbox::SandboxStats;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
@@ -15,15 +13,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
 
 /// Upper bounds of the decision latency histogram, in milliseconds.
 const LATENCY_BUCKETS_MS: [f64; 10] = [
     1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 500.0, 1_000.0, 10_000.0,
 ];
-
-/// The content type of the exposition.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // label values are written as the variants' names
@@ -218,43 +212,6 @@ impl Metrics {
         let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
         self.running.set(gauge(running as u64));
         self.wasm_instances.set(wasm);
-        encode(&self.registry)
-    }
-}
-
-/// A registry's exposition in the OpenMetrics text format.
-pub fn encode(registry: &Registry) -> String {
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, registry)
-        .expect("writing into a String cannot fail");
-    text
-}
-
-/// The route `GET /metrics`, answering `render()`: to serve alone
-/// ([`serve_metrics`]) or to merge into another service's router.
-pub fn metrics_router(render: impl Fn() -> String + Clone + Send + Sync + 'static) -> axum::Router {
-    axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let render = render.clone();
-            async move { ([(http::header::CONTENT_TYPE, CONTENT_TYPE)], render()) }
-        }),
-    )
-}
-
-/// Serves `GET /metrics` on `listener` until `shutdown` resolves. `render`
-/// produces the current exposition.
-pub async fn serve_metrics(
-    listener: TcpListener,
-    render: impl Fn() -> String + Clone + Send + Sync + 'static,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    let router = metrics_router(render)
-        .fallback(|| async { (http::StatusCode::NOT_FOUND, "see /metrics\n") });
-    if let Err(error) = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::warn!(%error, "the metrics listener stopped");
+        duel_plumbing::metrics::encode(&self.registry)
     }
 }

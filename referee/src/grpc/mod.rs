@@ -218,7 +218,7 @@ pub async fn serve_listeners(
         let matches = matches.clone();
         let stop = metrics_stop.clone();
         tokio::spawn(async move {
-            metrics::serve_metrics(
+            duel_plumbing::metrics::serve_metrics(
                 metrics_listener,
                 move || matches.render_metrics(),
                 stop.cancelled_owned(),

@@ -68,9 +68,7 @@ impl From<ServiceError> for Status {
         if code == Code::Internal {
             // The server's own failure: its text (paths, I/O errors) stays in
             // the operator's log, found again by the id the caller is given.
-            let correlation_id = uuid::Uuid::new_v4();
-            tracing::error!(%correlation_id, error = %message, "internal error");
-            return Status::internal(format!("internal error (correlation id {correlation_id})"));
+            return Status::internal(duel_plumbing::reply::internal("internal error", &message));
         }
         Status::new(code, message)
     }

@@ -5,6 +5,7 @@ use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use duel_plumbing::reply::json_error;
 use duel_replays::ReplayError;
 
 /// Everything a request to the replay service can fail with.
@@ -47,13 +48,10 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(message) => (StatusCode::NOT_FOUND, message),
             ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, message),
             ApiError::RateLimited { retry_after_s } => {
-                let mut response = (
+                let mut response = json_error(
                     StatusCode::TOO_MANY_REQUESTS,
-                    axum::Json(serde_json::json!({
-                        "error": format!("too many listing requests; retry in {retry_after_s} s"),
-                    })),
-                )
-                    .into_response();
+                    format!("too many listing requests; retry in {retry_after_s} s"),
+                );
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
@@ -67,7 +65,7 @@ impl IntoResponse for ApiError {
                 )
             }
         };
-        (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+        json_error(status, message)
     }
 }
 
@@ -97,11 +95,8 @@ where
 
 /// The answer to a known route asked with a method it does not serve.
 pub async fn method_not_allowed() -> Response {
-    (
+    json_error(
         StatusCode::METHOD_NOT_ALLOWED,
-        axum::Json(
-            serde_json::json!({ "error": "method not allowed: the replay service answers GET" }),
-        ),
+        "method not allowed: the replay service answers GET",
     )
-        .into_response()
 }

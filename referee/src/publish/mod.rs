@@ -17,7 +17,6 @@
 
 pub mod client;
 mod error;
-mod listen;
 pub mod live;
 mod viewer;
 
@@ -44,9 +43,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio_stream::wrappers::BroadcastStream;
 
+pub use duel_plumbing::listen::{HttpLimits, serve_router};
 pub use error::ApiError;
 use error::JsonPath;
-pub use listen::{HttpLimits, serve_router};
 pub use live::{LiveEvent, LiveFeeds, LivePublisher, Subscription};
 
 use crate::limits::{
@@ -202,7 +201,7 @@ pub async fn serve(
     limits: HttpLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    listen::serve_router(listener, router(state), limits, shutdown).await
+    serve_router(listener, router(state), limits, shutdown).await
 }
 
 fn accepts_zstd(headers: &HeaderMap) -> bool {

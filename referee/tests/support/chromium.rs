@@ -12,6 +12,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 /// A headless Chromium with its own profile, killed on drop.
+#[derive(Debug)]
 pub struct Chromium {
     child: Child,
     _profile: tempfile::TempDir,

@@ -1,0 +1,8 @@
+//! `ladder bench-site`: the public site's scale benchmark. `seed` (the store's
+//! `synthetic` module) writes a large consistent ladder straight in SQL; [`load`] measures the site's pages
+//! and JSON twins under a bounded load over loopback (docs/perf/site.md).
+
+pub mod load;
+
+pub use duel_ladder_store::synthetic::{SeedReport, seed};
+pub use load::{LoadConfig, LoadReport, PageFigures, SseFigures, load};

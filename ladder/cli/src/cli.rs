@@ -1,0 +1,291 @@
+//! The `ladder` command line: every command, flag and default, with the help
+//! text a user reads. Parsing only; [`crate::cmd`] runs what it parses.
+
+use std::num::{NonZeroU32, NonZeroUsize};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use duel_ladder::gate::ApiLimits;
+use duel_ladder::model::OwnerQuotas;
+use duel_referee::publish::HttpLimits;
+
+use crate::client;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ladder",
+    version,
+    about = "The duel ladder: ranked seasons, ratings and stakes"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub connection: client::Connection,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the database (migrations run) and its first operator, writing the
+    /// operator's token to a file readable only by you.
+    Init(InitArgs),
+    /// Claim, run and settle matches until interrupted, publishing each
+    /// match's signed replay.
+    Worker(WorkerArgs),
+    /// Run the gRPC API, in-process workers, the pairing wave timer and (with
+    /// --http) the public replay service until Ctrl-C or SIGTERM.
+    Serve(ServeArgs),
+    /// Matches settled per second on a fresh database with built-in bots,
+    /// against the referee alone (the bare baseline): also the settle phase's
+    /// CPU per match, each worker step's wall-clock time per match (where the
+    /// workers wait), how settlements shared transactions, and `ledger check`
+    /// over the result (exit 1 if it finds a violation).
+    Bench(BenchArgs),
+    /// The public site's scale benchmark (docs/perf/site.md): seed a large
+    /// ladder in SQL, then load the site's pages.
+    BenchSite {
+        #[command(subcommand)]
+        command: BenchSiteCommand,
+    },
+    /// Ledger commands.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
+    },
+    #[command(flatten)]
+    Client(client::ClientCommand),
+}
+
+/// How matches are played and their replays published (`serve` and `worker`).
+#[derive(Debug, clap::Args)]
+pub struct PlayArgs {
+    /// The replay store: a folder, file:///path or s3://bucket/prefix (S3
+    /// endpoint, region and credentials from the AWS_* environment variables).
+    #[arg(
+        long,
+        alias = "replays-dir",
+        value_name = "URL",
+        default_value = "replays"
+    )]
+    pub replays: String,
+    /// The signing key file, created (mode 0600) if missing. Default:
+    /// $DUEL_SIGNING_KEY_FILE, else $XDG_DATA_HOME/duel/signing.key or
+    /// ~/.local/share/duel/signing.key. Every worker of one ladder needs the same key.
+    #[arg(long, value_name = "PATH")]
+    pub signing_key: Option<PathBuf>,
+    /// A model catalogue for bots' metered model calls: a TOML file of
+    /// [[model]] tables (`name`, `url`, optional `upstream_model`,
+    /// `api_key_env`, `input_usd_per_mtok`, `output_usd_per_mtok`,
+    /// `default = true`). Without a model every model call is refused.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["model_url", "model"])]
+    pub models: Option<PathBuf>,
+    /// One model without a catalogue: an OpenAI-compatible URL (API key from
+    /// $DUEL_MODEL_API_KEY), or builtin:house (no --model needed).
+    #[arg(long, value_name = "URL")]
+    pub model_url: Option<String>,
+    /// The model's name with --model-url.
+    #[arg(long, requires = "model_url")]
+    pub model: Option<String>,
+    /// Accept endpoint bots on loopback and private addresses.
+    #[arg(long)]
+    pub allow_private_endpoints: bool,
+}
+
+/// How hard `ladder serve` may be used: API rates, upload turns and owner quotas.
+#[derive(Debug, clap::Args)]
+pub struct LimitArgs {
+    /// API calls a second one client address may make (IPv6: per /64); over it,
+    /// RESOURCE_EXHAUSTED. Checked before the token.
+    #[arg(long, default_value_t = ApiLimits::default().calls_per_second_per_peer)]
+    pub calls_per_second_per_peer: NonZeroU32,
+    /// Calls one client address may make at once before the rate applies.
+    #[arg(long, default_value_t = ApiLimits::default().call_burst_per_peer)]
+    pub call_burst_per_peer: NonZeroU32,
+    /// API calls a second one token may make.
+    #[arg(long, default_value_t = ApiLimits::default().calls_per_second_per_token)]
+    pub calls_per_second_per_token: NonZeroU32,
+    /// Calls one token may make at once before the rate applies.
+    #[arg(long, default_value_t = ApiLimits::default().call_burst_per_token)]
+    pub call_burst_per_token: NonZeroU32,
+    /// Bot uploads received at once; one more gets RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = ApiLimits::default().max_concurrent_uploads)]
+    pub max_concurrent_uploads: NonZeroUsize,
+    /// Uploads validated (compiled) at once; more wait for a turn.
+    #[arg(long, default_value_t = DEFAULT_COMPILES)]
+    pub max_concurrent_compiles: NonZeroUsize,
+    /// Bot versions one owner may hold across all its bots.
+    #[arg(long, default_value_t = OwnerQuotas::default().max_bot_versions)]
+    pub max_versions_per_owner: u64,
+    /// Bytes of distinct WASM components one owner's versions may hold.
+    #[arg(long, default_value_t = OwnerQuotas::default().max_stored_bytes)]
+    pub max_stored_bytes_per_owner: u64,
+    /// Seconds one owner's uploads may spend compiling per UTC day.
+    #[arg(long, default_value_t = OwnerQuotas::default().compile_seconds_per_day)]
+    pub compile_seconds_per_day: u64,
+    /// Connections the replay service (--http) serves at once; more wait to be
+    /// accepted.
+    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
+    pub http_max_connections: NonZeroUsize,
+    /// Milliseconds a replay service client has to send a request's headers
+    /// (also the longest a kept-alive connection waits for its next request).
+    #[arg(long, default_value_t = duration_ms(HttpLimits::default().header_read_timeout))]
+    pub http_header_timeout_ms: u64,
+    /// Milliseconds with no bytes moving after which a replay service
+    /// connection is closed.
+    #[arg(long, default_value_t = duration_ms(HttpLimits::default().idle_timeout))]
+    pub http_idle_timeout_ms: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchSiteCommand {
+    /// Fill an empty database with owners, bots, two seasons, settled matches,
+    /// ratings, frozen standings and rating histories (the ledger stays empty).
+    Seed {
+        #[arg(long)]
+        db: String,
+        #[arg(long, default_value_t = 10_000)]
+        bots: u64,
+        #[arg(long, default_value_t = 1_000_000)]
+        matches: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure each page and its JSON twin of a running `ladder serve --http`
+    /// over the seeded database: latency percentiles and requests per second.
+    Load {
+        /// The site, e.g. http://127.0.0.1:8080.
+        #[arg(long)]
+        url: String,
+        /// The database the server serves (the pages' addresses are found in it).
+        #[arg(long)]
+        db: String,
+        /// Measured requests per page and format.
+        #[arg(long, default_value_t = 1_000)]
+        requests: usize,
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+        /// The serve process, whose RSS is read around the SSE watchers.
+        #[arg(long)]
+        server_pid: Option<u32>,
+        /// Concurrent SSE watchers of Duel TV (/tv); 0 skips them.
+        #[arg(long, default_value_t = duel_ladder_bench::limits::BENCH_SITE_SSE_WATCHERS)]
+        watchers: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Verify every ledger invariant; exits non-zero naming the first violation.
+    /// With --db it reads the database directly, otherwise it asks the server.
+    Check {
+        #[arg(long)]
+        db: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn duration_ms(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+const DEFAULT_COMPILES: NonZeroUsize =
+    match NonZeroUsize::new(duel_ladder::limits::DEFAULT_MAX_CONCURRENT_COMPILES) {
+        Some(compiles) => compiles,
+        None => panic!("the default compile turns must be at least 1"),
+    };
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    #[arg(long, default_value = "sqlite://ladder.db")]
+    pub db: String,
+    #[arg(long, default_value = "operator")]
+    pub operator: String,
+    #[arg(long)]
+    pub token_file: PathBuf,
+    /// Also create the replay signing key here (mode 0600) if it is missing,
+    /// so workers started together all load one key.
+    #[arg(long, value_name = "PATH")]
+    pub signing_key: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    #[arg(long)]
+    pub db: String,
+    /// Workers in this process.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Serve `duel.v1.Inference` for endpoint bots of this process's matches
+    /// here (without it, endpoint bots get no model credential).
+    #[arg(long, value_name = "ADDR")]
+    pub inference_listen: Option<std::net::SocketAddr>,
+    /// The Inference URL endpoint bots are told (default: http://<inference-listen>).
+    #[arg(long, value_name = "URL", requires = "inference_listen")]
+    pub public_url: Option<String>,
+    /// Also serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub play: PlayArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    #[arg(long, default_value = "sqlite://ladder.db")]
+    pub db: String,
+    #[arg(long, default_value = "127.0.0.1:50061")]
+    pub listen: std::net::SocketAddr,
+    /// Serve replays over HTTP here: listing, download, public key, viewer
+    /// and live feeds (e.g. 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// In-process workers (0: leave matches to `ladder worker` processes).
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Milliseconds between pairing waves.
+    #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_WAVE_INTERVAL_MS)]
+    pub wave_interval_ms: u64,
+    /// An active bot (`ladder bot activate`) is re-queued no sooner than
+    /// this many milliseconds after its last match settled; 0: the next
+    /// wave (the wave interval sets the pace).
+    #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_MATCH_INTERVAL_MS)]
+    pub match_interval_ms: u64,
+    /// The Inference URL endpoint bots are told (default: http://<listen>).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Duel TV's pace (with --http): milliseconds between two exchanges
+    /// of the broadcast. Duel TV replays recently settled ranked matches
+    /// at this pace, one after another, at /tv (server-sent events) and
+    /// /tv/now, each also listed at /live while it airs. 700 shows a
+    /// 36-exchange match in about 25 s; lower is faster. Between two
+    /// matches it pauses for 4 exchanges.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = duel_ladder_site::limits::DEFAULT_TV_EXCHANGE_MS,
+        value_parser = clap::value_parser!(u64).range(1..=duel_ladder_site::limits::MAX_TV_EXCHANGE_MS)
+    )]
+    pub tv_exchange_ms: u64,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub play: PlayArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[arg(long)]
+    pub db: String,
+    #[arg(long, default_value_t = 1_000)]
+    pub matches: usize,
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    #[arg(long, default_value = "bench-replays")]
+    pub replays_dir: PathBuf,
+    /// One JSON object instead of lines of text.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,137 @@
+//! `ladder bench` (ranked matches settled per second against the referee
+//! alone) and `ladder bench-site` (seed a large ladder, load its pages): the
+//! benchmarks of `duel-ladder-bench`, printed as text or one JSON object.
+
+use anyhow::{Context, Result};
+use duel_ladder_bench::bench::{BenchReport, settle_bench};
+use duel_ladder_bench::bench_site::{self, LoadConfig};
+use duel_plumbing::Outcome;
+
+use super::say;
+use crate::cli::{BenchArgs, BenchSiteCommand};
+use crate::client;
+
+pub async fn settle(args: BenchArgs) -> Result<Outcome> {
+    let report = settle_bench(&args.db, args.matches, args.workers, args.replays_dir)
+        .await
+        .with_context(|| format!("benchmarking {}", args.db))?;
+    if args.json {
+        say!("{}", serde_json::to_string_pretty(&report.json())?);
+        return Ok(super::verdict(report.ledger.is_ok()));
+    }
+    print_settle(&report);
+    match &report.ledger {
+        Ok(()) => {
+            say!("ledger check: ok");
+            Ok(Outcome::Done)
+        }
+        Err(violation) => {
+            eprintln!("ledger check: {violation}");
+            Ok(Outcome::Negative)
+        }
+    }
+}
+
+fn print_settle(report: &BenchReport) {
+    say!(
+        "{}: {} matches, {} workers: accepted {:.0}/s, settled {:.0}/s, bare referee {:.0}/s (the referee alone is {:.0}x faster)",
+        report.backend,
+        report.matches,
+        report.workers,
+        report.accepted_per_s,
+        report.settled_per_s,
+        report.bare_per_s,
+        report.bare_per_s / report.settled_per_s.max(1e-9)
+    );
+    if let Some(cpu) = report.settle_cpu {
+        say!(
+            "settling: {:.2} ms of CPU per match (this process, user + system), {:.0}% of it in the kernel",
+            cpu.per_match_ms,
+            cpu.system_share * 100.0
+        );
+    }
+    // Summed over the workers: with W workers busy all along, the sum is
+    // W ÷ the settled rate; the largest step is where to look.
+    let steps: Vec<String> = report
+        .step_ms
+        .iter()
+        .map(|(step, ms)| format!("{} {ms:.2}", step.name().replace('_', " ")))
+        .collect();
+    say!(
+        "worker time per match, in ms of wall clock: {} (sum {:.2}; {} workers at {:.0}/s have {:.2})",
+        steps.join(", "),
+        report.step_ms.iter().map(|(_, ms)| ms).sum::<f64>(),
+        report.workers,
+        report.settled_per_s,
+        report.workers as f64 * 1_000.0 / report.settled_per_s.max(1e-9)
+    );
+    let stats = report.settlements;
+    say!(
+        "settlements: {} in {} shared transactions ({:.1} each), {} alone",
+        stats.batched,
+        stats.batches,
+        stats.batched as f64 / stats.batches.max(1) as f64,
+        stats.alone
+    );
+}
+
+pub async fn site(command: BenchSiteCommand) -> Result<Outcome> {
+    match command {
+        BenchSiteCommand::Seed {
+            db,
+            bots,
+            matches,
+            json,
+        } => seed(&db, bots, matches, json).await,
+        BenchSiteCommand::Load {
+            url,
+            db,
+            requests,
+            concurrency,
+            server_pid,
+            watchers,
+            json,
+        } => {
+            let config = LoadConfig {
+                url,
+                db_url: db,
+                requests,
+                concurrency,
+                server_pid,
+                watchers,
+            };
+            let report = bench_site::load(&config)
+                .await
+                .with_context(|| format!("loading {}", config.url))?;
+            if json {
+                say!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                client::emit(&report.table());
+            }
+            Ok(super::verdict(report.errors() == 0))
+        }
+    }
+}
+
+async fn seed(db: &str, bots: u64, matches: u64, json: bool) -> Result<Outcome> {
+    let report = bench_site::seed(db, bots, matches)
+        .await
+        .with_context(|| format!("seeding {db}"))?;
+    if json {
+        say!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(Outcome::Done);
+    }
+    say!(
+        "{}: seeded {} bots of {} owners, {} matches, {} rating points in {:.1} s",
+        report.backend,
+        report.bots,
+        report.owners,
+        report.matches,
+        report.rating_history_rows,
+        report.total_s
+    );
+    for (step, seconds) in &report.steps {
+        say!("  {step:<16} {seconds:>8.1} s");
+    }
+    Ok(Outcome::Done)
+}

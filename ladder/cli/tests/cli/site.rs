@@ -1,0 +1,403 @@
+//! The public ladder site over real HTTP (issue 14): a `ladder serve --http`
+//! whose three active bots play a season by themselves, then every page and
+//! its JSON twin: home, seasons, a class's table paged by cursor, bot pages
+//! (one chart point per rated match), head-to-heads, the match listing walked
+//! to its end by keyset, match pages linking the viewer, errors as one line
+//! in the page's format; and after the season's end, its frozen table.
+//! On a SQLite file and on PostgreSQL.
+
+use crate::common;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::TestDb;
+use common::cli::{Cli, init_root, start_server, terminate};
+use serde_json::Value;
+
+const PLAY_DEADLINE: Duration = Duration::from_secs(60);
+const BOTS: [(&str, &str, &str); 3] = [
+    ("alice", "a-counter", "builtin:counter"),
+    ("bob", "b-block", "builtin:block"),
+    ("carol", "c-random", "builtin:random"),
+];
+
+struct Http {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Http {
+    async fn get(&self, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("GET");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.text().await.expect("body"))
+    }
+
+    async fn json(&self, path: &str) -> Value {
+        let (status, headers, body) = self.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        assert_eq!(
+            headers[reqwest::header::CONTENT_TYPE],
+            "application/json",
+            "{path}"
+        );
+        serde_json::from_str(&body).expect("JSON")
+    }
+
+    async fn html(&self, path: &str) -> String {
+        let (status, headers, body) = self.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let content_type = headers[reqwest::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap_or_default();
+        assert!(
+            content_type.starts_with("text/html"),
+            "{path}: {content_type}"
+        );
+        let csp = headers[reqwest::header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap_or_default();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(!body.contains("style=\""), "{path}: no inline style");
+        body
+    }
+
+    /// Every item of a listing, following `next_cursor` page by page.
+    async fn walk(&self, path: &str, items: &str) -> (Vec<Value>, usize) {
+        let mut all = Vec::new();
+        let mut pages = 0;
+        let mut next = path.to_owned();
+        loop {
+            let page = self.json(&next).await;
+            pages += 1;
+            let listed = page
+                .pointer(items)
+                .and_then(Value::as_array)
+                .unwrap_or_else(|| panic!("{next}: no {items} in {page}"));
+            all.extend(listed.iter().cloned());
+            let cursor = page
+                .pointer(
+                    &items
+                        .replace("/items", "/next_cursor")
+                        .replace("/rows", "/next_cursor"),
+                )
+                .and_then(Value::as_str);
+            match cursor {
+                Some(cursor) => {
+                    let joiner = if path.contains('?') { '&' } else { '?' };
+                    next = format!("{path}{joiner}cursor={cursor}");
+                }
+                None => return (all, pages),
+            }
+            assert!(pages < 1000, "the listing never ends");
+        }
+    }
+}
+
+async fn site_of_a_season(db: &TestDb) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| -> PathBuf { dir.path().join(name) };
+    init_root(&db.url, dir.path(), true);
+    let mut server = start_server(
+        &db.url,
+        dir.path(),
+        &["--http", "127.0.0.1:0", "--match-interval-ms", "50"],
+    );
+    let http = Http {
+        client: reqwest::Client::new(),
+        base: server.http.clone().expect("the site runs"),
+    };
+    let cli = Cli {
+        server: &server.url.clone(),
+    };
+    let root = path("root.token");
+
+    // Before any season: the home page says so, the listings are empty.
+    let home = http.html("/").await;
+    assert!(home.contains("No season has started yet."), "{home}");
+    let empty = http.json("/api/home").await;
+    assert_eq!(empty["season"], Value::Null);
+    assert_eq!(empty["latest"]["items"], serde_json::json!([]));
+
+    cli.ok(&root, &["season", "start", "autumn"]);
+    for (owner, bot, spec) in BOTS {
+        common::cli::owner_with_bot(
+            &cli,
+            dir.path(),
+            owner,
+            1000,
+            bot,
+            ["--builtin", spec],
+            Some(10),
+        );
+    }
+    let started = Instant::now();
+    while http.json("/api/matches").await["matches"]["items"]
+        .as_array()
+        .map_or(0, Vec::len)
+        < 9
+    {
+        assert!(started.elapsed() < PLAY_DEADLINE, "too few matches settled");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (owner, bot, _) in BOTS {
+        cli.ok(
+            &path(&format!("{owner}.token")),
+            &["bot", "deactivate", bot],
+        );
+    }
+    // Let the matches already accepted settle, so the counts below hold still.
+    let started = Instant::now();
+    loop {
+        let status = cli.json(&root, &["status"]);
+        let light = &status["classes"][0];
+        if light["matches"]["accepted"] == 0 && light["matches"]["running"] == 0 {
+            break;
+        }
+        assert!(started.elapsed() < PLAY_DEADLINE, "{status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let settled: Vec<String> = cli
+        .json(&root, &["matches", "--state", "settled"])
+        .as_array()
+        .expect("matches")
+        .iter()
+        .map(|game| game["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+
+    // The whole listing by keyset, two per page: every settled match once,
+    // newest first.
+    let (listed, pages) = http.walk("/api/matches?limit=2", "/matches/items").await;
+    assert_eq!(pages, settled.len().div_ceil(2), "pages of two");
+    let ids: Vec<&str> = listed.iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(
+        ids.iter().copied().collect::<HashSet<_>>(),
+        settled.iter().map(String::as_str).collect::<HashSet<_>>()
+    );
+    assert_eq!(ids.len(), settled.len(), "no match twice");
+    let finished: Vec<i64> = listed
+        .iter()
+        .filter_map(|m| m["finished_ms"].as_i64())
+        .collect();
+    assert!(finished.windows(2).all(|w| w[0] >= w[1]), "{finished:?}");
+
+    // The replay listing (`GET /replays`) comes from the same rows: every
+    // settled match's replay once, three per page, newest first; by bot too.
+    let mut replays = Vec::new();
+    let mut next = "/replays?season=autumn&limit=3".to_owned();
+    loop {
+        let page = http.json(&next).await;
+        replays.extend(
+            page["replays"]
+                .as_array()
+                .expect("replays")
+                .iter()
+                .map(|meta| meta["id"].as_str().unwrap_or_default().to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(cursor) => next = format!("/replays?season=autumn&limit=3&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        replays.iter().collect::<HashSet<_>>(),
+        settled.iter().collect::<HashSet<_>>()
+    );
+    assert_eq!(replays.len(), settled.len());
+    let by_bot = http.json("/replays?bot=a-counter&limit=100").await;
+    let by_bot = by_bot["replays"].as_array().expect("replays");
+    assert!(!by_bot.is_empty());
+    assert!(by_bot.iter().all(|meta| {
+        meta["fighters"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["name"] == "a-counter"))
+    }));
+    assert!(
+        http.json("/replays?class=heavy").await["replays"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+
+    // Home: the season, each class's top rows, the latest matches, Duel TV.
+    let home = http.json("/api/home").await;
+    assert_eq!(home["season"]["name"], "autumn");
+    assert_eq!(home["season"]["state"], "running");
+    let light = &home["standings"][0];
+    assert_eq!(light["class"], "light");
+    assert_eq!(light["rows"].as_array().map(Vec::len), Some(3), "{light}");
+    let page = http.html("/").await;
+    for text in [
+        "Latest ranked matches",
+        "Top of the standings",
+        "rating − 2·RD",
+        "id=\"tv\"",
+        "/tv/tv.js",
+        "href=\"/bots/a-counter\"",
+    ] {
+        assert!(page.contains(text), "home lacks {text}");
+    }
+
+    // A class's table, one row per page, agrees with the whole table.
+    let full = http.json("/api/seasons/autumn?class=light").await;
+    let whole: Vec<Value> = full["classes"][0]["rows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let (paged, pages) = http
+        .walk("/api/seasons/autumn?class=light&limit=1", "/classes/0/rows")
+        .await;
+    assert_eq!(pages, 3);
+    assert_eq!(paged, whole);
+    let ranks: Vec<i64> = whole
+        .iter()
+        .filter_map(|row| row["rank"].as_i64())
+        .collect();
+    assert_eq!(ranks, [1, 2, 3]);
+    let keys: Vec<f64> = whole
+        .iter()
+        .filter_map(|row| row["conservative"].as_f64())
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] >= w[1]), "{keys:?}");
+    assert_eq!(
+        full["sorted_by"],
+        "rating - 2*RD (conservative rating), then bot name"
+    );
+    assert_eq!(
+        http.json("/api/seasons/1").await["season"]["name"],
+        "autumn"
+    );
+    let seasons = http.html("/seasons").await;
+    assert!(seasons.contains("href=\"/seasons/autumn\""), "{seasons}");
+
+    // Bot pages: one chart point per rated match, as many as its record.
+    let mut matches_seen = 0;
+    for (_, bot, _) in BOTS {
+        let json = http.json(&format!("/api/bots/{bot}")).await;
+        let record = &json["record"];
+        let rated = record["wins"].as_i64().unwrap_or(0)
+            + record["draws"].as_i64().unwrap_or(0)
+            + record["losses"].as_i64().unwrap_or(0);
+        assert!(rated > 0, "{json}");
+        assert_eq!(
+            json["history"].as_array().map(Vec::len),
+            Some(rated as usize)
+        );
+        assert_eq!(json["play_state"], "inactive");
+        let opponents = json["opponents"].as_array().expect("opponents");
+        assert_eq!(
+            opponents
+                .iter()
+                .filter_map(|o| o["games"].as_i64())
+                .sum::<i64>(),
+            rated
+        );
+        let (own, _) = http
+            .walk(&format!("/api/bots/{bot}?limit=2"), "/matches/items")
+            .await;
+        assert_eq!(own.len() as i64, rated);
+        assert!(own.iter().all(|m| m["bot_a"] == bot || m["bot_b"] == bot));
+        matches_seen += rated;
+
+        let page = http.html(&format!("/bots/{bot}")).await;
+        let svg_start = page.find("<svg id=\"rating-chart\"").expect("chart");
+        let svg = &page[svg_start
+            ..page[svg_start..]
+                .find("</svg>")
+                .map_or(page.len(), |end| svg_start + end)];
+        assert_eq!(svg.matches("<circle").count() as i64, rated, "{bot}");
+        assert!(page.contains("head-to-head"), "{bot}");
+        // Head-to-head against each opponent agrees with the opponents list.
+        for opponent in opponents {
+            let name = opponent["bot"].as_str().expect("name");
+            let h2h = http.json(&format!("/api/bots/{bot}/vs/{name}")).await;
+            assert_eq!(h2h["record"]["wins"], opponent["wins"], "{h2h}");
+            assert_eq!(h2h["record"]["losses"], opponent["losses"], "{h2h}");
+            assert_eq!(h2h["record"]["draws"], opponent["draws"], "{h2h}");
+            assert_eq!(
+                h2h["matches"]["items"].as_array().map(Vec::len),
+                opponent["games"].as_u64().map(|n| n as usize)
+            );
+            let page = http.html(&format!("/bots/{bot}/vs/{name}")).await;
+            assert!(page.contains(&format!("{bot}: ")), "{page}");
+        }
+    }
+    assert_eq!(
+        matches_seen,
+        2 * settled.len() as i64,
+        "each match rated both sides"
+    );
+
+    // A match page links its replay viewer; the viewer is served.
+    let id = &settled[0];
+    let one = http.json(&format!("/api/matches/{id}")).await;
+    assert_eq!(one["id"], id.as_str());
+    assert_eq!(one["viewer"], format!("/replays/{id}/view"));
+    let page = http.html(&format!("/matches/{id}")).await;
+    assert!(
+        page.contains(&format!("href=\"/replays/{id}/view\"")),
+        "{page}"
+    );
+    let (status, _, _) = http.get(&format!("/replays/{id}/view")).await;
+    assert_eq!(status, 200);
+
+    // Bad addresses: one line, in the page's own format.
+    for (path, status, says) in [
+        ("/api/bots/nobody", 404, "not found: bot nobody"),
+        ("/api/matches?cursor=garbage", 400, "malformed cursor"),
+        (
+            "/api/matches?limit=0",
+            400,
+            "limit must be a number from 1 to 200",
+        ),
+        ("/api/matches?bogus=1", 400, "unknown field"),
+        ("/api/seasons/autumn?cursor=1_0_x", 400, "add class="),
+        (
+            "/api/seasons/autumn?class=super",
+            400,
+            "class must be light",
+        ),
+        ("/api/seasons/spring", 404, "season spring"),
+        ("/api/matches/no-such-match", 404, "match no-such-match"),
+    ] {
+        let (got, _, body) = http.get(path).await;
+        assert_eq!(got, status, "{path}: {body}");
+        let error: Value = serde_json::from_str(&body).expect("JSON error");
+        let message = error["error"].as_str().expect("error");
+        assert!(message.contains(says), "{path}: {message}");
+        assert!(!message.contains('\n'));
+    }
+    let (status, _, body) = http.get("/bots/nobody").await;
+    assert_eq!(status, 404);
+    assert!(
+        body.contains("not found: bot nobody") && body.contains("<html"),
+        "{body}"
+    );
+
+    // After the end: the frozen table, still served, and home shows it.
+    cli.ok(&root, &["season", "end"]);
+    let frozen = http.json("/api/seasons/autumn?class=light").await;
+    assert_eq!(frozen["season"]["state"], "ended");
+    let names = |rows: &[Value]| -> Vec<String> {
+        rows.iter()
+            .map(|row| row["bot"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(frozen["classes"][0]["rows"].as_array().expect("rows")),
+        names(&whole)
+    );
+    let page = http.html("/seasons/autumn").await;
+    assert!(page.contains("final, frozen table"), "{page}");
+    assert_eq!(http.json("/api/home").await["season"]["state"], "ended");
+    terminate(&mut server.child, "ladder serve").await;
+}
+
+both_backends!(the_site_of_a_season, site_of_a_season);

@@ -1,0 +1,1042 @@
+//! The stakes ledger as plain data: transfer requests, the rake rule, the
+//! settlement plan of a match ([`settle`]: its transfers and rating updates), an
+//! in-memory ledger ([`Book`]) and the invariant check over accounts and
+//! transfers. The store applies plans in transactions; this module decides what
+//! a settlement does, what is valid and what is consistent. Nothing here reads
+//! a clock or a database.
+//!
+//! Shape (after TigerBeetle): accounts keep four sums (pending and posted debits
+//! and credits); transfers are immutable and carry caller-chosen unique ids; a
+//! *pending* transfer reserves credits and is later *posted* or *voided*, each at
+//! most once. An account's available balance is
+//! `credits_posted − debits_posted − debits_pending`; only the issuance account
+//! (the source of every granted credit) may go below zero.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{CoreError, Result};
+use crate::limits::{MAX_MEMO_BYTES, MAX_TRANSFER_CREDITS, MAX_TRANSFER_ID_BYTES};
+use crate::model::{Match, Outcome};
+use crate::rating::{self, Rating, Score};
+
+/// The account every granted credit comes from; its balance is minus the credits
+/// in circulation.
+pub const ISSUANCE_ACCOUNT: &str = "issuance";
+/// Where rakes go.
+pub const HOUSE_ACCOUNT: &str = "house";
+
+pub fn owner_account(user_id: &str) -> String {
+    format!("owner:{user_id}")
+}
+
+pub fn escrow_account(match_id: &str) -> String {
+    format!("escrow:{match_id}")
+}
+
+/// Transfer ids of one match, so every retry of a step reuses its id.
+pub fn stake_transfer_id(match_id: &str, side: char) -> String {
+    format!("stake:{match_id}:{side}")
+}
+pub fn resolve_transfer_id(match_id: &str, side: char) -> String {
+    format!("resolve:{match_id}:{side}")
+}
+pub fn payout_transfer_id(match_id: &str) -> String {
+    format!("payout:{match_id}")
+}
+pub fn rake_transfer_id(match_id: &str) -> String {
+    format!("rake:{match_id}")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferKind {
+    /// Moves posted credits at once.
+    Single,
+    /// Reserves credits: counted against the debit account's balance until resolved.
+    Pending,
+    /// Completes a pending transfer in full.
+    Post,
+    /// Cancels a pending transfer in full: the credits return.
+    Void,
+}
+
+impl TransferKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TransferKind::Single => "single",
+            TransferKind::Pending => "pending",
+            TransferKind::Post => "post",
+            TransferKind::Void => "void",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<TransferKind> {
+        match name {
+            "single" => Ok(TransferKind::Single),
+            "pending" => Ok(TransferKind::Pending),
+            "post" => Ok(TransferKind::Post),
+            "void" => Ok(TransferKind::Void),
+            other => Err(CoreError::corrupt(format!(
+                "unknown transfer kind {other:?}"
+            ))),
+        }
+    }
+}
+
+/// What a caller asks for. Post and void name the pending transfer; the accounts
+/// and amount are taken from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransferOp {
+    Single {
+        debit: String,
+        credit: String,
+        amount: i64,
+    },
+    Pending {
+        debit: String,
+        credit: String,
+        amount: i64,
+    },
+    Post {
+        pending_id: String,
+    },
+    Void {
+        pending_id: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransferRequest {
+    pub id: String,
+    pub op: TransferOp,
+    pub memo: String,
+}
+
+impl TransferRequest {
+    pub fn kind(&self) -> TransferKind {
+        match self.op {
+            TransferOp::Single { .. } => TransferKind::Single,
+            TransferOp::Pending { .. } => TransferKind::Pending,
+            TransferOp::Post { .. } => TransferKind::Post,
+            TransferOp::Void { .. } => TransferKind::Void,
+        }
+    }
+
+    /// Checks what can be checked without the database.
+    pub fn validate(&self) -> Result<()> {
+        if self.id.is_empty() || self.id.len() > MAX_TRANSFER_ID_BYTES {
+            return Err(CoreError::Invalid(format!(
+                "transfer id must be 1 to {MAX_TRANSFER_ID_BYTES} bytes"
+            )));
+        }
+        if self.memo.len() > MAX_MEMO_BYTES {
+            return Err(CoreError::Invalid(format!(
+                "memo longer than {MAX_MEMO_BYTES} bytes"
+            )));
+        }
+        match &self.op {
+            TransferOp::Single {
+                debit,
+                credit,
+                amount,
+            }
+            | TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => {
+                if debit == credit {
+                    return Err(CoreError::Invalid(format!(
+                        "transfer {}: debit and credit are the same account {debit}",
+                        self.id
+                    )));
+                }
+                if *amount <= 0 || *amount > MAX_TRANSFER_CREDITS {
+                    return Err(CoreError::Invalid(format!(
+                        "transfer {}: amount must be 1 to {MAX_TRANSFER_CREDITS} credits, got {amount}",
+                        self.id
+                    )));
+                }
+                Ok(())
+            }
+            TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
+                if pending_id.is_empty() {
+                    return Err(CoreError::Invalid(format!(
+                        "transfer {}: empty pending id",
+                        self.id
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A stored transfer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub id: String,
+    pub kind: TransferKind,
+    pub debit: String,
+    pub credit: String,
+    pub amount: i64,
+    pub pending_id: Option<String>,
+    pub memo: String,
+    pub created_ms: i64,
+}
+
+impl Transfer {
+    /// Whether a retried request asks for exactly this transfer.
+    pub fn same_request(&self, request: &TransferRequest) -> bool {
+        if self.memo != request.memo || self.kind != request.kind() {
+            return false;
+        }
+        match &request.op {
+            TransferOp::Single {
+                debit,
+                credit,
+                amount,
+            }
+            | TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => &self.debit == debit && &self.credit == credit && self.amount == *amount,
+            TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
+                self.pending_id.as_deref() == Some(pending_id.as_str())
+            }
+        }
+    }
+}
+
+/// What applying a transfer request did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferOutcome {
+    Created,
+    /// The same request was applied before: nothing changed.
+    AlreadyExists,
+}
+
+/// A stored ledger account with its four sums.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Account {
+    pub id: String,
+    pub kind: String,
+    pub may_go_negative: bool,
+    pub debits_pending: i64,
+    pub debits_posted: i64,
+    pub credits_pending: i64,
+    pub credits_posted: i64,
+}
+
+impl Account {
+    /// Credits the holder may spend now: posted credits less posted and reserved debits.
+    pub fn available(&self) -> i64 {
+        self.credits_posted - self.debits_posted - self.debits_pending
+    }
+}
+
+/// The rake on a pot of `pot` credits at `rake_bp` basis points: rounded down to
+/// whole credits (the winner keeps the fraction).
+pub fn rake_credits(pot: i64, rake_bp: i64) -> i64 {
+    // i128: pot ≤ 2 · MAX_TRANSFER_CREDITS and rake_bp < 10 000 cannot overflow it.
+    let rake = i128::from(pot) * i128::from(rake_bp) / 10_000;
+    i64::try_from(rake).unwrap_or(0).clamp(0, pot.max(0))
+}
+
+/// The sides of a match in the order their owners' ledger rows are locked (by
+/// owner id), so two transactions never wait on each other in a cycle.
+pub fn sides_in_lock_order(game: &Match) -> [(usize, char); 2] {
+    if game.sides[1].owner_id < game.sides[0].owner_id {
+        [(1, 'b'), (0, 'a')]
+    } else {
+        [(0, 'a'), (1, 'b')]
+    }
+}
+
+/// The two stakes of an accepted match: pending transfers from each owner into
+/// the match escrow, in lock order.
+pub fn stakes(game: &Match) -> Vec<TransferRequest> {
+    let escrow = escrow_account(&game.id);
+    sides_in_lock_order(game)
+        .into_iter()
+        .map(|(index, letter)| TransferRequest {
+            id: stake_transfer_id(&game.id, letter),
+            op: TransferOp::Pending {
+                debit: owner_account(&game.sides[index].owner_id),
+                credit: escrow.clone(),
+                amount: game.sides[index].stake,
+            },
+            memo: format!("stake of side {letter}"),
+        })
+        .collect()
+}
+
+/// Both stakes returned (a void, or a draw), in lock order.
+pub fn returns(game: &Match, memo: &str) -> Vec<TransferRequest> {
+    sides_in_lock_order(game)
+        .into_iter()
+        .map(|(_, letter)| TransferRequest {
+            id: resolve_transfer_id(&game.id, letter),
+            op: TransferOp::Void {
+                pending_id: stake_transfer_id(&game.id, letter),
+            },
+            memo: memo.to_owned(),
+        })
+        .collect()
+}
+
+/// One bot's rating change in a settlement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RatingChange {
+    pub bot_id: String,
+    pub score: Score,
+    pub before: Rating,
+    pub after: Rating,
+}
+
+/// Everything settling a match changes, decided before anything is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub match_id: String,
+    pub winner: Outcome,
+    /// Both stakes.
+    pub pot: i64,
+    pub rake_bp: i64,
+    /// Credits to the house (0 on a draw).
+    pub rake: i64,
+    /// Credits to the winner's owner (0 on a draw).
+    pub payout: i64,
+    /// In the order they are applied: stakes resolved (owners by id), then the
+    /// payout, then the rake (the house last).
+    pub transfers: Vec<TransferRequest>,
+    /// Sorted by bot id; empty when the match's season has ended.
+    pub ratings: Vec<RatingChange>,
+}
+
+/// The settlement of `game` won by `winner` at `rake_bp` basis points: a win
+/// posts both stakes and pays the pot less the rake to the winner's owner and
+/// the rake to the house; a draw returns both stakes and pays no rake. `ratings`
+/// are both sides' ratings (a, b) before the match, `None` when its season has
+/// ended (ratings are frozen then). Pure: the same inputs give the same plan.
+pub fn settle(game: &Match, winner: Outcome, rake_bp: i64, ratings: Option<[Rating; 2]>) -> Plan {
+    let pot = game.sides[0].stake.saturating_add(game.sides[1].stake);
+    let (rake, payout, transfers) = match winner {
+        Outcome::Draw => (0, 0, returns(game, "draw: stake returned")),
+        Outcome::A | Outcome::B => {
+            let mut transfers: Vec<TransferRequest> = sides_in_lock_order(game)
+                .into_iter()
+                .map(|(_, letter)| TransferRequest {
+                    id: resolve_transfer_id(&game.id, letter),
+                    op: TransferOp::Post {
+                        pending_id: stake_transfer_id(&game.id, letter),
+                    },
+                    memo: "stake posted".to_owned(),
+                })
+                .collect();
+            let rake = rake_credits(pot, rake_bp);
+            let payout = pot - rake;
+            let winner_side = &game.sides[if winner == Outcome::A { 0 } else { 1 }];
+            if payout > 0 {
+                transfers.push(TransferRequest {
+                    id: payout_transfer_id(&game.id),
+                    op: TransferOp::Single {
+                        debit: escrow_account(&game.id),
+                        credit: owner_account(&winner_side.owner_id),
+                        amount: payout,
+                    },
+                    memo: "pot less rake".to_owned(),
+                });
+            }
+            if rake > 0 {
+                transfers.push(TransferRequest {
+                    id: rake_transfer_id(&game.id),
+                    op: TransferOp::Single {
+                        debit: escrow_account(&game.id),
+                        credit: HOUSE_ACCOUNT.to_owned(),
+                        amount: rake,
+                    },
+                    memo: format!("rake {rake_bp} bp"),
+                });
+            }
+            (rake, payout, transfers)
+        }
+    };
+    let ratings = match ratings {
+        None => Vec::new(),
+        Some([before_a, before_b]) => {
+            let (score_a, score_b) = match winner {
+                Outcome::A => (Score::Win, Score::Loss),
+                Outcome::B => (Score::Loss, Score::Win),
+                Outcome::Draw => (Score::Draw, Score::Draw),
+            };
+            let (after_a, after_b) = rating::update(before_a, before_b, score_a);
+            let mut changes = vec![
+                RatingChange {
+                    bot_id: game.sides[0].bot_id.clone(),
+                    score: score_a,
+                    before: before_a,
+                    after: after_a,
+                },
+                RatingChange {
+                    bot_id: game.sides[1].bot_id.clone(),
+                    score: score_b,
+                    before: before_b,
+                    after: after_b,
+                },
+            ];
+            changes.sort_by(|left, right| left.bot_id.cmp(&right.bot_id));
+            changes
+        }
+    };
+    Plan {
+        match_id: game.id.clone(),
+        winner,
+        pot,
+        rake_bp,
+        rake,
+        payout,
+        transfers,
+        ratings,
+    }
+}
+
+/// An in-memory ledger with the store's rules: what a sequence of transfer
+/// requests does, without a database. The property test runs whole seasons
+/// over it and checks that the stores end in the same state.
+#[derive(Clone, Debug, Default)]
+pub struct Book {
+    accounts: BTreeMap<String, Account>,
+    transfers: BTreeMap<String, Transfer>,
+    /// Pending transfer id → the transfer that resolved it.
+    resolved: BTreeMap<String, String>,
+    /// Transfer ids in the order they were applied.
+    order: Vec<String>,
+}
+
+impl Book {
+    pub fn new() -> Book {
+        Book::default()
+    }
+
+    /// Opens an account (a no-op when it exists, as in the store).
+    pub fn open(&mut self, id: &str, kind: &str, may_go_negative: bool) {
+        self.accounts
+            .entry(id.to_owned())
+            .or_insert_with(|| Account {
+                id: id.to_owned(),
+                kind: kind.to_owned(),
+                may_go_negative,
+                ..Account::default()
+            });
+    }
+
+    pub fn account(&self, id: &str) -> Option<&Account> {
+        self.accounts.get(id)
+    }
+
+    pub fn accounts(&self) -> impl Iterator<Item = &Account> {
+        self.accounts.values()
+    }
+
+    /// Every transfer, in the order applied.
+    pub fn transfers(&self) -> Vec<Transfer> {
+        self.order
+            .iter()
+            .filter_map(|id| self.transfers.get(id).cloned())
+            .collect()
+    }
+
+    /// Applies one request with the same outcomes as the store: a retry with
+    /// the same fields is `AlreadyExists`, other fields a conflict, a debit
+    /// beyond the available balance `InsufficientCredits`. A refused request
+    /// changes nothing.
+    pub fn apply(&mut self, request: &TransferRequest, now_ms: i64) -> Result<TransferOutcome> {
+        request.validate()?;
+        if let Some(existing) = self.transfers.get(&request.id) {
+            return if existing.same_request(request) {
+                Ok(TransferOutcome::AlreadyExists)
+            } else {
+                Err(CoreError::Conflict(format!(
+                    "transfer {} exists with different fields",
+                    request.id
+                )))
+            };
+        }
+        let kind = request.kind();
+        let (debit, credit, amount, pending_id) = match &request.op {
+            TransferOp::Single {
+                debit,
+                credit,
+                amount,
+            }
+            | TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => (debit.clone(), credit.clone(), *amount, None),
+            TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
+                let pending = self
+                    .transfers
+                    .get(pending_id)
+                    .ok_or_else(|| CoreError::NotFound(format!("pending transfer {pending_id}")))?;
+                if pending.kind != TransferKind::Pending {
+                    return Err(CoreError::Invalid(format!(
+                        "transfer {pending_id} is a {} transfer, not a pending one",
+                        pending.kind.name()
+                    )));
+                }
+                if let Some(by) = self.resolved.get(pending_id) {
+                    return Err(CoreError::Conflict(format!(
+                        "pending transfer {pending_id} was already resolved by {by}"
+                    )));
+                }
+                (
+                    pending.debit.clone(),
+                    pending.credit.clone(),
+                    pending.amount,
+                    Some(pending_id.clone()),
+                )
+            }
+        };
+        for id in [&debit, &credit] {
+            if !self.accounts.contains_key(id) {
+                return Err(CoreError::NotFound(format!("ledger account {id}")));
+            }
+        }
+        let debit_account = &self.accounts[&debit];
+        if matches!(kind, TransferKind::Single | TransferKind::Pending)
+            && !debit_account.may_go_negative
+            && debit_account.available() < amount
+        {
+            return Err(CoreError::InsufficientCredits(format!(
+                "account {debit} cannot cover transfer {} of {amount} credits ({} available now)",
+                request.id,
+                debit_account.available()
+            )));
+        }
+        let change = |account: &mut Account, is_debit: bool| match (kind, is_debit) {
+            (TransferKind::Single, true) => account.debits_posted += amount,
+            (TransferKind::Single, false) => account.credits_posted += amount,
+            (TransferKind::Pending, true) => account.debits_pending += amount,
+            (TransferKind::Pending, false) => account.credits_pending += amount,
+            (TransferKind::Post, true) => {
+                account.debits_pending -= amount;
+                account.debits_posted += amount;
+            }
+            (TransferKind::Post, false) => {
+                account.credits_pending -= amount;
+                account.credits_posted += amount;
+            }
+            (TransferKind::Void, true) => account.debits_pending -= amount,
+            (TransferKind::Void, false) => account.credits_pending -= amount,
+        };
+        if let Some(account) = self.accounts.get_mut(&debit) {
+            change(account, true);
+        }
+        if let Some(account) = self.accounts.get_mut(&credit) {
+            change(account, false);
+        }
+        if let Some(pending_id) = &pending_id {
+            self.resolved.insert(pending_id.clone(), request.id.clone());
+        }
+        self.transfers.insert(
+            request.id.clone(),
+            Transfer {
+                id: request.id.clone(),
+                kind,
+                debit,
+                credit,
+                amount,
+                pending_id,
+                memo: request.memo.clone(),
+                created_ms: now_ms,
+            },
+        );
+        self.order.push(request.id.clone());
+        Ok(TransferOutcome::Created)
+    }
+
+    /// The invariant check over this book (see [`check`]).
+    pub fn check(&self) -> Result<LedgerReport, String> {
+        let accounts: Vec<Account> = self.accounts.values().cloned().collect();
+        check(&accounts, &self.transfers())
+    }
+}
+
+/// Totals a clean ledger check reports.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LedgerReport {
+    pub accounts: u64,
+    pub transfers: u64,
+    pub pending_unresolved: u64,
+    /// Credits granted and still in circulation (minus the issuance balance).
+    pub credits_in_circulation: i64,
+    pub house_credits: i64,
+}
+
+#[derive(Default)]
+struct Sums {
+    debits_pending: i64,
+    debits_posted: i64,
+    credits_pending: i64,
+    credits_posted: i64,
+}
+
+/// Verifies every ledger invariant over the full history, in a stable order, and
+/// names the first violation: transfers well formed and referring to known
+/// accounts (in the order given, the order they were applied), every post or void naming an earlier pending transfer with the same
+/// accounts and amount, each pending transfer resolved at most once, stored sums
+/// equal to those recomputed from the transfers, debits equal to credits, and no
+/// balance below zero except the issuance account's.
+pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerReport, String> {
+    let by_id: BTreeMap<&str, &Account> = accounts
+        .iter()
+        .map(|account| (account.id.as_str(), account))
+        .collect();
+    let mut sums: BTreeMap<&str, Sums> = accounts
+        .iter()
+        .map(|account| (account.id.as_str(), Sums::default()))
+        .collect();
+    // Pending transfers seen so far: a resolution must come after its pending transfer.
+    let mut pendings: BTreeMap<&str, &Transfer> = BTreeMap::new();
+    let mut resolved: BTreeSet<&str> = BTreeSet::new();
+    for transfer in transfers {
+        let id = &transfer.id;
+        if transfer.amount <= 0 {
+            return Err(format!(
+                "transfer {id} has non-positive amount {}",
+                transfer.amount
+            ));
+        }
+        if transfer.debit == transfer.credit {
+            return Err(format!("transfer {id} debits and credits the same account"));
+        }
+        for account in [&transfer.debit, &transfer.credit] {
+            if !by_id.contains_key(account.as_str()) {
+                return Err(format!("transfer {id} names unknown account {account}"));
+            }
+        }
+        let amount = transfer.amount;
+        let (debit, credit) = (transfer.debit.as_str(), transfer.credit.as_str());
+        match transfer.kind {
+            TransferKind::Single => {
+                add(&mut sums, debit, |sums| sums.debits_posted += amount);
+                add(&mut sums, credit, |sums| sums.credits_posted += amount);
+            }
+            TransferKind::Pending => {
+                if transfer.pending_id.is_some() {
+                    return Err(format!("pending transfer {id} names a pending id"));
+                }
+                add(&mut sums, debit, |sums| sums.debits_pending += amount);
+                add(&mut sums, credit, |sums| sums.credits_pending += amount);
+                pendings.insert(id.as_str(), transfer);
+            }
+            TransferKind::Post | TransferKind::Void => {
+                let Some(pending_id) = transfer.pending_id.as_deref() else {
+                    return Err(format!(
+                        "{} transfer {id} names no pending transfer",
+                        transfer.kind.name()
+                    ));
+                };
+                let Some(pending) = pendings.get(pending_id) else {
+                    return Err(format!(
+                        "transfer {id} resolves {pending_id}, which is not an earlier pending transfer"
+                    ));
+                };
+                if pending.debit != transfer.debit
+                    || pending.credit != transfer.credit
+                    || pending.amount != amount
+                {
+                    return Err(format!(
+                        "transfer {id} differs from the pending transfer {pending_id} it resolves"
+                    ));
+                }
+                if !resolved.insert(pending_id) {
+                    return Err(format!(
+                        "pending transfer {pending_id} is resolved more than once"
+                    ));
+                }
+                add(&mut sums, debit, |sums| sums.debits_pending -= amount);
+                add(&mut sums, credit, |sums| sums.credits_pending -= amount);
+                if transfer.kind == TransferKind::Post {
+                    add(&mut sums, debit, |sums| sums.debits_posted += amount);
+                    add(&mut sums, credit, |sums| sums.credits_posted += amount);
+                }
+            }
+        }
+    }
+    let mut totals = Sums::default();
+    let mut report = LedgerReport {
+        accounts: accounts.len() as u64,
+        transfers: transfers.len() as u64,
+        pending_unresolved: (pendings.len() - resolved.len()) as u64,
+        ..LedgerReport::default()
+    };
+    for account in accounts {
+        let recomputed = &sums[account.id.as_str()];
+        let stored = [
+            (
+                "debits_pending",
+                account.debits_pending,
+                recomputed.debits_pending,
+            ),
+            (
+                "debits_posted",
+                account.debits_posted,
+                recomputed.debits_posted,
+            ),
+            (
+                "credits_pending",
+                account.credits_pending,
+                recomputed.credits_pending,
+            ),
+            (
+                "credits_posted",
+                account.credits_posted,
+                recomputed.credits_posted,
+            ),
+        ];
+        for (field, stored, history) in stored {
+            if stored != history {
+                return Err(format!(
+                    "account {} has {field} {stored} but its transfers sum to {history}",
+                    account.id
+                ));
+            }
+        }
+        if !account.may_go_negative && account.available() < 0 {
+            return Err(format!(
+                "account {} is below zero: {} credits",
+                account.id,
+                account.available()
+            ));
+        }
+        totals.debits_pending += account.debits_pending;
+        totals.debits_posted += account.debits_posted;
+        totals.credits_pending += account.credits_pending;
+        totals.credits_posted += account.credits_posted;
+        if account.id == ISSUANCE_ACCOUNT {
+            report.credits_in_circulation = -account.available();
+        }
+        if account.id == HOUSE_ACCOUNT {
+            report.house_credits = account.available();
+        }
+    }
+    if totals.debits_posted != totals.credits_posted {
+        return Err(format!(
+            "posted debits {} differ from posted credits {}",
+            totals.debits_posted, totals.credits_posted
+        ));
+    }
+    if totals.debits_pending != totals.credits_pending {
+        return Err(format!(
+            "pending debits {} differ from pending credits {}",
+            totals.debits_pending, totals.credits_pending
+        ));
+    }
+    Ok(report)
+}
+
+fn add<'a>(sums: &mut BTreeMap<&'a str, Sums>, account: &'a str, change: impl FnOnce(&mut Sums)) {
+    if let Some(entry) = sums.get_mut(account) {
+        change(entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rake_rounds_down_in_the_winners_favour() {
+        assert_eq!(rake_credits(200, 500), 10);
+        assert_eq!(rake_credits(39, 500), 1);
+        assert_eq!(rake_credits(19, 500), 0);
+        assert_eq!(rake_credits(0, 500), 0);
+        assert_eq!(
+            rake_credits(2 * MAX_TRANSFER_CREDITS, 5_000),
+            MAX_TRANSFER_CREDITS
+        );
+    }
+
+    use crate::model::{MatchSide, MatchState};
+    use crate::rating::INITIAL;
+
+    /// A match between owners `owner_a` and `owner_b` with the given stakes.
+    fn game(owner_a: &str, owner_b: &str, stakes: [i64; 2]) -> Match {
+        let side = |bot: &str, owner: &str, stake| MatchSide {
+            bot_id: bot.to_owned(),
+            bot_name: String::new(),
+            version: 1,
+            owner_id: owner.to_owned(),
+            stake,
+        };
+        Match {
+            id: "m1".to_owned(),
+            season_id: 1,
+            class: duel_rules::WeightClass::Light,
+            ruleset: "1.0.0".to_owned(),
+            budget: 0,
+            rake_bp: 500,
+            seed: 7,
+            sides: [
+                side("bot-z", owner_a, stakes[0]),
+                side("bot-y", owner_b, stakes[1]),
+            ],
+            state: MatchState::Running,
+            attempts: 1,
+            accepted_ms: 0,
+            finished_ms: None,
+            winner: None,
+            replay_path: None,
+            note: None,
+        }
+    }
+
+    fn single(id: &str, debit: &str, credit: &str, amount: i64, memo: &str) -> TransferRequest {
+        TransferRequest {
+            id: id.to_owned(),
+            op: TransferOp::Single {
+                debit: debit.to_owned(),
+                credit: credit.to_owned(),
+                amount,
+            },
+            memo: memo.to_owned(),
+        }
+    }
+
+    fn resolve(letter: char, post: bool, memo: &str) -> TransferRequest {
+        let pending_id = stake_transfer_id("m1", letter);
+        TransferRequest {
+            id: resolve_transfer_id("m1", letter),
+            op: if post {
+                TransferOp::Post { pending_id }
+            } else {
+                TransferOp::Void { pending_id }
+            },
+            memo: memo.to_owned(),
+        }
+    }
+
+    /// Owners a and b, stakes, winner, rake bp → pot, rake, payout, transfers.
+    type Case = (
+        &'static str,
+        &'static str,
+        [i64; 2],
+        Outcome,
+        i64,
+        [i64; 3],
+        Vec<TransferRequest>,
+    );
+
+    #[test]
+    fn settlement_plans_as_a_table() {
+        let cases: Vec<Case> = vec![
+            (
+                "alice",
+                "bob",
+                [100, 99],
+                Outcome::A,
+                500,
+                [199, 9, 190],
+                vec![
+                    resolve('a', true, "stake posted"),
+                    resolve('b', true, "stake posted"),
+                    single(
+                        "payout:m1",
+                        "escrow:m1",
+                        "owner:alice",
+                        190,
+                        "pot less rake",
+                    ),
+                    single("rake:m1", "escrow:m1", "house", 9, "rake 500 bp"),
+                ],
+            ),
+            // Owners are locked by id: bob's stake first when bob is side b.
+            (
+                "carol",
+                "bob",
+                [10, 10],
+                Outcome::B,
+                500,
+                [20, 1, 19],
+                vec![
+                    resolve('b', true, "stake posted"),
+                    resolve('a', true, "stake posted"),
+                    single("payout:m1", "escrow:m1", "owner:bob", 19, "pot less rake"),
+                    single("rake:m1", "escrow:m1", "house", 1, "rake 500 bp"),
+                ],
+            ),
+            // A rake that rounds to nothing is not a transfer.
+            (
+                "alice",
+                "bob",
+                [9, 10],
+                Outcome::A,
+                500,
+                [19, 0, 19],
+                vec![
+                    resolve('a', true, "stake posted"),
+                    resolve('b', true, "stake posted"),
+                    single("payout:m1", "escrow:m1", "owner:alice", 19, "pot less rake"),
+                ],
+            ),
+            // No rake at all.
+            (
+                "alice",
+                "bob",
+                [5, 5],
+                Outcome::B,
+                0,
+                [10, 0, 10],
+                vec![
+                    resolve('a', true, "stake posted"),
+                    resolve('b', true, "stake posted"),
+                    single("payout:m1", "escrow:m1", "owner:bob", 10, "pot less rake"),
+                ],
+            ),
+            // A draw returns both stakes, no rake, whatever the rate.
+            (
+                "alice",
+                "bob",
+                [100, 40],
+                Outcome::Draw,
+                5_000,
+                [140, 0, 0],
+                vec![
+                    resolve('a', false, "draw: stake returned"),
+                    resolve('b', false, "draw: stake returned"),
+                ],
+            ),
+        ];
+        for (owner_a, owner_b, stakes, winner, rake_bp, [pot, rake, payout], transfers) in cases {
+            let plan = settle(&game(owner_a, owner_b, stakes), winner, rake_bp, None);
+            let case = format!("{owner_a}/{owner_b} {stakes:?} {winner:?} at {rake_bp} bp");
+            assert_eq!(
+                (plan.pot, plan.rake, plan.payout),
+                (pot, rake, payout),
+                "{case}"
+            );
+            assert_eq!(plan.transfers, transfers, "{case}");
+            assert!(
+                plan.ratings.is_empty(),
+                "{case}: season closed, ratings frozen"
+            );
+        }
+    }
+
+    #[test]
+    fn settlement_moves_ratings_in_bot_id_order() {
+        let strong = Rating {
+            rating: 1700.0,
+            deviation: 80.0,
+            volatility: 0.06,
+        };
+        for (winner, score_a, score_b) in [
+            (Outcome::A, Score::Win, Score::Loss),
+            (Outcome::B, Score::Loss, Score::Win),
+            (Outcome::Draw, Score::Draw, Score::Draw),
+        ] {
+            let plan = settle(
+                &game("alice", "bob", [1, 1]),
+                winner,
+                500,
+                Some([INITIAL, strong]),
+            );
+            let (after_a, after_b) = rating::update(INITIAL, strong, score_a);
+            // bot-y (side b) sorts before bot-z (side a).
+            assert_eq!(
+                plan.ratings,
+                vec![
+                    RatingChange {
+                        bot_id: "bot-y".to_owned(),
+                        score: score_b,
+                        before: strong,
+                        after: after_b,
+                    },
+                    RatingChange {
+                        bot_id: "bot-z".to_owned(),
+                        score: score_a,
+                        before: INITIAL,
+                        after: after_a,
+                    },
+                ],
+                "{winner:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_plan_is_the_same_every_time() {
+        let game = game("alice", "bob", [37, 61]);
+        let first = settle(&game, Outcome::B, 321, Some([INITIAL, INITIAL]));
+        assert_eq!(
+            first,
+            settle(&game, Outcome::B, 321, Some([INITIAL, INITIAL]))
+        );
+    }
+
+    #[test]
+    fn plans_applied_to_a_book_keep_every_invariant() {
+        let mut book = Book::new();
+        book.open(ISSUANCE_ACCOUNT, "issuance", true);
+        book.open(HOUSE_ACCOUNT, "house", false);
+        for owner in ["alice", "bob"] {
+            book.open(&owner_account(owner), "owner", false);
+            book.apply(
+                &single(
+                    &format!("grant:{owner}"),
+                    ISSUANCE_ACCOUNT,
+                    &owner_account(owner),
+                    100,
+                    "grant",
+                ),
+                0,
+            )
+            .expect("grant");
+        }
+        let game = game("alice", "bob", [60, 40]);
+        book.open(&escrow_account(&game.id), "escrow", false);
+        for stake in stakes(&game) {
+            assert_eq!(
+                book.apply(&stake, 1).expect("stake"),
+                TransferOutcome::Created
+            );
+        }
+        assert_eq!(
+            book.account("owner:alice").map(Account::available),
+            Some(40)
+        );
+        let plan = settle(&game, Outcome::B, 500, None);
+        for transfer in &plan.transfers {
+            book.apply(transfer, 2).expect("settle");
+        }
+        // Applying a plan again changes nothing.
+        for transfer in &plan.transfers {
+            assert_eq!(
+                book.apply(transfer, 3).expect("retry"),
+                TransferOutcome::AlreadyExists
+            );
+        }
+        assert!(matches!(
+            book.apply(&returns(&game, "void")[0], 4),
+            Err(CoreError::Conflict(_))
+        ));
+        assert_eq!(book.account("owner:bob").map(Account::available), Some(155));
+        let report = book.check().expect("clean");
+        assert_eq!((report.house_credits, report.pending_unresolved), (5, 0));
+        let overdraft = TransferRequest {
+            id: "stake:m2:a".to_owned(),
+            op: TransferOp::Pending {
+                debit: owner_account("alice"),
+                credit: HOUSE_ACCOUNT.to_owned(),
+                amount: 41,
+            },
+            memo: String::new(),
+        };
+        assert!(matches!(
+            book.apply(&overdraft, 5),
+            Err(CoreError::InsufficientCredits(_))
+        ));
+    }
+}

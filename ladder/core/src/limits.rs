@@ -1,0 +1,65 @@
+//! Every limit of the ladder's rules, named and documented in one place:
+//! names, transfers and the rake, owner quotas, ratings and matchmaking.
+
+/// Owner quotas (`ladder serve --max-versions-per-owner` …): bot versions
+/// across all of an owner's bots, bytes of distinct WASM components they
+/// reference, and seconds spent validating (compiling) uploads per UTC day.
+pub const DEFAULT_MAX_BOT_VERSIONS_PER_OWNER: u64 = 200;
+pub const DEFAULT_MAX_STORED_BYTES_PER_OWNER: u64 = 512 * 1024 * 1024;
+pub const DEFAULT_COMPILE_SECONDS_PER_DAY_PER_OWNER: u64 = 600;
+
+/// The length of the day compile seconds are counted in (UTC days).
+pub const QUOTA_DAY_MS: i64 = 86_400_000;
+
+/// Longest bot, account and season name, in bytes (ASCII letters, digits, `-`, `_`, `.`).
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Longest transfer id and memo, in bytes.
+pub const MAX_TRANSFER_ID_BYTES: usize = 128;
+pub const MAX_MEMO_BYTES: usize = 256;
+
+/// Largest stake or credit grant in one transfer. Keeps every sum of a match
+/// (two stakes) and of the whole ledger far from `i64` overflow.
+pub const MAX_TRANSFER_CREDITS: i64 = 1_000_000_000_000;
+
+/// Default house rake in basis points (500 = 5%). The rake is the pot times the
+/// rate, rounded down to whole credits, so rounding always favours the winner.
+pub const DEFAULT_RAKE_BP: i64 = 500;
+
+/// The largest rake an operator may set (basis points): 50%.
+pub const MAX_RAKE_BP: i64 = 5_000;
+
+/// A match is run at most this many times: the next claim of a match that never
+/// settled (its third) voids it (stakes returned) instead of running it again.
+pub const MAX_MATCH_RUNS: i64 = 2;
+
+/// Matchmaking: the rating gap every bot accepts on its first wave, and how much
+/// it widens for each wave it waited without a partner.
+pub const BASE_RATING_GAP: f64 = 100.0;
+pub const RATING_GAP_WIDEN_PER_WAVE: f64 = 50.0;
+
+/// The widest gap ever allowed, however long a bot waited.
+pub const MAX_RATING_GAP: f64 = 1_000.0;
+
+/// How many rating-sorted neighbours each waiting bot considers per wave. Bounds
+/// a wave to `O(n · NEIGHBOURS)` candidate pairs.
+pub const MATCHMAKER_NEIGHBOURS: usize = 16;
+
+/// Glicko-2 system constant τ.
+pub const GLICKO2_TAU: f64 = 0.5;
+
+/// A bot is provisional while its rating deviation is at or above this.
+pub const PROVISIONAL_DEVIATION: f64 = 110.0;
+
+/// Standings rank by `rating − CONSERVATIVE_DEVIATIONS × deviation`.
+pub const CONSERVATIVE_DEVIATIONS: f64 = 2.0;
+
+/// Soft reset between seasons: the rating keeps this share of its distance
+/// from 1500, and the deviation is raised to at least `SOFT_RESET_MIN_DEVIATION`
+/// (never above the initial 350).
+pub const SOFT_RESET_KEEP: f64 = 0.5;
+pub const SOFT_RESET_MIN_DEVIATION: f64 = 150.0;
+
+const _: () = assert!(MAX_RAKE_BP < 10_000);
+
+const _: () = assert!(MAX_TRANSFER_CREDITS < i64::MAX / 1_000_000);

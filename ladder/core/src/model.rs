@@ -1,0 +1,429 @@
+//! The ladder's records as the library hands them out (plain data; the gRPC
+//! layer converts them to `duel.v1` messages).
+
+use duel_rules::WeightClass;
+
+use crate::error::{CoreError, Result};
+
+/// How a bot version is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BotKind {
+    Builtin,
+    Wasm,
+    Endpoint,
+}
+
+impl BotKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BotKind::Builtin => "builtin",
+            BotKind::Wasm => "wasm",
+            BotKind::Endpoint => "endpoint",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<BotKind> {
+        match name {
+            "builtin" => Ok(BotKind::Builtin),
+            "wasm" => Ok(BotKind::Wasm),
+            "endpoint" => Ok(BotKind::Endpoint),
+            other => Err(CoreError::corrupt(format!("unknown bot kind {other:?}"))),
+        }
+    }
+}
+
+/// What a new bot version is made of, after validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotSource {
+    pub kind: BotKind,
+    /// The canonical built-in spec, the endpoint URL, or the WASM digest.
+    pub spec: String,
+    /// `sha256:` of the component, or of the spec for built-in and endpoint bots.
+    pub digest: String,
+    pub wasm: Option<Vec<u8>>,
+}
+
+impl BotSource {
+    /// A built-in bot of the canonical `spec` (`builtin:random`), with its
+    /// digest.
+    pub fn builtin(spec: String) -> BotSource {
+        BotSource {
+            kind: BotKind::Builtin,
+            digest: sha256_digest(spec.as_bytes()),
+            spec,
+            wasm: None,
+        }
+    }
+}
+
+/// What one owner may keep and spend (`ladder serve --max-versions-per-owner`,
+/// `--max-stored-bytes-per-owner`, `--compile-seconds-per-day`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnerQuotas {
+    /// Bot versions across all of the owner's bots.
+    pub max_bot_versions: u64,
+    /// Bytes of the distinct WASM components the owner's versions reference
+    /// (one component uploaded twice counts once).
+    pub max_stored_bytes: u64,
+    /// Seconds the owner's uploads may spend being validated (compiled) per UTC day.
+    pub compile_seconds_per_day: u64,
+}
+
+impl Default for OwnerQuotas {
+    fn default() -> OwnerQuotas {
+        OwnerQuotas {
+            max_bot_versions: crate::limits::DEFAULT_MAX_BOT_VERSIONS_PER_OWNER,
+            max_stored_bytes: crate::limits::DEFAULT_MAX_STORED_BYTES_PER_OWNER,
+            compile_seconds_per_day: crate::limits::DEFAULT_COMPILE_SECONDS_PER_DAY_PER_OWNER,
+        }
+    }
+}
+
+/// What one owner uses against its [`OwnerQuotas`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnerUsage {
+    pub bot_versions: i64,
+    pub stored_bytes: i64,
+    /// Milliseconds of validation (compiling) today, UTC.
+    pub compile_ms_today: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotVersion {
+    pub version: i64,
+    pub kind: BotKind,
+    pub spec: String,
+    pub digest: String,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bot {
+    pub id: String,
+    pub name: String,
+    pub owner_id: String,
+    pub owner_name: String,
+    pub class: WeightClass,
+    pub current_version: i64,
+    /// Oldest first; the last is the current version.
+    pub versions: Vec<BotVersion>,
+    /// Whether it plays continuously (`ladder bot activate`).
+    pub play: Play,
+}
+
+/// A bot's continuous ranked play.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Play {
+    /// Plays only when enqueued.
+    #[default]
+    Inactive,
+    /// In every pairing wave of its class (once its last match settled and the
+    /// operator's match interval passed), staking `stake` each match.
+    Active { stake: i64, since_ms: i64 },
+    /// Activated, but the ladder stopped pairing it; activating again resumes.
+    Paused {
+        stake: i64,
+        since_ms: i64,
+        reason: String,
+    },
+}
+
+impl Play {
+    /// `inactive`, `active` or `paused`.
+    pub fn state_name(&self) -> &'static str {
+        match self {
+            Play::Inactive => "inactive",
+            Play::Active { .. } => "active",
+            Play::Paused { .. } => "paused",
+        }
+    }
+
+    pub fn stake(&self) -> Option<i64> {
+        match self {
+            Play::Inactive => None,
+            Play::Active { stake, .. } | Play::Paused { stake, .. } => Some(*stake),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueEntry {
+    pub bot_id: String,
+    pub bot_name: String,
+    pub owner_id: String,
+    pub class: WeightClass,
+    pub stake: i64,
+    pub enqueued_ms: i64,
+    pub waves_waited: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchState {
+    /// Accepted, stakes in escrow, waiting for a worker.
+    Queued,
+    /// Claimed by a worker holding a lease.
+    Running,
+    Settled,
+    /// Stakes returned without a result.
+    Voided,
+}
+
+impl MatchState {
+    pub fn name(self) -> &'static str {
+        match self {
+            MatchState::Queued => "queued",
+            MatchState::Running => "running",
+            MatchState::Settled => "settled",
+            MatchState::Voided => "voided",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<MatchState> {
+        match name {
+            "queued" => Ok(MatchState::Queued),
+            "running" => Ok(MatchState::Running),
+            "settled" => Ok(MatchState::Settled),
+            "voided" => Ok(MatchState::Voided),
+            other => Err(CoreError::Invalid(format!(
+                "unknown match state {other:?} (queued, running, settled, voided)"
+            ))),
+        }
+    }
+}
+
+/// The result a worker reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    A,
+    B,
+    Draw,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::A => "a",
+            Outcome::B => "b",
+            Outcome::Draw => "draw",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<Outcome> {
+        match name {
+            "a" => Ok(Outcome::A),
+            "b" => Ok(Outcome::B),
+            "draw" => Ok(Outcome::Draw),
+            other => Err(CoreError::corrupt(format!("unknown winner {other:?}"))),
+        }
+    }
+}
+
+/// One side of a match: the exact bot version that plays it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatchSide {
+    pub bot_id: String,
+    pub bot_name: String,
+    pub version: i64,
+    pub owner_id: String,
+    pub stake: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Match {
+    pub id: String,
+    pub season_id: i64,
+    pub class: WeightClass,
+    pub ruleset: String,
+    pub budget: i64,
+    /// The rake in force at acceptance, in basis points: a later change of the
+    /// setting applies only to matches accepted after it.
+    pub rake_bp: i64,
+    pub seed: i64,
+    pub sides: [MatchSide; 2],
+    pub state: MatchState,
+    pub attempts: i64,
+    pub accepted_ms: i64,
+    pub finished_ms: Option<i64>,
+    pub winner: Option<Outcome>,
+    pub replay_path: Option<String>,
+    pub note: Option<String>,
+}
+
+/// A match a worker holds, with what it needs to run it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub lease_id: String,
+    pub lease_expires_ms: i64,
+    pub game: Match,
+    pub versions: [BotVersion; 2],
+    /// The name of the match's season (the replay carries it).
+    pub season_name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Season {
+    pub id: i64,
+    pub name: String,
+    pub started_ms: i64,
+    pub ended_ms: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standing {
+    pub rank: i64,
+    pub bot_id: String,
+    pub bot_name: String,
+    pub owner_name: String,
+    pub class: WeightClass,
+    pub rating: f64,
+    pub deviation: f64,
+    pub volatility: f64,
+    pub conservative: f64,
+    pub provisional: bool,
+    pub games: i64,
+    pub wins: i64,
+    pub losses: i64,
+    pub draws: i64,
+}
+
+/// What settling a match did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settlement {
+    pub match_id: String,
+    pub winner: Outcome,
+    pub pot: i64,
+    pub rake: i64,
+    pub payout: i64,
+    /// True when this call found the match already settled by the same lease.
+    pub already_settled: bool,
+    /// The plan this call applied (`None` when it was already settled).
+    pub plan: Option<crate::ledger::Plan>,
+}
+
+/// `sha256:` and the lowercase hex of the SHA-256 of `bytes`: how a bot's
+/// bytes or spec are named (the same form as the referee's).
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in Sha256::digest(bytes) {
+        text.push_str(&format!("{byte:02x}"));
+    }
+    text
+}
+
+pub fn class_from_name(name: &str) -> Result<WeightClass> {
+    WeightClass::from_name(name).ok_or_else(|| {
+        CoreError::Invalid(format!(
+            "unknown weight class {name:?} (light, middle, heavy)"
+        ))
+    })
+}
+
+/// Names of bots, accounts and seasons: 1–64 ASCII letters, digits, `-`, `_`, `.`.
+pub fn check_name(what: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= crate::limits::MAX_NAME_BYTES
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(CoreError::Invalid(format!(
+            "{what} name {name:?} must be 1 to {} characters of letters, digits, '-', '_' or '.'",
+            crate::limits::MAX_NAME_BYTES
+        )))
+    }
+}
+
+/// What one bot wrote while deciding one exchange of a ranked match.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExchangeLog {
+    pub round: u8,
+    pub exchange: u8,
+    pub lines: Vec<String>,
+    /// Lines were cut or dropped by the referee's bounds.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// One side's logs of a ranked match, kept for the bot's owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SideLogs {
+    pub side: duel_rules::Side,
+    pub owner_id: String,
+    pub exchanges: Vec<ExchangeLog>,
+}
+
+/// The last pairing wave of one class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaveRecord {
+    pub season_id: i64,
+    pub at_ms: i64,
+    /// Bots in its pool (queued and ready active ones).
+    pub pool: i64,
+    pub pairs: i64,
+    pub duration_ms: i64,
+}
+
+/// One class at a glance, for `ladder status`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassStatus {
+    pub class: WeightClass,
+    /// Registered bots of the class.
+    pub bots: i64,
+    /// In the one-shot queue.
+    pub queued: i64,
+    /// Playing continuously (not paused).
+    pub active: i64,
+    pub paused: i64,
+    /// Matches of the season shown, by state: accepted (waiting for a
+    /// worker), running (leased), settled and voided.
+    pub accepted: i64,
+    pub running: i64,
+    pub settled: i64,
+    pub voided: i64,
+    pub last_wave: Option<WaveRecord>,
+}
+
+/// The ladder at a glance, for `ladder status`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LadderStatus {
+    /// The running season; `None` between seasons.
+    pub season: Option<Season>,
+    /// The season that ended last, if any.
+    pub last_ended: Option<Season>,
+    /// Light, middle, heavy.
+    pub classes: Vec<ClassStatus>,
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`, for people
+/// (`ladder status`, the site's pages).
+pub fn utc_text(ms: i64) -> String {
+    match time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) {
+        Ok(at) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+            at.year(),
+            u8::from(at.month()),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second()
+        ),
+        Err(_) => format!("{ms} ms after the epoch"),
+    }
+}
+
+/// A stored time (milliseconds since the epoch) in RFC 3339, as replays
+/// carry `accepted_at`; corrupt when no date has it.
+pub fn rfc3339(ms: i64) -> Result<String> {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|at| {
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .ok_or_else(|| CoreError::corrupt(format!("stored acceptance time {ms} ms")))
+}

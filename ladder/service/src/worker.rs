@@ -1,0 +1,659 @@
+//! Workers: claim a match under a lease, have the match host build both
+//! fighters from their stored versions (built-in, WASM from the host's
+//! component cache or the stored bytes, endpoint after the address policy),
+//! keep the lease alive while the session plays the match under the class
+//! budget the match row pins, sign the replay and publish it to the replay
+//! store, settle. A worker that dies simply stops heartbeating; its lease
+//! expires and the next claim re-runs the match from scratch (or voids it after
+//! [`crate::limits::MAX_MATCH_RUNS`] runs: its third claim). Settlement only counts for the lease
+//! holder, so a stale worker can never settle.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use duel_referee::address_policy::AddressPolicy;
+use duel_referee::limits::DECISION_WALL_CLOCK;
+use duel_referee::publish::{LiveEvent, LiveFeeds, LivePublisher};
+use duel_referee::{
+    BotSpec, EndpointPolicy, Fighter, FighterSource, HostConfig, MatchHost, MatchOptions,
+    MatchRecorder, MatchSession, ReplaySinks,
+};
+use duel_replays::store::ReplayStore;
+use duel_replays::{Replay, RoundResultRecord, SigningKey};
+use duel_rules::{ExchangeStep, Ruleset, Side, Winner};
+use tokio::sync::watch;
+
+use crate::error::{LadderError, Result};
+use crate::limits::{
+    DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LEASE_LEFT_TO_PUBLISH_PERMILLE,
+    PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
+};
+use crate::metrics::{LadderMetrics, Step};
+use crate::model::{BotKind, BotVersion, Claim, ExchangeLog, Outcome, Settlement};
+use crate::store::Store;
+use crate::validate::check_endpoint_url;
+
+/// What [`BotFactory::fighter`] returns.
+pub type FighterFuture<'a> = Pin<Box<dyn Future<Output = Result<Fighter>> + Send + 'a>>;
+
+/// Says where the fighter of one side comes from, given its exact stored
+/// version; the match host builds it. A [`LadderError::BotRejected`] voids the
+/// match (stakes returned); any other error leaves it to be re-run.
+pub trait BotFactory: Send + Sync + std::fmt::Debug {
+    fn fighter<'a>(&'a self, version: &'a BotVersion) -> FighterFuture<'a>;
+}
+
+fn builtin_fighter(version: &BotVersion) -> Result<Fighter> {
+    match BotSpec::parse(&version.spec) {
+        Ok(spec @ BotSpec::Builtin(_)) => Ok(Fighter::from(spec)),
+        Ok(_) | Err(_) => Err(LadderError::corrupt(format!(
+            "stored built-in spec {:?}",
+            version.spec
+        ))),
+    }
+}
+
+/// Runs built-in bots only: the benchmark's factory, so that the ledger and the
+/// store are what it measures. WASM and endpoint bots are refused (voided).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuiltinFactory;
+
+impl BotFactory for BuiltinFactory {
+    fn fighter<'a>(&'a self, version: &'a BotVersion) -> FighterFuture<'a> {
+        Box::pin(async move {
+            match version.kind {
+                BotKind::Builtin => builtin_fighter(version),
+                BotKind::Wasm | BotKind::Endpoint => Err(LadderError::BotRejected(format!(
+                    "{} bots cannot run in the built-in-only worker",
+                    version.kind.name()
+                ))),
+            }
+        })
+    }
+}
+
+/// Every kind of bot: WASM components from the host's cache by digest, or from
+/// the bytes the store keeps (compiled once per machine, with the sandbox's
+/// disk cache), endpoint bots after the endpoint policy is checked again (the
+/// name may resolve elsewhere now than at registration).
+#[derive(Clone, Debug)]
+pub struct LadderFactory {
+    store: Store,
+    host: MatchHost,
+    allow_private_endpoints: bool,
+}
+
+impl LadderFactory {
+    pub fn new(store: Store, host: MatchHost, allow_private_endpoints: bool) -> LadderFactory {
+        LadderFactory {
+            store,
+            host,
+            allow_private_endpoints,
+        }
+    }
+}
+
+impl BotFactory for LadderFactory {
+    fn fighter<'a>(&'a self, version: &'a BotVersion) -> FighterFuture<'a> {
+        Box::pin(async move {
+            match version.kind {
+                BotKind::Builtin => builtin_fighter(version),
+                BotKind::Wasm => {
+                    let wall_clock = DECISION_WALL_CLOCK;
+                    let loaded = match self.host.cached_component(&version.spec, wall_clock) {
+                        Some(loaded) => loaded,
+                        None => {
+                            let bytes = self.store.wasm_blob(&version.spec).await?;
+                            self.host
+                                .load_component(bytes, wall_clock)
+                                .await
+                                .map_err(|error| LadderError::BotRejected(error.to_string()))?
+                        }
+                    };
+                    Ok(Fighter::new(FighterSource::Component(loaded)))
+                }
+                BotKind::Endpoint => {
+                    // Resolving and checking the addresses happens once per
+                    // match in the referee, which then dials only the address
+                    // it checked (no DNS rebinding between check and use).
+                    check_endpoint_url(&version.spec, self.allow_private_endpoints)?;
+                    Ok(Fighter::from(BotSpec::Endpoint(version.spec.clone())))
+                }
+            }
+        })
+    }
+}
+
+/// Where and how a worker plays and publishes.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Builds and plays the matches: WASM sandboxes and their component cache,
+    /// the metered model gateway, the Inference link endpoint bots are told.
+    pub host: MatchHost,
+    /// Where replays are published (a folder or an S3-compatible bucket).
+    pub replays: ReplayStore,
+    /// Signs every replay before it is published.
+    pub signing_key: Arc<SigningKey>,
+    pub lease_ms: i64,
+    pub heartbeat_ms: i64,
+    /// Per decision; the rules fix 10 s.
+    pub decision_wall_clock: Duration,
+    /// Live feeds of the matches this worker plays (`ladder serve` shares them
+    /// with its HTTP service).
+    pub live: Option<LiveFeeds>,
+    /// Where the worker counts what it does and times each step (`/metrics`,
+    /// which `ladder bench` reads); `None` reads no clock.
+    pub metrics: Option<Arc<LadderMetrics>>,
+}
+
+impl WorkerConfig {
+    pub fn new(
+        host: MatchHost,
+        replays: ReplayStore,
+        signing_key: Arc<SigningKey>,
+    ) -> WorkerConfig {
+        WorkerConfig {
+            host,
+            replays,
+            signing_key,
+            lease_ms: DEFAULT_LEASE_MS,
+            heartbeat_ms: DEFAULT_HEARTBEAT_MS,
+            decision_wall_clock: DECISION_WALL_CLOCK,
+            live: None,
+            metrics: None,
+        }
+    }
+}
+
+/// Runs `work`, timing it into `step`'s histogram when the worker has metrics.
+async fn timed<T>(metrics: Option<&LadderMetrics>, step: Step, work: impl Future<Output = T>) -> T {
+    let Some(metrics) = metrics else {
+        return work.await;
+    };
+    let started = Instant::now();
+    let output = work.await;
+    metrics.step(step, started.elapsed());
+    output
+}
+
+/// The host a ladder's workers play with: endpoint bots must answer `Hello`
+/// before a match (else it is voided), and their failures are recorded by
+/// category only, since ranked replays are public.
+/// `allow_private_endpoints` (the operator's flag) decides which addresses
+/// endpoint bots may have.
+pub fn ladder_host_config(mut config: HostConfig, allow_private_endpoints: bool) -> HostConfig {
+    config.endpoints = EndpointPolicy {
+        require_hello: true,
+        peer_text_in_reasons: false,
+        addresses: AddressPolicy::allowing_private(allow_private_endpoints),
+    };
+    config
+}
+
+/// What one pass of a worker did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Worked {
+    Idle,
+    Settled(Settlement),
+    /// The match could not be run and was voided, stakes returned.
+    Voided {
+        match_id: String,
+        reason: String,
+    },
+    /// The lease was lost mid-match; another worker will run it.
+    LostLease {
+        match_id: String,
+    },
+}
+
+/// A stored acceptance time (ms since the epoch) in RFC 3339.
+/// Stops the heartbeat when the match future is dropped, so a cancelled worker
+/// lets its lease expire just as a killed process would.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Claims and runs at most one match.
+pub async fn work_once(
+    store: &Store,
+    factory: &dyn BotFactory,
+    config: &WorkerConfig,
+) -> Result<Worked> {
+    let times = config.metrics.as_deref();
+    let claimed = timed(
+        times,
+        Step::Claim,
+        store.claim(config.lease_ms, store.clock().now_ms()),
+    )
+    .await?;
+    let Some(claim) = claimed else {
+        return Ok(Worked::Idle);
+    };
+    let (class, accepted_ms) = (claim.game.class, claim.game.accepted_ms);
+    let running = config
+        .metrics
+        .as_ref()
+        .map(|metrics| metrics.claimed(class));
+    // Instrumented, not entered: a guard held across awaits would nest spans.
+    let span = tracing::info_span!("match", match_id = %claim.game.id);
+    let worked =
+        tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await;
+    drop(running);
+    match (&config.metrics, &worked) {
+        (Some(metrics), Ok(Worked::Settled(settlement))) if !settlement.already_settled => {
+            metrics.settled(class, store.clock().now_ms() - accepted_ms);
+        }
+        (Some(metrics), Ok(Worked::Voided { .. })) => metrics.voided(class),
+        _ => {}
+    }
+    worked
+}
+
+/// The match options the row pins: ruleset, class and budget must agree, or
+/// the match cannot be played as accepted.
+fn match_options(claim: &Claim, config: &WorkerConfig) -> Result<MatchOptions> {
+    let game = &claim.game;
+    let ruleset = Ruleset::from_version(&game.ruleset)
+        .map_err(|error| LadderError::BotRejected(format!("match pins {error}")))?;
+    if ruleset != Ruleset::CURRENT {
+        return Err(LadderError::BotRejected(format!(
+            "match pins ruleset {}, this worker plays {}",
+            ruleset.version(),
+            Ruleset::CURRENT.version()
+        )));
+    }
+    let budget = ruleset.budget_tokens(game.class);
+    if u64::try_from(game.budget).ok() != Some(budget) {
+        return Err(LadderError::BotRejected(format!(
+            "match pins a budget of {} tokens, but ruleset {} gives class {} {budget}",
+            game.budget,
+            ruleset.version(),
+            game.class.name()
+        )));
+    }
+    let seed = u64::try_from(game.seed)
+        .map_err(|_| LadderError::corrupt(format!("stored seed {} is negative", game.seed)))?;
+    let mut options = MatchOptions::new(game.class)
+        .seed(seed)
+        .wall_clock(config.decision_wall_clock);
+    options.match_id = Some(game.id.clone());
+    options.accepted_at = Some(duel_ladder_core::model::rfc3339(game.accepted_ms)?);
+    Ok(options)
+}
+
+/// Both fighters, shown in the replay under their ladder names and stored
+/// specs (so listings by bot name find them), each metered with the budget.
+async fn prepare(
+    factory: &dyn BotFactory,
+    config: &WorkerConfig,
+    claim: &Claim,
+) -> Result<MatchSession> {
+    let options = match_options(claim, config)?;
+    let [version_a, version_b] = &claim.versions;
+    let (a, b) = tokio::join!(factory.fighter(version_a), factory.fighter(version_b));
+    let shown = |fighter: Fighter, side: Side| {
+        fighter.shown(
+            claim.game.sides[side.index()].bot_name.clone(),
+            claim.versions[side.index()].spec.clone(),
+        )
+    };
+    config
+        .host
+        .prepare([shown(a?, Side::A), shown(b?, Side::B)], options)
+        .await
+        .map_err(|error| {
+            if error.is_bad_input() {
+                // A component the sandbox refuses, an endpoint that does not
+                // answer: running again would not help.
+                LadderError::BotRejected(error.to_string())
+            } else {
+                LadderError::Io(error.to_string())
+            }
+        })
+}
+
+async fn run_claim(
+    store: &Store,
+    factory: &dyn BotFactory,
+    config: &WorkerConfig,
+    claim: Claim,
+) -> Result<Worked> {
+    let game = &claim.game;
+    let times = config.metrics.as_deref();
+    let session = match timed(times, Step::Prepare, prepare(factory, config, &claim)).await {
+        Ok(session) => session,
+        // Neither a refused bot nor a corrupt row gets better by running again.
+        Err(error @ (LadderError::BotRejected(_) | LadderError::Corrupt(_))) => {
+            let reason = error.to_string();
+            tracing::warn!(%reason, "voiding a match that cannot be run");
+            store
+                .void_claimed(&game.id, &claim.lease_id, &reason, store.clock().now_ms())
+                .await?;
+            return Ok(Worked::Voided {
+                match_id: game.id.clone(),
+                reason,
+            });
+        }
+        // Anything else (the database, say) may pass: the lease expires and the
+        // match is run again, or voided after its last attempt.
+        Err(error) => return Err(error),
+    };
+    // Heartbeat beside the match; losing the lease abandons the match.
+    let (lost_tx, mut lost_rx) = watch::channel(false);
+    let heartbeat = AbortOnDrop({
+        let store = store.clone();
+        let match_id = game.id.clone();
+        let lease_id = claim.lease_id.clone();
+        let (lease_ms, every_ms) = (config.lease_ms, config.heartbeat_ms.max(1));
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(Duration::from_millis(every_ms as u64));
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                if store
+                    .heartbeat(&match_id, &lease_id, lease_ms, store.clock().now_ms())
+                    .await
+                    .is_err()
+                {
+                    let _ = lost_tx.send(true);
+                    return;
+                }
+            }
+        })
+    });
+    let live = start_live(config, &session);
+    let mut follow = |recorder: &MatchRecorder, step: &ExchangeStep| {
+        if let (Some(live), Some((round, exchange))) = (&live, recorder.last_exchange()) {
+            let round_result = step.round_result.map(|result| RoundResultRecord {
+                winner: result.winner.into(),
+                by: result.by.into(),
+            });
+            live.exchange(round, exchange, round_result);
+        }
+    };
+    // The session (both bots and their Inference credentials) is gone when
+    // this select ends, before anything is published.
+    let played = tokio::select! {
+        played = timed(times, Step::Play, session.play(&mut follow)) => Some(played),
+        _ = lost_rx.wait_for(|lost| *lost) => None,
+    };
+    drop(heartbeat);
+    let Some(duel_referee::Played {
+        mut replay,
+        transcript,
+    }) = played
+    else {
+        tracing::warn!("lease lost mid-match; abandoning it");
+        return Ok(Worked::LostLease {
+            match_id: game.id.clone(),
+        });
+    };
+    // Only a worker that still holds the match publishes its replay: a stale
+    // one must not replace the replay of the run that settles.
+    let lease_check = hold_lease_to_publish(store, &game.id, &claim.lease_id, config.lease_ms);
+    if timed(times, Step::LeaseCheck, lease_check).await.is_err() {
+        tracing::warn!("lease lost before publishing; abandoning the match");
+        return Ok(Worked::LostLease {
+            match_id: game.id.clone(),
+        });
+    }
+    replay.season = Some(claim.season_name.clone());
+    // Ranked replays are public and logs can reveal strategy (issue 12): each
+    // side's logs are kept for its owner, and the published, signed replay
+    // carries none.
+    timed(times, Step::Logs, keep_logs(store, game, &replay)).await;
+    replay.strip_logs();
+    let sinks = ReplaySinks::new()
+        .sign_with(Arc::clone(&config.signing_key))
+        .put_into(config.replays.clone());
+    let publish_ms = config.lease_ms.saturating_mul(PUBLISH_LEASE_SHARE_PERMILLE) / 1_000;
+    match tokio::time::timeout(
+        Duration::from_millis(u64::try_from(publish_ms).unwrap_or(0)),
+        timed(times, Step::Publish, sinks.keep(&mut replay)),
+    )
+    .await
+    {
+        Ok(Ok(())) => {
+            // The transcript stays apart from the public replay, under a key
+            // the replay service never lists or serves; this run's replay is
+            // the published one, so its digests are what the replay signed.
+            if let Some(transcript) = transcript.filter(|kept| !kept.decisions.is_empty())
+                && let Err(error) = config.replays.put_transcript(&transcript).await
+            {
+                tracing::error!(%error, "cannot keep the match's transcript");
+            }
+        }
+        // An earlier run of this match published its replay and then lost its
+        // lease before settling. A published replay is never replaced (it is
+        // served as immutable), so that run's result is the one settled.
+        Ok(Err(duel_referee::RefereeError::Replay(duel_replays::ReplayError::Conflict(_)))) => {
+            replay = published_replay(config, &game.id).await?;
+            tracing::warn!(
+                "this match's replay was published by an earlier run; settling with its result"
+            );
+        }
+        Ok(Err(error)) => return Err(LadderError::Io(error.to_string())),
+        Err(_) => {
+            return Err(LadderError::Io(format!(
+                "publishing the replay to {} took more than {publish_ms} ms",
+                config.replays.description()
+            )));
+        }
+    }
+    if let Some(live) = live {
+        live.finish(&replay.result);
+    }
+    if let Some(metrics) = &config.metrics {
+        metrics.decisions(&replay);
+    }
+    let winner = match replay.result.winner.into() {
+        Winner::A => Outcome::A,
+        Winner::B => Outcome::B,
+        Winner::Draw => Outcome::Draw,
+    };
+    let replay_location = config.replays.location(&game.id);
+    let settle = store.complete(
+        &game.id,
+        &claim.lease_id,
+        winner,
+        &replay_location,
+        store.clock().now_ms(),
+    );
+    match timed(times, Step::Settle, settle).await {
+        Ok(settlement) => {
+            tracing::info!(
+                winner = winner.name(),
+                pot = settlement.pot,
+                rake = settlement.rake,
+                "settled"
+            );
+            Ok(Worked::Settled(settlement))
+        }
+        Err(LadderError::LeaseLost(_)) => Ok(Worked::LostLease {
+            match_id: game.id.clone(),
+        }),
+        Err(error) => Err(error),
+    }
+}
+
+/// Makes sure the lease is still this worker's with enough of it left to
+/// publish and settle in: read beside the writer when at least
+/// [`LEASE_LEFT_TO_PUBLISH_PERMILLE`] of a lease is left (no write, no wait
+/// for the one SQLite writer), else extended as a heartbeat would.
+async fn hold_lease_to_publish(
+    store: &Store,
+    match_id: &str,
+    lease_id: &str,
+    lease_ms: i64,
+) -> Result<()> {
+    let now = store.clock().now_ms();
+    match store.lease_expires(match_id, lease_id).await? {
+        Some(expires) if !lease_needs_extension(expires, now, lease_ms) => Ok(()),
+        Some(_) => store
+            .heartbeat(match_id, lease_id, lease_ms, now)
+            .await
+            .map(drop),
+        None => Err(LadderError::LeaseLost(format!(
+            "match {match_id}: lease {lease_id} was taken"
+        ))),
+    }
+}
+
+/// Whether a lease that `expires` must be extended before publishing at `now`.
+fn lease_needs_extension(expires: i64, now: i64, lease_ms: i64) -> bool {
+    expires.saturating_sub(now) < lease_ms.saturating_mul(LEASE_LEFT_TO_PUBLISH_PERMILLE) / 1_000
+}
+
+/// Opens the live feed of a match, when this worker has feeds. A feed that
+/// cannot open (a re-run while the last run's feed is still open) is skipped:
+/// spectators are never a reason not to play.
+fn start_live(config: &WorkerConfig, session: &MatchSession) -> Option<LivePublisher> {
+    let feeds = config.live.as_ref()?;
+    let match_config = session.config();
+    let start = LiveEvent::start_of_match(match_config, session.fighters());
+    match feeds.start(&match_config.match_id, start) {
+        Ok(publisher) => Some(publisher),
+        Err(error) => {
+            tracing::warn!(%error, "no live feed for this match");
+            None
+        }
+    }
+}
+
+/// Works until `shutdown` turns true, sleeping briefly when nothing is waiting.
+/// Errors are logged and the loop goes on: the lease protects every match.
+pub async fn run(
+    store: Store,
+    factory: Arc<dyn BotFactory>,
+    config: WorkerConfig,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    while !*shutdown.borrow() {
+        match work_once(&store, &*factory, &config).await {
+            Ok(Worked::Idle) => {}
+            Ok(_) => continue,
+            Err(error) => {
+                if let Some(metrics) = &config.metrics {
+                    metrics.error(&error);
+                }
+                tracing::error!(%error, "worker pass failed");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(WORKER_IDLE_POLL_MS)) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Starts `count` workers (at least one) over `store`, each playing with a
+/// clone of `config`, until `shutdown`: the one way both `ladder serve`'s
+/// in-process workers and `ladder worker` processes start. The tasks end
+/// after shutdown, once each has finished or abandoned its match.
+pub fn spawn_pool(
+    store: &Store,
+    factory: &Arc<dyn BotFactory>,
+    config: &WorkerConfig,
+    count: usize,
+    shutdown: &watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..count.max(1))
+        .map(|_| {
+            tokio::spawn(run(
+                store.clone(),
+                Arc::clone(factory),
+                config.clone(),
+                shutdown.clone(),
+            ))
+        })
+        .collect()
+}
+
+/// Keeps each side's logs for its owner (`ladder match logs`). Logs are the
+/// author's debugging aid, not part of the result: a failure to keep them is
+/// logged and the match goes on to settle.
+async fn keep_logs(store: &Store, game: &crate::model::Match, replay: &duel_replays::Replay) {
+    for side in [Side::A, Side::B] {
+        let logs = logs_of(replay, side);
+        if logs.is_empty() {
+            continue;
+        }
+        let owner_id = &game.sides[side.index()].owner_id;
+        if let Err(error) = store.keep_logs(&game.id, side, owner_id, &logs).await {
+            tracing::warn!(match_id = %game.id, side = side.name(), %error, "cannot keep the bot's logs");
+        }
+    }
+}
+
+/// The replay an earlier run of `match_id` published, checked to be this
+/// match's and signed with this ladder's key.
+async fn published_replay(config: &WorkerConfig, match_id: &str) -> Result<Replay> {
+    let corrupt = |why: String| LadderError::Io(format!("published replay of {match_id}: {why}"));
+    let json = config
+        .replays
+        .get_json(match_id)
+        .await
+        .map_err(|error| corrupt(error.to_string()))?
+        .ok_or_else(|| corrupt("refused as a conflict, then not found".to_owned()))?;
+    // With an expected key, `Ok(Ok(_))` is always a valid signature by it.
+    match duel_replays::check_signature(&json, Some(&config.signing_key.verifying_key())) {
+        Ok(Ok(_)) => {}
+        Ok(Err(failure)) => return Err(corrupt(format!("signature: {failure:?}"))),
+        Err(error) => return Err(corrupt(error.to_string())),
+    }
+    let replay = Replay::from_slice(&json).map_err(|error| corrupt(error.to_string()))?;
+    if replay.match_id != match_id {
+        return Err(corrupt(format!("it names match {}", replay.match_id)));
+    }
+    Ok(replay)
+}
+
+/// Each exchange `side` logged anything in, from a replay with logs.
+fn logs_of(replay: &duel_replays::Replay, side: duel_rules::Side) -> Vec<ExchangeLog> {
+    replay
+        .exchanges()
+        .filter_map(|(round, exchange)| {
+            let record = exchange.sides()[side.index()];
+            (!record.log().is_empty() || record.log_truncated).then(|| ExchangeLog {
+                round,
+                exchange: exchange.number,
+                lines: record.log().to_vec(),
+                truncated: record.log_truncated,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_is_extended_before_publishing_only_when_little_is_left() {
+        let lease_ms = 30_000;
+        // (expires, now, extend?)
+        let table = [
+            (130_000, 100_000, false), // just claimed: all of it left
+            (127_000, 100_000, false), // 90% left
+            (126_999, 100_000, true),  // just under 90%
+            (105_000, 100_000, true),  // a long match since the last heartbeat
+            (100_000, 100_000, true),  // expiring now
+            (99_000, 100_000, true),   // expired: the heartbeat refuses it
+            (i64::MAX, i64::MIN, false),
+            (i64::MIN, i64::MAX, true),
+        ];
+        for (expires, now, extend) in table {
+            assert_eq!(
+                lease_needs_extension(expires, now, lease_ms),
+                extend,
+                "expires {expires}, now {now}"
+            );
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The rating-history chart of a bot's page, drawn on the server as SVG.
+//!
+//! plotters draws it (its SVG backend, no font files: labels are `<text>`
+//! elements the browser sets), so axes, ticks and scaling come from a
+//! maintained library instead of hand-written path strings. The chart has one
+//! circle per rated match, the rating line through them, a band of ±RD, a
+//! solid vertical line where a season begins and a dashed one where a new
+//! version of the bot first played.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use duel_ladder_store::site::HistoryPoint;
+
+pub const CHART_WIDTH_PX: u32 = 720;
+pub const CHART_HEIGHT_PX: u32 = 300;
+
+const LINE: RGBColor = RGBColor(37, 99, 235);
+const SEASON: RGBColor = RGBColor(30, 30, 30);
+const VERSION: RGBColor = RGBColor(202, 90, 20);
+
+/// A marker between two rated matches: a season or a version began.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Boundary {
+    /// Between point `index - 1` and point `index` (0-based).
+    pub index: usize,
+    pub season_began: bool,
+    pub label: String,
+}
+
+/// Where seasons and versions change along `points`.
+pub fn boundaries(points: &[HistoryPoint]) -> Vec<Boundary> {
+    points
+        .windows(2)
+        .enumerate()
+        .filter_map(|(before, pair)| {
+            let [previous, next] = pair else { return None };
+            if next.season != previous.season {
+                Some(Boundary {
+                    index: before + 1,
+                    season_began: true,
+                    label: format!("season {}", next.season),
+                })
+            } else if next.version != previous.version {
+                Some(Boundary {
+                    index: before + 1,
+                    season_began: false,
+                    label: format!("v{}", next.version),
+                })
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The chart as an `<svg>` element (no XML prologue), or `None` when there is
+/// nothing to draw or plotters refused.
+pub fn rating_chart(points: &[HistoryPoint], title: &str) -> Option<String> {
+    if points.is_empty() {
+        return None;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (CHART_WIDTH_PX, CHART_HEIGHT_PX))
+            .into_drawing_area();
+        if let Err(error) = draw(&root, points) {
+            tracing::warn!(%error, "the rating chart could not be drawn");
+            return None;
+        }
+        root.present().ok()?;
+    }
+    let start = svg.find("<svg")?;
+    let body = &svg[start + "<svg".len()..];
+    Some(format!(
+        "<svg id=\"rating-chart\" role=\"img\" aria-label=\"{}\"{body}",
+        escape_attribute(title)
+    ))
+}
+
+fn escape_attribute(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
+
+fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, points: &[HistoryPoint]) -> DrawResult {
+    root.fill(&WHITE)?;
+    let low = points
+        .iter()
+        .map(|point| point.rating - point.deviation)
+        .fold(f64::INFINITY, f64::min);
+    let high = points
+        .iter()
+        .map(|point| point.rating + point.deviation)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let pad = ((high - low) * 0.05).max(10.0);
+    let (low, high) = (low - pad, high + pad);
+    let count = points.len() as f64;
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .x_label_area_size(32)
+        .y_label_area_size(48)
+        .build_cartesian_2d(0.5..count + 0.5, low..high)?;
+    chart
+        .configure_mesh()
+        .x_desc("rated match")
+        .y_desc("rating")
+        .x_labels(points.len().min(10))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .light_line_style(WHITE)
+        .draw()?;
+    let x = |index: usize| index as f64 + 1.0;
+    let band: Vec<(f64, f64)> = points
+        .iter()
+        .enumerate()
+        .map(|(index, point)| (x(index), point.rating + point.deviation))
+        .chain(
+            points
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(index, point)| (x(index), point.rating - point.deviation)),
+        )
+        .collect();
+    chart.draw_series(std::iter::once(Polygon::new(band, LINE.mix(0.15))))?;
+    for boundary in boundaries(points) {
+        let at = boundary.index as f64 + 0.5;
+        let line = vec![(at, low), (at, high)];
+        if boundary.season_began {
+            chart.draw_series(LineSeries::new(line, SEASON.stroke_width(1)))?;
+        } else {
+            chart.draw_series(DashedLineSeries::new(line, 4, 3, VERSION.stroke_width(1)))?;
+        }
+        let color = if boundary.season_began {
+            SEASON
+        } else {
+            VERSION
+        };
+        chart.draw_series(std::iter::once(Text::new(
+            boundary.label,
+            (at, high),
+            ("sans-serif", 12).into_font().color(&color),
+        )))?;
+    }
+    chart.draw_series(LineSeries::new(
+        points
+            .iter()
+            .enumerate()
+            .map(|(index, point)| (x(index), point.rating)),
+        LINE.stroke_width(2),
+    ))?;
+    chart.draw_series(
+        points
+            .iter()
+            .enumerate()
+            .map(|(index, point)| Circle::new((x(index), point.rating), 3, LINE.filled())),
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(season: &str, version: i64, rating: f64) -> HistoryPoint {
+        HistoryPoint {
+            match_id: format!("m{rating}"),
+            season: season.to_owned(),
+            version,
+            at_ms: 0,
+            rating,
+            deviation: 50.0,
+        }
+    }
+
+    #[test]
+    fn one_circle_per_rated_match_and_a_line_per_boundary() {
+        let points = vec![
+            point("s1", 1, 1500.0),
+            point("s1", 1, 1520.0),
+            point("s1", 2, 1510.0),
+            point("s2", 2, 1490.0),
+        ];
+        let svg = rating_chart(&points, "alpha <rating>").expect("drawn");
+        assert!(svg.starts_with("<svg id=\"rating-chart\""), "{svg}");
+        assert!(svg.contains("alpha &lt;rating&gt;"));
+        assert_eq!(svg.matches("<circle").count(), 4);
+        assert!(svg.contains("season s2"), "{svg}");
+        assert!(svg.contains("\nv2\n"), "{svg}");
+        assert_eq!(
+            boundaries(&points)
+                .iter()
+                .map(|b| (b.index, b.season_began))
+                .collect::<Vec<_>>(),
+            [(2, false), (3, true)]
+        );
+        assert_eq!(rating_chart(&[], "none"), None);
+    }
+}

@@ -1,0 +1,65 @@
+//! Every limit of the public site and Duel TV, named and documented in one
+//! place.
+
+/// Rows of a listing page (matches, a class's table) unless `limit=` asks fewer.
+pub const SITE_PAGE_ROWS: usize = 50;
+
+/// The most rows one page may ask for (`limit=`).
+pub const MAX_SITE_PAGE_ROWS: usize = 200;
+
+/// Rows of each class's table and of the latest matches on the home page.
+pub const HOME_TOP_ROWS: usize = 10;
+
+/// How long browsers and caches may reuse a page or its JSON twin.
+pub const SITE_PAGE_MAX_AGE_S: u32 = 5;
+
+/// Duel TV (`ladder serve --http`, [`crate::tv`]): the default pace of the
+/// broadcast, one exchange every this many milliseconds
+/// (`--tv-exchange-ms`): slow enough to follow, a 36-exchange match in ~25 s.
+pub const DEFAULT_TV_EXCHANGE_MS: u64 = 700;
+
+/// The slowest pace `--tv-exchange-ms` accepts (one exchange a minute).
+pub const MAX_TV_EXCHANGE_MS: u64 = 60_000;
+
+/// Between two broadcast matches Duel TV pauses this many exchanges' time,
+/// so the result stays on screen for a moment.
+pub const TV_PAUSE_EXCHANGES: u32 = 4;
+
+/// How often Duel TV looks for a settled ranked match while it has none.
+pub const TV_IDLE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How many of the latest settled ranked matches Duel TV chooses from.
+pub const TV_CANDIDATE_MATCHES: usize = 5;
+
+/// How many of its last broadcasts Duel TV avoids repeating while another
+/// candidate exists: one less than the candidates, so a quiet ladder's last
+/// matches are shown in turn.
+pub const TV_RECENTLY_SHOWN: usize = TV_CANDIDATE_MATCHES - 1;
+
+/// A win is an upset when the winner was rated this much below the loser
+/// before the match (from `rating_history`; after it for a bot's first match
+/// of the season, when the win has already narrowed the gap).
+pub const TV_UPSET_MIN_RATING_GAP: f64 = 50.0;
+
+/// A match is close when it was decided by one round at most and the damage
+/// dealt differs by at most this share of the total, in percent.
+pub const TV_CLOSE_DAMAGE_PERCENT: u64 = 25;
+
+/// Events a Duel TV watcher may fall behind before it skips ahead (the
+/// broadcast channel's capacity): more than one whole match (at most 38
+/// events), so only a watcher that stopped reading for a minute skips.
+pub const TV_WATCHER_LAG_EVENTS: usize = 64;
+
+/// Most `GET /tv` watchers at once; one more is answered 503. Each holds the
+/// current match's events by reference (a few hundred bytes) and a place in
+/// the HTTP connection cap.
+pub const MAX_TV_WATCHERS: usize = 2_000;
+
+/// How often `GET /tv` sends a keep-alive comment when nothing happens:
+/// the live feeds' interval, under the HTTP idle timeout.
+pub const TV_KEEP_ALIVE: std::time::Duration = duel_referee::limits::LIVE_KEEP_ALIVE;
+
+const _: () = assert!(DEFAULT_TV_EXCHANGE_MS <= MAX_TV_EXCHANGE_MS);
+const _: () = assert!(TV_RECENTLY_SHOWN < TV_CANDIDATE_MATCHES);
+const _: () =
+    assert!(TV_KEEP_ALIVE.as_millis() < duel_referee::limits::HTTP_IDLE_TIMEOUT.as_millis());

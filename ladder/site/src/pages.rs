@@ -1,0 +1,424 @@
+//! The site's HTML: one maud template per page over the same data its JSON
+//! twin returns. maud checks templates at compile time and escapes every
+//! interpolated value.
+//!
+//! No inline script or style (the site's CSP forbids both): the stylesheet is
+//! `/site/site.css`, and the only script is Duel TV's on the home page.
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+use super::data::{BotPage, HomePage, MatchPage, MatchesPage, SeasonPage, SeasonsPage, VersusPage};
+use duel_ladder_core::model::utc_text;
+use duel_ladder_store::site::{ClassTable, MatchLine, Page, Record, SeasonLine};
+
+/// A page: title, the address of its JSON twin, and its body.
+pub fn layout(title: &str, json_href: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · duel ladder" }
+                link rel="stylesheet" href="/site/site.css";
+                link rel="alternate" type="application/json" href=(json_href);
+            }
+            body {
+                header.top {
+                    a.brand href="/" { "duel ladder" }
+                    nav {
+                        a href="/seasons" { "Seasons" }
+                        a href="/matches" { "Matches" }
+                    }
+                }
+                main { (body) }
+                footer {
+                    "Same data as JSON: " a.json href=(json_href) { (json_href) }
+                    " · replays are signed: " a href="/public-key" { "public key" }
+                }
+            }
+        }
+    }
+}
+
+/// An error page (the JSON twin answers `{"error": ...}`).
+pub fn error_page(status: u16, message: &str) -> Markup {
+    layout(
+        "Error",
+        "/api/home",
+        html! {
+            h1 { "Error " (status) }
+            p.error { (message) }
+            p { a href="/" { "Back to the ladder" } }
+        },
+    )
+}
+
+pub fn bot_href(name: &str) -> String {
+    format!("/bots/{name}")
+}
+
+pub fn versus_href(a: &str, b: &str) -> String {
+    format!("/bots/{a}/vs/{b}")
+}
+
+pub fn match_href(id: &str) -> String {
+    format!("/matches/{id}")
+}
+
+fn season_href(name: &str) -> String {
+    format!("/seasons/{name}")
+}
+
+fn result_text(line: &MatchLine) -> Markup {
+    match (line.state.as_str(), line.winner_name()) {
+        ("settled", Some(winner)) => html! { span.win { (winner) " won" } },
+        ("settled", None) => html! { span.draw { "draw" } },
+        (state, _) => html! { span.state { (state) } },
+    }
+}
+
+fn match_rows(lines: &[MatchLine]) -> Markup {
+    html! {
+        div.scroll {
+            table.matches {
+                thead { tr {
+                    th { "Fighters" } th { "Result" } th { "Finished" } th.optional { "Class" }
+                    th.num.optional { "Stakes" } th { "Replay" }
+                } }
+                tbody {
+                    @for line in lines {
+                        tr {
+                            td {
+                                a href=(bot_href(&line.bot_a)) { (line.bot_a) }
+                                " vs "
+                                a href=(bot_href(&line.bot_b)) { (line.bot_b) }
+                            }
+                            td { (result_text(line)) }
+                            td { a.when href=(match_href(&line.id)) { (line.finished_ms.map_or_else(|| utc_text(line.accepted_ms), utc_text)) } }
+                            td.optional { (line.class) }
+                            td.num.optional { (line.stake_a) " + " (line.stake_b) }
+                            td {
+                                @if line.replay {
+                                    a href=(format!("/replays/{}/view", line.id)) { "watch" }
+                                } @else { "—" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn more_link(base: &str, extra: &str, page: &Page<MatchLine>) -> Markup {
+    html! {
+        @if let Some(cursor) = &page.next_cursor {
+            p.more { a rel="next" href=(format!("{base}?{extra}cursor={cursor}")) { "Older matches →" } }
+        }
+    }
+}
+
+fn class_table(season: &SeasonLine, table: &ClassTable, full_link: bool) -> Markup {
+    html! {
+        section.class-table id=(format!("class-{}", table.class)) {
+            h3 { (table.class) }
+            @if table.rows.is_empty() {
+                p.empty { "No rated bots in this class yet." }
+            } @else {
+                div.scroll {
+                    table.standings {
+                        thead { tr {
+                            th.num { "#" } th { "Bot" } th.optional { "Owner" } th.num { "Rating" }
+                            th.num { "RD" } th.num { "W" } th.num { "D" } th.num { "L" } th.num.optional { "Matches" }
+                        } }
+                        tbody {
+                            @for row in &table.rows {
+                                tr {
+                                    td.num { (row.rank) }
+                                    td {
+                                        a href=(bot_href(&row.bot)) { (row.bot) }
+                                        @if row.provisional { abbr.provisional title="provisional: RD ≥ 110" { "?" } }
+                                    }
+                                    td.optional { (row.owner) }
+                                    td.num { (format!("{:.0}", row.rating)) }
+                                    td.num { (format!("{:.0}", row.deviation)) }
+                                    td.num { (row.wins) } td.num { (row.draws) } td.num { (row.losses) }
+                                    td.num.optional { (row.games) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if full_link {
+                p.more { a href=(format!("{}?class={}", season_href(&season.name), table.class)) { "Full " (table.class) " table →" } }
+            } @else if let Some(cursor) = &table.next_cursor {
+                p.more { a rel="next" href=(format!("{}?class={}&cursor={cursor}", season_href(&season.name), table.class)) { "Next page →" } }
+            }
+        }
+    }
+}
+
+const SORT_NOTE: &str = "Sorted by rating − 2·RD (the conservative rating: a bot \
+    with few matches has a wide RD and ranks low until it proves itself), then name. \
+    RD is the rating deviation of Glicko-2; ? marks a provisional rating (RD ≥ 110).";
+
+fn season_label(season: &SeasonLine) -> Markup {
+    html! {
+        a href=(season_href(&season.name)) { "season " (season.name) }
+        @match season.ended_ms {
+            Some(ended) => { " (ended " (utc_text(ended)) ", final table)" }
+            None => { " (running since " (utc_text(season.started_ms)) ")" }
+        }
+    }
+}
+
+pub fn home(page: &HomePage) -> Markup {
+    layout(
+        "Home",
+        "/api/home",
+        html! {
+            h1 { "Duel ladder" }
+            p.lead {
+                @match &page.season {
+                    Some(season) => { "Standings of " (season_label(season)) "." }
+                    None => { "No season has started yet." }
+                }
+            }
+            section.tv-block {
+                h2 { "Duel TV" }
+                p.note { "Recent ranked matches, replayed exchange by exchange." }
+                link rel="stylesheet" href="/tv/tv.css";
+                section id="tv" class="tv" aria-label="Duel TV" {}
+                script src="/tv/tv.js" defer {}
+            }
+            section {
+                h2 { "Latest ranked matches" }
+                @if page.latest.items.is_empty() {
+                    p.empty { "No ranked match has been settled yet." }
+                } @else {
+                    (match_rows(&page.latest.items))
+                    p.more { a href="/matches" { "All matches →" } }
+                }
+            }
+            @if let Some(season) = &page.season {
+                section {
+                    h2 { "Top of the standings" }
+                    p.note { (SORT_NOTE) }
+                    div.classes.compact {
+                        @for table in &page.standings { (class_table(season, table, true)) }
+                    }
+                }
+            }
+        },
+    )
+}
+
+pub fn seasons(page: &SeasonsPage) -> Markup {
+    layout(
+        "Seasons",
+        "/api/seasons",
+        html! {
+            h1 { "Seasons" }
+            @if page.seasons.is_empty() {
+                p.empty { "No season has started yet." }
+            } @else {
+                div.scroll { table {
+                    thead { tr { th { "Season" } th { "Started" } th { "Ended" } } }
+                    tbody {
+                        @for season in &page.seasons {
+                            tr {
+                                td { a href=(season_href(&season.name)) { (season.name) } }
+                                td { (utc_text(season.started_ms)) }
+                                td { (season.ended_ms.map_or_else(|| "running".to_owned(), utc_text)) }
+                            }
+                        }
+                    }
+                } }
+            }
+        },
+    )
+}
+
+pub fn season(page: &SeasonPage, json_href: &str) -> Markup {
+    layout(
+        &format!("Season {}", page.season.name),
+        json_href,
+        html! {
+            h1 { "Season " (page.season.name) }
+            p.lead {
+                @match page.season.ended_ms {
+                    Some(ended) => { "Ended " (utc_text(ended)) ": this is its final, frozen table." }
+                    None => { "Running since " (utc_text(page.season.started_ms)) "." }
+                }
+            }
+            p.note { (SORT_NOTE) }
+            @for table in &page.classes { (class_table(&page.season, table, false)) }
+        },
+    )
+}
+
+fn record_text(record: &Record) -> String {
+    format!(
+        "{} W · {} D · {} L",
+        record.wins, record.draws, record.losses
+    )
+}
+
+pub fn bot(page: &BotPage, json_href: &str) -> Markup {
+    let name = &page.name;
+    // Drawn here, for the HTML page only: the page's costliest step, and the
+    // JSON twin has the points.
+    let chart_svg = super::chart::rating_chart(&page.history, &format!("Rating history of {name}"));
+    layout(
+        name,
+        json_href,
+        html! {
+            h1 { (name) }
+            dl.facts {
+                dt { "Class" } dd { (page.class) }
+                dt { "Owner" } dd { (page.owner) }
+                dt { "Version" } dd { "v" (page.current_version) " (" (page.kind) ")" }
+                dt { "Play" } dd.play { (page.play) }
+                @if let Some(rating) = &page.rating {
+                    dt { "Rating" }
+                    dd { (format!("{:.0} ± {:.0}", rating.rating, rating.deviation)) " in season " (rating.season) }
+                }
+                dt { "Record" } dd { (record_text(&page.record)) " (rated matches, all seasons)" }
+            }
+            section {
+                h2 { "Rating history" }
+                @match &chart_svg {
+                    Some(svg) => {
+                        figure.chart {
+                            (PreEscaped(svg))
+                            figcaption {
+                                "Rating after each of its last " (page.history.len()) " rated matches; the band is ±RD. "
+                                "Solid lines: a new season; dashed: a new version."
+                            }
+                        }
+                    }
+                    None => { p.empty { "No rated match yet." } }
+                }
+            }
+            section {
+                h2 { "Recent matches" }
+                @if page.matches.items.is_empty() {
+                    p.empty { "No settled match yet." }
+                } @else {
+                    (match_rows(&page.matches.items))
+                    (more_link(&bot_href(name), "", &page.matches))
+                }
+            }
+            section {
+                h2 { "Opponents" }
+                @if page.opponents.is_empty() {
+                    p.empty { "None yet." }
+                } @else {
+                    div.scroll { table.opponents {
+                        thead { tr { th { "Opponent" } th.num { "Matches" } th.num { "W" } th.num { "D" } th.num { "L" } th { "" } } }
+                        tbody {
+                            @for opponent in &page.opponents {
+                                tr {
+                                    td { a href=(bot_href(&opponent.bot)) { (opponent.bot) } }
+                                    td.num { (opponent.games) }
+                                    td.num { (opponent.wins) } td.num { (opponent.draws) } td.num { (opponent.losses) }
+                                    td { a.versus href=(versus_href(name, &opponent.bot)) { "head-to-head" } }
+                                }
+                            }
+                        }
+                    } }
+                }
+            }
+            section {
+                h2 { "Versions" }
+                div.scroll { table {
+                    thead { tr { th { "Version" } th { "Kind" } th { "Digest" } th { "Uploaded" } } }
+                    tbody {
+                        @for version in page.versions.iter().rev() {
+                            tr {
+                                td { "v" (version.version) }
+                                td { (version.kind) }
+                                td { code { (version.digest) } }
+                                td { (utc_text(version.created_ms)) }
+                            }
+                        }
+                    }
+                } }
+            }
+        },
+    )
+}
+
+pub fn versus(page: &VersusPage, json_href: &str) -> Markup {
+    let h2h = &page.head_to_head;
+    layout(
+        &format!("{} vs {}", h2h.bot, h2h.opponent),
+        json_href,
+        html! {
+            h1 {
+                a href=(bot_href(&h2h.bot)) { (h2h.bot) } " vs " a href=(bot_href(&h2h.opponent)) { (h2h.opponent) }
+            }
+            p.lead.score { (h2h.bot) ": " (record_text(&h2h.record)) }
+            @if h2h.matches.items.is_empty() {
+                p.empty { "They have not met in a settled match." }
+            } @else {
+                (match_rows(&h2h.matches.items))
+                (more_link(&versus_href(&h2h.bot, &h2h.opponent), "", &h2h.matches))
+            }
+        },
+    )
+}
+
+pub fn matches(page: &MatchesPage, json_href: &str) -> Markup {
+    layout(
+        "Matches",
+        json_href,
+        html! {
+            h1 { "Ranked matches" }
+            @if page.matches.items.is_empty() {
+                p.empty { "No ranked match has been settled yet." }
+            } @else {
+                (match_rows(&page.matches.items))
+                (more_link("/matches", "", &page.matches))
+            }
+        },
+    )
+}
+
+pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
+    let line = &page.line;
+    layout(
+        &format!("Match {}", line.id),
+        json_href,
+        html! {
+            h1 {
+                a href=(bot_href(&line.bot_a)) { (line.bot_a) } " vs " a href=(bot_href(&line.bot_b)) { (line.bot_b) }
+            }
+            p.lead { (result_text(line)) }
+            p.actions {
+                @if line.replay {
+                    a.button href=(format!("/replays/{}/view", line.id)) { "Watch the replay" }
+                    " "
+                    a href=(format!("/replays/{}", line.id)) { "download (JSON, signed)" }
+                } @else if line.state == "running" {
+                    a.button href=(format!("/live/{}/view", line.id)) { "Watch live" }
+                } @else {
+                    "No replay: " (line.state)
+                }
+            }
+            dl.facts {
+                dt { "Match" } dd { code { (line.id) } }
+                dt { "Season" } dd { a href=(season_href(&line.season)) { (line.season) } }
+                dt { "Class" } dd { (line.class) }
+                dt { "Versions" } dd { (line.bot_a) " v" (line.version_a) ", " (line.bot_b) " v" (line.version_b) }
+                dt { "Stakes" } dd { (line.stake_a) " + " (line.stake_b) " credits" }
+                dt { "Accepted" } dd { (utc_text(line.accepted_ms)) }
+                @if let Some(finished) = line.finished_ms { dt { "Finished" } dd { (utc_text(finished)) } }
+                @if let Some(note) = &page.note { dt { "Note" } dd { (note) } }
+            }
+            p { a href=(versus_href(&line.bot_a, &line.bot_b)) { "Head-to-head of " (line.bot_a) " and " (line.bot_b) " →" } }
+        },
+    )
+}

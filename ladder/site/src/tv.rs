@@ -1,0 +1,710 @@
+//! Duel TV: a paced, never-ending broadcast of recent ranked matches. Ranked
+//! matches finish in milliseconds, so `ladder serve --http` replays settled
+//! ones exchange by exchange at a pace a person can follow.
+//!
+//! [`DuelTv::run`] loops until shutdown: it reads the latest settled matches
+//! ([`TV_CANDIDATE_MATCHES`]), loads their replays from the replay store, picks
+//! one with [`choose`] (an upset, else a close match, else the newest; never
+//! one of its last broadcasts while another exists), and plays it as the
+//! live feeds' events (`start`, one `exchange` per exchange, `end`), one
+//! exchange per [`TvConfig::exchange_pace`]. Each broadcast is also a live
+//! feed under its match id, so `/live` lists it while it airs and
+//! `/live/{id}/view` follows it. Between matches it pauses; with no settled
+//! match it polls ([`TvConfig::idle_poll`]).
+//!
+//! [`router`] serves `GET /tv` (server-sent events across matches: a new
+//! watcher first gets the current match's events so far), `GET /tv/now` (the
+//! match on air as JSON) and the home page's widget (`/tv/tv.js`, `/tv/tv.css`).
+//! Each event is serialized once and shared by reference: a watcher holds
+//! the current match's events by pointer and its place in a broadcast channel,
+//! where a watcher that lags skips ahead instead of holding the broadcast.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use duel_plumbing::reply::json_error;
+use duel_referee::publish::{LiveEvent, LiveFeeds};
+use duel_replays::store::ReplayStore;
+use duel_replays::{ClassName, Replay, WinnerName};
+use duel_rules::Ruleset;
+use futures::StreamExt;
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
+use tokio_stream::wrappers::BroadcastStream;
+
+use crate::limits::{
+    DEFAULT_TV_EXCHANGE_MS, MAX_TV_WATCHERS, TV_CANDIDATE_MATCHES, TV_CLOSE_DAMAGE_PERCENT,
+    TV_IDLE_POLL, TV_KEEP_ALIVE, TV_PAUSE_EXCHANGES, TV_RECENTLY_SHOWN, TV_UPSET_MIN_RATING_GAP,
+    TV_WATCHER_LAG_EVENTS,
+};
+use duel_ladder_core::model::Outcome;
+use duel_ladder_store::{Reads, SettledMatch};
+
+/// The widget the home page includes (`<script src="/tv/tv.js" defer>`).
+const TV_JS: &str = include_str!("tv/tv.js");
+/// Its style sheet (`<link rel="stylesheet" href="/tv/tv.css">`).
+const TV_CSS: &str = include_str!("tv/tv.css");
+
+/// How Duel TV paces its broadcast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TvConfig {
+    /// Time between two events of a match (`ladder serve --tv-exchange-ms`).
+    pub exchange_pace: Duration,
+    /// Time between a match's `end` and the next match's `start`.
+    pub pause_between_matches: Duration,
+    /// How often to look again while no ranked match has settled.
+    pub idle_poll: Duration,
+    /// How often `GET /tv` sends a keep-alive comment when nothing happens.
+    pub keep_alive: Duration,
+}
+
+impl TvConfig {
+    /// The defaults at `exchange_pace`, pausing [`TV_PAUSE_EXCHANGES`] of it
+    /// between matches.
+    pub fn paced(exchange_pace: Duration) -> TvConfig {
+        TvConfig {
+            exchange_pace,
+            pause_between_matches: exchange_pace.saturating_mul(TV_PAUSE_EXCHANGES),
+            idle_poll: TV_IDLE_POLL,
+            keep_alive: TV_KEEP_ALIVE,
+        }
+    }
+}
+
+impl Default for TvConfig {
+    fn default() -> TvConfig {
+        TvConfig::paced(Duration::from_millis(DEFAULT_TV_EXCHANGE_MS))
+    }
+}
+
+/// Why Duel TV picked the match it shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Why {
+    /// The winner is rated well below the loser ([`TV_UPSET_MIN_RATING_GAP`]).
+    Upset,
+    /// Decided by one round at most, with damage nearly even
+    /// ([`TV_CLOSE_DAMAGE_PERCENT`]).
+    Close,
+    /// Neither: the newest match not shown lately.
+    Latest,
+}
+
+impl Why {
+    pub fn name(self) -> &'static str {
+        match self {
+            Why::Upset => "upset",
+            Why::Close => "close",
+            Why::Latest => "latest",
+        }
+    }
+}
+
+/// What [`choose`] knows of a settled match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub match_id: String,
+    pub winner: WinnerName,
+    pub round_wins: [u8; 2],
+    pub damage: [u32; 2],
+    /// The bots' ratings before the match (after it for a bot's first match
+    /// of its season), when rated.
+    pub ratings: [Option<f64>; 2],
+}
+
+impl Candidate {
+    /// A settled match and its replay's result.
+    pub fn of(settled: &SettledMatch, replay: &Replay) -> Candidate {
+        Candidate {
+            match_id: settled.id.clone(),
+            winner: match settled.winner {
+                Outcome::A => WinnerName::A,
+                Outcome::B => WinnerName::B,
+                Outcome::Draw => WinnerName::Draw,
+            },
+            round_wins: replay.result.round_wins,
+            damage: replay.result.damage,
+            ratings: settled.ratings,
+        }
+    }
+
+    /// How far (rating points) the winner was below the loser, when that is
+    /// at least [`TV_UPSET_MIN_RATING_GAP`]. Ratings are those before the
+    /// match where the history has them; after it (the gap narrowed by the
+    /// win) for a bot's first match of the season.
+    pub fn upset_gap(&self) -> Option<f64> {
+        let (winner, loser) = match self.winner {
+            WinnerName::A => (0, 1),
+            WinnerName::B => (1, 0),
+            WinnerName::Draw => return None,
+        };
+        let gap = self.ratings[loser]? - self.ratings[winner]?;
+        (gap >= TV_UPSET_MIN_RATING_GAP).then_some(gap)
+    }
+
+    /// The difference in damage dealt, in percent of all damage dealt.
+    pub fn damage_margin_percent(&self) -> u64 {
+        let [a, b] = self.damage.map(u64::from);
+        a.abs_diff(b)
+            .saturating_mul(100)
+            .checked_div(a + b)
+            .unwrap_or(0)
+    }
+
+    /// What makes this match worth showing.
+    pub fn why(&self) -> Why {
+        if self.upset_gap().is_some() {
+            Why::Upset
+        } else if self.round_wins[0].abs_diff(self.round_wins[1]) <= 1
+            && self.damage_margin_percent() <= TV_CLOSE_DAMAGE_PERCENT
+        {
+            Why::Close
+        } else {
+            Why::Latest
+        }
+    }
+
+    /// Higher is more interesting: upsets by their gap, then close matches
+    /// by how even the damage was, then the rest.
+    fn rank(&self) -> (u8, i64) {
+        match self.why() {
+            // Whole rating points; a gap is far below i64's range.
+            Why::Upset => (2, self.upset_gap().unwrap_or(0.0).round() as i64),
+            Why::Close => (
+                1,
+                -i64::try_from(self.damage_margin_percent()).unwrap_or(i64::MAX),
+            ),
+            Why::Latest => (0, 0),
+        }
+    }
+}
+
+/// Picks the next match to show from `candidates` (newest first), given
+/// the ids shown lately (oldest first, the one just shown last). Only
+/// matches not shown lately are considered while there are any, else any
+/// but the one just shown, else that one (it is the only one). Among them
+/// the most interesting wins: an upset (the larger gap first), then a close
+/// match (the more even damage first), then the newest; ties go to the
+/// newer.
+pub fn choose(candidates: &[Candidate], recently_shown: &[String]) -> Option<(usize, Why)> {
+    let all = 0..candidates.len();
+    let fresh: Vec<usize> = all
+        .clone()
+        .filter(|&index| !recently_shown.contains(&candidates[index].match_id))
+        .collect();
+    let pool = if fresh.is_empty() {
+        let just_shown = recently_shown.last();
+        let others: Vec<usize> = all
+            .clone()
+            .filter(|&index| Some(&candidates[index].match_id) != just_shown)
+            .collect();
+        if others.is_empty() {
+            all.collect()
+        } else {
+            others
+        }
+    } else {
+        fresh
+    };
+    pool.into_iter()
+        .max_by(|&x, &y| {
+            candidates[x]
+                .rank()
+                .cmp(&candidates[y].rank())
+                .then_with(|| y.cmp(&x))
+        })
+        .map(|index| (index, candidates[index].why()))
+}
+
+/// The match on air, as `GET /tv/now` describes it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OnAir {
+    pub match_id: String,
+    pub class: ClassName,
+    pub season: String,
+    /// The bots' names, side a then side b.
+    pub fighters: [String; 2],
+    pub why: Why,
+    /// Exchanges shown so far, and in the whole match.
+    pub exchange: usize,
+    pub exchanges: usize,
+    /// Whether its `end` was shown (the pause before the next match).
+    pub ended: bool,
+    /// What a fighter starts each round with, for the widget's bars.
+    pub start_hp: i32,
+    pub max_stamina: i32,
+}
+
+/// One event, serialized once for every watcher.
+#[derive(Debug)]
+struct Frame {
+    kind: &'static str,
+    data: String,
+}
+
+impl Frame {
+    fn of(event: &LiveEvent) -> Option<Arc<Frame>> {
+        match serde_json::to_string(event) {
+            Ok(data) => Some(Arc::new(Frame {
+                kind: event.kind(),
+                data,
+            })),
+            Err(error) => {
+                tracing::error!(%error, "Duel TV cannot serialize an event");
+                None
+            }
+        }
+    }
+}
+
+/// The match on air and its events so far (a new watcher's history).
+#[derive(Debug, Default)]
+struct Program {
+    on_air: Option<OnAir>,
+    frames: Vec<Arc<Frame>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Reads,
+    replays: ReplayStore,
+    live: Option<LiveFeeds>,
+    config: TvConfig,
+    program: Mutex<Program>,
+    sender: broadcast::Sender<Arc<Frame>>,
+    /// Turns true when the broadcast stops, which ends every `GET /tv`.
+    stopped: watch::Sender<bool>,
+}
+
+/// Duel TV: the broadcaster ([`DuelTv::run`]) and what its routes read
+/// ([`router`]). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct DuelTv {
+    inner: Arc<Inner>,
+}
+
+/// Lock a mutex whose holder may have panicked: the program is replaced
+/// whole or appended to, so it stays consistent across any panic.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A new watcher's start: the current match's events so far, then the live ones.
+struct Watch {
+    history: Vec<Arc<Frame>>,
+    receiver: broadcast::Receiver<Arc<Frame>>,
+}
+
+/// Marks the broadcast stopped however [`DuelTv::run`] ends.
+struct OffAir<'a>(&'a Inner);
+
+impl Drop for OffAir<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.program).on_air = None;
+        self.0.stopped.send_replace(true);
+    }
+}
+
+/// Sleeps `duration` unless shutdown comes first; `false` when it did.
+async fn pause(shutdown: &mut watch::Receiver<bool>, duration: Duration) -> bool {
+    if *shutdown.borrow() {
+        return false;
+    }
+    tokio::select! {
+        () = tokio::time::sleep(duration) => true,
+        _ = shutdown.wait_for(|stopped| *stopped) => false,
+    }
+}
+
+/// A replay Duel TV loaded, or `None` for one it could not (said once).
+type Loaded = Option<Arc<Replay>>;
+
+impl DuelTv {
+    /// Duel TV over the ladder's store and replay store; each broadcast is
+    /// also published into `live` when given.
+    pub fn new(
+        store: Reads,
+        replays: ReplayStore,
+        live: Option<LiveFeeds>,
+        config: TvConfig,
+    ) -> DuelTv {
+        let (sender, _) = broadcast::channel(TV_WATCHER_LAG_EVENTS);
+        DuelTv {
+            inner: Arc::new(Inner {
+                store,
+                replays,
+                live,
+                config,
+                program: Mutex::new(Program::default()),
+                sender,
+                stopped: watch::Sender::new(false),
+            }),
+        }
+    }
+
+    /// The match on air, if any (also during the pause after its end).
+    pub fn now(&self) -> Option<OnAir> {
+        lock(&self.inner.program).on_air.clone()
+    }
+
+    /// Broadcasts until `shutdown` turns true, then ends every `GET /tv`.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let _off_air = OffAir(&self.inner);
+        let mut shown: Vec<String> = Vec::with_capacity(TV_RECENTLY_SHOWN + 1);
+        let mut loaded: HashMap<String, Loaded> = HashMap::new();
+        while !*shutdown.borrow() {
+            let Some((settled, replay, why)) = self.next_match(&shown, &mut loaded).await else {
+                if !pause(&mut shutdown, self.inner.config.idle_poll).await {
+                    break;
+                }
+                continue;
+            };
+            let finished = self.broadcast(&settled, &replay, why, &mut shutdown).await;
+            shown.push(settled.id);
+            if shown.len() > TV_RECENTLY_SHOWN {
+                shown.remove(0);
+            }
+            if !finished || !pause(&mut shutdown, self.inner.config.pause_between_matches).await {
+                break;
+            }
+        }
+    }
+
+    /// The next match to show with its replay, or `None` when none has settled.
+    /// `loaded` keeps the candidates' replays between calls.
+    async fn next_match(
+        &self,
+        shown: &[String],
+        loaded: &mut HashMap<String, Loaded>,
+    ) -> Option<(SettledMatch, Arc<Replay>, Why)> {
+        let latest = match self.inner.store.latest_settled(TV_CANDIDATE_MATCHES).await {
+            Ok(latest) => latest,
+            Err(error) => {
+                tracing::warn!(%error, "Duel TV cannot read the latest matches");
+                return None;
+            }
+        };
+        loaded.retain(|id, _| latest.iter().any(|settled| &settled.id == id));
+        let mut playable = Vec::with_capacity(latest.len());
+        for settled in latest {
+            if !loaded.contains_key(&settled.id) {
+                let replay = self.load(&settled).await;
+                loaded.insert(settled.id.clone(), replay);
+            }
+            if let Some(Some(replay)) = loaded.get(&settled.id) {
+                let replay = Arc::clone(replay);
+                playable.push((settled, replay));
+            }
+        }
+        let candidates: Vec<Candidate> = playable
+            .iter()
+            .map(|(settled, replay)| Candidate::of(settled, replay))
+            .collect();
+        let (index, why) = choose(&candidates, shown)?;
+        let (settled, replay) = playable.swap_remove(index);
+        Some((settled, replay, why))
+    }
+
+    /// A settled match's replay from the replay store (its id is the match's).
+    async fn load(&self, settled: &SettledMatch) -> Loaded {
+        let id = &settled.id;
+        let failed = |why: String| {
+            tracing::warn!(match_id = %id, %why, "Duel TV skips this match: its replay is unusable");
+            None
+        };
+        if settled.replay_path.is_none() {
+            return failed("settled without a replay".to_owned());
+        }
+        let json = match self.inner.replays.get_json(id).await {
+            Ok(Some(json)) => json,
+            Ok(None) => return failed(format!("not in {}", self.inner.replays.description())),
+            Err(error) => return failed(error.to_string()),
+        };
+        match Replay::from_slice(&json) {
+            Ok(replay) if replay.match_id == *id => Some(Arc::new(replay)),
+            Ok(replay) => failed(format!("the replay names match {}", replay.match_id)),
+            Err(error) => failed(error.to_string()),
+        }
+    }
+
+    /// Records `event` as the current match's and sends it to every watcher,
+    /// under the lock a new watcher takes its history under (nothing missed
+    /// or repeated); `update` changes what `/tv/now` says at the same moment.
+    fn publish(&self, event: &LiveEvent, update: impl FnOnce(&mut Program)) {
+        let Some(frame) = Frame::of(event) else {
+            return;
+        };
+        let mut program = lock(&self.inner.program);
+        update(&mut program);
+        program.frames.push(Arc::clone(&frame));
+        // No watcher is not an error.
+        let _ = self.inner.sender.send(frame);
+    }
+
+    /// Plays one match at the configured pace; `false` when shutdown
+    /// interrupted it.
+    async fn broadcast(
+        &self,
+        settled: &SettledMatch,
+        replay: &Replay,
+        why: Why,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> bool {
+        let ruleset = Ruleset::from_version(&replay.ruleset).unwrap_or(Ruleset::CURRENT);
+        let on_air = OnAir {
+            match_id: settled.id.clone(),
+            class: settled.class.into(),
+            season: settled.season.clone(),
+            fighters: settled.names.clone(),
+            why,
+            exchange: 0,
+            exchanges: replay
+                .rounds
+                .iter()
+                .map(|round| round.exchanges.len())
+                .sum(),
+            ended: false,
+            start_hp: ruleset.start_hp(),
+            max_stamina: ruleset.max_stamina(),
+        };
+        tracing::info!(
+            match_id = %settled.id,
+            class = settled.class.name(),
+            a = %settled.names[0],
+            b = %settled.names[1],
+            why = why.name(),
+            "Duel TV: on air"
+        );
+        let start = LiveEvent::start_of(replay);
+        self.publish(&start, |program| {
+            program.frames.clear();
+            program.on_air = Some(on_air);
+        });
+        let live = self.inner.live.as_ref().and_then(|feeds| {
+            feeds
+                .start(&settled.id, start)
+                .inspect_err(|error| {
+                    tracing::debug!(%error, "Duel TV: no live feed for this broadcast");
+                })
+                .ok()
+        });
+        let mut shown = 0;
+        let mut finished = true;
+        'play: for round in &replay.rounds {
+            for (index, exchange) in round.exchanges.iter().enumerate() {
+                if !pause(shutdown, self.inner.config.exchange_pace).await {
+                    finished = false;
+                    break 'play;
+                }
+                let event = LiveEvent::Exchange {
+                    round: round.number,
+                    exchange: Box::new(exchange.clone()),
+                    round_result: (index + 1 == round.exchanges.len()).then_some(round.result),
+                    transcript: Vec::new(),
+                };
+                shown += 1;
+                self.publish(&event, |program| {
+                    if let Some(on_air) = &mut program.on_air {
+                        on_air.exchange = shown;
+                    }
+                });
+                if let Some(live) = &live {
+                    live.publish(event);
+                }
+            }
+        }
+        if finished && pause(shutdown, self.inner.config.exchange_pace).await {
+            let end = LiveEvent::End {
+                result: replay.result.clone(),
+            };
+            self.publish(&end, |program| {
+                if let Some(on_air) = &mut program.on_air {
+                    on_air.ended = true;
+                }
+            });
+        } else {
+            finished = false;
+        }
+        // The replay exists either way: a live viewer goes on to load it.
+        if let Some(live) = live {
+            live.finish(&replay.result);
+        }
+        finished
+    }
+
+    /// A new watcher, or `None` when [`MAX_TV_WATCHERS`] watch already.
+    fn watch(&self) -> Option<Watch> {
+        let program = lock(&self.inner.program);
+        if self.inner.sender.receiver_count() >= MAX_TV_WATCHERS {
+            return None;
+        }
+        Some(Watch {
+            history: program.frames.clone(),
+            receiver: self.inner.sender.subscribe(),
+        })
+    }
+}
+
+/// Duel TV's routes: `GET /tv`, `GET /tv/now`, `GET /tv/tv.js`,
+/// `GET /tv/tv.css`, with the replay service's security headers. No
+/// fallback, so it merges into another router.
+pub fn router(tv: DuelTv) -> Router {
+    Router::new()
+        .route("/tv", get(tv_feed))
+        .route("/tv/now", get(tv_now))
+        .route("/tv/tv.js", get(tv_js))
+        .route("/tv/tv.css", get(tv_css))
+        .with_state(tv)
+        .layer(axum::middleware::map_response(
+            duel_referee::publish::security_headers,
+        ))
+}
+
+async fn tv_feed(State(tv): State<DuelTv>) -> Response {
+    let Some(watch) = tv.watch() else {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("Duel TV has {MAX_TV_WATCHERS} watchers already; try again later"),
+        );
+    };
+    let mut stopped = tv.inner.stopped.subscribe();
+    let off_air = async move {
+        let _ = stopped.wait_for(|stopped| *stopped).await;
+    };
+    // A lagging watcher skips what it missed rather than holding the broadcast.
+    let live = BroadcastStream::new(watch.receiver).filter_map(|frame| async move { frame.ok() });
+    let stream = futures::stream::iter(watch.history)
+        .chain(live)
+        .map(|frame| Ok::<Event, Infallible>(Event::default().event(frame.kind).data(&frame.data)))
+        .take_until(off_air);
+    (
+        [(header::CACHE_CONTROL, "no-cache")],
+        Sse::new(stream).keep_alive(KeepAlive::new().interval(tv.inner.config.keep_alive)),
+    )
+        .into_response()
+}
+
+async fn tv_now(State(tv): State<DuelTv>) -> Response {
+    (
+        [(header::CACHE_CONTROL, "no-cache")],
+        axum::Json(serde_json::json!({ "on_air": tv.now() })),
+    )
+        .into_response()
+}
+
+async fn tv_js() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        TV_JS,
+    )
+        .into_response()
+}
+
+async fn tv_css() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        TV_CSS,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(
+        id: &str,
+        winner: WinnerName,
+        round_wins: [u8; 2],
+        damage: [u32; 2],
+        ratings: [f64; 2],
+    ) -> Candidate {
+        Candidate {
+            match_id: id.to_owned(),
+            winner,
+            round_wins,
+            damage,
+            ratings: ratings.map(Some),
+        }
+    }
+
+    fn ids(shown: &[&str]) -> Vec<String> {
+        shown.iter().map(|id| (*id).to_owned()).collect()
+    }
+
+    #[test]
+    fn an_upset_beats_a_close_match_which_beats_the_newest() {
+        let newest = candidate("m4", WinnerName::A, [2, 0], [90, 10], [1600.0, 1500.0]);
+        let close = candidate("m3", WinnerName::B, [1, 2], [70, 75], [1500.0, 1510.0]);
+        let upset = candidate("m2", WinnerName::A, [2, 0], [80, 20], [1400.0, 1700.0]);
+        let small_upset = candidate("m1", WinnerName::B, [0, 2], [10, 90], [1600.0, 1540.0]);
+        let all = [newest.clone(), close.clone(), upset.clone(), small_upset];
+        assert_eq!(choose(&all, &[]), Some((2, Why::Upset)));
+        assert_eq!(upset.upset_gap(), Some(300.0));
+        // Without the upset: the close match.
+        assert_eq!(
+            choose(&all, &ids(&["m2"])),
+            Some((3, Why::Upset)),
+            "a smaller upset (60 points) is still an upset"
+        );
+        assert_eq!(choose(&all, &ids(&["m2", "m1"])), Some((1, Why::Close)));
+        assert_eq!(close.damage_margin_percent(), 3);
+        // Neither: the newest not shown lately.
+        assert_eq!(
+            choose(&all, &ids(&["m2", "m1", "m3"])),
+            Some((0, Why::Latest))
+        );
+    }
+
+    #[test]
+    fn a_gap_under_the_threshold_a_draw_or_no_rating_is_no_upset() {
+        let narrow = candidate("a", WinnerName::B, [0, 2], [10, 90], [1540.0, 1500.0]);
+        assert_eq!(narrow.upset_gap(), None);
+        let draw = candidate("b", WinnerName::Draw, [1, 1], [50, 50], [1300.0, 1700.0]);
+        assert_eq!((draw.upset_gap(), draw.why()), (None, Why::Close));
+        let mut unrated = candidate("c", WinnerName::A, [2, 0], [90, 10], [1000.0, 2000.0]);
+        unrated.ratings[1] = None;
+        assert_eq!((unrated.upset_gap(), unrated.why()), (None, Why::Latest));
+        // A one-round match with lopsided damage is not close.
+        let lopsided = candidate("d", WinnerName::A, [2, 1], [100, 20], [1500.0, 1500.0]);
+        assert_eq!(lopsided.why(), Why::Latest);
+        let none = candidate("e", WinnerName::Draw, [0, 0], [0, 0], [1500.0, 1500.0]);
+        assert_eq!(none.damage_margin_percent(), 0);
+    }
+
+    #[test]
+    fn ties_go_to_the_newer_and_the_match_just_shown_is_not_repeated() {
+        let plain = |id: &str| candidate(id, WinnerName::A, [2, 0], [90, 10], [1500.0, 1500.0]);
+        let all = [plain("new"), plain("mid"), plain("old")];
+        assert_eq!(choose(&all, &[]), Some((0, Why::Latest)));
+        assert_eq!(choose(&all, &ids(&["new"])), Some((1, Why::Latest)));
+        // All shown lately: any but the one just shown, newest first.
+        assert_eq!(
+            choose(&all, &ids(&["old", "mid", "new"])),
+            Some((1, Why::Latest))
+        );
+        assert_eq!(
+            choose(&all, &ids(&["new", "mid", "old"])),
+            Some((0, Why::Latest))
+        );
+        // The only match is shown again; none is none.
+        assert_eq!(choose(&all[..1], &ids(&["new"])), Some((0, Why::Latest)));
+        assert_eq!(choose(&[], &ids(&["new"])), None);
+    }
+}

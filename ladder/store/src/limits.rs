@@ -1,0 +1,75 @@
+//! Every limit of the store, named and documented in one place: its
+//! connections, its batches, and how many rows a query returns.
+
+/// Most settlements written in one transaction (group commit): a batch's
+/// statements grow with it, and each size is one more prepared statement per
+/// connection.
+pub const MAX_SETTLEMENT_BATCH: usize = 16;
+
+/// SQLite connections that only read (the site, listings, Duel TV, status),
+/// beside the one that writes: in WAL mode readers never wait for the writer.
+pub const SQLITE_READ_CONNECTIONS: u32 = 4;
+
+/// How often a SQLite store's own connection checkpoints the write-ahead log
+/// into the database file (`PRAGMA wal_checkpoint(PASSIVE)`), so that the
+/// writer every worker waits for never stops to copy pages and `fsync`.
+pub const SQLITE_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The writer checkpoints on its own only past this many pages of log (4 KiB
+/// each, 40 MiB): a backstop should the background checkpoints fall behind.
+/// SQLite's default, 1,000, made every ~100th settlement pay for one.
+pub const SQLITE_WRITER_CHECKPOINT_PAGES: u32 = 10_000;
+
+/// PostgreSQL connections one ladder process keeps (SQLite has one writer the
+/// store holds, and [`SQLITE_READ_CONNECTIONS`] readers).
+pub const POSTGRES_CONNECTIONS: u32 = 16;
+
+/// How long a store operation waits for a database connection before it fails.
+pub const POOL_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A pooled PostgreSQL connection idle longer than this is pinged before use,
+/// so one a server restart or a proxy's idle cut closed is replaced rather than
+/// failing a statement. Busier connections are not pinged: sqlx's default
+/// pings before every use, one more round trip per statement. SQLite
+/// connections are in-process and never pinged.
+pub const POSTGRES_PING_IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Most bots waiting in one class; an enqueue beyond it is refused.
+pub const MAX_QUEUE_PER_CLASS: i64 = 100_000;
+
+/// Most bots playing continuously (active or paused) in one class; an
+/// activation beyond it is refused. A wave's pool is at most the queue and
+/// these.
+pub const MAX_ACTIVE_PER_CLASS: i64 = 100_000;
+
+/// Most rows a list call returns.
+pub const MAX_LIST_ROWS: i64 = 1_000;
+
+/// Points on a bot's rating chart: its last this many rated matches.
+pub const MAX_CHART_POINTS: i64 = 500;
+
+/// Opponents listed on a bot's page (those it met most often).
+pub const MAX_OPPONENTS_LISTED: i64 = 50;
+
+// The synthetic ladder of `ladder bench-site seed` ([`crate::synthetic`]).
+
+/// The fewest bots `bench-site seed` makes: each class needs at least five,
+/// so every bot has opponents of other owners.
+pub const BENCH_SITE_MIN_BOTS: u64 = 15;
+
+/// Bots per owner account in a seeded ladder.
+pub const BENCH_SITE_BOTS_PER_OWNER: u64 = 5;
+
+/// The stake of each seeded match, per side.
+pub const BENCH_SITE_STAKE: i64 = 10;
+
+/// The seeded matches span this many days, the ended season the first
+/// `BENCH_SITE_ENDED_SHARE_PERCENT` of them.
+pub const BENCH_SITE_SPAN_DAYS: i64 = 300;
+pub const BENCH_SITE_ENDED_SHARE_PERCENT: u64 = 30;
+
+/// One seeded match in this many has the class's busiest bot on side a (its
+/// page has the most matches, chart points and opponents), and one in
+/// `BENCH_SITE_RIVALRY_EVERY` also meets that bot's rival (the head-to-head).
+pub const BENCH_SITE_BUSY_EVERY: u64 = 100;
+pub const BENCH_SITE_RIVALRY_EVERY: u64 = 1_000;

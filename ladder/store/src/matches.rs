@@ -1,0 +1,925 @@
+//! Matches: pairing waves (acceptance puts both stakes in escrow), claims with
+//! leases, heartbeats, settlement exactly once, and voiding. What a settlement
+//! or a void moves is decided by [`duel_ladder_core::ledger`]; this module reads its
+//! inputs under the right locks and applies the plan in one transaction.
+
+use duel_rules::{Ruleset, WeightClass};
+use sqlx::AnyConnection;
+use sqlx::any::AnyRow;
+
+use super::ledger_sql::{apply_transfer, create_account, load_account};
+use super::play::{ReadyBot, pause_tx, ready_after_match_tx, short_of_stake, take_active_tx};
+use super::script::{Arg, Script};
+use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
+use super::{ClaimSql, Store, get, write_tx};
+use crate::error::{LadderError, Result};
+use crate::limits::MAX_LIST_ROWS;
+use duel_ladder_core::ledger::{self, Plan, escrow_account, owner_account, rake_transfer_id};
+use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_MATCH_RUNS};
+use duel_ladder_core::matchmaker::{self, Waiting};
+use duel_ladder_core::model::{
+    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name,
+};
+
+pub(super) fn match_from_row(row: &AnyRow) -> Result<Match> {
+    let side = |suffix: &str| -> Result<MatchSide> {
+        Ok(MatchSide {
+            bot_id: get(row, &format!("bot_{suffix}"))?,
+            bot_name: get(row, &format!("name_{suffix}")).unwrap_or_default(),
+            version: get(row, &format!("version_{suffix}"))?,
+            owner_id: get(row, &format!("owner_{suffix}"))?,
+            stake: get(row, &format!("stake_{suffix}"))?,
+        })
+    };
+    Ok(Match {
+        id: get(row, "id")?,
+        season_id: get(row, "season_id")?,
+        class: class_from_name(&get::<String>(row, "class")?)?,
+        ruleset: get(row, "ruleset")?,
+        budget: get(row, "budget")?,
+        rake_bp: get(row, "rake_bp")?,
+        seed: get(row, "seed")?,
+        sides: [side("a")?, side("b")?],
+        state: MatchState::from_name(&get::<String>(row, "state")?)?,
+        attempts: get(row, "attempts")?,
+        accepted_ms: get(row, "accepted_ms")?,
+        finished_ms: get(row, "finished_ms")?,
+        winner: get::<Option<String>>(row, "winner")?
+            .map(|winner| Outcome::from_name(&winner))
+            .transpose()?,
+        replay_path: get(row, "replay_path")?,
+        note: get(row, "note")?,
+    })
+}
+
+const MATCH_SELECT: &str = "SELECT m.*, ba.name AS name_a, bb.name AS name_b FROM matches m \
+     JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b";
+
+async fn load_match(conn: &mut AnyConnection, id: &str) -> Result<Match> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{MATCH_SELECT} WHERE m.id = $1"
+    )))
+    .bind(id.to_owned())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| LadderError::NotFound(format!("match {id}")))?;
+    match_from_row(&row)
+}
+
+/// One side of a pairing, as the queue held it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairSide {
+    pub bot_id: String,
+    pub stake: i64,
+}
+
+/// Where a paired bot came from: its acceptance takes it out of there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// Paired by the caller ([`Store::accept_pair`]).
+    Direct,
+    /// The one-shot queue: its row is removed.
+    Queue,
+    /// Continuous play: it must still be active and ready since `cutoff_ms`;
+    /// it is busy until this match settles or is voided.
+    Active { cutoff_ms: i64 },
+}
+
+/// Accepts a pairing: removes both bots from where they waited, pins the ruleset in force,
+/// the class, the budget and the rake, and moves both stakes into escrow, all in one
+/// transaction. The bots' queue rows must still be there.
+async fn accept_tx(
+    conn: &mut AnyConnection,
+    sides: &[PairSide; 2],
+    origins: [Origin; 2],
+    match_id: &str,
+    seed: i64,
+    now: i64,
+) -> Result<Match> {
+    let season = active_season_tx(conn)
+        .await?
+        .ok_or_else(|| LadderError::Invalid("no season is running".to_owned()))?;
+    // Bot rows are taken in bot-id order, as settlement takes ratings.
+    let mut order = [0, 1];
+    order.sort_by(|&x, &y| sides[x].bot_id.cmp(&sides[y].bot_id));
+    for (side, origin) in order.map(|index| (&sides[index], origins[index])) {
+        match origin {
+            Origin::Direct => {}
+            Origin::Queue => {
+                let removed = sqlx::query("DELETE FROM queue WHERE bot_id = $1")
+                    .bind(side.bot_id.clone())
+                    .execute(&mut *conn)
+                    .await?;
+                if removed.rows_affected() != 1 {
+                    return Err(LadderError::Conflict(
+                        "a paired bot left the queue".to_owned(),
+                    ));
+                }
+            }
+            Origin::Active { cutoff_ms } => {
+                take_active_tx(conn, &side.bot_id, side.stake, cutoff_ms).await?;
+            }
+        }
+    }
+    let found = sqlx::query(
+        "SELECT id, name, owner_id, class, current_version FROM bots WHERE id = $1 OR id = $2",
+    )
+    .bind(sides[0].bot_id.clone())
+    .bind(sides[1].bot_id.clone())
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut rows = Vec::with_capacity(2);
+    for side in sides {
+        let row = found
+            .iter()
+            .find(|row| get::<String>(row, "id").is_ok_and(|id| id == side.bot_id))
+            .ok_or_else(|| LadderError::NotFound(format!("bot {}", side.bot_id)))?;
+        rows.push((
+            get::<String>(row, "owner_id")?,
+            get::<String>(row, "class")?,
+            get::<i64>(row, "current_version")?,
+            get::<String>(row, "name")?,
+        ));
+    }
+    let (class_a, class_b) = (&rows[0].1, &rows[1].1);
+    if class_a != class_b {
+        return Err(LadderError::Invalid(format!(
+            "bots of classes {class_a} and {class_b} cannot meet"
+        )));
+    }
+    if rows[0].0 == rows[1].0 {
+        return Err(LadderError::Invalid(
+            "two bots of one owner cannot meet".to_owned(),
+        ));
+    }
+    let class = class_from_name(class_a)?;
+    let ruleset = Ruleset::CURRENT;
+    let budget = i64::try_from(ruleset.budget_tokens(class)).unwrap_or(i64::MAX);
+    let rake_bp = sqlx::query("SELECT value FROM settings WHERE key = 'rake_bp'")
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| get::<i64>(&row, "value"))
+        .transpose()?
+        .unwrap_or(DEFAULT_RAKE_BP);
+    sqlx::query(
+        "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, stake_a, \
+         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15, $16)",
+    )
+    .bind(match_id.to_owned())
+    .bind(season.id)
+    .bind(class.name())
+    .bind(ruleset.version())
+    .bind(budget)
+    .bind(seed)
+    .bind(sides[0].bot_id.clone())
+    .bind(rows[0].2)
+    .bind(rows[0].0.clone())
+    .bind(sides[0].stake)
+    .bind(sides[1].bot_id.clone())
+    .bind(rows[1].2)
+    .bind(rows[1].0.clone())
+    .bind(sides[1].stake)
+    .bind(now)
+    .bind(rake_bp)
+    .execute(&mut *conn)
+    .await?;
+    let escrow = escrow_account(match_id);
+    create_account(conn, &escrow, "escrow").await?;
+    for side in sides {
+        ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
+    }
+    sqlx::query(
+        "UPDATE bots SET last_opponent = CASE WHEN id = $1 THEN $2 ELSE $1 END WHERE id = $1 OR id = $2",
+    )
+    .bind(sides[0].bot_id.clone())
+    .bind(sides[1].bot_id.clone())
+    .execute(&mut *conn)
+    .await?;
+    let side = |index: usize| MatchSide {
+        bot_id: sides[index].bot_id.clone(),
+        bot_name: rows[index].3.clone(),
+        version: rows[index].2,
+        owner_id: rows[index].0.clone(),
+        stake: sides[index].stake,
+    };
+    let game = Match {
+        id: match_id.to_owned(),
+        season_id: season.id,
+        class,
+        ruleset: ruleset.version().to_owned(),
+        budget,
+        rake_bp,
+        seed,
+        sides: [side(0), side(1)],
+        state: MatchState::Queued,
+        attempts: 0,
+        accepted_ms: now,
+        finished_ms: None,
+        winner: None,
+        replay_path: None,
+        note: None,
+    };
+    // The owners' ledger rows are what concurrent matches share, so they are
+    // locked last (held only until the commit that follows), and in one global
+    // order (owner id), so two transactions on PostgreSQL never wait on each
+    // other in a cycle (a deadlock costs a second).
+    for request in ledger::stakes(&game) {
+        apply_transfer(conn, &request, now).await?;
+    }
+    Ok(game)
+}
+
+/// Returns both stakes of a match and marks it voided.
+async fn void_tx(conn: &mut AnyConnection, game: &Match, note: &str, now: i64) -> Result<()> {
+    for request in ledger::returns(game, "stake returned") {
+        apply_transfer(conn, &request, now).await?;
+    }
+    sqlx::query(
+        "UPDATE matches SET state = 'voided', finished_ms = $1, note = $2, lease_id = NULL, lease_expires_ms = NULL \
+         WHERE id = $3",
+    )
+    .bind(now)
+    .bind(note.to_owned())
+    .bind(game.id.clone())
+    .execute(&mut *conn)
+    .await?;
+    let [a, b] = &game.sides;
+    ready_after_match_tx(conn, &game.id, [&a.bot_id, &b.bot_id], now).await
+}
+
+enum ClaimStep {
+    Nothing,
+    Voided,
+    Claimed(String),
+}
+
+async fn claim_tx(
+    conn: &mut AnyConnection,
+    select: &'static str,
+    lease_id: &str,
+    lease_ms: i64,
+    now: i64,
+) -> Result<ClaimStep> {
+    let Some(row) = sqlx::query(select)
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
+        return Ok(ClaimStep::Nothing);
+    };
+    let id: String = get(&row, "id")?;
+    let attempts: i64 = get(&row, "attempts")?;
+    // `attempts` counts the runs so far: the claim after the last run voids.
+    if attempts >= MAX_MATCH_RUNS {
+        let game = load_match(conn, &id).await?;
+        void_tx(
+            conn,
+            &game,
+            &format!(
+                "voided at claim {} after {attempts} runs without a result",
+                attempts + 1
+            ),
+            now,
+        )
+        .await?;
+        return Ok(ClaimStep::Voided);
+    }
+    sqlx::query(
+        "UPDATE matches SET state = 'running', lease_id = $1, lease_expires_ms = $2, attempts = attempts + 1 WHERE id = $3",
+    )
+    .bind(lease_id.to_owned())
+    .bind(now.saturating_add(lease_ms))
+    .bind(id.clone())
+    .execute(&mut *conn)
+    .await?;
+    Ok(ClaimStep::Claimed(id))
+}
+
+async fn claimed_match(conn: &mut AnyConnection, match_id: &str) -> Result<AnyRow> {
+    sqlx::query(claimed_match_sql!("matches", "JOIN", "m.id = $1"))
+        .bind(match_id.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| {
+            LadderError::corrupt(format!(
+                "claimed match {match_id} without its season or bot versions"
+            ))
+        })
+}
+
+async fn complete_tx(
+    conn: &mut AnyConnection,
+    select_for_update: &'static str,
+    select_ratings: &'static str,
+    request: &super::settle::SettleRequest,
+) -> Result<Settlement> {
+    let super::settle::SettleRequest {
+        match_id,
+        lease_id,
+        winner,
+        replay_path,
+        now,
+    } = request;
+    let (winner, now) = (*winner, *now);
+    let row = sqlx::query(select_for_update)
+        .bind(match_id.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("match {match_id}")))?;
+    let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
+    let holder: Option<String> = get(&row, "lease_id")?;
+    let expires: Option<i64> = get(&row, "lease_expires_ms")?;
+    let holds_lease = holder.as_deref() == Some(lease_id.as_str());
+    // The locked row has every column settlement needs (bot names stay empty).
+    let game = match_from_row(&row)?;
+    let pot = game.sides[0].stake + game.sides[1].stake;
+    match state {
+        MatchState::Settled if holds_lease => {
+            let rake = match game.winner {
+                Some(Outcome::A | Outcome::B) => rake_paid(conn, match_id).await?,
+                _ => 0,
+            };
+            return Ok(Settlement {
+                match_id: match_id.to_owned(),
+                winner: game.winner.unwrap_or(Outcome::Draw),
+                pot,
+                rake,
+                payout: if game.winner == Some(Outcome::Draw) {
+                    0
+                } else {
+                    pot - rake
+                },
+                already_settled: true,
+                plan: None,
+            });
+        }
+        MatchState::Running if holds_lease && expires.is_some_and(|expires| expires >= now) => {}
+        _ => {
+            return Err(LadderError::LeaseLost(format!(
+                "match {match_id} is {} and lease {lease_id} no longer holds it",
+                state.name()
+            )));
+        }
+    }
+    // Ratings move only while the match's season runs; ended seasons stay frozen.
+    let season_open = get::<Option<i64>>(&row, "season_open")? == Some(1);
+    let ratings = if season_open {
+        // Acceptance created both rating rows in the same transaction as the
+        // match; they are locked before they are read (on PostgreSQL), so a
+        // concurrent settlement of either bot waits for this one.
+        let [a, b] = &game.sides;
+        Some(load_ratings(conn, select_ratings, game.season_id, [&a.bot_id, &b.bot_id]).await?)
+    } else {
+        None
+    };
+    // The rake pinned at acceptance, not the setting now.
+    let plan = ledger::settle(&game, winner, game.rake_bp, ratings);
+    apply_plan(conn, &game, &plan, replay_path, now).await?;
+    Ok(Settlement {
+        match_id: match_id.to_owned(),
+        winner,
+        pot: plan.pot,
+        rake: plan.rake,
+        payout: plan.payout,
+        already_settled: false,
+        plan: Some(plan),
+    })
+}
+
+/// Writes a settlement plan: the ratings (rows already locked, in bot-id
+/// order), the match row, then the ledger. The ledger comes last: owners' rows
+/// and the house's are shared by every match, so they are locked only for these
+/// statements and the commit (in one global order: owners by id, the house).
+async fn apply_plan(
+    conn: &mut AnyConnection,
+    game: &Match,
+    plan: &Plan,
+    replay_path: &str,
+    now: i64,
+) -> Result<()> {
+    for change in &plan.ratings {
+        store_rating(
+            conn,
+            game.season_id,
+            &change.bot_id,
+            change.after,
+            change.score,
+        )
+        .await?;
+    }
+    let changes: Vec<_> = plan
+        .ratings
+        .iter()
+        .map(|change| (game, change, now))
+        .collect();
+    if let Some((sql, args)) = super::settle::rating_history_insert(&changes) {
+        let mut history = super::script::Script::default();
+        history.push(sql, args);
+        history.run(conn, false).await?;
+    }
+    sqlx::query(
+        "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
+         WHERE id = $4",
+    )
+    .bind(plan.winner.name())
+    .bind(now)
+    .bind(replay_path.to_owned())
+    .bind(game.id.clone())
+    .execute(&mut *conn)
+    .await?;
+    let [a, b] = &game.sides;
+    ready_after_match_tx(conn, &game.id, [&a.bot_id, &b.bot_id], now).await?;
+    for request in &plan.transfers {
+        apply_transfer(conn, request, now).await?;
+    }
+    Ok(())
+}
+
+async fn rake_paid(conn: &mut AnyConnection, match_id: &str) -> Result<i64> {
+    let row = sqlx::query("SELECT amount FROM transfers WHERE id = $1")
+        .bind(rake_transfer_id(match_id))
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row
+        .map(|row| get::<i64>(&row, "amount"))
+        .transpose()?
+        .unwrap_or(0))
+}
+
+async fn heartbeat_tx(
+    conn: &mut AnyConnection,
+    match_id: &str,
+    lease_id: &str,
+    lease_ms: i64,
+    now: i64,
+) -> Result<i64> {
+    let expires = now.saturating_add(lease_ms);
+    let done = sqlx::query(
+        "UPDATE matches SET lease_expires_ms = $1 WHERE id = $2 AND state = 'running' AND lease_id = $3 \
+         AND lease_expires_ms >= $4",
+    )
+    .bind(expires)
+    .bind(match_id.to_owned())
+    .bind(lease_id.to_owned())
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(LadderError::LeaseLost(format!(
+            "match {match_id}: lease {lease_id} expired or was taken"
+        )));
+    }
+    Ok(expires)
+}
+
+/// What one pairing wave did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WaveReport {
+    /// The running season's name.
+    pub season: String,
+    /// When the wave started (the store's clock).
+    pub at_ms: i64,
+    /// The pool: queued bots and ready active bots (paused ones not counted).
+    pub waiting: usize,
+    pub matches: Vec<String>,
+    /// Bots dropped from the queue because their owner could no longer cover the stake.
+    pub dropped: Vec<String>,
+    /// Active bots paused because their owner could no longer cover the stake.
+    pub paused: Vec<String>,
+    /// How long the wave took.
+    pub duration_ms: u64,
+}
+
+/// A fresh match seed from the referee's one generator, as the database stores
+/// it (seeds are below `SEED_MODULUS`, so they always fit an `i64`).
+fn stored_seed() -> i64 {
+    const _: () = assert!(duel_referee::limits::SEED_MODULUS <= i64::MAX as u64);
+    duel_referee::host::new_seed() as i64
+}
+
+impl Store {
+    /// Accepts one pairing outside the queue (tests, benchmarks, house matches):
+    /// same transaction as a wave's.
+    pub async fn accept_pair(&self, sides: [PairSide; 2]) -> Result<Match> {
+        let match_id = duel_referee::host::new_match_id();
+        self.accept_pair_as(sides, &match_id, stored_seed()).await
+    }
+
+    /// [`Store::accept_pair`] with a chosen match id and seed (replays of a
+    /// simulation, where every id must come out the same).
+    pub async fn accept_pair_as(
+        &self,
+        sides: [PairSide; 2],
+        match_id: &str,
+        seed: i64,
+    ) -> Result<Match> {
+        let now = self.now();
+        write_tx!(self, |conn| accept_tx(
+            conn,
+            &sides,
+            [Origin::Direct; 2],
+            match_id,
+            seed,
+            now
+        ))
+    }
+
+    /// Runs one pairing wave over everyone waiting in `class`, active bots
+    /// ready as soon as their last match ended.
+    pub async fn run_wave(&self, class: WeightClass) -> Result<WaveReport> {
+        self.run_wave_paced(class, 0).await
+    }
+
+    /// Runs one pairing wave over everyone waiting in `class`: the one-shot
+    /// queue and the active bots whose last match ended at least
+    /// `match_interval_ms` ago. Each pair is accepted in its own transaction
+    /// (stakes escrowed once); an active bot whose owner cannot cover its
+    /// stake is paused with the reason, a queued one dropped. The wave is
+    /// recorded for `ladder status`.
+    pub async fn run_wave_paced(
+        &self,
+        class: WeightClass,
+        match_interval_ms: u64,
+    ) -> Result<WaveReport> {
+        let started = std::time::Instant::now();
+        let Some(season) = self.active_season().await? else {
+            return Err(LadderError::Invalid(
+                "no season is running; an operator starts one".to_owned(),
+            ));
+        };
+        let mut report = WaveReport {
+            season: season.name.clone(),
+            at_ms: self.now(),
+            ..WaveReport::default()
+        };
+        let interval_ms = i64::try_from(match_interval_ms).unwrap_or(i64::MAX);
+        let cutoff_ms = report.at_ms.saturating_sub(interval_ms);
+        let rows = sqlx::query(
+            "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.last_opponent, COALESCE(r.rating, 1500.0) AS rating \
+             FROM queue q JOIN bots b ON b.id = q.bot_id \
+             LEFT JOIN ratings r ON r.bot_id = q.bot_id AND r.season_id = $1 \
+             WHERE q.class = $2 ORDER BY q.enqueued_ms, q.bot_id",
+        )
+        .bind(season.id)
+        .bind(class.name())
+        .fetch_all(&mut *self.writer().await?)
+        .await?;
+        let mut waiting = Vec::with_capacity(rows.len());
+        let mut stakes = Vec::with_capacity(rows.len());
+        let mut origins = Vec::with_capacity(rows.len());
+        for row in &rows {
+            waiting.push(Waiting {
+                bot_id: get(row, "bot_id")?,
+                owner_id: get(row, "owner_id")?,
+                rating: get(row, "rating")?,
+                waves_waited: get(row, "waves_waited")?,
+                last_opponent: get(row, "last_opponent")?,
+            });
+            stakes.push(get::<i64>(row, "stake")?);
+            origins.push(Origin::Queue);
+        }
+        for ready in self.ready_bots(season.id, class, cutoff_ms).await? {
+            // Paused before pairing, so it takes no partner from another bot.
+            if self.pause_if_short(&ready).await?.is_some() {
+                report.paused.push(ready.bot_id);
+                continue;
+            }
+            let ReadyBot {
+                bot_id,
+                owner_id,
+                stake,
+                waves_waited,
+                last_opponent,
+                rating,
+            } = ready;
+            waiting.push(Waiting {
+                bot_id,
+                owner_id,
+                rating,
+                waves_waited,
+                last_opponent,
+            });
+            stakes.push(stake);
+            origins.push(Origin::Active { cutoff_ms });
+        }
+        report.waiting = waiting.len();
+        for (first, second) in matchmaker::pair_wave(&waiting) {
+            let sides = [first, second].map(|index| PairSide {
+                bot_id: waiting[index].bot_id.clone(),
+                stake: stakes[index],
+            });
+            let pair_origins = [origins[first], origins[second]];
+            let match_id = duel_referee::host::new_match_id();
+            let seed = stored_seed();
+            let now = self.now();
+            match write_tx!(self, |conn| accept_tx(
+                conn,
+                &sides,
+                pair_origins,
+                &match_id,
+                seed,
+                now
+            )) {
+                Ok(game) => report.matches.push(game.id),
+                Err(LadderError::InsufficientCredits(_)) => {
+                    // Drop (or pause) whichever bot's owner cannot cover its
+                    // stake now; the other keeps its place for the next wave.
+                    for (index, side) in [first, second].into_iter().zip(&sides) {
+                        let account = self
+                            .account(&owner_account(&waiting[index].owner_id))
+                            .await?;
+                        if account.available() >= side.stake {
+                            continue;
+                        }
+                        match origins[index] {
+                            Origin::Queue => {
+                                sqlx::query("DELETE FROM queue WHERE bot_id = $1")
+                                    .bind(side.bot_id.clone())
+                                    .execute(&mut *self.writer().await?)
+                                    .await?;
+                                report.dropped.push(side.bot_id.clone());
+                            }
+                            Origin::Active { .. } => {
+                                let reason = short_of_stake(account.available(), side.stake);
+                                let bot_id = side.bot_id.clone();
+                                if write_tx!(self, |conn| pause_tx(conn, &bot_id, &reason))? {
+                                    report.paused.push(side.bot_id.clone());
+                                }
+                            }
+                            Origin::Direct => {}
+                        }
+                    }
+                }
+                Err(LadderError::Conflict(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        sqlx::query("UPDATE queue SET waves_waited = waves_waited + 1 WHERE class = $1")
+            .bind(class.name())
+            .execute(&mut *self.writer().await?)
+            .await?;
+        self.active_waited(class, cutoff_ms).await?;
+        report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.record_wave(class, season.id, &report).await?;
+        Ok(report)
+    }
+
+    /// Claims the oldest claimable match for `lease_ms`, voiding on the way any
+    /// that ran out of attempts. `None` when nothing is waiting.
+    pub async fn claim(&self, lease_ms: i64, now: i64) -> Result<Option<Claim>> {
+        let lease_id = uuid::Uuid::new_v4().to_string();
+        // The common case: the oldest claimable match, if it has runs left,
+        // claimed in one statement and read on the same connection.
+        // On SQLite both statements are one command: one hop to the
+        // connection's thread. The read finds the match by its new lease
+        // (running matches are few, and indexed by state). On PostgreSQL
+        // they are one statement.
+        let args = || {
+            vec![
+                Arg::from(lease_id.as_str()),
+                Arg::from(now.saturating_add(lease_ms)),
+                Arg::from(now),
+                Arg::from(MAX_MATCH_RUNS),
+            ]
+        };
+        let claimed = match self.dialect().claim_next() {
+            ClaimSql::WithRead(claim_and_read) => {
+                let mut claim = Script::default();
+                claim.push(claim_and_read.to_owned(), args());
+                let mut conn = self.writer().await?;
+                let answers = claim.run(&mut conn, false).await?;
+                answers
+                    .into_iter()
+                    .next()
+                    .and_then(|answer| answer.rows.into_iter().next())
+            }
+            ClaimSql::ThenRead(claim_next) => {
+                let mut conn = self.writer().await?;
+                let mut claim = Script::default();
+                claim.push(claim_next.to_owned(), args());
+                claim.push(
+                    claimed_match_sql!(
+                        "matches",
+                        "JOIN",
+                        "m.state = 'running' AND m.lease_id = $1"
+                    )
+                    .to_owned(),
+                    vec![Arg::from(lease_id.as_str())],
+                );
+                let together = self.dialect().one_command_scripts();
+                let mut answers = claim.run(&mut conn, together).await?.into_iter();
+                match (answers.next(), answers.next()) {
+                    (Some(updated), Some(read)) => {
+                        match (updated.rows.first(), read.rows.into_iter().next()) {
+                            (None, _) => None,
+                            (Some(_), Some(row)) => Some(row),
+                            (Some(claimed), None) => {
+                                return Err(LadderError::corrupt(format!(
+                                    "claimed match {} without its season or bot versions",
+                                    get::<String>(claimed, "id")?
+                                )));
+                            }
+                        }
+                    }
+                    _ => return Err(LadderError::corrupt("the claim gave no answer")),
+                }
+            }
+        };
+        let row = match claimed {
+            Some(row) => row,
+            // Nothing waiting, or a match to void first: the claim
+            // transaction decides.
+            None => {
+                let select = self.dialect().select_claimable();
+                let match_id = loop {
+                    let step = write_tx!(self, |conn| claim_tx(
+                        conn, select, &lease_id, lease_ms, now
+                    ))?;
+                    match step {
+                        ClaimStep::Nothing => return Ok(None),
+                        ClaimStep::Voided => continue,
+                        ClaimStep::Claimed(match_id) => break match_id,
+                    }
+                };
+                claimed_match(&mut *self.read_pool().acquire().await?, &match_id).await?
+            }
+        };
+        let game = match_from_row(&row)?;
+        let version = |suffix: &str, number: i64| -> Result<BotVersion> {
+            Ok(BotVersion {
+                version: number,
+                kind: BotKind::from_name(&get::<String>(&row, &format!("kind_{suffix}"))?)?,
+                spec: get(&row, &format!("spec_{suffix}"))?,
+                digest: get(&row, &format!("digest_{suffix}"))?,
+                created_ms: get(&row, &format!("created_{suffix}"))?,
+            })
+        };
+        let (a, b) = (
+            version("a", game.sides[0].version)?,
+            version("b", game.sides[1].version)?,
+        );
+        Ok(Some(Claim {
+            lease_id,
+            lease_expires_ms: now.saturating_add(lease_ms),
+            season_name: get(&row, "season_name")?,
+            game,
+            versions: [a, b],
+        }))
+    }
+
+    /// Extends a lease; fails once the lease expired or another worker took the match.
+    pub async fn heartbeat(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        lease_ms: i64,
+        now: i64,
+    ) -> Result<i64> {
+        // One statement: its own transaction, with no BEGIN and COMMIT to send.
+        let mut conn = self.writer().await?;
+        heartbeat_tx(&mut conn, match_id, lease_id, lease_ms, now).await
+    }
+
+    /// When the lease `lease_id` on running match `match_id` expires, read
+    /// beside the writer; `None` when the match is not running under it.
+    pub async fn lease_expires(&self, match_id: &str, lease_id: &str) -> Result<Option<i64>> {
+        let row = sqlx::query(
+            "SELECT lease_expires_ms FROM matches WHERE id = $1 AND state = 'running' AND lease_id = $2",
+        )
+        .bind(match_id.to_owned())
+        .bind(lease_id.to_owned())
+        .fetch_optional(&mut *self.read_pool().acquire().await?)
+        .await?;
+        row.map(|row| get::<i64>(&row, "lease_expires_ms"))
+            .transpose()
+    }
+
+    /// Settles a match, only for the lease holder, in one transaction with the
+    /// other settlements of this process that arrive meanwhile (group commit).
+    /// A repeat by the same lease returns the settlement already made and
+    /// changes nothing.
+    pub async fn complete(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        winner: Outcome,
+        replay_path: &str,
+        now: i64,
+    ) -> Result<Settlement> {
+        self.settle_queued(super::settle::SettleRequest {
+            match_id: match_id.to_owned(),
+            lease_id: lease_id.to_owned(),
+            winner,
+            replay_path: replay_path.to_owned(),
+            now,
+        })
+        .await
+    }
+
+    /// Settles one match in its own transaction (the batch's fallback).
+    pub(crate) async fn complete_one(
+        &self,
+        request: &super::settle::SettleRequest,
+    ) -> Result<Settlement> {
+        let select = self.dialect().select_match_for_update();
+        let select_ratings = self.dialect().select_ratings_for_update();
+        write_tx!(self, |conn| complete_tx(
+            conn,
+            select,
+            select_ratings,
+            request
+        ))
+    }
+
+    /// Voids a match the lease holder cannot run (a bot that cannot be built);
+    /// stakes are returned.
+    pub async fn void_claimed(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        note: &str,
+        now: i64,
+    ) -> Result<()> {
+        let select = self.dialect().select_match_for_update();
+        write_tx!(self, |conn| void_claimed_tx(
+            conn, select, match_id, lease_id, note, now
+        ))
+    }
+
+    pub async fn game(&self, match_id: &str) -> Result<Match> {
+        let mut conn = self.writer().await?;
+        load_match(&mut conn, match_id).await
+    }
+
+    /// Matches, newest first, optionally in one state and/or with one bot.
+    pub async fn matches(
+        &self,
+        state: Option<MatchState>,
+        bot_id: Option<&str>,
+    ) -> Result<Vec<Match>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{MATCH_SELECT} WHERE ($1 = '' OR m.state = $1) AND ($2 = '' OR m.bot_a = $2 OR m.bot_b = $2) \
+             ORDER BY m.accepted_ms DESC, m.id LIMIT $3"
+        )))
+        .bind(state.map(MatchState::name).unwrap_or("").to_owned())
+        .bind(bot_id.unwrap_or("").to_owned())
+        .bind(MAX_LIST_ROWS)
+        .fetch_all(&mut *self.writer().await?)
+        .await?;
+        rows.iter().map(match_from_row).collect()
+    }
+
+    /// How many matches are in each state.
+    pub async fn match_counts(&self) -> Result<Vec<(MatchState, i64)>> {
+        let rows =
+            sqlx::query("SELECT state, COUNT(*) AS n FROM matches GROUP BY state ORDER BY state")
+                .fetch_all(&mut *self.writer().await?)
+                .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    MatchState::from_name(&get::<String>(row, "state")?)?,
+                    get(row, "n")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// An owner's available balance.
+    pub async fn available(&self, user_id: &str) -> Result<i64> {
+        let mut conn = self.writer().await?;
+        Ok(load_account(&mut conn, &owner_account(user_id))
+            .await?
+            .map(|account| account.available())
+            .unwrap_or(0))
+    }
+}
+
+async fn void_claimed_tx(
+    conn: &mut AnyConnection,
+    select_for_update: &'static str,
+    match_id: &str,
+    lease_id: &str,
+    note: &str,
+    now: i64,
+) -> Result<()> {
+    let row = sqlx::query(select_for_update)
+        .bind(match_id.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("match {match_id}")))?;
+    let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
+    let holder: Option<String> = get(&row, "lease_id")?;
+    let expires: Option<i64> = get(&row, "lease_expires_ms")?;
+    if state != MatchState::Running
+        || holder.as_deref() != Some(lease_id)
+        || expires.is_none_or(|at| at < now)
+    {
+        return Err(LadderError::LeaseLost(format!(
+            "match {match_id} is no longer held by lease {lease_id}"
+        )));
+    }
+    let game = load_match(conn, match_id).await?;
+    void_tx(conn, &game, note, now).await
+}

@@ -1,0 +1,908 @@
+//! Settlement in batches (group commit): settlements that arrive while one is
+//! being written wait, then go together in one transaction whose statements
+//! each cover the whole batch (one read of the match rows, one of the ratings,
+//! one write per table, one update of every account the batch touches, the
+//! house's row once). The number of statements no longer grows with the batch:
+//! on SQLite, where every statement is a hop to sqlx's connection thread, and on
+//! PostgreSQL, where every commit waits for its WAL flush, that is where a
+//! settlement's time went.
+//!
+//! The batch is the fast path for the common case (a running match settled by
+//! its lease holder). Anything else in a batch (a repeat of a settlement, a match
+//! twice) is settled on its own afterwards; any failure of the batched
+//! transaction rolls it back and settles each request on its own
+//! ([`super::matches`]' one-match transaction), which reports the real error.
+//! Plans are [`duel_ladder_core::ledger::settle`]'s, computed in the batch's order, each
+//! from the ratings the previous one left: the same results as settling the
+//! requests one by one.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sqlx::AnyConnection;
+use tokio::sync::oneshot;
+
+use super::script::{Arg, Script, shift_placeholders};
+use super::{Store, get};
+use crate::error::{LadderError, Result};
+use crate::limits::MAX_SETTLEMENT_BATCH;
+use duel_ladder_core::ledger::{self, HOUSE_ACCOUNT, Plan, TransferOp};
+use duel_ladder_core::model::{Match, MatchState, Outcome, Settlement};
+use duel_ladder_core::rating::{Rating, Score};
+
+/// One lease holder's request to settle its match.
+#[derive(Clone, Debug)]
+pub(crate) struct SettleRequest {
+    pub match_id: String,
+    pub lease_id: String,
+    pub winner: Outcome,
+    pub replay_path: String,
+    pub now: i64,
+}
+
+type Reply = oneshot::Sender<Result<Settlement>>;
+
+/// Settlements waiting for the next batch, and who writes it. Whoever holds
+/// `leader` writes batches; everyone else waits for the lock and finds its
+/// answer already sent, so no task runs in the background.
+#[derive(Debug, Default)]
+pub(crate) struct SettlementQueue {
+    waiting: Mutex<Vec<(SettleRequest, Reply)>>,
+    leader: tokio::sync::Mutex<()>,
+    batches: AtomicU64,
+    batched: AtomicU64,
+    alone: AtomicU64,
+}
+
+/// How this process's settlements were written (`ladder bench` reports it;
+/// tests check that concurrent settlements share transactions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SettlementStats {
+    /// Batched transactions committed.
+    pub batches: u64,
+    /// Settlements written by them.
+    pub batched: u64,
+    /// Settlements written alone: repeats, and every request of a batch that
+    /// rolled back.
+    pub alone: u64,
+}
+
+impl SettlementQueue {
+    fn push(&self, request: SettleRequest, reply: Reply) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((request, reply));
+    }
+
+    /// Up to a batch of waiting requests, oldest first; those whose caller
+    /// gave up (a cancelled worker) are dropped unsettled, as if never sent.
+    fn take_batch(&self) -> Vec<(SettleRequest, Reply)> {
+        let mut waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        waiting.retain(|(_, reply)| !reply.is_closed());
+        let count = waiting.len().min(MAX_SETTLEMENT_BATCH);
+        waiting.drain(..count).collect()
+    }
+}
+
+impl Store {
+    /// Settles through the queue: joins the next batch, or writes it.
+    pub(crate) async fn settle_queued(&self, request: SettleRequest) -> Result<Settlement> {
+        let (reply, mut answer) = oneshot::channel();
+        let queue = &*self.settlements;
+        queue.push(request.clone(), reply);
+        let _leader = queue.leader.lock().await;
+        loop {
+            match answer.try_recv() {
+                Ok(result) => return result,
+                // A leader took this request and was cancelled before it
+                // answered: its transaction rolled back, so settle alone.
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    return self.settle_alone(&request).await;
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            let batch = queue.take_batch();
+            if batch.is_empty() {
+                // Unreachable while this request waits, but never spin on it.
+                return self.settle_alone(&request).await;
+            }
+            self.settle_batch(batch).await;
+        }
+    }
+
+    /// How this process's settlements were written so far.
+    pub fn settlement_stats(&self) -> SettlementStats {
+        let queue = &*self.settlements;
+        SettlementStats {
+            batches: queue.batches.load(Ordering::Relaxed),
+            batched: queue.batched.load(Ordering::Relaxed),
+            alone: queue.alone.load(Ordering::Relaxed),
+        }
+    }
+
+    async fn settle_alone(&self, request: &SettleRequest) -> Result<Settlement> {
+        self.settlements.alone.fetch_add(1, Ordering::Relaxed);
+        self.complete_one(request).await
+    }
+
+    /// Writes one batch and answers every request in it.
+    async fn settle_batch(&self, batch: Vec<(SettleRequest, Reply)>) {
+        let requests: Vec<SettleRequest> =
+            batch.iter().map(|(request, _)| request.clone()).collect();
+        let batched = self.try_batch(&requests).await;
+        if let Err(error) = &batched {
+            tracing::debug!(%error, size = requests.len(), "batched settlement rolled back; settling one by one");
+        }
+        let mut answers = batched.unwrap_or_else(|_| requests.iter().map(|_| None).collect());
+        for ((request, reply), answer) in batch.into_iter().zip(answers.iter_mut()) {
+            let result = match answer.take() {
+                Some(result) => result,
+                None => self.settle_alone(&request).await,
+            };
+            // The caller may have gone; the settlement stands either way.
+            let _ = reply.send(result);
+        }
+    }
+
+    /// One transaction for the whole batch. `Ok` holds each request's answer,
+    /// or `None` where it must be settled alone after the commit; `Err` means
+    /// nothing was written.
+    async fn try_batch(
+        &self,
+        requests: &[SettleRequest],
+    ) -> Result<Vec<Option<Result<Settlement>>>> {
+        let mut conn = self.writer().await?;
+        let mut tx = self.begin_settlement(&mut conn).await?;
+        let backend = Backend {
+            row_locks: self.dialect().row_locks(),
+            together: self.dialect().one_command_scripts(),
+        };
+        match settle_many_tx(&mut tx, backend, requests).await {
+            Ok(answers) => {
+                tx.commit().await?;
+                let written = answers
+                    .iter()
+                    .filter(|answer| matches!(answer, Some(Ok(_))))
+                    .count();
+                if written > 0 {
+                    let queue = &*self.settlements;
+                    queue.batches.fetch_add(1, Ordering::Relaxed);
+                    queue.batched.fetch_add(written as u64, Ordering::Relaxed);
+                }
+                Ok(answers)
+            }
+            Err(error) => {
+                let _ = tx.rollback().await;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// `(first, …), (…)`: `rows` tuples of `columns` placeholders numbered from `$1`.
+pub(crate) fn placeholder_rows(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let cells: Vec<String> = (1..=columns)
+                .map(|column| format!("${}", row * columns + column))
+                .collect();
+            format!("({})", cells.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A settlement the batch writes: the match as locked, and its plan.
+struct Planned {
+    index: usize,
+    game: Match,
+    plan: Plan,
+}
+
+/// What one account's row moves by in a batch.
+#[derive(Clone, Copy, Debug, Default)]
+struct AccountDelta {
+    debits_pending: i64,
+    debits_posted: i64,
+    credits_pending: i64,
+    credits_posted: i64,
+}
+
+/// How a batch's statements reach the database.
+#[derive(Clone, Copy, Debug)]
+struct Backend {
+    /// Rows are locked (`FOR UPDATE`) in the ledger's global orders.
+    row_locks: bool,
+    /// A step's statements go as one command (SQLite, see [`Script`]);
+    /// otherwise the writes go as one statement
+    /// ([`Script::run_as_one_statement`], PostgreSQL), after the row locks.
+    together: bool,
+}
+
+async fn settle_many_tx(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    requests: &[SettleRequest],
+) -> Result<Vec<Option<Result<Settlement>>>> {
+    let mut answers: Vec<Option<Result<Settlement>>> = requests.iter().map(|_| None).collect();
+    // A match asked twice in one batch: the later ask goes alone, after.
+    let mut first_ask: HashMap<&str, usize> = HashMap::new();
+    let mut asked: Vec<usize> = Vec::new();
+    for (index, request) in requests.iter().enumerate() {
+        if first_ask.insert(&request.match_id, index).is_none() {
+            asked.push(index);
+        }
+    }
+    let (rows, mut ratings) = read_batch(conn, backend, requests, &asked).await?;
+    let mut runnable: Vec<(usize, Match, bool)> = Vec::new();
+    for &index in &asked {
+        let request = &requests[index];
+        let Some(row) = rows.get(request.match_id.as_str()) else {
+            answers[index] = Some(Err(LadderError::NotFound(format!(
+                "match {}",
+                request.match_id
+            ))));
+            continue;
+        };
+        let game = super::matches::match_from_row(row)?;
+        let holder: Option<String> = get(row, "lease_id")?;
+        let expires: Option<i64> = get(row, "lease_expires_ms")?;
+        let holds_lease = holder.as_deref() == Some(request.lease_id.as_str());
+        match game.state {
+            // A repeat by the same lease reads what was paid: alone, after.
+            MatchState::Settled if holds_lease => {}
+            MatchState::Running
+                if holds_lease && expires.is_some_and(|expires| expires >= request.now) =>
+            {
+                let season_open = get::<Option<i64>>(row, "season_open")? == Some(1);
+                runnable.push((index, game, season_open));
+            }
+            state => {
+                answers[index] = Some(Err(LadderError::LeaseLost(format!(
+                    "match {} is {} and lease {} no longer holds it",
+                    request.match_id,
+                    state.name(),
+                    request.lease_id
+                ))));
+            }
+        }
+    }
+    if runnable.is_empty() {
+        return Ok(answers);
+    }
+    let mut planned = Vec::with_capacity(runnable.len());
+    for (index, game, season_open) in runnable {
+        let request = &requests[index];
+        let before = if season_open {
+            let [a, b] = &game.sides;
+            let rating_of = |bot_id: &str| {
+                ratings
+                    .get(&(game.season_id, bot_id.to_owned()))
+                    .map(|tally| tally.rating)
+                    .ok_or_else(|| {
+                        LadderError::corrupt(format!(
+                            "bot {bot_id} has no rating in season {}",
+                            game.season_id
+                        ))
+                    })
+            };
+            Some([rating_of(&a.bot_id)?, rating_of(&b.bot_id)?])
+        } else {
+            None
+        };
+        // The rake pinned at acceptance, not the setting now.
+        let plan = ledger::settle(&game, request.winner, game.rake_bp, before);
+        for change in &plan.ratings {
+            if let Some(tally) = ratings.get_mut(&(game.season_id, change.bot_id.clone())) {
+                tally.rating = change.after;
+                tally.touched = true;
+                match change.score {
+                    Score::Win => tally.wins += 1,
+                    Score::Loss => tally.losses += 1,
+                    Score::Draw => tally.draws += 1,
+                }
+            }
+        }
+        planned.push(Planned { index, game, plan });
+    }
+    let mut locks = Script::default();
+    let mut writes = Script::default();
+    store_ratings(&mut writes, &ratings);
+    record_history(&mut writes, requests, &planned);
+    mark_settled(&mut writes, requests, &planned);
+    ready_bots(&mut writes, requests, &planned);
+    apply_transfers(
+        &mut writes,
+        backend.row_locks.then_some(&mut locks),
+        requests,
+        &planned,
+    )?;
+    // Row locks first, in the ledger's order (none on SQLite).
+    locks.run(conn, false).await?;
+    if backend.together {
+        writes.run(conn, true).await?;
+    } else {
+        writes.run_as_one_statement(conn).await?;
+    }
+    for Planned { index, plan, .. } in planned {
+        answers[index] = Some(Ok(Settlement {
+            match_id: plan.match_id.clone(),
+            winner: plan.winner,
+            pot: plan.pot,
+            rake: plan.rake,
+            payout: plan.payout,
+            already_settled: false,
+            plan: Some(plan),
+        }));
+    }
+    Ok(answers)
+}
+
+/// Every asked match's row with whether its season runs, and the ratings of
+/// both bots of each whose season runs: one step. Where the backend has row
+/// locks, the matches are locked in id order, then the ratings in (season,
+/// bot id) order.
+async fn read_batch(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    requests: &[SettleRequest],
+    asked: &[usize],
+) -> Result<(
+    HashMap<String, sqlx::any::AnyRow>,
+    BTreeMap<(i64, String), Tally>,
+)> {
+    let ids = placeholder_rows(asked.len(), 1);
+    let match_ids: Vec<Arg> = asked
+        .iter()
+        .map(|&index| Arg::from(requests[index].match_id.as_str()))
+        .collect();
+    let (lock_matches, lock_ratings) = if backend.row_locks {
+        (
+            " ORDER BY m.id FOR UPDATE OF m",
+            " ORDER BY r.season_id, r.bot_id FOR UPDATE OF r",
+        )
+    } else {
+        ("", "")
+    };
+    let mut reads = Script::default();
+    reads.push(
+        format!(
+            "SELECT m.*, \
+             (SELECT CAST(CASE WHEN ended_ms IS NULL THEN 1 ELSE 0 END AS BIGINT) FROM seasons s \
+              WHERE s.id = m.season_id) AS season_open \
+             FROM matches m WHERE m.id IN ({ids}){lock_matches}"
+        ),
+        match_ids.clone(),
+    );
+    // Ratings of every asked match, not only those that turn out runnable: a
+    // few rows more, read in the same step. A bot in two matches of the
+    // batch comes back twice.
+    reads.push(
+        format!(
+            "SELECT r.season_id, r.bot_id, r.rating, r.deviation, r.volatility \
+             FROM matches m JOIN seasons s ON s.id = m.season_id AND s.ended_ms IS NULL \
+             JOIN ratings r ON r.season_id = m.season_id AND (r.bot_id = m.bot_a OR r.bot_id = m.bot_b) \
+             WHERE m.id IN ({ids}){lock_ratings}"
+        ),
+        match_ids,
+    );
+    let mut answers = reads.run(conn, backend.together).await?.into_iter();
+    let (Some(match_rows), Some(rating_rows)) = (answers.next(), answers.next()) else {
+        return Err(LadderError::corrupt("the settlement read gave no answer"));
+    };
+    let mut rows = HashMap::new();
+    for row in match_rows.rows {
+        rows.insert(get::<String>(&row, "id")?, row);
+    }
+    let mut tallies = BTreeMap::new();
+    for row in rating_rows.rows {
+        let key = (
+            get::<i64>(&row, "season_id")?,
+            get::<String>(&row, "bot_id")?,
+        );
+        if tallies.contains_key(&key) {
+            continue;
+        }
+        tallies.insert(
+            key,
+            Tally {
+                rating: Rating {
+                    rating: get(&row, "rating")?,
+                    deviation: get(&row, "deviation")?,
+                    volatility: get(&row, "volatility")?,
+                },
+                wins: 0,
+                losses: 0,
+                draws: 0,
+                touched: false,
+            },
+        );
+    }
+    Ok((rows, tallies))
+}
+
+/// A bot's rating in a season as the batch moves it.
+#[derive(Clone, Copy, Debug)]
+struct Tally {
+    rating: Rating,
+    wins: i64,
+    losses: i64,
+    draws: i64,
+    touched: bool,
+}
+
+/// Each moved rating once, as the batch leaves it, with its tallies added.
+fn store_ratings(writes: &mut Script, ratings: &BTreeMap<(i64, String), Tally>) {
+    let moved: Vec<(&(i64, String), &Tally)> =
+        ratings.iter().filter(|(_, tally)| tally.touched).collect();
+    if moved.is_empty() {
+        return;
+    }
+    let sql = format!(
+        "WITH d(d_season, d_bot, d_rating, d_deviation, d_volatility, d_wins, d_losses, d_draws) AS (VALUES {}) \
+         UPDATE ratings SET rating = d.d_rating, deviation = d.d_deviation, volatility = d.d_volatility, \
+         games = games + d.d_wins + d.d_losses + d.d_draws, wins = wins + d.d_wins, \
+         losses = losses + d.d_losses, draws = draws + d.d_draws \
+         FROM d WHERE ratings.season_id = d.d_season AND ratings.bot_id = d.d_bot",
+        placeholder_rows(moved.len(), 8)
+    );
+    let mut args = Vec::with_capacity(moved.len() * 8);
+    for ((season_id, bot_id), tally) in &moved {
+        args.extend([
+            Arg::from(*season_id),
+            Arg::from(bot_id.as_str()),
+            Arg::from(tally.rating.rating),
+            Arg::from(tally.rating.deviation),
+            Arg::from(tally.rating.volatility),
+            Arg::from(tally.wins),
+            Arg::from(tally.losses),
+            Arg::from(tally.draws),
+        ]);
+    }
+    writes.push_expecting(sql, args, moved.len(), "ratings");
+}
+
+/// Every rating change of the batch, in the order the matches settled.
+fn record_history(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
+    let changes: Vec<(&Match, &ledger::RatingChange, i64)> = planned
+        .iter()
+        .flat_map(|planned| {
+            let now = requests[planned.index].now;
+            planned
+                .plan
+                .ratings
+                .iter()
+                .map(move |change| (&planned.game, change, now))
+        })
+        .collect();
+    if let Some((sql, args)) = rating_history_insert(&changes) {
+        writes.push(sql, args);
+    }
+}
+
+/// Ratings after matches, for the bots' pages' charts, in one statement:
+/// each change with its match and when it was settled. `None` without changes.
+pub(super) fn rating_history_insert(
+    changes: &[(&Match, &ledger::RatingChange, i64)],
+) -> Option<(String, Vec<Arg>)> {
+    if changes.is_empty() {
+        return None;
+    }
+    let sql = format!(
+        "INSERT INTO rating_history (bot_id, match_id, season_id, version, at_ms, rating, deviation) VALUES {}",
+        placeholder_rows(changes.len(), 7)
+    );
+    let mut args = Vec::with_capacity(changes.len() * 7);
+    for (game, change, now) in changes {
+        let version = game
+            .sides
+            .iter()
+            .find(|side| side.bot_id == change.bot_id)
+            .map_or(0, |side| side.version);
+        args.extend([
+            Arg::from(change.bot_id.as_str()),
+            Arg::from(game.id.as_str()),
+            Arg::from(game.season_id),
+            Arg::from(version),
+            Arg::from(*now),
+            Arg::from(change.after.rating),
+            Arg::from(change.after.deviation),
+        ]);
+    }
+    Some((sql, args))
+}
+
+fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
+    let sql = format!(
+        "WITH d(d_id, d_winner, d_finished, d_replay) AS (VALUES {}) \
+         UPDATE matches SET state = 'settled', winner = d.d_winner, finished_ms = d.d_finished, \
+         replay_path = d.d_replay, lease_expires_ms = NULL FROM d WHERE matches.id = d.d_id",
+        placeholder_rows(planned.len(), 4)
+    );
+    let mut args = Vec::with_capacity(planned.len() * 4);
+    for planned in planned {
+        let request = &requests[planned.index];
+        args.extend([
+            Arg::from(planned.game.id.as_str()),
+            Arg::from(planned.plan.winner.name()),
+            Arg::from(request.now),
+            Arg::from(request.replay_path.as_str()),
+        ]);
+    }
+    writes.push_expecting(sql, args, planned.len(), "matches");
+}
+
+/// Active bots with no other match waiting or running become ready again (the
+/// batch's own matches are settled by the statement before, so they no
+/// longer count).
+fn ready_bots(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
+    let mut bots: Vec<(&str, i64)> = Vec::new();
+    for planned in planned {
+        for side in &planned.game.sides {
+            bots.push((&side.bot_id, requests[planned.index].now));
+        }
+    }
+    // One time per bot: the latest of its matches in the batch.
+    bots.sort();
+    let mut latest: Vec<(&str, i64)> = Vec::new();
+    for (bot_id, now) in bots {
+        match latest.last_mut() {
+            Some((last, at)) if *last == bot_id => *at = (*at).max(now),
+            _ => latest.push((bot_id, now)),
+        }
+    }
+    // The batch's own matches are left out by id rather than by their new
+    // state: on PostgreSQL every write of the batch is one statement, whose
+    // parts all see the rows as they were before it.
+    let settled = planned.len();
+    let sql = format!(
+        "WITH d(d_bot, d_ready) AS (VALUES {}) \
+         UPDATE bots SET active_ready_ms = d.d_ready, active_waves = 0 FROM d \
+         WHERE bots.id = d.d_bot AND active_stake IS NOT NULL AND paused_reason IS NULL \
+         AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.state IN ('queued', 'running') \
+         AND (m.bot_a = bots.id OR m.bot_b = bots.id) AND m.id NOT IN ({}))",
+        placeholder_rows(latest.len(), 2),
+        shift_placeholders(&placeholder_rows(settled, 1), latest.len() * 2)
+    );
+    let mut args = Vec::with_capacity(latest.len() * 2 + settled);
+    for (bot_id, now) in latest {
+        args.extend([Arg::from(bot_id), Arg::from(now)]);
+    }
+    args.extend(
+        planned
+            .iter()
+            .map(|planned| Arg::from(requests[planned.index].match_id.as_str())),
+    );
+    writes.push(sql, args);
+}
+
+/// The pending stake `pending_id` of `game` as acceptance made it: (debit,
+/// credit, amount).
+fn pending_stake(game: &Match, pending_id: &str) -> Result<(String, String, i64)> {
+    ledger::stakes(game)
+        .into_iter()
+        .find(|stake| stake.id == pending_id)
+        .and_then(|stake| match stake.op {
+            TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => Some((debit, credit, amount)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            LadderError::corrupt(format!(
+                "settlement of match {} resolves {pending_id}, not one of its stakes",
+                game.id
+            ))
+        })
+}
+
+/// Every transfer of the batch: the new ones in one insert, the resolutions of
+/// pending stakes in another, then each touched account's row once. A
+/// resolution copies its pending transfer, as one does alone, and is written
+/// only where that transfer is the stake acceptance made (its accounts and
+/// amount, from which the account rows' changes were computed here). Every
+/// transfer is new here (the matches were running under their lease), so a
+/// conflict or a refused row fails the batch, which rolls back.
+fn apply_transfers(
+    writes: &mut Script,
+    locks: Option<&mut Script>,
+    requests: &[SettleRequest],
+    planned: &[Planned],
+) -> Result<()> {
+    let mut deltas: BTreeMap<String, AccountDelta> = BTreeMap::new();
+    let mut singles = Vec::new();
+    let mut resolutions = Vec::new();
+    for planned in planned {
+        let now = requests[planned.index].now;
+        for request in &planned.plan.transfers {
+            request.validate()?;
+            match &request.op {
+                TransferOp::Single {
+                    debit,
+                    credit,
+                    amount,
+                } => {
+                    deltas.entry(debit.clone()).or_default().debits_posted += amount;
+                    deltas.entry(credit.clone()).or_default().credits_posted += amount;
+                    singles.push((request, debit, credit, *amount, now));
+                }
+                TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
+                    let posted = matches!(request.op, TransferOp::Post { .. });
+                    let (debit, credit, amount) = pending_stake(&planned.game, pending_id)?;
+                    let debit_delta = deltas.entry(debit.clone()).or_default();
+                    debit_delta.debits_pending -= amount;
+                    if posted {
+                        debit_delta.debits_posted += amount;
+                    }
+                    let credit_delta = deltas.entry(credit.clone()).or_default();
+                    credit_delta.credits_pending -= amount;
+                    if posted {
+                        credit_delta.credits_posted += amount;
+                    }
+                    resolutions.push((request, pending_id, debit, credit, amount, now));
+                }
+                TransferOp::Pending { .. } => {
+                    return Err(LadderError::corrupt(format!(
+                        "settlement plan {} makes a pending transfer",
+                        planned.plan.match_id
+                    )));
+                }
+            }
+        }
+    }
+    if !resolutions.is_empty() {
+        let sql = format!(
+            "WITH d(d_id, d_kind, d_memo, d_created, d_pending, d_debit, d_credit, d_amount) AS (VALUES {}) \
+             INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
+             SELECT d.d_id, d.d_kind, t.debit_account, t.credit_account, t.amount, t.id, d.d_memo, d.d_created \
+             FROM d, transfers t WHERE t.id = d.d_pending AND t.kind = 'pending' \
+             AND t.debit_account = d.d_debit AND t.credit_account = d.d_credit AND t.amount = d.d_amount \
+             ON CONFLICT DO NOTHING",
+            placeholder_rows(resolutions.len(), 8)
+        );
+        let mut args = Vec::with_capacity(resolutions.len() * 8);
+        for (request, pending_id, debit, credit, amount, now) in &resolutions {
+            args.extend([
+                Arg::from(request.id.as_str()),
+                Arg::from(request.kind().name()),
+                Arg::from(request.memo.as_str()),
+                Arg::from(*now),
+                Arg::from(pending_id.as_str()),
+                Arg::from(debit.as_str()),
+                Arg::from(credit.as_str()),
+                Arg::from(*amount),
+            ]);
+        }
+        writes.push_expecting(sql, args, resolutions.len(), "stake resolutions");
+    }
+    if !singles.is_empty() {
+        let sql = format!(
+            "INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
+             VALUES {} ON CONFLICT DO NOTHING",
+            (0..singles.len())
+                .map(|row| {
+                    let first = row * 6;
+                    format!(
+                        "(${}, 'single', ${}, ${}, ${}, NULL, ${}, ${})",
+                        first + 1,
+                        first + 2,
+                        first + 3,
+                        first + 4,
+                        first + 5,
+                        first + 6
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut args = Vec::with_capacity(singles.len() * 6);
+        for (request, debit, credit, amount, now) in &singles {
+            args.extend([
+                Arg::from(request.id.as_str()),
+                Arg::from(debit.as_str()),
+                Arg::from(credit.as_str()),
+                Arg::from(*amount),
+                Arg::from(request.memo.as_str()),
+                Arg::from(*now),
+            ]);
+        }
+        writes.push_expecting(sql, args, singles.len(), "transfers");
+    }
+    update_accounts(writes, locks, &deltas);
+    Ok(())
+}
+
+/// Each account's row once. Where the backend has row locks, the rows are
+/// locked first in the ledger's one global order (by id, the house last), as
+/// transfers made one at a time reach them. The balance rule is checked on the
+/// rows as the whole batch leaves them: within a settlement an escrow is
+/// credited before it pays out and owners are only credited, so that is the
+/// rule each transfer met in turn.
+fn update_accounts(
+    writes: &mut Script,
+    locks: Option<&mut Script>,
+    deltas: &BTreeMap<String, AccountDelta>,
+) {
+    if deltas.is_empty() {
+        return;
+    }
+    let mut ordered: Vec<(&String, &AccountDelta)> = deltas.iter().collect();
+    ordered.sort_by_key(|(id, _)| (id.as_str() == HOUSE_ACCOUNT, id.as_str()));
+    if let Some(locks) = locks {
+        let sql = format!(
+            "SELECT id FROM ledger_accounts WHERE id IN ({}) \
+             ORDER BY CASE WHEN id = '{HOUSE_ACCOUNT}' THEN 1 ELSE 0 END, id FOR UPDATE",
+            placeholder_rows(ordered.len(), 1)
+        );
+        let args = ordered
+            .iter()
+            .map(|(id, _)| Arg::from(id.as_str()))
+            .collect();
+        locks.push(sql, args);
+    }
+    let sql = format!(
+        "WITH d(d_id, d_debits_pending, d_debits_posted, d_credits_pending, d_credits_posted) AS (VALUES {}) \
+         UPDATE ledger_accounts SET debits_pending = debits_pending + d.d_debits_pending, \
+         debits_posted = debits_posted + d.d_debits_posted, \
+         credits_pending = credits_pending + d.d_credits_pending, \
+         credits_posted = credits_posted + d.d_credits_posted \
+         FROM d WHERE ledger_accounts.id = d.d_id \
+         AND debits_pending + d.d_debits_pending >= 0 AND credits_pending + d.d_credits_pending >= 0 \
+         AND (may_go_negative = 1 OR credits_posted + d.d_credits_posted - debits_posted - d.d_debits_posted \
+              - debits_pending - d.d_debits_pending >= 0)",
+        placeholder_rows(ordered.len(), 5)
+    );
+    let mut args = Vec::with_capacity(ordered.len() * 5);
+    for (id, delta) in &ordered {
+        args.extend([
+            Arg::from(id.as_str()),
+            Arg::from(delta.debits_pending),
+            Arg::from(delta.debits_posted),
+            Arg::from(delta.credits_pending),
+            Arg::from(delta.credits_posted),
+        ]);
+    }
+    writes.push_expecting(sql, args, ordered.len(), "ledger accounts");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PairSide;
+    use duel_ladder_core::auth::Role;
+    use duel_ladder_core::model::BotSource;
+
+    async fn running_pair(store: &Store, tag: &str) -> (String, String) {
+        let mut bots = Vec::new();
+        for side in ["a", "b"] {
+            let (owner, _) = store
+                .create_user(&format!("{tag}{side}"), Role::Owner)
+                .await
+                .expect("owner");
+            store
+                .grant_credits(&owner, 1_000, &format!("grant:{tag}{side}"))
+                .await
+                .expect("grant");
+            let spec = "builtin:random".to_owned();
+            let source = BotSource::builtin(spec);
+            let bot = store
+                .register_bot(&owner, &format!("{tag}{side}bot"), "light", &source)
+                .await
+                .expect("bot");
+            bots.push(PairSide {
+                bot_id: bot.id,
+                stake: 10,
+            });
+        }
+        let [a, b]: [PairSide; 2] = bots.try_into().expect("two sides");
+        store.accept_pair([a, b]).await.expect("accept");
+        let claim = store
+            .claim(60_000, 1_000)
+            .await
+            .expect("claim")
+            .expect("queued");
+        (claim.game.id, claim.lease_id)
+    }
+
+    /// A batch one of whose writes is refused is rolled back whole: the
+    /// other match of the batch is not half settled, and settles afterwards.
+    #[tokio::test]
+    async fn a_refused_batch_writes_nothing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::connect(&format!("sqlite://{}/l.db", dir.path().display()))
+            .await
+            .expect("store");
+        refused_batch_writes_nothing(&store).await;
+        store.close().await;
+    }
+
+    /// On PostgreSQL the batch's writes are one statement: a part that
+    /// changes the wrong number of rows still refuses the whole batch.
+    #[tokio::test]
+    async fn a_refused_batch_writes_nothing_on_postgres() {
+        let admin_url = "postgres://postgres@127.0.0.1:5432/postgres";
+        sqlx::any::install_default_drivers();
+        let Ok(mut admin) = <sqlx::AnyConnection as sqlx::Connection>::connect(admin_url).await
+        else {
+            assert!(
+                std::env::var("DUEL_TEST_SERVICES").as_deref() != Ok("required"),
+                "PostgreSQL is not reachable at {admin_url}"
+            );
+            eprintln!("skipped: PostgreSQL is not reachable at {admin_url}");
+            return;
+        };
+        let name = format!("ladder_unit_{}", uuid::Uuid::new_v4().simple());
+        let create = format!("CREATE DATABASE \"{name}\"");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+            .execute(&mut admin)
+            .await
+            .expect("create database");
+        let store = Store::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+            .await
+            .expect("store");
+        refused_batch_writes_nothing(&store).await;
+        store.close().await;
+        let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
+            .execute(&mut admin)
+            .await
+            .expect("drop database");
+    }
+
+    async fn refused_batch_writes_nothing(store: &Store) {
+        store.start_season("s1").await.expect("season");
+        let (first, first_lease) = running_pair(store, "p").await;
+        let (second, second_lease) = running_pair(store, "q").await;
+        // The second match's stake resolution already exists: its insert
+        // changes no row, and the batch must refuse.
+        sqlx::query(
+            "INSERT INTO transfers (id, kind, debit_account, credit_account, amount, pending_id, memo, created_ms) \
+             VALUES ($1, 'single', $2, $3, 1, NULL, 'in the way', 0)",
+        )
+        .bind(ledger::resolve_transfer_id(&second, 'a'))
+        .bind(ledger::escrow_account(&second))
+        .bind(HOUSE_ACCOUNT)
+        .execute(&mut *store.writer().await.expect("writer"))
+        .await
+        .expect("tamper");
+        let request = |match_id: &str, lease_id: &str| SettleRequest {
+            match_id: match_id.to_owned(),
+            lease_id: lease_id.to_owned(),
+            winner: Outcome::A,
+            replay_path: "r.json".to_owned(),
+            now: 2_000,
+        };
+        let batch = [
+            request(&first, &first_lease),
+            request(&second, &second_lease),
+        ];
+        let error = store.try_batch(&batch).await.expect_err("refused");
+        assert!(
+            error.to_string().contains("batched settlement wrote"),
+            "{error}"
+        );
+        let game = store.game(&first).await.expect("first");
+        assert_eq!(game.state, MatchState::Running, "half settled: {game:?}");
+        let (_, standings) = store.standings(None, None).await.expect("standings");
+        assert!(
+            standings.iter().all(|standing| standing.games == 0),
+            "ratings moved: {standings:?}"
+        );
+        // Through the queue, the batch falls back to one at a time.
+        let settled = store
+            .complete(&first, &first_lease, Outcome::A, "r.json", 2_000)
+            .await;
+        assert!(settled.is_ok(), "{settled:?}");
+        assert_eq!(
+            store.game(&first).await.expect("first").state,
+            MatchState::Settled
+        );
+    }
+}

@@ -1,0 +1,629 @@
+//! The public site's reads: listings of settled matches, standings, bot pages,
+//! head-to-heads and rating histories, each one page at a time by keyset
+//! (never OFFSET), so page 1,000 costs what page 1 does.
+//!
+//! Every type here is also the JSON twin of its page (`/api/...`), so scripts
+//! read the same data the HTML shows.
+
+use duel_rules::WeightClass;
+use serde::Serialize;
+use sqlx::any::AnyRow;
+
+use super::{Reads, get};
+use crate::error::{LadderError, Result};
+use crate::limits::{MAX_CHART_POINTS, MAX_OPPONENTS_LISTED};
+use duel_ladder_core::model::{Play, Season, class_from_name};
+use duel_ladder_core::rating::Rating;
+
+/// One match in a listing.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MatchLine {
+    pub id: String,
+    pub season: String,
+    pub class: &'static str,
+    pub state: String,
+    pub bot_a: String,
+    pub version_a: i64,
+    pub stake_a: i64,
+    pub bot_b: String,
+    pub version_b: i64,
+    pub stake_b: i64,
+    /// `a`, `b` or `draw`; `None` until settled.
+    pub winner: Option<String>,
+    pub accepted_ms: i64,
+    pub finished_ms: Option<i64>,
+    /// Whether a replay was published (`/replays/{id}`).
+    pub replay: bool,
+}
+
+impl MatchLine {
+    /// The winner's name, if one side won.
+    pub fn winner_name(&self) -> Option<&str> {
+        match self.winner.as_deref() {
+            Some("a") => Some(&self.bot_a),
+            Some("b") => Some(&self.bot_b),
+            _ => None,
+        }
+    }
+}
+
+/// A page of a listing; `next_cursor` fetches the next one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// Where a listing of matches resumes: after (finished_ms, id), newest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatchCursor {
+    pub finished_ms: i64,
+    pub id: String,
+}
+
+impl MatchCursor {
+    /// Before every match.
+    pub fn first() -> MatchCursor {
+        MatchCursor {
+            finished_ms: i64::MAX,
+            id: String::new(),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        format!("{}_{}", self.finished_ms, self.id)
+    }
+
+    pub fn parse(text: &str) -> Result<MatchCursor> {
+        let bad = || LadderError::Invalid(format!("malformed cursor {:?}", shorten(text)));
+        let (finished, id) = text.split_once('_').ok_or_else(bad)?;
+        Ok(MatchCursor {
+            finished_ms: finished.parse().map_err(|_| bad())?,
+            id: id.to_owned(),
+        })
+    }
+}
+
+/// One row of a class's table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StandingLine {
+    pub rank: i64,
+    pub bot: String,
+    pub owner: String,
+    pub rating: f64,
+    pub deviation: f64,
+    /// rating − 2·RD: what the table is sorted by.
+    pub conservative: f64,
+    pub provisional: bool,
+    pub games: i64,
+    pub wins: i64,
+    pub draws: i64,
+    pub losses: i64,
+}
+
+/// Where a class's table resumes: after the row ranked `rank`, whose sort
+/// key was (conservative, bot).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StandingCursor {
+    pub rank: i64,
+    pub conservative: f64,
+    pub bot: String,
+}
+
+impl StandingCursor {
+    pub fn encode(&self) -> String {
+        // The exact bits, so the next page starts exactly after this row.
+        format!(
+            "{}_{:016x}_{}",
+            self.rank,
+            self.conservative.to_bits(),
+            self.bot
+        )
+    }
+
+    pub fn parse(text: &str) -> Result<StandingCursor> {
+        let bad = || LadderError::Invalid(format!("malformed cursor {:?}", shorten(text)));
+        let mut parts = text.splitn(3, '_');
+        let (Some(rank), Some(bits), Some(bot)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        Ok(StandingCursor {
+            rank: rank.parse().map_err(|_| bad())?,
+            conservative: f64::from_bits(u64::from_str_radix(bits, 16).map_err(|_| bad())?),
+            bot: bot.to_owned(),
+        })
+    }
+}
+
+/// A season as the site lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SeasonLine {
+    pub id: i64,
+    pub name: String,
+    pub started_ms: i64,
+    pub ended_ms: Option<i64>,
+    /// `running` or `ended`.
+    pub state: &'static str,
+}
+
+impl From<Season> for SeasonLine {
+    fn from(season: Season) -> SeasonLine {
+        SeasonLine {
+            state: if season.ended_ms.is_some() {
+                "ended"
+            } else {
+                "running"
+            },
+            id: season.id,
+            name: season.name,
+            started_ms: season.started_ms,
+            ended_ms: season.ended_ms,
+        }
+    }
+}
+
+/// One class's table (a page of it).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClassTable {
+    pub class: &'static str,
+    pub rows: Vec<StandingLine>,
+    pub next_cursor: Option<String>,
+}
+
+/// One rated match on a bot's chart.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HistoryPoint {
+    pub match_id: String,
+    pub season: String,
+    pub version: i64,
+    pub at_ms: i64,
+    pub rating: f64,
+    pub deviation: f64,
+}
+
+/// A bot's record against one opponent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OpponentLine {
+    pub bot: String,
+    pub games: i64,
+    pub wins: i64,
+    pub draws: i64,
+    pub losses: i64,
+}
+
+/// Wins, draws and losses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub wins: i64,
+    pub draws: i64,
+    pub losses: i64,
+}
+
+/// The head-to-head of two bots, from the first's side.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeadToHead {
+    pub bot: String,
+    pub opponent: String,
+    pub record: Record,
+    pub matches: Page<MatchLine>,
+}
+
+const MATCH_LINE: &str = "SELECT m.id, m.class, m.state, m.winner, m.stake_a, m.stake_b, \
+     m.version_a, m.version_b, m.accepted_ms, m.finished_ms, m.replay_path, \
+     s.name AS season_name, ba.name AS name_a, bb.name AS name_b \
+     FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
+     JOIN seasons s ON s.id = m.season_id";
+
+/// The conservative rating of a `ratings r` row, as the running table sorts
+/// by it. Written out (not bound) so it is the expression of the index
+/// `ratings_class` (migrations/*/0006_site.sql), which PostgreSQL and SQLite
+/// then walk in order; [`duel_ladder_core::limits::CONSERVATIVE_DEVIATIONS`] is 2.
+const CONSERVATIVE_SQL: &str = "r.rating - 2.0 * r.deviation";
+
+fn match_line(row: &AnyRow) -> Result<MatchLine> {
+    Ok(MatchLine {
+        id: get(row, "id")?,
+        season: get(row, "season_name")?,
+        class: class_from_name(&get::<String>(row, "class")?)?.name(),
+        state: get(row, "state")?,
+        bot_a: get(row, "name_a")?,
+        version_a: get(row, "version_a")?,
+        stake_a: get(row, "stake_a")?,
+        bot_b: get(row, "name_b")?,
+        version_b: get(row, "version_b")?,
+        stake_b: get(row, "stake_b")?,
+        winner: get(row, "winner")?,
+        accepted_ms: get(row, "accepted_ms")?,
+        finished_ms: get(row, "finished_ms")?,
+        replay: get::<Option<String>>(row, "replay_path")?.is_some(),
+    })
+}
+
+/// Keeps `limit` of `lines` (fetched `limit + 1`), with the cursor of the last.
+fn match_page(mut lines: Vec<MatchLine>, limit: usize) -> Page<MatchLine> {
+    let more = lines.len() > limit;
+    lines.truncate(limit);
+    let next_cursor = if more {
+        lines.last().map(|line| {
+            MatchCursor {
+                finished_ms: line.finished_ms.unwrap_or(0),
+                id: line.id.clone(),
+            }
+            .encode()
+        })
+    } else {
+        None
+    };
+    Page {
+        items: lines,
+        next_cursor,
+    }
+}
+
+fn shorten(text: &str) -> String {
+    text.chars().take(80).collect()
+}
+
+fn fetch_limit(limit: usize) -> i64 {
+    i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX)
+}
+
+impl Reads {
+    /// Settled matches, newest first, after `cursor`.
+    pub async fn settled_matches(
+        &self,
+        cursor: &MatchCursor,
+        limit: usize,
+    ) -> Result<Page<MatchLine>> {
+        // The page is cut from the index alone first, then named: with the
+        // joins in one query SQLite picked a plan that scanned far down the
+        // index for small limits (the home page's 10: 300 ms at 100,000
+        // matches; docs/perf/site.md).
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{MATCH_LINE} WHERE m.id IN (SELECT id FROM matches WHERE state = 'settled' \
+             AND (finished_ms, id) < ($1, $2) ORDER BY finished_ms DESC, id DESC LIMIT $3) \
+             ORDER BY m.finished_ms DESC, m.id DESC LIMIT $3"
+        )))
+        .bind(cursor.finished_ms)
+        .bind(cursor.id.clone())
+        .bind(fetch_limit(limit))
+        .fetch_all(self.store.read_pool())
+        .await?;
+        let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;
+        Ok(match_page(lines, limit))
+    }
+
+    /// One match as listings show it, with its note (why it was voided).
+    pub async fn match_line(&self, match_id: &str) -> Result<(MatchLine, Option<String>)> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{} WHERE m.id = $1",
+            MATCH_LINE.replacen("SELECT ", "SELECT m.note, ", 1)
+        )))
+        .bind(match_id.to_owned())
+        .fetch_optional(self.store.read_pool())
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("match {}", shorten(match_id))))?;
+        Ok((match_line(&row)?, get(&row, "note")?))
+    }
+
+    /// A bot's settled matches, newest first, after `cursor`; with `opponent`,
+    /// only those against it (a head-to-head).
+    pub async fn bot_matches(
+        &self,
+        bot_id: &str,
+        opponent_id: Option<&str>,
+        cursor: &MatchCursor,
+        limit: usize,
+    ) -> Result<Page<MatchLine>> {
+        // One index range per side (bot_a…, bot_b…), merged; each side is cut at
+        // the page size before the merge.
+        let side = |this: &str, other: &str| {
+            let against = if opponent_id.is_some() {
+                format!(" AND {other} = $2")
+            } else {
+                " AND $2 = ''".to_owned()
+            };
+            format!(
+                "SELECT * FROM (SELECT id FROM matches WHERE {this} = $1{against} AND state = 'settled' \
+                 AND (finished_ms, id) < ($3, $4) ORDER BY finished_ms DESC, id DESC LIMIT $5) AS side_{this}"
+            )
+        };
+        let sql = format!(
+            "{MATCH_LINE} WHERE m.id IN ({} UNION ALL {}) ORDER BY m.finished_ms DESC, m.id DESC LIMIT $5",
+            side("bot_a", "bot_b"),
+            side("bot_b", "bot_a")
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(bot_id.to_owned())
+            .bind(opponent_id.unwrap_or("").to_owned())
+            .bind(cursor.finished_ms)
+            .bind(cursor.id.clone())
+            .bind(fetch_limit(limit))
+            .fetch_all(self.store.read_pool())
+            .await?;
+        let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;
+        Ok(match_page(lines, limit))
+    }
+
+    /// The seasons, newest first.
+    pub async fn season_lines(&self) -> Result<Vec<SeasonLine>> {
+        let mut seasons = self.store.seasons().await?;
+        seasons.reverse();
+        Ok(seasons.into_iter().map(SeasonLine::from).collect())
+    }
+
+    /// A page of one class's table in `season`, sorted by rating − 2·RD
+    /// (best first), then bot name; frozen once the season ended.
+    pub async fn class_table(
+        &self,
+        season: &Season,
+        class: WeightClass,
+        after: Option<&StandingCursor>,
+        limit: usize,
+    ) -> Result<ClassTable> {
+        let first_rank = after.map_or(0, |cursor| cursor.rank);
+        let mut rows = if season.ended_ms.is_some() {
+            let rows = sqlx::query(
+                "SELECT rank, bot_name, owner_name, rating, deviation, conservative, provisional, \
+                 games, wins, losses, draws FROM standings \
+                 WHERE season_id = $1 AND class = $2 AND rank > $3 ORDER BY rank LIMIT $4",
+            )
+            .bind(season.id)
+            .bind(class.name())
+            .bind(first_rank)
+            .bind(fetch_limit(limit))
+            .fetch_all(self.store.read_pool())
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    Ok(StandingLine {
+                        rank: get(row, "rank")?,
+                        bot: get(row, "bot_name")?,
+                        owner: get(row, "owner_name")?,
+                        rating: get(row, "rating")?,
+                        deviation: get(row, "deviation")?,
+                        conservative: get(row, "conservative")?,
+                        provisional: get::<i64>(row, "provisional")? != 0,
+                        games: get(row, "games")?,
+                        wins: get(row, "wins")?,
+                        draws: get(row, "draws")?,
+                        losses: get(row, "losses")?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            let (conservative, bot) = after.map_or((f64::INFINITY, String::new()), |cursor| {
+                (cursor.conservative, cursor.bot.clone())
+            });
+            // Walks the index on (season, class, conservative DESC) from the
+            // cursor on; the name orders ties within one conservative value.
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT b.name AS bot_name, u.name AS owner_name, r.rating, r.deviation, \
+                 r.games, r.wins, r.losses, r.draws, {CONSERVATIVE_SQL} AS conservative \
+                 FROM ratings r JOIN bots b ON b.id = r.bot_id JOIN users u ON u.id = b.owner_id \
+                 WHERE r.season_id = $1 AND r.class = $2 AND {CONSERVATIVE_SQL} <= $3 \
+                 AND ({CONSERVATIVE_SQL} < $3 OR b.name > $4) \
+                 ORDER BY {CONSERVATIVE_SQL} DESC, b.name LIMIT $5"
+            )))
+            .bind(season.id)
+            .bind(class.name())
+            .bind(conservative)
+            .bind(bot)
+            .bind(fetch_limit(limit))
+            .fetch_all(self.store.read_pool())
+            .await?;
+            rows.iter()
+                .zip(first_rank + 1..)
+                .map(|(row, rank)| {
+                    let rating = Rating {
+                        rating: get(row, "rating")?,
+                        deviation: get(row, "deviation")?,
+                        volatility: 0.0,
+                    };
+                    Ok(StandingLine {
+                        rank,
+                        bot: get(row, "bot_name")?,
+                        owner: get(row, "owner_name")?,
+                        rating: rating.rating,
+                        deviation: rating.deviation,
+                        conservative: get(row, "conservative")?,
+                        provisional: rating.is_provisional(),
+                        games: get(row, "games")?,
+                        wins: get(row, "wins")?,
+                        draws: get(row, "draws")?,
+                        losses: get(row, "losses")?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let next_cursor = if more {
+            rows.last().map(|row| {
+                StandingCursor {
+                    rank: row.rank,
+                    conservative: row.conservative,
+                    bot: row.bot.clone(),
+                }
+                .encode()
+            })
+        } else {
+            None
+        };
+        Ok(ClassTable {
+            class: class.name(),
+            rows,
+            next_cursor,
+        })
+    }
+
+    /// A bot's rating after each of its last [`MAX_CHART_POINTS`] rated
+    /// matches, oldest first.
+    pub async fn rating_history(&self, bot_id: &str) -> Result<Vec<HistoryPoint>> {
+        let rows = sqlx::query(
+            "SELECT h.match_id, s.name AS season_name, h.version, h.at_ms, h.rating, h.deviation \
+             FROM rating_history h JOIN seasons s ON s.id = h.season_id \
+             WHERE h.bot_id = $1 ORDER BY h.at_ms DESC, h.match_id DESC LIMIT $2",
+        )
+        .bind(bot_id.to_owned())
+        .bind(MAX_CHART_POINTS)
+        .fetch_all(self.store.read_pool())
+        .await?;
+        let mut points = rows
+            .iter()
+            .map(|row| {
+                Ok(HistoryPoint {
+                    match_id: get(row, "match_id")?,
+                    season: get(row, "season_name")?,
+                    version: get(row, "version")?,
+                    at_ms: get(row, "at_ms")?,
+                    rating: get(row, "rating")?,
+                    deviation: get(row, "deviation")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        points.reverse();
+        Ok(points)
+    }
+
+    /// A bot's rated record over every season.
+    pub async fn bot_record(&self, bot_id: &str) -> Result<Record> {
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(wins), 0) AS BIGINT) AS wins, \
+             CAST(COALESCE(SUM(draws), 0) AS BIGINT) AS draws, \
+             CAST(COALESCE(SUM(losses), 0) AS BIGINT) AS losses FROM ratings WHERE bot_id = $1",
+        )
+        .bind(bot_id.to_owned())
+        .fetch_one(self.store.read_pool())
+        .await?;
+        Ok(Record {
+            wins: get(&row, "wins")?,
+            draws: get(&row, "draws")?,
+            losses: get(&row, "losses")?,
+        })
+    }
+
+    /// A bot's rating in one season, if it played in it.
+    pub async fn season_rating(&self, season_id: i64, bot_id: &str) -> Result<Option<Rating>> {
+        let row = sqlx::query(
+            "SELECT rating, deviation, volatility FROM ratings WHERE season_id = $1 AND bot_id = $2",
+        )
+        .bind(season_id)
+        .bind(bot_id.to_owned())
+        .fetch_optional(self.store.read_pool())
+        .await?;
+        row.map(|row| {
+            Ok(Rating {
+                rating: get(&row, "rating")?,
+                deviation: get(&row, "deviation")?,
+                volatility: get(&row, "volatility")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// The bots `bot_id` met most often (at most [`MAX_OPPONENTS_LISTED`]),
+    /// with its score against each.
+    pub async fn opponents(&self, bot_id: &str) -> Result<Vec<OpponentLine>> {
+        let rows = sqlx::query(
+            // Counted per opponent id from the bot indexes alone (they carry
+            // the opponent, state and winner), then named.
+            "SELECT bo.name AS bot_name, o.games, o.wins, o.draws, o.losses FROM (\
+             SELECT opponent, COUNT(*) AS games, CAST(SUM(won) AS BIGINT) AS wins, \
+             CAST(SUM(drawn) AS BIGINT) AS draws, CAST(SUM(lost) AS BIGINT) AS losses FROM (\
+               SELECT bot_b AS opponent, CASE winner WHEN 'a' THEN 1 ELSE 0 END AS won, \
+                      CASE winner WHEN 'draw' THEN 1 ELSE 0 END AS drawn, \
+                      CASE winner WHEN 'b' THEN 1 ELSE 0 END AS lost \
+               FROM matches WHERE bot_a = $1 AND state = 'settled' \
+               UNION ALL \
+               SELECT bot_a, CASE winner WHEN 'b' THEN 1 ELSE 0 END, \
+                      CASE winner WHEN 'draw' THEN 1 ELSE 0 END, \
+                      CASE winner WHEN 'a' THEN 1 ELSE 0 END \
+               FROM matches WHERE bot_b = $1 AND state = 'settled'\
+             ) AS sides GROUP BY opponent) AS o JOIN bots bo ON bo.id = o.opponent \
+             ORDER BY o.games DESC, bo.name LIMIT $2",
+        )
+        .bind(bot_id.to_owned())
+        .bind(MAX_OPPONENTS_LISTED)
+        .fetch_all(self.store.read_pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(OpponentLine {
+                    bot: get(row, "bot_name")?,
+                    games: get(row, "games")?,
+                    wins: get(row, "wins")?,
+                    draws: get(row, "draws")?,
+                    losses: get(row, "losses")?,
+                })
+            })
+            .collect()
+    }
+
+    /// `bot_id`'s wins, draws and losses against `opponent_id`.
+    pub async fn head_to_head_record(&self, bot_id: &str, opponent_id: &str) -> Result<Record> {
+        let rows = sqlx::query(
+            "SELECT bot_a, winner, COUNT(*) AS n FROM matches WHERE state = 'settled' AND \
+             ((bot_a = $1 AND bot_b = $2) OR (bot_a = $2 AND bot_b = $1)) GROUP BY bot_a, winner",
+        )
+        .bind(bot_id.to_owned())
+        .bind(opponent_id.to_owned())
+        .fetch_all(self.store.read_pool())
+        .await?;
+        let mut record = Record::default();
+        for row in &rows {
+            let as_a = get::<String>(row, "bot_a")? == bot_id;
+            let count: i64 = get(row, "n")?;
+            match (get::<Option<String>>(row, "winner")?.as_deref(), as_a) {
+                (Some("a"), true) | (Some("b"), false) => record.wins += count,
+                (Some("b"), true) | (Some("a"), false) => record.losses += count,
+                _ => record.draws += count,
+            }
+        }
+        Ok(record)
+    }
+}
+
+/// What a bot's page shows of its play state.
+pub fn play_text(play: &Play) -> String {
+    match play {
+        Play::Inactive => "plays when its owner queues it".to_owned(),
+        Play::Active { stake, .. } => {
+            format!("active: plays ranked matches continuously, stake {stake}")
+        }
+        Play::Paused { stake, reason, .. } => format!("paused (stake {stake}): {reason}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_garbage() {
+        let cursor = MatchCursor {
+            finished_ms: 1_764_000_000_123,
+            id: "m_1-x".to_owned(),
+        };
+        assert_eq!(MatchCursor::parse(&cursor.encode()).ok(), Some(cursor));
+        let standing = StandingCursor {
+            rank: 50,
+            conservative: 1_234.567_890_123,
+            bot: "a_b.c".to_owned(),
+        };
+        assert_eq!(
+            StandingCursor::parse(&standing.encode()).ok(),
+            Some(standing)
+        );
+        assert_eq!(
+            duel_ladder_core::limits::CONSERVATIVE_DEVIATIONS.to_bits(),
+            2.0_f64.to_bits(),
+            "CONSERVATIVE_SQL and the index ratings_class write 2.0"
+        );
+        for bad in ["", "x_y", "12", "-_"] {
+            assert!(MatchCursor::parse(bad).is_err(), "{bad}");
+        }
+        assert!(StandingCursor::parse("1_2").is_err());
+        assert!(StandingCursor::parse("a_0_b").is_err());
+    }
+}

@@ -1,0 +1,446 @@
+//! A synthetic ladder for the site's scale benchmark (`ladder bench-site`):
+//! [`seed`] writes a consistent-looking ladder straight in SQL, set-based (one `INSERT … SELECT` per table over a number series), so a
+//! million matches take minutes on PostgreSQL.
+//!
+//! What is written: owners (one per [`BENCH_SITE_BOTS_PER_OWNER`] bots), bots
+//! in three classes with one built-in version each, an ended season with its
+//! frozen `standings` and a running one, a `ratings` row per bot and season
+//! (its W/D/L counted from its matches), settled matches between bots of one
+//! class and different owners with `finished_ms` spread over
+//! [`BENCH_SITE_SPAN_DAYS`], and two `rating_history` rows per match. The
+//! ledger (accounts, transfers) stays empty: the site never reads it. Replay
+//! files are not written (`replay_path` is set, so pages link them).
+//!
+//! Bot `n` is `bot-n` of class `n mod 3`; within its class it is number
+//! `k = n div 3`. Class bot `k = 0` is the busiest (one match in
+//! [`BENCH_SITE_BUSY_EVERY`] has it on side a) and `k = 2` its rival.
+
+use std::time::{Duration, Instant};
+
+use duel_rules::{Ruleset, WeightClass};
+use serde::Serialize;
+
+use duel_ladder_core::limits::{CONSERVATIVE_DEVIATIONS, PROVISIONAL_DEVIATION};
+
+use crate::error::{LadderError, Result};
+use crate::limits::{
+    BENCH_SITE_BOTS_PER_OWNER, BENCH_SITE_BUSY_EVERY, BENCH_SITE_ENDED_SHARE_PERCENT,
+    BENCH_SITE_MIN_BOTS, BENCH_SITE_RIVALRY_EVERY, BENCH_SITE_SPAN_DAYS, BENCH_SITE_STAKE,
+};
+use crate::site::{MatchCursor, StandingCursor};
+use crate::{Store, get};
+
+/// The seeded ladder's time origin (2026-01-01T00:00:00Z), in Unix ms.
+const ORIGIN_MS: i64 = 1_767_225_600_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// What `seed` wrote and how long each step took.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeedReport {
+    pub backend: &'static str,
+    pub bots: u64,
+    pub owners: u64,
+    pub matches: u64,
+    pub rating_history_rows: u64,
+    /// Each step's name and seconds, in order.
+    pub steps: Vec<(String, f64)>,
+    pub total_s: f64,
+}
+
+/// The SQL that differs between the two backends.
+struct Sql {
+    postgres: bool,
+}
+
+impl Sql {
+    /// A relation `g` with one column `n` = 0 … count − 1.
+    fn series(&self, count: u64) -> String {
+        if self.postgres {
+            format!(
+                "generate_series(CAST(0 AS BIGINT), {}) AS g(n)",
+                count.saturating_sub(1)
+            )
+        } else {
+            format!(
+                "(WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n + 1 < {count}) \
+                 SELECT n FROM s) AS g"
+            )
+        }
+    }
+
+    /// `n` as text padded with zeros to eight digits.
+    fn pad(&self, expr: &str) -> String {
+        if self.postgres {
+            format!("lpad(CAST({expr} AS TEXT), 8, '0')")
+        } else {
+            format!("printf('%08d', {expr})")
+        }
+    }
+}
+
+/// Seeds an empty ladder database (migrations run by [`Store::connect`]).
+pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
+    if bots < BENCH_SITE_MIN_BOTS {
+        return Err(LadderError::Invalid(format!(
+            "--bots must be at least {BENCH_SITE_MIN_BOTS}"
+        )));
+    }
+    if matches == 0 || matches > i64::MAX as u64 / 1_000_000 {
+        return Err(LadderError::Invalid(
+            "--matches must be a positive number".to_owned(),
+        ));
+    }
+    let store = Store::connect(db_url).await?;
+    let existing: i64 = get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM bots")
+            .fetch_one(&mut *store.writer().await?)
+            .await?,
+        "n",
+    )?;
+    if existing > 0 {
+        return Err(LadderError::Invalid(format!(
+            "bench-site seed needs an empty database; this one has {existing} bots"
+        )));
+    }
+    let sql = Sql {
+        postgres: store.backend() == "postgres",
+    };
+    let per_class = bots / 3;
+    let bots = per_class * 3;
+    let owners = bots.div_ceil(BENCH_SITE_BOTS_PER_OWNER);
+    let span_ms = BENCH_SITE_SPAN_DAYS * DAY_MS;
+    let step_ms = (span_ms / i64::try_from(matches).unwrap_or(i64::MAX)).max(1);
+    let split = matches * BENCH_SITE_ENDED_SHARE_PERCENT / 100;
+    let split_ms = ORIGIN_MS + i64::try_from(split).unwrap_or(0) * step_ms;
+    let ruleset = Ruleset::CURRENT.version();
+    let budget = |class: WeightClass| Ruleset::CURRENT.budget_tokens(class);
+    let class_of = |expr: &str| {
+        format!("CASE {expr} WHEN 0 THEN 'light' WHEN 1 THEN 'middle' ELSE 'heavy' END")
+    };
+    let bot_number = "CAST(SUBSTR(b.id, 2) AS BIGINT)";
+    // A bot's rating in a season: spread over 1200…1800 by its number, with
+    // deviations 45…164 (some provisional).
+    let rating_of = |number: &str, season: &str| {
+        format!(
+            "CAST(1200 + (({number} * 7919 + {season} * 104729) % 600) AS DOUBLE PRECISION) \
+             + CAST(({number} * 13) % 100 AS DOUBLE PRECISION) / 100.0"
+        )
+    };
+    let deviation_of = |number: &str, season: &str| {
+        format!("CAST(45 + (({number} * 31 + {season} * 17) % 120) AS DOUBLE PRECISION)")
+    };
+
+    let steps: Vec<(&str, String)> = vec![
+        (
+            "users",
+            format!(
+                "INSERT INTO users (id, name, role, token_hash, created_ms) \
+                 SELECT 'u' || n, 'owner-' || n, 'owner', 'bench-token-' || n, {origin} FROM {series}",
+                origin = ORIGIN_MS - DAY_MS,
+                series = sql.series(owners),
+            ),
+        ),
+        (
+            "bots",
+            format!(
+                "INSERT INTO bots (id, owner_id, name, class, current_version, created_ms) \
+                 SELECT 'b' || n, 'u' || (n / {per_owner}), 'bot-' || n, {class}, 1, {origin} + n \
+                 FROM {series}",
+                per_owner = BENCH_SITE_BOTS_PER_OWNER,
+                class = class_of("n % 3"),
+                origin = ORIGIN_MS - DAY_MS,
+                series = sql.series(bots),
+            ),
+        ),
+        (
+            "bot_versions",
+            "INSERT INTO bot_versions (bot_id, version, kind, spec, digest, created_ms) \
+             SELECT id, 1, 'builtin', 'builtin:counter', 'builtin:counter', created_ms FROM bots"
+                .to_owned(),
+        ),
+        (
+            "seasons",
+            format!(
+                "INSERT INTO seasons (id, name, started_ms, ended_ms) VALUES \
+                 (1, 'bench-ended', {ORIGIN_MS}, {split_ms}), (2, 'bench-running', {split_ms}, NULL)"
+            ),
+        ),
+        (
+            "matches",
+            // ka: side a's number in its class (the busiest bot one match in
+            // BUSY_EVERY); kb: 2 … K−2 places further round the class, so the
+            // two never share an owner (an owner's bots of one class are
+            // numbers k and k+1 at most).
+            format!(
+                "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, \
+                 stake_a, bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, finished_ms, \
+                 winner, replay_path, rake_bp) \
+                 SELECT 'm' || {id}, CASE WHEN n < {split} THEN 1 ELSE 2 END, {class}, '{ruleset}', \
+                 CASE c WHEN 0 THEN {b0} WHEN 1 THEN {b1} ELSE {b2} END, n, \
+                 'b' || (3 * ka + c), 1, 'u' || ((3 * ka + c) / {per_owner}), {stake}, \
+                 'b' || (3 * kb + c), 1, 'u' || ((3 * kb + c) / {per_owner}), {stake}, \
+                 'settled', 1, {origin} + n * {step} - 1500, {origin} + n * {step}, \
+                 CASE WHEN w < 45 THEN 'a' WHEN w < 90 THEN 'b' ELSE 'draw' END, \
+                 'm' || {id} || '.json', 500 \
+                 FROM (SELECT n, c, ka, w, \
+                   CASE WHEN n % {rivalry} = 0 THEN 2 ELSE (ka + 2 + (h / 7) % ({k} - 3)) % {k} END AS kb \
+                   FROM (SELECT n, n % 3 AS c, (n * 2654435761) % 1000003 AS h, (n * 40503) % 100 AS w, \
+                     CASE WHEN n % {busy} = 0 THEN 0 ELSE ((n * 2654435761) % 1000003) % {k} END AS ka \
+                     FROM {series}) AS p) AS q",
+                id = sql.pad("n"),
+                class = class_of("c"),
+                b0 = budget(WeightClass::Light),
+                b1 = budget(WeightClass::Middle),
+                b2 = budget(WeightClass::Heavy),
+                per_owner = BENCH_SITE_BOTS_PER_OWNER,
+                stake = BENCH_SITE_STAKE,
+                origin = ORIGIN_MS,
+                step = step_ms,
+                rivalry = BENCH_SITE_RIVALRY_EVERY,
+                busy = BENCH_SITE_BUSY_EVERY,
+                k = per_class,
+                series = sql.series(matches),
+            ),
+        ),
+        (
+            "ratings",
+            format!(
+                "INSERT INTO ratings (season_id, bot_id, class, rating, deviation, volatility, games, wins, losses, draws) \
+                 SELECT s.id, b.id, b.class, {rating}, {deviation}, 0.06, \
+                 COALESCE(t.games, 0), COALESCE(t.wins, 0), COALESCE(t.losses, 0), COALESCE(t.draws, 0) \
+                 FROM bots b CROSS JOIN seasons s LEFT JOIN (\
+                   SELECT season_id, bot, COUNT(*) AS games, SUM(won) AS wins, SUM(lost) AS losses, SUM(drawn) AS draws FROM (\
+                     SELECT season_id, bot_a AS bot, CASE winner WHEN 'a' THEN 1 ELSE 0 END AS won, \
+                       CASE winner WHEN 'b' THEN 1 ELSE 0 END AS lost, CASE winner WHEN 'draw' THEN 1 ELSE 0 END AS drawn \
+                     FROM matches \
+                     UNION ALL SELECT season_id, bot_b, CASE winner WHEN 'b' THEN 1 ELSE 0 END, \
+                       CASE winner WHEN 'a' THEN 1 ELSE 0 END, CASE winner WHEN 'draw' THEN 1 ELSE 0 END \
+                     FROM matches) AS sides GROUP BY season_id, bot) AS t \
+                 ON t.season_id = s.id AND t.bot = b.id",
+                rating = rating_of(bot_number, "s.id"),
+                deviation = deviation_of(bot_number, "s.id"),
+            ),
+        ),
+        (
+            "standings",
+            format!(
+                "INSERT INTO standings (season_id, bot_id, class, rank, bot_name, owner_name, rating, deviation, \
+                 volatility, conservative, provisional, games, wins, losses, draws) \
+                 SELECT r.season_id, r.bot_id, r.class, \
+                 ROW_NUMBER() OVER (PARTITION BY r.class ORDER BY r.rating - {cd} * r.deviation DESC, b.name), \
+                 b.name, u.name, r.rating, r.deviation, r.volatility, r.rating - {cd} * r.deviation, \
+                 CASE WHEN r.deviation >= {provisional} THEN 1 ELSE 0 END, r.games, r.wins, r.losses, r.draws \
+                 FROM ratings r JOIN bots b ON b.id = r.bot_id JOIN users u ON u.id = b.owner_id \
+                 WHERE r.season_id = 1",
+                cd = float_sql(CONSERVATIVE_DEVIATIONS),
+                provisional = float_sql(PROVISIONAL_DEVIATION),
+            ),
+        ),
+        (
+            "rating_history",
+            // Around the bot's season rating, ±40, with its deviation + 0…29.
+                "INSERT INTO rating_history (bot_id, match_id, season_id, version, at_ms, rating, deviation) \
+                 SELECT h.bot, h.id, h.season_id, 1, h.finished_ms, \
+                 r.rating + CAST((h.seed * 7919) % 81 - 40 AS DOUBLE PRECISION), \
+                 r.deviation + CAST(h.seed % 30 AS DOUBLE PRECISION) \
+                 FROM (SELECT bot_a AS bot, id, season_id, finished_ms, seed FROM matches \
+                       UNION ALL SELECT bot_b, id, season_id, finished_ms, seed + 1 FROM matches) AS h \
+                 JOIN ratings r ON r.season_id = h.season_id AND r.bot_id = h.bot"
+                .to_owned(),
+        ),
+        // VACUUM also marks the pages all-visible, as autovacuum would on a
+        // ladder that has run a while, so index-only scans apply.
+        (
+            "analyze",
+            if sql.postgres {
+                "VACUUM ANALYZE"
+            } else {
+                "ANALYZE"
+            }
+            .to_owned(),
+        ),
+    ];
+
+    let started = Instant::now();
+    let mut timings = Vec::new();
+    for (name, statement) in steps {
+        let began = Instant::now();
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&mut *store.writer().await?)
+            .await
+            .map_err(|error| LadderError::Io(format!("seeding {name}: {error}")))?;
+        let seconds = secs(began.elapsed());
+        tracing::info!(step = name, seconds, "seeded");
+        timings.push((name.to_owned(), seconds));
+    }
+    let history: i64 = get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM rating_history")
+            .fetch_one(&mut *store.writer().await?)
+            .await?,
+        "n",
+    )?;
+    Ok(SeedReport {
+        backend: store.backend(),
+        bots,
+        owners,
+        matches,
+        rating_history_rows: u64::try_from(history).unwrap_or(0),
+        steps: timings,
+        total_s: secs(started.elapsed()),
+    })
+}
+
+fn secs(elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64()
+}
+
+/// A float as an SQL literal both backends read as a double.
+fn float_sql(value: f64) -> String {
+    format!("CAST({value:?} AS DOUBLE PRECISION)")
+}
+
+/// What a load of a seeded ladder's pages needs to name them, found in SQL
+/// rather than by walking pages: the running (else last) season, the class
+/// and name of the bot with the most matches, its most frequent opponent,
+/// and the cursors of a deep listing page and of a deep standings page.
+#[derive(Clone, Debug)]
+pub struct LoadTargets {
+    pub season: String,
+    pub class: String,
+    /// Bots rated in `class` this season.
+    pub in_class: i64,
+    pub bot: String,
+    pub bot_matches: i64,
+    pub rival: String,
+    /// Matches `bot` played on side a against `rival`.
+    pub rivalry: i64,
+    pub settled: i64,
+    /// The listing page `listing_cursor` opens (1: no cursor) of `last_page`.
+    pub listing_page: i64,
+    pub last_page: i64,
+    pub listing_cursor: Option<MatchCursor>,
+    /// The standings page `standings_cursor` opens (1: no cursor), near 90 %.
+    pub standings_page: i64,
+    pub standings_cursor: Option<StandingCursor>,
+}
+
+/// The pages of a seeded ladder, listing pages `page_rows` long, the deep
+/// listing page at most `deep_listing_page`.
+pub async fn load_targets(
+    store: &Store,
+    page_rows: i64,
+    deep_listing_page: i64,
+) -> Result<LoadTargets> {
+    let not_seeded =
+        || LadderError::Invalid("the database has no season: seed it first".to_owned());
+    let pool = store.read_pool();
+    let season_row = sqlx::query(
+        "SELECT id, name FROM seasons ORDER BY CASE WHEN ended_ms IS NULL THEN 0 ELSE 1 END, id DESC LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await?
+    .ok_or_else(not_seeded)?;
+    let season_id: i64 = get(&season_row, "id")?;
+    let season: String = get(&season_row, "name")?;
+    let busiest = sqlx::query(
+        "SELECT b.id, b.name, b.class, t.n FROM (SELECT bot_a, COUNT(*) AS n FROM matches \
+         WHERE state = 'settled' GROUP BY bot_a ORDER BY n DESC, bot_a LIMIT 1) AS t \
+         JOIN bots b ON b.id = t.bot_a",
+    )
+    .fetch_optional(pool)
+    .await?
+    .ok_or_else(|| LadderError::Invalid("the database has no settled match".to_owned()))?;
+    let bot_id: String = get(&busiest, "id")?;
+    let bot: String = get(&busiest, "name")?;
+    let class: String = get(&busiest, "class")?;
+    let rival_row = sqlx::query(
+        "SELECT b.name, t.n FROM (SELECT bot_b, COUNT(*) AS n FROM matches WHERE bot_a = $1 \
+         AND state = 'settled' GROUP BY bot_b ORDER BY n DESC, bot_b LIMIT 1) AS t \
+         JOIN bots b ON b.id = t.bot_b",
+    )
+    .bind(bot_id.clone())
+    .fetch_one(pool)
+    .await?;
+    let bot_matches: i64 = get(
+        &sqlx::query(
+            "SELECT COUNT(*) AS n FROM matches WHERE (bot_a = $1 OR bot_b = $1) AND state = 'settled'",
+        )
+        .bind(bot_id.clone())
+        .fetch_one(pool)
+        .await?,
+        "n",
+    )?;
+
+    // Listing page N starts after the last row of page N − 1.
+    let settled: i64 = get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM matches WHERE state = 'settled'")
+            .fetch_one(pool)
+            .await?,
+        "n",
+    )?;
+    let page_rows = page_rows.max(1);
+    let last_page = (settled + page_rows - 1) / page_rows;
+    let listing_page = deep_listing_page.min(last_page).max(1);
+    let listing_cursor = if listing_page > 1 {
+        let row = sqlx::query(
+            "SELECT finished_ms, id FROM matches WHERE state = 'settled' \
+             ORDER BY finished_ms DESC, id DESC LIMIT 1 OFFSET $1",
+        )
+        .bind((listing_page - 1) * page_rows - 1)
+        .fetch_one(pool)
+        .await?;
+        Some(MatchCursor {
+            finished_ms: get(&row, "finished_ms")?,
+            id: get(&row, "id")?,
+        })
+    } else {
+        None
+    };
+
+    // The class's table: one page near its end (a 90 % rank).
+    let in_class: i64 = get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM ratings WHERE season_id = $1 AND class = $2")
+            .bind(season_id)
+            .bind(class.clone())
+            .fetch_one(pool)
+            .await?,
+        "n",
+    )?;
+    let standings_page = (in_class * 9 / 10 / page_rows).max(1);
+    let standings_cursor = if standings_page > 1 {
+        let rank = (standings_page - 1) * page_rows;
+        let row = sqlx::query(
+            "SELECT b.name AS bot_name, r.rating - $1 * r.deviation AS conservative \
+             FROM ratings r JOIN bots b ON b.id = r.bot_id WHERE r.season_id = $2 AND r.class = $3 \
+             ORDER BY conservative DESC, b.name LIMIT 1 OFFSET $4",
+        )
+        .bind(CONSERVATIVE_DEVIATIONS)
+        .bind(season_id)
+        .bind(class.clone())
+        .bind(rank - 1)
+        .fetch_one(pool)
+        .await?;
+        Some(StandingCursor {
+            rank,
+            conservative: get(&row, "conservative")?,
+            bot: get(&row, "bot_name")?,
+        })
+    } else {
+        None
+    };
+    Ok(LoadTargets {
+        season,
+        class,
+        in_class,
+        bot,
+        bot_matches,
+        rival: get(&rival_row, "name")?,
+        rivalry: get(&rival_row, "n")?,
+        settled,
+        listing_page,
+        last_page,
+        listing_cursor,
+        standings_page,
+        standings_cursor,
+    })
+}

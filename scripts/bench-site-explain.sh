@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The plan of each query of ladder/src/store/site.rs on a database seeded by
+# The plan of each query of ladder/store/src/site.rs on a database seeded by
 # `ladder bench-site seed` (docs/perf/site.md), with the values the load uses:
 # the busiest bot, its rival, listing page 1,000's cursor, a deep standings page.
 #

@@ -1,4 +1,4 @@
-//! The command line, as clap definitions. Parsing only validates; `commands`
+//! The command line, as clap definitions. Parsing only validates; `cmd/`
 //! builds the real objects.
 
 use std::path::PathBuf;

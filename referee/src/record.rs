@@ -235,10 +235,9 @@ impl MatchRecorder {
         }
         let step = self.play(chosen);
         let [outcome_a, outcome_b] = &step.outcome.sides;
-        // Each side record is written once, complete: nothing to fill in later.
-        // Going through `record` instead (an `Option` per side, rebuilt with
-        // the outcome) measured 18,938 instructions per bare match against
-        // 17,830 this way, with 104-byte side records (docs/perf/runner.md).
+        // Each side record is written once, complete: nothing to fill in
+        // later, which keeps the bare match's hot path free of rebuilding
+        // (figures: docs/perf/runner.md).
         self.push_exchange(
             &step,
             played(SideRecord::new(chosen[0], sources[0]), outcome_a),

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{CoreError, Result};
 use crate::limits::{MAX_MEMO_BYTES, MAX_TRANSFER_CREDITS, MAX_TRANSFER_ID_BYTES};
-use crate::model::{Match, Outcome};
+use crate::model::{Match, MatchState, Winner};
 use crate::rating::{self, Rating, Score};
 
 /// The account every granted credit comes from; its balance is minus the credits
@@ -298,7 +298,7 @@ pub struct RatingChange {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub match_id: String,
-    pub winner: Outcome,
+    pub winner: Winner,
     /// Both stakes.
     pub pot: i64,
     pub rake_bp: i64,
@@ -318,11 +318,11 @@ pub struct Plan {
 /// the rake to the house; a draw returns both stakes and pays no rake. `ratings`
 /// are both sides' ratings (a, b) before the match, `None` when its season has
 /// ended (ratings are frozen then). Pure: the same inputs give the same plan.
-pub fn settle(game: &Match, winner: Outcome, rake_bp: i64, ratings: Option<[Rating; 2]>) -> Plan {
+pub fn settle(game: &Match, winner: Winner, rake_bp: i64, ratings: Option<[Rating; 2]>) -> Plan {
     let pot = game.sides[0].stake.saturating_add(game.sides[1].stake);
     let (rake, payout, transfers) = match winner {
-        Outcome::Draw => (0, 0, returns(game, "draw: stake returned")),
-        Outcome::A | Outcome::B => {
+        Winner::Draw => (0, 0, returns(game, "draw: stake returned")),
+        Winner::A | Winner::B => {
             let mut transfers: Vec<TransferRequest> = sides_in_lock_order(game)
                 .into_iter()
                 .map(|(_, letter)| TransferRequest {
@@ -335,7 +335,7 @@ pub fn settle(game: &Match, winner: Outcome, rake_bp: i64, ratings: Option<[Rati
                 .collect();
             let rake = rake_credits(pot, rake_bp);
             let payout = pot - rake;
-            let winner_side = &game.sides[if winner == Outcome::A { 0 } else { 1 }];
+            let winner_side = &game.sides[if winner == Winner::A { 0 } else { 1 }];
             if payout > 0 {
                 transfers.push(TransferRequest {
                     id: payout_transfer_id(&game.id),
@@ -365,9 +365,9 @@ pub fn settle(game: &Match, winner: Outcome, rake_bp: i64, ratings: Option<[Rati
         None => Vec::new(),
         Some([before_a, before_b]) => {
             let (score_a, score_b) = match winner {
-                Outcome::A => (Score::Win, Score::Loss),
-                Outcome::B => (Score::Loss, Score::Win),
-                Outcome::Draw => (Score::Draw, Score::Draw),
+                Winner::A => (Score::Win, Score::Loss),
+                Winner::B => (Score::Loss, Score::Win),
+                Winner::Draw => (Score::Draw, Score::Draw),
             };
             let (after_a, after_b) = rating::update(before_a, before_b, score_a);
             let mut changes = vec![
@@ -397,6 +397,151 @@ pub fn settle(game: &Match, winner: Outcome, rake_bp: i64, ratings: Option<[Rati
         payout,
         transfers,
         ratings,
+    }
+}
+
+/// What transfers move on one account's four sums.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delta {
+    pub debits_pending: i64,
+    pub debits_posted: i64,
+    pub credits_pending: i64,
+    pub credits_posted: i64,
+}
+
+impl Delta {
+    pub fn add(&mut self, other: Delta) {
+        self.debits_pending += other.debits_pending;
+        self.debits_posted += other.debits_posted;
+        self.credits_pending += other.credits_pending;
+        self.credits_posted += other.credits_posted;
+    }
+
+    pub fn apply_to(&self, account: &mut Account) {
+        account.debits_pending += self.debits_pending;
+        account.debits_posted += self.debits_posted;
+        account.credits_pending += self.credits_pending;
+        account.credits_posted += self.credits_posted;
+    }
+}
+
+/// The posting rule, written once: what a transfer of `kind` moving `amount`
+/// does to its debit account and to its credit account. A pending transfer
+/// reserves; a post moves the reservation to posted; a void releases it.
+pub fn posting(kind: TransferKind, amount: i64) -> [Delta; 2] {
+    let (pending, posted) = match kind {
+        TransferKind::Single => (0, amount),
+        TransferKind::Pending => (amount, 0),
+        TransferKind::Post => (-amount, amount),
+        TransferKind::Void => (-amount, 0),
+    };
+    [
+        Delta {
+            debits_pending: pending,
+            debits_posted: posted,
+            ..Delta::default()
+        },
+        Delta {
+            credits_pending: pending,
+            credits_posted: posted,
+            ..Delta::default()
+        },
+    ]
+}
+
+/// Whether an account may hold `delta` on top of `account`: no pending sum
+/// below zero, and no available balance below zero unless the account may go
+/// negative. The store's SQL states the same rule over rows
+/// (`duel_ladder_store`'s account update); this is the reading both agree with.
+pub fn may_hold(account: &Account, delta: Delta) -> bool {
+    let mut after = account.clone();
+    delta.apply_to(&mut after);
+    after.debits_pending >= 0
+        && after.credits_pending >= 0
+        && (after.may_go_negative || after.available() >= 0)
+}
+
+/// The pending stake `pending_id` of `game` as acceptance made it: (debit,
+/// credit, amount). A plan resolves only its own match's stakes.
+pub fn pending_stake(game: &Match, pending_id: &str) -> Result<(String, String, i64)> {
+    stakes(game)
+        .into_iter()
+        .find(|stake| stake.id == pending_id)
+        .and_then(|stake| match stake.op {
+            TransferOp::Pending {
+                debit,
+                credit,
+                amount,
+            } => Some((debit, credit, amount)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            CoreError::Corrupt(format!(
+                "settlement of match {} resolves {pending_id}, not one of its stakes",
+                game.id
+            ))
+        })
+}
+
+/// What settling `game` by `plan` moves on each account, summed: what the
+/// store writes to the account rows (a batch adds several plans' deltas). A
+/// plan posts or voids the stakes acceptance made and makes single transfers;
+/// a pending transfer in a plan is corrupt.
+pub fn deltas(game: &Match, plan: &Plan) -> Result<BTreeMap<String, Delta>> {
+    let mut sums: BTreeMap<String, Delta> = BTreeMap::new();
+    for request in &plan.transfers {
+        request.validate()?;
+        let (debit, credit, amount) = match &request.op {
+            TransferOp::Single {
+                debit,
+                credit,
+                amount,
+            } => (debit.clone(), credit.clone(), *amount),
+            TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
+                pending_stake(game, pending_id)?
+            }
+            TransferOp::Pending { .. } => {
+                return Err(CoreError::Corrupt(format!(
+                    "settlement plan {} makes a pending transfer",
+                    plan.match_id
+                )));
+            }
+        };
+        let [debit_delta, credit_delta] = posting(request.kind(), amount);
+        sums.entry(debit).or_default().add(debit_delta);
+        sums.entry(credit).or_default().add(credit_delta);
+    }
+    Ok(sums)
+}
+
+/// What a settle request may do with a match, decided from its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettleGate {
+    /// Running under this lease, not expired: settle it.
+    Settle,
+    /// Already settled by this lease: answer what was paid, write nothing.
+    Repeat,
+    /// Any other state or holder: the lease no longer holds the match.
+    LeaseLost,
+}
+
+/// The settle-or-lease rule, written once: a lease settles its running match
+/// until the lease expires (an expiry equal to `now_ms` still holds), and a
+/// repeat by the lease that settled reads the settlement.
+pub fn may_settle(
+    state: MatchState,
+    holds_lease: bool,
+    lease_expires_ms: Option<i64>,
+    now_ms: i64,
+) -> SettleGate {
+    match state {
+        MatchState::Settled if holds_lease => SettleGate::Repeat,
+        MatchState::Running
+            if holds_lease && lease_expires_ms.is_some_and(|expires| expires >= now_ms) =>
+        {
+            SettleGate::Settle
+        }
+        _ => SettleGate::LeaseLost,
     }
 }
 
@@ -503,38 +648,20 @@ impl Book {
                 return Err(CoreError::NotFound(format!("ledger account {id}")));
             }
         }
+        let [debit_delta, credit_delta] = posting(kind, amount);
         let debit_account = &self.accounts[&debit];
-        if matches!(kind, TransferKind::Single | TransferKind::Pending)
-            && !debit_account.may_go_negative
-            && debit_account.available() < amount
-        {
+        if !may_hold(debit_account, debit_delta) {
             return Err(CoreError::InsufficientCredits(format!(
                 "account {debit} cannot cover transfer {} of {amount} credits ({} available now)",
                 request.id,
                 debit_account.available()
             )));
         }
-        let change = |account: &mut Account, is_debit: bool| match (kind, is_debit) {
-            (TransferKind::Single, true) => account.debits_posted += amount,
-            (TransferKind::Single, false) => account.credits_posted += amount,
-            (TransferKind::Pending, true) => account.debits_pending += amount,
-            (TransferKind::Pending, false) => account.credits_pending += amount,
-            (TransferKind::Post, true) => {
-                account.debits_pending -= amount;
-                account.debits_posted += amount;
-            }
-            (TransferKind::Post, false) => {
-                account.credits_pending -= amount;
-                account.credits_posted += amount;
-            }
-            (TransferKind::Void, true) => account.debits_pending -= amount,
-            (TransferKind::Void, false) => account.credits_pending -= amount,
-        };
         if let Some(account) = self.accounts.get_mut(&debit) {
-            change(account, true);
+            debit_delta.apply_to(account);
         }
         if let Some(account) = self.accounts.get_mut(&credit) {
-            change(account, false);
+            credit_delta.apply_to(account);
         }
         if let Some(pending_id) = &pending_id {
             self.resolved.insert(pending_id.clone(), request.id.clone());
@@ -823,7 +950,7 @@ mod tests {
         &'static str,
         &'static str,
         [i64; 2],
-        Outcome,
+        Winner,
         i64,
         [i64; 3],
         Vec<TransferRequest>,
@@ -836,7 +963,7 @@ mod tests {
                 "alice",
                 "bob",
                 [100, 99],
-                Outcome::A,
+                Winner::A,
                 500,
                 [199, 9, 190],
                 vec![
@@ -857,7 +984,7 @@ mod tests {
                 "carol",
                 "bob",
                 [10, 10],
-                Outcome::B,
+                Winner::B,
                 500,
                 [20, 1, 19],
                 vec![
@@ -872,7 +999,7 @@ mod tests {
                 "alice",
                 "bob",
                 [9, 10],
-                Outcome::A,
+                Winner::A,
                 500,
                 [19, 0, 19],
                 vec![
@@ -886,7 +1013,7 @@ mod tests {
                 "alice",
                 "bob",
                 [5, 5],
-                Outcome::B,
+                Winner::B,
                 0,
                 [10, 0, 10],
                 vec![
@@ -900,7 +1027,7 @@ mod tests {
                 "alice",
                 "bob",
                 [100, 40],
-                Outcome::Draw,
+                Winner::Draw,
                 5_000,
                 [140, 0, 0],
                 vec![
@@ -933,9 +1060,9 @@ mod tests {
             volatility: 0.06,
         };
         for (winner, score_a, score_b) in [
-            (Outcome::A, Score::Win, Score::Loss),
-            (Outcome::B, Score::Loss, Score::Win),
-            (Outcome::Draw, Score::Draw, Score::Draw),
+            (Winner::A, Score::Win, Score::Loss),
+            (Winner::B, Score::Loss, Score::Win),
+            (Winner::Draw, Score::Draw, Score::Draw),
         ] {
             let plan = settle(
                 &game("alice", "bob", [1, 1]),
@@ -969,10 +1096,10 @@ mod tests {
     #[test]
     fn a_plan_is_the_same_every_time() {
         let game = game("alice", "bob", [37, 61]);
-        let first = settle(&game, Outcome::B, 321, Some([INITIAL, INITIAL]));
+        let first = settle(&game, Winner::B, 321, Some([INITIAL, INITIAL]));
         assert_eq!(
             first,
-            settle(&game, Outcome::B, 321, Some([INITIAL, INITIAL]))
+            settle(&game, Winner::B, 321, Some([INITIAL, INITIAL]))
         );
     }
 
@@ -1007,7 +1134,7 @@ mod tests {
             book.account("owner:alice").map(Account::available),
             Some(40)
         );
-        let plan = settle(&game, Outcome::B, 500, None);
+        let plan = settle(&game, Winner::B, 500, None);
         for transfer in &plan.transfers {
             book.apply(transfer, 2).expect("settle");
         }
@@ -1038,5 +1165,82 @@ mod tests {
             book.apply(&overdraft, 5),
             Err(CoreError::InsufficientCredits(_))
         ));
+    }
+
+    /// `deltas` is what applying the plan's transfers one by one does to
+    /// every account: the store writes the one, the book does the other.
+    #[test]
+    fn a_plans_deltas_are_its_transfers_applied() {
+        for winner in [Winner::A, Winner::B, Winner::Draw] {
+            let mut book = Book::new();
+            book.open(ISSUANCE_ACCOUNT, "issuance", true);
+            book.open(HOUSE_ACCOUNT, "house", false);
+            for owner in ["alice", "bob"] {
+                book.open(&owner_account(owner), "owner", false);
+                book.apply(
+                    &single(
+                        &format!("grant:{owner}"),
+                        ISSUANCE_ACCOUNT,
+                        &owner_account(owner),
+                        100,
+                        "grant",
+                    ),
+                    0,
+                )
+                .expect("grant");
+            }
+            let game = game("alice", "bob", [60, 40]);
+            book.open(&escrow_account(&game.id), "escrow", false);
+            for stake in stakes(&game) {
+                book.apply(&stake, 1).expect("stake");
+            }
+            let plan = settle(&game, winner, 500, None);
+            let mut expected: BTreeMap<String, Account> = book
+                .accounts()
+                .map(|account| (account.id.clone(), account.clone()))
+                .collect();
+            for (id, delta) in deltas(&game, &plan).expect("deltas") {
+                let account = expected.get_mut(&id).expect("a known account");
+                assert!(may_hold(account, delta), "{winner:?}: {id}");
+                delta.apply_to(account);
+            }
+            for transfer in &plan.transfers {
+                book.apply(transfer, 2).expect("settle");
+            }
+            let applied: BTreeMap<String, Account> = book
+                .accounts()
+                .map(|account| (account.id.clone(), account.clone()))
+                .collect();
+            assert_eq!(applied, expected, "{winner:?}");
+        }
+        let game = game("alice", "bob", [60, 40]);
+        let mut plan = settle(&game, Winner::A, 500, None);
+        plan.transfers.push(stakes(&game)[0].clone());
+        assert!(matches!(deltas(&game, &plan), Err(CoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn who_may_settle_as_a_table() {
+        use MatchState::*;
+        use SettleGate::*;
+        let now = 1_000;
+        let cases = [
+            (Running, true, Some(now + 1), Settle),
+            (Running, true, Some(now), Settle),
+            (Running, true, Some(now - 1), LeaseLost),
+            (Running, true, None, LeaseLost),
+            (Running, false, Some(now + 1), LeaseLost),
+            (Settled, true, None, Repeat),
+            (Settled, false, None, LeaseLost),
+            (Queued, true, Some(now + 1), LeaseLost),
+            (Voided, true, Some(now + 1), LeaseLost),
+        ];
+        for (state, holds_lease, expires, gate) in cases {
+            assert_eq!(
+                may_settle(state, holds_lease, expires, now),
+                gate,
+                "{state:?} holds={holds_lease} expires={expires:?}"
+            );
+        }
     }
 }

@@ -191,31 +191,14 @@ impl MatchState {
     }
 }
 
-/// The result a worker reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    A,
-    B,
-    Draw,
-}
+/// The result a worker reports: the rules' own [`Winner`], stored by its
+/// name (`a`, `b`, `draw`).
+pub use duel_rules::Winner;
 
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::A => "a",
-            Outcome::B => "b",
-            Outcome::Draw => "draw",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Result<Outcome> {
-        match name {
-            "a" => Ok(Outcome::A),
-            "b" => Ok(Outcome::B),
-            "draw" => Ok(Outcome::Draw),
-            other => Err(CoreError::corrupt(format!("unknown winner {other:?}"))),
-        }
-    }
+/// A stored winner's name read back; anything else in the database is
+/// corrupt.
+pub fn winner_from_name(name: &str) -> Result<Winner> {
+    Winner::from_name(name).ok_or_else(|| CoreError::corrupt(format!("unknown winner {name:?}")))
 }
 
 /// One side of a match: the exact bot version that plays it.
@@ -244,7 +227,7 @@ pub struct Match {
     pub attempts: i64,
     pub accepted_ms: i64,
     pub finished_ms: Option<i64>,
-    pub winner: Option<Outcome>,
+    pub winner: Option<Winner>,
     pub replay_path: Option<String>,
     pub note: Option<String>,
 }
@@ -290,7 +273,7 @@ pub struct Standing {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settlement {
     pub match_id: String,
-    pub winner: Outcome,
+    pub winner: Winner,
     pub pot: i64,
     pub rake: i64,
     pub payout: i64,

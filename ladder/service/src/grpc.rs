@@ -13,8 +13,9 @@ use tonic::{Request, Response, Status};
 use crate::auth::{Role, User};
 use crate::error::LadderError;
 use crate::ladder::{Ladder, Registration};
-use crate::model::{self, Bot, LadderStatus, Match, MatchState, Play, Season, Standing};
+use crate::model::{self, Bot, LadderStatus, Match, MatchState, Play, Season, Standing, Winner};
 use crate::store::SeasonChoice;
+use duel_referee::grpc::convert::class_to_proto;
 
 /// The service over one ladder; served behind [`crate::gate::Gate`], which
 /// builds it.
@@ -136,6 +137,23 @@ fn account_pb(user: &User) -> pb::LadderAccount {
     }
 }
 
+fn state_to_proto(state: MatchState) -> pb::LadderMatchState {
+    match state {
+        MatchState::Queued => pb::LadderMatchState::Queued,
+        MatchState::Running => pb::LadderMatchState::Running,
+        MatchState::Settled => pb::LadderMatchState::Settled,
+        MatchState::Voided => pb::LadderMatchState::Voided,
+    }
+}
+
+fn winner_to_proto(winner: Winner) -> pb::Winner {
+    match winner {
+        Winner::A => pb::Winner::A,
+        Winner::B => pb::Winner::B,
+        Winner::Draw => pb::Winner::Draw,
+    }
+}
+
 fn bot_pb(bot: Bot) -> pb::LadderBot {
     let play = bot.play.state_name().to_owned();
     let (active_stake, active_since_ms, paused_reason) = match bot.play {
@@ -156,6 +174,7 @@ fn bot_pb(bot: Bot) -> pb::LadderBot {
         name: bot.name,
         owner: bot.owner_name,
         weight_class: bot.class.name().to_owned(),
+        weight_class_enum: class_to_proto(bot.class) as i32,
         current_version: bot.current_version,
         versions: bot
             .versions
@@ -182,6 +201,9 @@ fn match_pb(game: Match) -> pb::LadderMatch {
         id: game.id,
         season_id: game.season_id,
         weight_class: game.class.name().to_owned(),
+        weight_class_enum: class_to_proto(game.class) as i32,
+        state_enum: state_to_proto(game.state) as i32,
+        winner_enum: game.winner.map_or(pb::Winner::Unspecified, winner_to_proto) as i32,
         ruleset: game.ruleset,
         budget: game.budget,
         seed: game.seed,
@@ -218,6 +240,7 @@ fn status_pb(status: LadderStatus) -> pb::LadderStatusResponse {
             .into_iter()
             .map(|class| pb::LadderClassStatus {
                 weight_class: class.class.name().to_owned(),
+                weight_class_enum: class_to_proto(class.class) as i32,
                 bots: class.bots,
                 queued: class.queued,
                 active: class.active,
@@ -244,6 +267,7 @@ fn standing_pb(standing: Standing) -> pb::LadderStanding {
         bot: standing.bot_name,
         owner: standing.owner_name,
         weight_class: standing.class.name().to_owned(),
+        weight_class_enum: class_to_proto(standing.class) as i32,
         rating: standing.rating,
         deviation: standing.deviation,
         volatility: standing.volatility,
@@ -391,6 +415,7 @@ impl LadderApi for LadderService {
             entry: Some(pb::LadderQueueEntry {
                 bot: entry.bot_name,
                 weight_class: entry.class.name().to_owned(),
+                weight_class_enum: class_to_proto(entry.class) as i32,
                 stake: entry.stake,
                 enqueued_ms: entry.enqueued_ms,
                 waves_waited: entry.waves_waited,
@@ -638,6 +663,84 @@ impl LadderApi for LadderService {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The enums beside the names say the same thing, in every state.
+    #[test]
+    fn a_matchs_enums_agree_with_its_names() {
+        use duel_rules::WeightClass;
+        let side = |name: &str| model::MatchSide {
+            bot_id: format!("id-{name}"),
+            bot_name: name.to_owned(),
+            version: 1,
+            owner_id: "alice".to_owned(),
+            stake: 10,
+        };
+        let cases = [
+            (
+                MatchState::Queued,
+                None,
+                pb::LadderMatchState::Queued,
+                pb::Winner::Unspecified,
+            ),
+            (
+                MatchState::Running,
+                None,
+                pb::LadderMatchState::Running,
+                pb::Winner::Unspecified,
+            ),
+            (
+                MatchState::Settled,
+                Some(Winner::A),
+                pb::LadderMatchState::Settled,
+                pb::Winner::A,
+            ),
+            (
+                MatchState::Settled,
+                Some(Winner::B),
+                pb::LadderMatchState::Settled,
+                pb::Winner::B,
+            ),
+            (
+                MatchState::Settled,
+                Some(Winner::Draw),
+                pb::LadderMatchState::Settled,
+                pb::Winner::Draw,
+            ),
+            (
+                MatchState::Voided,
+                None,
+                pb::LadderMatchState::Voided,
+                pb::Winner::Unspecified,
+            ),
+        ];
+        for (state, winner, state_pb, winner_pb) in cases {
+            for class in [WeightClass::Light, WeightClass::Middle, WeightClass::Heavy] {
+                let sent = match_pb(Match {
+                    id: "m1".to_owned(),
+                    season_id: 1,
+                    class,
+                    ruleset: "1.0.0".to_owned(),
+                    budget: 1_000,
+                    rake_bp: 0,
+                    seed: 7,
+                    sides: [side("counter"), side("block")],
+                    state,
+                    attempts: 1,
+                    accepted_ms: 5,
+                    finished_ms: None,
+                    winner,
+                    replay_path: None,
+                    note: None,
+                });
+                assert_eq!(sent.state, state.name());
+                assert_eq!(sent.state_enum, state_pb as i32, "{state:?}");
+                assert_eq!(sent.winner, winner.map(Winner::name).unwrap_or_default());
+                assert_eq!(sent.winner_enum, winner_pb as i32, "{winner:?}");
+                assert_eq!(sent.weight_class, class.name());
+                assert_eq!(sent.weight_class_enum, class_to_proto(class) as i32);
+            }
+        }
+    }
 
     #[test]
     fn names_and_ids_refuse_control_characters() {

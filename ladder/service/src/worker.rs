@@ -22,7 +22,7 @@ use duel_referee::{
 };
 use duel_replays::store::ReplayStore;
 use duel_replays::{Replay, RoundResultRecord, SigningKey};
-use duel_rules::{ExchangeStep, Ruleset, Side, Winner};
+use duel_rules::{ExchangeStep, Ruleset, Side};
 use tokio::sync::watch;
 
 use crate::error::{LadderError, Result};
@@ -31,7 +31,7 @@ use crate::limits::{
     PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
 };
 use crate::metrics::{LadderMetrics, Step};
-use crate::model::{BotKind, BotVersion, Claim, ExchangeLog, Outcome, Settlement};
+use crate::model::{BotKind, BotVersion, Claim, ExchangeLog, Settlement};
 use crate::store::Store;
 use crate::validate::check_endpoint_url;
 
@@ -452,11 +452,7 @@ async fn run_claim(
     if let Some(metrics) = &config.metrics {
         metrics.decisions(&replay);
     }
-    let winner = match replay.result.winner.into() {
-        Winner::A => Outcome::A,
-        Winner::B => Outcome::B,
-        Winner::Draw => Outcome::Draw,
-    };
+    let winner = replay.result.winner.into();
     let replay_location = config.replays.location(&game.id);
     let settle = store.complete(
         &game.id,

@@ -5,7 +5,7 @@ use duel_rules::WeightClass;
 use serde::Serialize;
 
 use crate::limits::HOME_TOP_ROWS;
-use duel_ladder_core::model::{Bot, BotVersion};
+use duel_ladder_core::model::{Bot, BotVersion, MatchState};
 use duel_ladder_store::Reads;
 use duel_ladder_store::error::Result;
 use duel_ladder_store::site::{
@@ -256,7 +256,7 @@ pub async fn match_page(store: &Reads, id: &str) -> Result<MatchPage> {
             Some(format!("/replays/{id}/view")),
             Some(format!("/replays/{id}")),
         )
-    } else if line.state == "running" {
+    } else if line.state == MatchState::Running {
         (Some(format!("/live/{id}/view")), None)
     } else {
         (None, None)

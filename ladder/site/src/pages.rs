@@ -8,7 +8,7 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::data::{BotPage, HomePage, MatchPage, MatchesPage, SeasonPage, SeasonsPage, VersusPage};
-use duel_ladder_core::model::utc_text;
+use duel_ladder_core::model::{MatchState, utc_text};
 use duel_ladder_store::site::{ClassTable, MatchLine, Page, Record, SeasonLine};
 
 /// A page: title, the address of its JSON twin, and its body.
@@ -71,10 +71,10 @@ fn season_href(name: &str) -> String {
 }
 
 fn result_text(line: &MatchLine) -> Markup {
-    match (line.state.as_str(), line.winner_name()) {
-        ("settled", Some(winner)) => html! { span.win { (winner) " won" } },
-        ("settled", None) => html! { span.draw { "draw" } },
-        (state, _) => html! { span.state { (state) } },
+    match (line.state, line.winner_name()) {
+        (MatchState::Settled, Some(winner)) => html! { span.win { (winner) " won" } },
+        (MatchState::Settled, None) => html! { span.draw { "draw" } },
+        (state, _) => html! { span.state { (state.name()) } },
     }
 }
 
@@ -402,10 +402,10 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                     a.button href=(format!("/replays/{}/view", line.id)) { "Watch the replay" }
                     " "
                     a href=(format!("/replays/{}", line.id)) { "download (JSON, signed)" }
-                } @else if line.state == "running" {
+                } @else if line.state == MatchState::Running {
                     a.button href=(format!("/live/{}/view", line.id)) { "Watch live" }
                 } @else {
-                    "No replay: " (line.state)
+                    "No replay: " (line.state.name())
                 }
             }
             dl.facts {

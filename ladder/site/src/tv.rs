@@ -45,7 +45,7 @@ use crate::limits::{
     TV_IDLE_POLL, TV_KEEP_ALIVE, TV_PAUSE_EXCHANGES, TV_RECENTLY_SHOWN, TV_UPSET_MIN_RATING_GAP,
     TV_WATCHER_LAG_EVENTS,
 };
-use duel_ladder_core::model::Outcome;
+use duel_ladder_core::model::Winner;
 use duel_ladder_store::{Reads, SettledMatch};
 
 /// The widget the home page includes (`<script src="/tv/tv.js" defer>`).
@@ -126,9 +126,9 @@ impl Candidate {
         Candidate {
             match_id: settled.id.clone(),
             winner: match settled.winner {
-                Outcome::A => WinnerName::A,
-                Outcome::B => WinnerName::B,
-                Outcome::Draw => WinnerName::Draw,
+                Winner::A => WinnerName::A,
+                Winner::B => WinnerName::B,
+                Winner::Draw => WinnerName::Draw,
             },
             round_wins: replay.result.round_wins,
             damage: replay.result.damage,

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
+use super::script::{Arg, Script, placeholder_rows};
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use duel_ladder_core::ledger::{
-    self, Account, LedgerReport, Transfer, TransferKind, TransferOp, TransferOutcome,
+    self, Account, Delta, LedgerReport, Transfer, TransferKind, TransferOp, TransferOutcome,
     TransferRequest, escrow_account, resolve_transfer_id, stake_transfer_id,
 };
 use duel_ladder_core::model::MatchState;
@@ -71,48 +72,44 @@ pub(crate) async fn load_account(conn: &mut AnyConnection, id: &str) -> Result<O
     row.as_ref().map(account_from_row).transpose()
 }
 
-/// The one statement that applies a transfer of `kind` to both its accounts
-/// (`$1` amount, `$2` debit account, `$3` credit account). It changes two rows
-/// exactly when both accounts exist and both conditions hold: the debit of a
-/// single or pending transfer may not take the account below zero (unless it
-/// may go negative), and a post or void needs that much pending on both sides.
+/// The one statement that moves account rows by their deltas
+/// ([`ledger::posting`] summed), with the ledger's balance rule
+/// ([`ledger::may_hold`]) as its condition: a row changes only when no
+/// pending sum goes below zero and, unless the account may go negative, its
+/// available balance stays at or above zero. The caller expects one changed
+/// row per account; fewer means a refusal (or a missing account), and the
+/// transaction rolls back.
 ///
-/// One statement locks both rows in an order the database picks. That cannot
+/// One statement locks the rows in an order the database picks. That cannot
 /// deadlock the ladder's transactions: every transfer of a match touches its
 /// private escrow and at most one shared account (an owner, or the house), and
 /// the shared ones are reached statement by statement in one global order
-/// (owners by id, the house last).
-fn apply_sql(kind: TransferKind) -> &'static str {
-    match kind {
-        TransferKind::Single => {
-            "UPDATE ledger_accounts SET \
-             debits_posted = debits_posted + CASE WHEN id = $2 THEN $1 ELSE 0 END, \
-             credits_posted = credits_posted + CASE WHEN id = $3 THEN $1 ELSE 0 END \
-             WHERE (id = $2 AND (may_go_negative = 1 OR credits_posted - debits_posted - debits_pending >= $1)) \
-             OR id = $3"
-        }
-        TransferKind::Pending => {
-            "UPDATE ledger_accounts SET \
-             debits_pending = debits_pending + CASE WHEN id = $2 THEN $1 ELSE 0 END, \
-             credits_pending = credits_pending + CASE WHEN id = $3 THEN $1 ELSE 0 END \
-             WHERE (id = $2 AND (may_go_negative = 1 OR credits_posted - debits_posted - debits_pending >= $1)) \
-             OR id = $3"
-        }
-        TransferKind::Post => {
-            "UPDATE ledger_accounts SET \
-             debits_pending = debits_pending - CASE WHEN id = $2 THEN $1 ELSE 0 END, \
-             debits_posted = debits_posted + CASE WHEN id = $2 THEN $1 ELSE 0 END, \
-             credits_pending = credits_pending - CASE WHEN id = $3 THEN $1 ELSE 0 END, \
-             credits_posted = credits_posted + CASE WHEN id = $3 THEN $1 ELSE 0 END \
-             WHERE (id = $2 AND debits_pending >= $1) OR (id = $3 AND credits_pending >= $1)"
-        }
-        TransferKind::Void => {
-            "UPDATE ledger_accounts SET \
-             debits_pending = debits_pending - CASE WHEN id = $2 THEN $1 ELSE 0 END, \
-             credits_pending = credits_pending - CASE WHEN id = $3 THEN $1 ELSE 0 END \
-             WHERE (id = $2 AND debits_pending >= $1) OR (id = $3 AND credits_pending >= $1)"
-        }
+/// (owners by id, the house last); a settlement batch locks its rows first, in
+/// that order.
+pub(crate) fn accounts_update(rows: &[(&str, Delta)]) -> (String, Vec<Arg>) {
+    let sql = format!(
+        "WITH d(d_id, d_debits_pending, d_debits_posted, d_credits_pending, d_credits_posted) AS (VALUES {}) \
+         UPDATE ledger_accounts SET debits_pending = debits_pending + d.d_debits_pending, \
+         debits_posted = debits_posted + d.d_debits_posted, \
+         credits_pending = credits_pending + d.d_credits_pending, \
+         credits_posted = credits_posted + d.d_credits_posted \
+         FROM d WHERE ledger_accounts.id = d.d_id \
+         AND debits_pending + d.d_debits_pending >= 0 AND credits_pending + d.d_credits_pending >= 0 \
+         AND (may_go_negative = 1 OR credits_posted + d.d_credits_posted - debits_posted - d.d_debits_posted \
+              - debits_pending - d.d_debits_pending >= 0)",
+        placeholder_rows(rows.len(), 5)
+    );
+    let mut args = Vec::with_capacity(rows.len() * 5);
+    for (id, delta) in rows {
+        args.extend([
+            Arg::from(*id),
+            Arg::from(delta.debits_pending),
+            Arg::from(delta.debits_posted),
+            Arg::from(delta.credits_pending),
+            Arg::from(delta.credits_posted),
+        ]);
     }
+    (sql, args)
 }
 
 /// Applies one transfer inside the caller's transaction. A retry with the same
@@ -190,13 +187,17 @@ pub(crate) async fn apply_transfer(
             )
         }
     };
-    let done = sqlx::query(apply_sql(kind))
-        .bind(amount)
-        .bind(debit.clone())
-        .bind(credit.clone())
-        .execute(&mut *conn)
-        .await?;
-    if done.rows_affected() != 2 {
+    let [debit_delta, credit_delta] = ledger::posting(kind, amount);
+    let (sql, args) = accounts_update(&[(&debit, debit_delta), (&credit, credit_delta)]);
+    let mut script = Script::default();
+    script.push(sql, args);
+    let changed: u64 = script
+        .run(conn, false)
+        .await?
+        .iter()
+        .map(|answer| answer.affected)
+        .sum();
+    if changed != 2 {
         return Err(why_not_applied(conn, request, kind, &debit, &credit, amount).await?);
     }
     Ok(TransferOutcome::Created)

@@ -83,6 +83,7 @@ mod play;
 mod postgres;
 mod registry;
 mod replay_index;
+mod rows;
 mod script;
 mod seasons;
 mod settle;

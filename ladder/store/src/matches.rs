@@ -9,48 +9,21 @@ use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
 use super::play::{ReadyBot, pause_tx, ready_after_match_tx, short_of_stake, take_active_tx};
+use super::rows::match_from_row;
 use super::script::{Arg, Script};
 use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
 use super::{ClaimSql, Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_LIST_ROWS;
-use duel_ladder_core::ledger::{self, Plan, escrow_account, owner_account, rake_transfer_id};
+use duel_ladder_core::ledger::{
+    self, Plan, SettleGate, escrow_account, owner_account, rake_transfer_id,
+};
 use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_MATCH_RUNS};
 use duel_ladder_core::matchmaker::{self, Waiting};
 use duel_ladder_core::model::{
-    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Outcome, Settlement, class_from_name,
+    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Settlement, Winner, class_from_name,
 };
-
-pub(super) fn match_from_row(row: &AnyRow) -> Result<Match> {
-    let side = |suffix: &str| -> Result<MatchSide> {
-        Ok(MatchSide {
-            bot_id: get(row, &format!("bot_{suffix}"))?,
-            bot_name: get(row, &format!("name_{suffix}")).unwrap_or_default(),
-            version: get(row, &format!("version_{suffix}"))?,
-            owner_id: get(row, &format!("owner_{suffix}"))?,
-            stake: get(row, &format!("stake_{suffix}"))?,
-        })
-    };
-    Ok(Match {
-        id: get(row, "id")?,
-        season_id: get(row, "season_id")?,
-        class: class_from_name(&get::<String>(row, "class")?)?,
-        ruleset: get(row, "ruleset")?,
-        budget: get(row, "budget")?,
-        rake_bp: get(row, "rake_bp")?,
-        seed: get(row, "seed")?,
-        sides: [side("a")?, side("b")?],
-        state: MatchState::from_name(&get::<String>(row, "state")?)?,
-        attempts: get(row, "attempts")?,
-        accepted_ms: get(row, "accepted_ms")?,
-        finished_ms: get(row, "finished_ms")?,
-        winner: get::<Option<String>>(row, "winner")?
-            .map(|winner| Outcome::from_name(&winner))
-            .transpose()?,
-        replay_path: get(row, "replay_path")?,
-        note: get(row, "note")?,
-    })
-}
+use duel_ladder_core::rating;
 
 const MATCH_SELECT: &str = "SELECT m.*, ba.name AS name_a, bb.name AS name_b FROM matches m \
      JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b";
@@ -334,18 +307,18 @@ async fn complete_tx(
     // The locked row has every column settlement needs (bot names stay empty).
     let game = match_from_row(&row)?;
     let pot = game.sides[0].stake + game.sides[1].stake;
-    match state {
-        MatchState::Settled if holds_lease => {
+    match ledger::may_settle(state, holds_lease, expires, now) {
+        SettleGate::Repeat => {
             let rake = match game.winner {
-                Some(Outcome::A | Outcome::B) => rake_paid(conn, match_id).await?,
+                Some(Winner::A | Winner::B) => rake_paid(conn, match_id).await?,
                 _ => 0,
             };
             return Ok(Settlement {
                 match_id: match_id.to_owned(),
-                winner: game.winner.unwrap_or(Outcome::Draw),
+                winner: game.winner.unwrap_or(Winner::Draw),
                 pot,
                 rake,
-                payout: if game.winner == Some(Outcome::Draw) {
+                payout: if game.winner == Some(Winner::Draw) {
                     0
                 } else {
                     pot - rake
@@ -354,8 +327,8 @@ async fn complete_tx(
                 plan: None,
             });
         }
-        MatchState::Running if holds_lease && expires.is_some_and(|expires| expires >= now) => {}
-        _ => {
+        SettleGate::Settle => {}
+        SettleGate::LeaseLost => {
             return Err(LadderError::LeaseLost(format!(
                 "match {match_id} is {} and lease {lease_id} no longer holds it",
                 state.name()
@@ -556,7 +529,7 @@ impl Store {
         let interval_ms = i64::try_from(match_interval_ms).unwrap_or(i64::MAX);
         let cutoff_ms = report.at_ms.saturating_sub(interval_ms);
         let rows = sqlx::query(
-            "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.last_opponent, COALESCE(r.rating, 1500.0) AS rating \
+            "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.last_opponent, r.rating \
              FROM queue q JOIN bots b ON b.id = q.bot_id \
              LEFT JOIN ratings r ON r.bot_id = q.bot_id AND r.season_id = $1 \
              WHERE q.class = $2 ORDER BY q.enqueued_ms, q.bot_id",
@@ -572,7 +545,8 @@ impl Store {
             waiting.push(Waiting {
                 bot_id: get(row, "bot_id")?,
                 owner_id: get(row, "owner_id")?,
-                rating: get(row, "rating")?,
+                // A bot queued before this season has no rating row yet.
+                rating: get::<Option<f64>>(row, "rating")?.unwrap_or(rating::INITIAL.rating),
                 waves_waited: get(row, "waves_waited")?,
                 last_opponent: get(row, "last_opponent")?,
             });
@@ -803,7 +777,7 @@ impl Store {
         &self,
         match_id: &str,
         lease_id: &str,
-        winner: Outcome,
+        winner: Winner,
         replay_path: &str,
         now: i64,
     ) -> Result<Settlement> {

@@ -8,10 +8,9 @@
 
 use duel_rules::WeightClass;
 use sqlx::AnyConnection;
-use sqlx::any::AnyRow;
 
 use super::ledger_sql::load_account;
-use super::registry::{load_bot, load_own_bot, running_season_tx};
+use super::rows::{load_bot, load_own_bot, stake_precondition_tx};
 use super::seasons::ensure_rating;
 use super::{Store, count_of, get, write_tx};
 use crate::error::{LadderError, Result};
@@ -20,23 +19,7 @@ use duel_ladder_core::auth::User;
 use duel_ladder_core::ledger::owner_account;
 use duel_ladder_core::limits::MAX_TRANSFER_CREDITS;
 use duel_ladder_core::model::{Bot, Play};
-
-/// The columns `bots` rows carry for continuous play, read into a [`Play`].
-pub(crate) fn play_from_row(row: &AnyRow) -> Result<Play> {
-    let stake: Option<i64> = get(row, "active_stake")?;
-    let Some(stake) = stake else {
-        return Ok(Play::Inactive);
-    };
-    let since_ms = get::<Option<i64>>(row, "active_since")?.unwrap_or(0);
-    Ok(match get::<Option<String>>(row, "paused_reason")? {
-        Some(reason) => Play::Paused {
-            stake,
-            since_ms,
-            reason,
-        },
-        None => Play::Active { stake, since_ms },
-    })
-}
+use duel_ladder_core::rating;
 
 /// Why a bot is paused: its owner's balance no longer covers its stake.
 pub(crate) fn short_of_stake(available: i64, stake: i64) -> String {
@@ -108,17 +91,6 @@ pub(crate) async fn ready_after_match_tx(
     Ok(())
 }
 
-/// Ending a season makes every active or paused bot inactive.
-pub(crate) async fn deactivate_all_tx(conn: &mut AnyConnection) -> Result<u64> {
-    let done = sqlx::query(
-        "UPDATE bots SET active_stake = NULL, active_since = NULL, active_ready_ms = NULL, \
-         active_waves = 0, paused_reason = NULL WHERE active_stake IS NOT NULL",
-    )
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
 /// One active bot a wave may pair.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ReadyBot {
@@ -137,20 +109,8 @@ async fn activate_tx(
     stake: i64,
     now: i64,
 ) -> Result<Bot> {
-    let bot = load_own_bot(conn, owner, bot_name).await?;
-    let season = running_season_tx(conn).await?;
+    let (bot, season) = stake_precondition_tx(conn, owner, bot_name, stake).await?;
     let class = bot.class.name();
-    let open = sqlx::query("SELECT open FROM classes WHERE name = $1")
-        .bind(class)
-        .fetch_optional(&mut *conn)
-        .await?
-        .map(|row| get::<i64>(&row, "open"))
-        .transpose()?;
-    if open != Some(1) {
-        return Err(LadderError::Invalid(format!(
-            "class {class} is closed for ranked play"
-        )));
-    }
     let queued = sqlx::query("SELECT 1 AS one FROM queue WHERE bot_id = $1")
         .bind(bot.id.clone())
         .fetch_optional(&mut *conn)
@@ -172,16 +132,6 @@ async fn activate_tx(
                 "the {class} class has {MAX_ACTIVE_PER_CLASS} active bots, the most it plays"
             )));
         }
-    }
-    let available = load_account(conn, &owner_account(&owner.id))
-        .await?
-        .map(|account| account.available())
-        .unwrap_or(0);
-    if available < stake {
-        return Err(LadderError::InsufficientCredits(format!(
-            "{} has {available} credits available, the stake is {stake}",
-            owner.name
-        )));
     }
     // Ready now, unless one of its matches is still open: its settlement
     // makes it ready.
@@ -267,7 +217,7 @@ impl Store {
     ) -> Result<Vec<ReadyBot>> {
         let rows = sqlx::query(
             "SELECT b.id, b.owner_id, b.active_stake, b.active_waves, b.last_opponent, \
-             COALESCE(r.rating, 1500.0) AS rating FROM bots b \
+             r.rating FROM bots b \
              LEFT JOIN ratings r ON r.bot_id = b.id AND r.season_id = $1 \
              WHERE b.class = $2 AND b.active_stake IS NOT NULL AND b.paused_reason IS NULL \
              AND b.active_ready_ms IS NOT NULL AND b.active_ready_ms <= $3 \
@@ -287,7 +237,7 @@ impl Store {
                     stake: get(row, "active_stake")?,
                     waves_waited: get(row, "active_waves")?,
                     last_opponent: get(row, "last_opponent")?,
-                    rating: get(row, "rating")?,
+                    rating: get::<Option<f64>>(row, "rating")?.unwrap_or(rating::INITIAL.rating),
                 })
             })
             .collect()

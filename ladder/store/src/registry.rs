@@ -3,8 +3,9 @@
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use super::ledger_sql::{apply_transfer, create_account, load_account};
-use super::seasons::{active_season_tx, ensure_rating};
+use super::ledger_sql::{apply_transfer, create_account};
+use super::rows::{bot_from_row, load_bot, stake_precondition_tx};
+use super::seasons::ensure_rating;
 use super::{Store, count_of, get, is_unique_violation, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::{MAX_LIST_ROWS, MAX_QUEUE_PER_CLASS};
@@ -14,8 +15,7 @@ use duel_ladder_core::ledger::{
 };
 use duel_ladder_core::limits::{MAX_TRANSFER_CREDITS, QUOTA_DAY_MS};
 use duel_ladder_core::model::{
-    Bot, BotKind, BotSource, BotVersion, OwnerQuotas, OwnerUsage, Play, QueueEntry, check_name,
-    class_from_name,
+    Bot, BotSource, OwnerQuotas, OwnerUsage, Play, QueueEntry, check_name, class_from_name,
 };
 
 fn user_from_row(row: &AnyRow) -> Result<User> {
@@ -215,75 +215,6 @@ async fn register_tx(
     load_bot(conn, name).await
 }
 
-/// `bot_name`, which `owner` must own (PERMISSION_DENIED otherwise).
-pub(crate) async fn load_own_bot(
-    conn: &mut AnyConnection,
-    owner: &User,
-    bot_name: &str,
-) -> Result<Bot> {
-    let bot = load_bot(conn, bot_name).await?;
-    if bot.owner_id != owner.id {
-        return Err(LadderError::PermissionDenied(format!(
-            "bot {bot_name} belongs to {}, not {}",
-            bot.owner_name, owner.name
-        )));
-    }
-    Ok(bot)
-}
-
-/// The running season, for what needs one (queueing, playing).
-pub(crate) async fn running_season_tx(
-    conn: &mut AnyConnection,
-) -> Result<duel_ladder_core::model::Season> {
-    active_season_tx(conn).await?.ok_or_else(|| {
-        LadderError::Invalid("no season is running; an operator starts one".to_owned())
-    })
-}
-
-pub(crate) async fn load_bot(conn: &mut AnyConnection, name: &str) -> Result<Bot> {
-    let row = sqlx::query(
-        "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
-         b.active_stake, b.active_since, b.paused_reason \
-         FROM bots b JOIN users u ON u.id = b.owner_id WHERE b.name = $1",
-    )
-    .bind(name.to_owned())
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or_else(|| LadderError::NotFound(format!("bot {name}")))?;
-    let mut bot = bot_from_row(&row)?;
-    bot.versions = sqlx::query("SELECT * FROM bot_versions WHERE bot_id = $1 ORDER BY version")
-        .bind(bot.id.clone())
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(version_from_row)
-        .collect::<Result<_>>()?;
-    Ok(bot)
-}
-
-fn bot_from_row(row: &AnyRow) -> Result<Bot> {
-    Ok(Bot {
-        id: get(row, "id")?,
-        name: get(row, "name")?,
-        owner_id: get(row, "owner_id")?,
-        owner_name: get(row, "owner_name")?,
-        class: class_from_name(&get::<String>(row, "class")?)?,
-        current_version: get(row, "current_version")?,
-        versions: Vec::new(),
-        play: super::play::play_from_row(row)?,
-    })
-}
-
-pub(crate) fn version_from_row(row: &AnyRow) -> Result<BotVersion> {
-    Ok(BotVersion {
-        version: get(row, "version")?,
-        kind: BotKind::from_name(&get::<String>(row, "kind")?)?,
-        spec: get(row, "spec")?,
-        digest: get(row, "digest")?,
-        created_ms: get(row, "created_ms")?,
-    })
-}
-
 async fn enqueue_tx(
     conn: &mut AnyConnection,
     owner: &User,
@@ -291,8 +222,7 @@ async fn enqueue_tx(
     stake: i64,
     now: i64,
 ) -> Result<QueueEntry> {
-    let bot = load_own_bot(conn, owner, bot_name).await?;
-    let season = running_season_tx(conn).await?;
+    let (bot, season) = stake_precondition_tx(conn, owner, bot_name, stake).await?;
     if bot.play != Play::Inactive {
         return Err(LadderError::Conflict(format!(
             "bot {bot_name} plays continuously ({}); `ladder bot deactivate {bot_name}` to queue it once",
@@ -300,17 +230,6 @@ async fn enqueue_tx(
         )));
     }
     let class = bot.class.name();
-    let open = sqlx::query("SELECT open FROM classes WHERE name = $1")
-        .bind(class)
-        .fetch_optional(&mut *conn)
-        .await?
-        .map(|row| get::<i64>(&row, "open"))
-        .transpose()?;
-    if open != Some(1) {
-        return Err(LadderError::Invalid(format!(
-            "class {class} is closed for ranked play"
-        )));
-    }
     let waiting = count_of(
         conn,
         "SELECT COUNT(*) AS n FROM queue WHERE class = $1",
@@ -320,18 +239,6 @@ async fn enqueue_tx(
     if waiting >= MAX_QUEUE_PER_CLASS {
         return Err(LadderError::Invalid(format!(
             "the {class} queue is full ({MAX_QUEUE_PER_CLASS} bots)"
-        )));
-    }
-    let account = load_account(conn, &owner_account(&owner.id))
-        .await?
-        .ok_or_else(|| {
-            LadderError::corrupt(format!("owner {} has no ledger account", owner.name))
-        })?;
-    if account.available() < stake {
-        return Err(LadderError::InsufficientCredits(format!(
-            "{} has {} credits available, the stake is {stake}",
-            owner.name,
-            account.available()
         )));
     }
     let inserted = sqlx::query(

@@ -239,6 +239,19 @@ fn check(statement: &Statement, answer: &Answer) -> Result<()> {
     }
 }
 
+/// `(first, …), (…)`: `rows` tuples of `columns` placeholders numbered from `$1`.
+pub(crate) fn placeholder_rows(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let cells: Vec<String> = (1..=columns)
+                .map(|column| format!("${}", row * columns + column))
+                .collect();
+            format!("({})", cells.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `sql` with every `$N` placeholder outside quotes renumbered `$N+offset`.
 pub(crate) fn shift_placeholders(sql: &str, offset: usize) -> String {
     if offset == 0 {

@@ -281,7 +281,7 @@ async fn end_tx(conn: &mut AnyConnection, now: i64) -> Result<Season> {
         .await?;
     }
     // Continuous play ends with the season.
-    super::play::deactivate_all_tx(conn).await?;
+    deactivate_all_tx(conn).await?;
     sqlx::query("UPDATE seasons SET ended_ms = $1 WHERE id = $2")
         .bind(now)
         .bind(season.id)
@@ -428,4 +428,15 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         Ok((season, standings))
     }
+}
+
+/// Ending a season makes every active or paused bot inactive.
+pub(crate) async fn deactivate_all_tx(conn: &mut AnyConnection) -> Result<u64> {
+    let done = sqlx::query(
+        "UPDATE bots SET active_stake = NULL, active_since = NULL, active_ready_ms = NULL, \
+         active_waves = 0, paused_reason = NULL WHERE active_stake IS NOT NULL",
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
 }

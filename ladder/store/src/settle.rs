@@ -11,7 +11,7 @@
 //! its lease holder). Anything else in a batch (a repeat of a settlement, a match
 //! twice) is settled on its own afterwards; any failure of the batched
 //! transaction rolls it back and settles each request on its own
-//! ([`super::matches`]' one-match transaction), which reports the real error.
+//! (the one-match transaction in `matches.rs`), which reports the real error.
 //! Plans are [`duel_ladder_core::ledger::settle`]'s, computed in the batch's order, each
 //! from the ratings the previous one left: the same results as settling the
 //! requests one by one.
@@ -23,12 +23,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sqlx::AnyConnection;
 use tokio::sync::oneshot;
 
-use super::script::{Arg, Script, shift_placeholders};
+use super::ledger_sql::accounts_update;
+use super::script::{Arg, Script, placeholder_rows, shift_placeholders};
 use super::{Store, get};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_SETTLEMENT_BATCH;
-use duel_ladder_core::ledger::{self, HOUSE_ACCOUNT, Plan, TransferOp};
-use duel_ladder_core::model::{Match, MatchState, Outcome, Settlement};
+use duel_ladder_core::ledger::{self, Delta, HOUSE_ACCOUNT, Plan, SettleGate, TransferOp};
+use duel_ladder_core::model::{Match, Settlement, Winner};
 use duel_ladder_core::rating::{Rating, Score};
 
 /// One lease holder's request to settle its match.
@@ -36,7 +37,7 @@ use duel_ladder_core::rating::{Rating, Score};
 pub(crate) struct SettleRequest {
     pub match_id: String,
     pub lease_id: String,
-    pub winner: Outcome,
+    pub winner: Winner,
     pub replay_path: String,
     pub now: i64,
 }
@@ -184,33 +185,11 @@ impl Store {
     }
 }
 
-/// `(first, …), (…)`: `rows` tuples of `columns` placeholders numbered from `$1`.
-pub(crate) fn placeholder_rows(rows: usize, columns: usize) -> String {
-    (0..rows)
-        .map(|row| {
-            let cells: Vec<String> = (1..=columns)
-                .map(|column| format!("${}", row * columns + column))
-                .collect();
-            format!("({})", cells.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// A settlement the batch writes: the match as locked, and its plan.
 struct Planned {
     index: usize,
     game: Match,
     plan: Plan,
-}
-
-/// What one account's row moves by in a batch.
-#[derive(Clone, Copy, Debug, Default)]
-struct AccountDelta {
-    debits_pending: i64,
-    debits_posted: i64,
-    credits_pending: i64,
-    credits_posted: i64,
 }
 
 /// How a batch's statements reach the database.
@@ -249,24 +228,22 @@ async fn settle_many_tx(
             ))));
             continue;
         };
-        let game = super::matches::match_from_row(row)?;
+        let game = super::rows::match_from_row(row)?;
         let holder: Option<String> = get(row, "lease_id")?;
         let expires: Option<i64> = get(row, "lease_expires_ms")?;
         let holds_lease = holder.as_deref() == Some(request.lease_id.as_str());
-        match game.state {
+        match ledger::may_settle(game.state, holds_lease, expires, request.now) {
             // A repeat by the same lease reads what was paid: alone, after.
-            MatchState::Settled if holds_lease => {}
-            MatchState::Running
-                if holds_lease && expires.is_some_and(|expires| expires >= request.now) =>
-            {
+            SettleGate::Repeat => {}
+            SettleGate::Settle => {
                 let season_open = get::<Option<i64>>(row, "season_open")? == Some(1);
                 runnable.push((index, game, season_open));
             }
-            state => {
+            SettleGate::LeaseLost => {
                 answers[index] = Some(Err(LadderError::LeaseLost(format!(
                     "match {} is {} and lease {} no longer holds it",
                     request.match_id,
-                    state.name(),
+                    game.state.name(),
                     request.lease_id
                 ))));
             }
@@ -581,28 +558,6 @@ fn ready_bots(writes: &mut Script, requests: &[SettleRequest], planned: &[Planne
     writes.push(sql, args);
 }
 
-/// The pending stake `pending_id` of `game` as acceptance made it: (debit,
-/// credit, amount).
-fn pending_stake(game: &Match, pending_id: &str) -> Result<(String, String, i64)> {
-    ledger::stakes(game)
-        .into_iter()
-        .find(|stake| stake.id == pending_id)
-        .and_then(|stake| match stake.op {
-            TransferOp::Pending {
-                debit,
-                credit,
-                amount,
-            } => Some((debit, credit, amount)),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            LadderError::corrupt(format!(
-                "settlement of match {} resolves {pending_id}, not one of its stakes",
-                game.id
-            ))
-        })
-}
-
 /// Every transfer of the batch: the new ones in one insert, the resolutions of
 /// pending stakes in another, then each touched account's row once. A
 /// resolution copies its pending transfer, as one does alone, and is written
@@ -616,44 +571,27 @@ fn apply_transfers(
     requests: &[SettleRequest],
     planned: &[Planned],
 ) -> Result<()> {
-    let mut deltas: BTreeMap<String, AccountDelta> = BTreeMap::new();
+    let mut deltas: BTreeMap<String, Delta> = BTreeMap::new();
     let mut singles = Vec::new();
     let mut resolutions = Vec::new();
     for planned in planned {
         let now = requests[planned.index].now;
+        for (account, delta) in ledger::deltas(&planned.game, &planned.plan)? {
+            deltas.entry(account).or_default().add(delta);
+        }
         for request in &planned.plan.transfers {
-            request.validate()?;
             match &request.op {
                 TransferOp::Single {
                     debit,
                     credit,
                     amount,
-                } => {
-                    deltas.entry(debit.clone()).or_default().debits_posted += amount;
-                    deltas.entry(credit.clone()).or_default().credits_posted += amount;
-                    singles.push((request, debit, credit, *amount, now));
-                }
+                } => singles.push((request, debit.clone(), credit.clone(), *amount, now)),
                 TransferOp::Post { pending_id } | TransferOp::Void { pending_id } => {
-                    let posted = matches!(request.op, TransferOp::Post { .. });
-                    let (debit, credit, amount) = pending_stake(&planned.game, pending_id)?;
-                    let debit_delta = deltas.entry(debit.clone()).or_default();
-                    debit_delta.debits_pending -= amount;
-                    if posted {
-                        debit_delta.debits_posted += amount;
-                    }
-                    let credit_delta = deltas.entry(credit.clone()).or_default();
-                    credit_delta.credits_pending -= amount;
-                    if posted {
-                        credit_delta.credits_posted += amount;
-                    }
+                    let (debit, credit, amount) = ledger::pending_stake(&planned.game, pending_id)?;
                     resolutions.push((request, pending_id, debit, credit, amount, now));
                 }
-                TransferOp::Pending { .. } => {
-                    return Err(LadderError::corrupt(format!(
-                        "settlement plan {} makes a pending transfer",
-                        planned.plan.match_id
-                    )));
-                }
+                // `ledger::deltas` refused it above.
+                TransferOp::Pending { .. } => {}
             }
         }
     }
@@ -728,47 +666,26 @@ fn apply_transfers(
 fn update_accounts(
     writes: &mut Script,
     locks: Option<&mut Script>,
-    deltas: &BTreeMap<String, AccountDelta>,
+    deltas: &BTreeMap<String, Delta>,
 ) {
     if deltas.is_empty() {
         return;
     }
-    let mut ordered: Vec<(&String, &AccountDelta)> = deltas.iter().collect();
-    ordered.sort_by_key(|(id, _)| (id.as_str() == HOUSE_ACCOUNT, id.as_str()));
+    let mut ordered: Vec<(&str, Delta)> = deltas
+        .iter()
+        .map(|(id, delta)| (id.as_str(), *delta))
+        .collect();
+    ordered.sort_by_key(|(id, _)| (*id == HOUSE_ACCOUNT, *id));
     if let Some(locks) = locks {
         let sql = format!(
             "SELECT id FROM ledger_accounts WHERE id IN ({}) \
              ORDER BY CASE WHEN id = '{HOUSE_ACCOUNT}' THEN 1 ELSE 0 END, id FOR UPDATE",
             placeholder_rows(ordered.len(), 1)
         );
-        let args = ordered
-            .iter()
-            .map(|(id, _)| Arg::from(id.as_str()))
-            .collect();
+        let args = ordered.iter().map(|(id, _)| Arg::from(*id)).collect();
         locks.push(sql, args);
     }
-    let sql = format!(
-        "WITH d(d_id, d_debits_pending, d_debits_posted, d_credits_pending, d_credits_posted) AS (VALUES {}) \
-         UPDATE ledger_accounts SET debits_pending = debits_pending + d.d_debits_pending, \
-         debits_posted = debits_posted + d.d_debits_posted, \
-         credits_pending = credits_pending + d.d_credits_pending, \
-         credits_posted = credits_posted + d.d_credits_posted \
-         FROM d WHERE ledger_accounts.id = d.d_id \
-         AND debits_pending + d.d_debits_pending >= 0 AND credits_pending + d.d_credits_pending >= 0 \
-         AND (may_go_negative = 1 OR credits_posted + d.d_credits_posted - debits_posted - d.d_debits_posted \
-              - debits_pending - d.d_debits_pending >= 0)",
-        placeholder_rows(ordered.len(), 5)
-    );
-    let mut args = Vec::with_capacity(ordered.len() * 5);
-    for (id, delta) in &ordered {
-        args.extend([
-            Arg::from(id.as_str()),
-            Arg::from(delta.debits_pending),
-            Arg::from(delta.debits_posted),
-            Arg::from(delta.credits_pending),
-            Arg::from(delta.credits_posted),
-        ]);
-    }
+    let (sql, args) = accounts_update(&ordered);
     writes.push_expecting(sql, args, ordered.len(), "ledger accounts");
 }
 
@@ -777,7 +694,7 @@ mod tests {
     use super::*;
     use crate::PairSide;
     use duel_ladder_core::auth::Role;
-    use duel_ladder_core::model::BotSource;
+    use duel_ladder_core::model::{BotSource, MatchState};
 
     async fn running_pair(store: &Store, tag: &str) -> (String, String) {
         let mut bots = Vec::new();
@@ -875,7 +792,7 @@ mod tests {
         let request = |match_id: &str, lease_id: &str| SettleRequest {
             match_id: match_id.to_owned(),
             lease_id: lease_id.to_owned(),
-            winner: Outcome::A,
+            winner: Winner::A,
             replay_path: "r.json".to_owned(),
             now: 2_000,
         };
@@ -897,7 +814,7 @@ mod tests {
         );
         // Through the queue, the batch falls back to one at a time.
         let settled = store
-            .complete(&first, &first_lease, Outcome::A, "r.json", 2_000)
+            .complete(&first, &first_lease, Winner::A, "r.json", 2_000)
             .await;
         assert!(settled.is_ok(), "{settled:?}");
         assert_eq!(

@@ -12,7 +12,9 @@ use sqlx::any::AnyRow;
 use super::{Reads, get};
 use crate::error::{LadderError, Result};
 use crate::limits::{MAX_CHART_POINTS, MAX_OPPONENTS_LISTED};
-use duel_ladder_core::model::{Play, Season, class_from_name};
+use duel_ladder_core::model::{
+    MatchState, Play, Season, Winner, class_from_name, winner_from_name,
+};
 use duel_ladder_core::rating::Rating;
 
 /// One match in a listing.
@@ -21,15 +23,17 @@ pub struct MatchLine {
     pub id: String,
     pub season: String,
     pub class: &'static str,
-    pub state: String,
+    #[serde(serialize_with = "state_name")]
+    pub state: MatchState,
     pub bot_a: String,
     pub version_a: i64,
     pub stake_a: i64,
     pub bot_b: String,
     pub version_b: i64,
     pub stake_b: i64,
-    /// `a`, `b` or `draw`; `None` until settled.
-    pub winner: Option<String>,
+    /// `None` until settled; serialized by name (`a`, `b`, `draw`).
+    #[serde(serialize_with = "winner_name")]
+    pub winner: Option<Winner>,
     pub accepted_ms: i64,
     pub finished_ms: Option<i64>,
     /// Whether a replay was published (`/replays/{id}`).
@@ -39,11 +43,27 @@ pub struct MatchLine {
 impl MatchLine {
     /// The winner's name, if one side won.
     pub fn winner_name(&self) -> Option<&str> {
-        match self.winner.as_deref() {
-            Some("a") => Some(&self.bot_a),
-            Some("b") => Some(&self.bot_b),
-            _ => None,
+        match self.winner {
+            Some(Winner::A) => Some(&self.bot_a),
+            Some(Winner::B) => Some(&self.bot_b),
+            Some(Winner::Draw) | None => None,
         }
+    }
+}
+
+/// A match state as its stored name (`queued`, `running`, `settled`, `voided`).
+fn state_name<S: serde::Serializer>(state: &MatchState, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(state.name())
+}
+
+/// A winner as its stored name, or null.
+fn winner_name<S: serde::Serializer>(
+    winner: &Option<Winner>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match winner {
+        Some(winner) => serializer.serialize_str(winner.name()),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -225,14 +245,16 @@ fn match_line(row: &AnyRow) -> Result<MatchLine> {
         id: get(row, "id")?,
         season: get(row, "season_name")?,
         class: class_from_name(&get::<String>(row, "class")?)?.name(),
-        state: get(row, "state")?,
+        state: MatchState::from_name(&get::<String>(row, "state")?)?,
         bot_a: get(row, "name_a")?,
         version_a: get(row, "version_a")?,
         stake_a: get(row, "stake_a")?,
         bot_b: get(row, "name_b")?,
         version_b: get(row, "version_b")?,
         stake_b: get(row, "stake_b")?,
-        winner: get(row, "winner")?,
+        winner: get::<Option<String>>(row, "winner")?
+            .map(|winner| winner_from_name(&winner))
+            .transpose()?,
         accepted_ms: get(row, "accepted_ms")?,
         finished_ms: get(row, "finished_ms")?,
         replay: get::<Option<String>>(row, "replay_path")?.is_some(),

@@ -5,7 +5,7 @@ use duel_rules::WeightClass;
 
 use super::{Reads, get};
 use crate::error::Result;
-use duel_ladder_core::model::{Outcome, class_from_name};
+use duel_ladder_core::model::{Winner, class_from_name, winner_from_name};
 
 /// A settled ranked match as Duel TV chooses among them.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,7 +15,7 @@ pub struct SettledMatch {
     pub season: String,
     /// The bots' names, side a then side b.
     pub names: [String; 2],
-    pub winner: Outcome,
+    pub winner: Winner,
     /// Each bot's rating in the match's season before the match (its last
     /// rated match before this one, from `rating_history`), else as it is now
     /// (its first match of the season: the starting rating is not kept);
@@ -59,7 +59,7 @@ impl Reads {
                     class: class_from_name(&get::<String>(row, "class")?)?,
                     season: get(row, "season")?,
                     names: [get(row, "name_a")?, get(row, "name_b")?],
-                    winner: Outcome::from_name(
+                    winner: winner_from_name(
                         &get::<Option<String>>(row, "winner")?.unwrap_or_default(),
                     )?,
                     ratings: [get(row, "rating_a")?, get(row, "rating_b")?],

@@ -7,16 +7,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The checkout's root: the nearest folder above the test's crate that holds
+/// the workspace's `Cargo.lock` (crates sit one or two levels down).
+fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or(manifest)
+        .to_path_buf()
+}
+
 /// The template's source folder in this checkout.
 fn template() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../referee/templates/python-llm")
+    workspace_root().join("referee/templates/python-llm")
 }
 
 /// The Python of the environment the setup script makes, when it is there.
 pub fn python() -> Option<PathBuf> {
     let venv = std::env::var_os("DUEL_PYTHON_VENV")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/python-llm/venv"));
+        .unwrap_or_else(|| workspace_root().join("target/python-llm/venv"));
     let python = venv.join("bin/python");
     python.is_file().then_some(python)
 }
@@ -49,7 +60,7 @@ pub fn start(python: &Path, dir: &Path, name: &str) -> LlmBot {
     std::fs::write(folder.join("bot.py"), source.replace("{name}", name)).expect("bot.py");
     let stubs = dir.join("stubs");
     std::fs::create_dir_all(&stubs).expect("stubs folder");
-    let protos = Path::new(env!("CARGO_MANIFEST_DIR")).join("../proto");
+    let protos = workspace_root().join("proto");
     let generated = Command::new(python)
         .args(["-m", "grpc_tools.protoc", "-I"])
         .arg(&protos)

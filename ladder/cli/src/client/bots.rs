@@ -316,6 +316,7 @@ mod tests {
 
     fn counter() -> pb::LadderBot {
         pb::LadderBot {
+            weight_class_enum: pb::WeightClass::Light as i32,
             id: "b1".into(),
             name: "counter".into(),
             owner: "alice".into(),

@@ -223,6 +223,9 @@ mod tests {
             })
         };
         pb::LadderMatch {
+            weight_class_enum: pb::WeightClass::Light as i32,
+            state_enum: pb::LadderMatchState::Settled as i32,
+            winner_enum: pb::Winner::A as i32,
             id: "m1".into(),
             season_id: 1,
             weight_class: "light".into(),

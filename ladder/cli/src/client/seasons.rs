@@ -170,6 +170,7 @@ mod tests {
                 ended_ms: 0,
             }),
             standings: vec![pb::LadderStanding {
+                weight_class_enum: pb::WeightClass::Light as i32,
                 rank: 1,
                 bot: "counter".into(),
                 owner: "alice".into(),

@@ -114,6 +114,7 @@ mod tests {
             }),
             last_ended: None,
             classes: vec![pb::LadderClassStatus {
+                weight_class_enum: pb::WeightClass::Light as i32,
                 weight_class: "light".into(),
                 bots: 6,
                 queued: 1,

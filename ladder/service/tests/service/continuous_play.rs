@@ -168,7 +168,7 @@ async fn seasons_after_their_end(db: &TestDb) {
         .await
         .expect("matches")[0];
     let expected_rake = match game.winner {
-        Some(duel_ladder::model::Outcome::Draw) => 0,
+        Some(duel_ladder::model::Winner::Draw) => 0,
         _ => 4,
     };
     assert_eq!(

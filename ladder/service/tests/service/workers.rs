@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::TestDb;
 use duel_ladder::clock::ManualClock;
-use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState, Outcome};
+use duel_ladder::model::{BotKind, BotSource, BotVersion, MatchState, Winner};
 use duel_ladder::store::PairSide;
 use duel_ladder::worker::{
     BotFactory, BuiltinFactory, FighterFuture, Worked, WorkerConfig, work_once,
@@ -250,9 +250,9 @@ async fn published_replay_is_settled_by_the_rerun(db: &TestDb) {
         panic!("expected a settlement, got {worked:?}");
     };
     let expected = match earlier.result.winner {
-        duel_replays::WinnerName::A => duel_ladder::model::Outcome::A,
-        duel_replays::WinnerName::B => duel_ladder::model::Outcome::B,
-        duel_replays::WinnerName::Draw => duel_ladder::model::Outcome::Draw,
+        duel_replays::WinnerName::A => duel_ladder::model::Winner::A,
+        duel_replays::WinnerName::B => duel_ladder::model::Winner::B,
+        duel_replays::WinnerName::Draw => duel_ladder::model::Winner::Draw,
     };
     assert_eq!(settlement.winner, expected);
     let game = db.store.game(&match_id).await.expect("match");
@@ -472,7 +472,7 @@ async fn lease_expiry_is_read_for_its_holder_only(db: &TestDb) {
         None
     );
     db.store
-        .complete(&match_id, &claim.lease_id, Outcome::A, "r.json", now + 1)
+        .complete(&match_id, &claim.lease_id, Winner::A, "r.json", now + 1)
         .await
         .expect("settle");
     assert_eq!(

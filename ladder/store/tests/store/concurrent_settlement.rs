@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::TestDb;
-use duel_ladder_core::model::{BotSource, Outcome};
+use duel_ladder_core::model::{BotSource, Winner};
 use duel_ladder_core::rating::{self, INITIAL, Score};
 use duel_ladder_store::PairSide;
 use duel_rules::WeightClass;
@@ -83,7 +83,7 @@ async fn backlog_settled_at_once(db: &TestDb) {
                     .complete(
                         &claim.game.id,
                         &claim.lease_id,
-                        Outcome::A,
+                        Winner::A,
                         "r.json",
                         now + 1,
                     )

@@ -27,7 +27,7 @@ use duel_ladder_core::ledger::{
     escrow_account, owner_account,
 };
 use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_RAKE_BP};
-use duel_ladder_core::model::{BotSource, Match, MatchSide, MatchState, Outcome};
+use duel_ladder_core::model::{BotSource, Match, MatchSide, MatchState, Winner};
 use duel_ladder_core::rating::{self, Rating, Score};
 use duel_ladder_store::LadderError;
 use duel_ladder_store::PairSide;
@@ -105,7 +105,7 @@ enum Step {
     Finish {
         id: String,
         fate: Fate,
-        winner: Outcome,
+        winner: Winner,
         plan: Option<Plan>,
     },
 }
@@ -243,9 +243,9 @@ impl Model {
                     break;
                 };
                 let winner = match rng.below(3) {
-                    0 => Outcome::A,
-                    1 => Outcome::B,
-                    _ => Outcome::Draw,
+                    0 => Winner::A,
+                    1 => Winner::B,
+                    _ => Winner::Draw,
                 };
                 let fate = match rng.below(20) {
                     // Only when no other match is open: the claims that run
@@ -579,7 +579,7 @@ async fn finish(
     clock: &ManualClock,
     id: &str,
     fate: Fate,
-    winner: Outcome,
+    winner: Winner,
     at: &str,
     check: impl FnOnce(Option<Plan>),
 ) {

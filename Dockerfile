@@ -24,9 +24,9 @@ COPY . .
 RUN --mount=type=cache,id=duel-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=duel-cargo-git,target=/usr/local/cargo/git \
     --mount=type=cache,id=duel-target,target=/src/target \
-    cargo build --release --locked --bin referee --bin ladder \
+    cargo build --profile dist --locked --bin referee --bin ladder \
  && mkdir -p /out \
- && cp target/release/referee target/release/ladder /out/
+ && cp target/dist/referee target/dist/ladder /out/
 
 # ---- prebuilt: binaries from the context (BINARIES=prebuilt) ----
 FROM scratch AS prebuilt

@@ -215,15 +215,15 @@ pub struct InitArgs {
 pub struct WorkerArgs {
     #[arg(long)]
     pub db: String,
-    /// Workers in this process.
-    #[arg(long, default_value_t = 1)]
+    /// Workers in this process (1 to 64; run more processes for more).
+    #[arg(long, default_value_t = 1, value_parser = workers_in_process)]
     pub workers: usize,
     /// Serve `duel.v1.Inference` for endpoint bots of this process's matches
     /// here (without it, endpoint bots get no model credential).
     #[arg(long, value_name = "ADDR")]
     pub inference_listen: Option<std::net::SocketAddr>,
     /// The Inference URL endpoint bots are told (default: http://<inference-listen>).
-    #[arg(long, value_name = "URL", requires = "inference_listen")]
+    #[arg(long, value_name = "URL", requires = "inference_listen", value_parser = http_url)]
     pub public_url: Option<String>,
     /// Also serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
@@ -242,8 +242,9 @@ pub struct ServeArgs {
     /// and live feeds (e.g. 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<std::net::SocketAddr>,
-    /// In-process workers (0: leave matches to `ladder worker` processes).
-    #[arg(long, default_value_t = 2)]
+    /// In-process workers (0: leave matches to `ladder worker` processes;
+    /// at most 64).
+    #[arg(long, default_value_t = 2, value_parser = workers_in_process)]
     pub workers: usize,
     /// Milliseconds between pairing waves.
     #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_WAVE_INTERVAL_MS)]
@@ -254,7 +255,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_MATCH_INTERVAL_MS)]
     pub match_interval_ms: u64,
     /// The Inference URL endpoint bots are told (default: http://<listen>).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = http_url)]
     pub public_url: Option<String>,
     /// Duel TV's pace (with --http): milliseconds between two exchanges
     /// of the broadcast. Duel TV replays recently settled ranked matches
@@ -288,4 +289,63 @@ pub struct BenchArgs {
     /// One JSON object instead of lines of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--workers`: a count this process can hold.
+fn workers_in_process(text: &str) -> Result<usize, String> {
+    let max = duel_ladder::limits::MAX_WORKERS_PER_PROCESS;
+    let count: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of workers"))?;
+    if count > max {
+        return Err(format!(
+            "{count} workers is more than one process runs ({max}); start more `ladder worker` processes"
+        ));
+    }
+    Ok(count)
+}
+
+/// `--public-url`: what endpoint bots dial, so an absolute http(s) URL with a host.
+fn http_url(text: &str) -> Result<String, String> {
+    let uri: tonic::codegen::http::Uri = text
+        .parse()
+        .map_err(|error| format!("{text:?} is not a URL: {error}"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(text.to_owned()),
+        _ => Err(format!(
+            "{text:?} is not an http:// or https:// URL with a host"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_are_bounded_per_process() {
+        assert_eq!(workers_in_process("0"), Ok(0));
+        assert_eq!(workers_in_process("64"), Ok(64));
+        let refused = workers_in_process("100000").expect_err("too many");
+        assert!(refused.contains("ladder worker"), "{refused}");
+        assert!(workers_in_process("-1").is_err());
+        assert!(workers_in_process("many").is_err());
+    }
+
+    #[test]
+    fn a_public_url_is_an_http_url_with_a_host() {
+        for good in ["http://127.0.0.1:50061", "https://[::1]:8443/inference"] {
+            assert_eq!(http_url(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "127.0.0.1:50061",
+            "ftp://127.0.0.1/",
+            "/relative",
+            "http://",
+            "not a url",
+        ] {
+            assert!(http_url(bad).is_err(), "{bad}");
+        }
+    }
 }

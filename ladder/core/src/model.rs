@@ -303,8 +303,16 @@ pub fn class_from_name(name: &str) -> Result<WeightClass> {
     })
 }
 
-/// Names of bots, accounts and seasons: 1–64 ASCII letters, digits, `-`, `_`, `.`.
+/// Names of bots, accounts and seasons: 1–64 ASCII letters, digits, `-`, `_`,
+/// `.`, neither starting nor ending with `.` (names are path segments of the
+/// site and the replay store: `.` and `..` would walk them, and `bot.` would
+/// pass for `bot`). Unique whatever their letter case (the store's indexes).
 pub fn check_name(what: &str, name: &str) -> Result<()> {
+    if name.starts_with('.') || name.ends_with('.') {
+        return Err(CoreError::Invalid(format!(
+            "{what} name {name:?} may not start or end with '.'"
+        )));
+    }
     let ok = !name.is_empty()
         && name.len() <= crate::limits::MAX_NAME_BYTES
         && name
@@ -318,6 +326,25 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
             crate::limits::MAX_NAME_BYTES
         )))
     }
+}
+
+/// Account names the ledger's own accounts use (`ledger check` and balances
+/// show them): an owner or operator named so would read as the house.
+pub const RESERVED_ACCOUNT_NAMES: [&str; 3] = ["house", "issuance", "escrow"];
+
+/// An account's name: a [`check_name`] name, and none of
+/// [`RESERVED_ACCOUNT_NAMES`] in any letter case.
+pub fn check_account_name(name: &str) -> Result<()> {
+    check_name("account", name)?;
+    if RESERVED_ACCOUNT_NAMES
+        .iter()
+        .any(|reserved| reserved.eq_ignore_ascii_case(name))
+    {
+        return Err(CoreError::Invalid(format!(
+            "account name {name:?} is reserved for the ledger's own accounts"
+        )));
+    }
+    Ok(())
 }
 
 /// What one bot wrote while deciding one exchange of a ranked match.
@@ -409,4 +436,35 @@ pub fn rfc3339(ms: i64) -> Result<String> {
                 .ok()
         })
         .ok_or_else(|| CoreError::corrupt(format!("stored acceptance time {ms} ms")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_a_table() {
+        for good in ["counter", "v1.2", "a-b_c", "x"] {
+            assert!(check_name("bot", good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "trailing.",
+            "a/b",
+            "ünï",
+            "a b",
+            &"x".repeat(65),
+        ] {
+            assert!(check_name("bot", bad).is_err(), "{bad:?}");
+        }
+        for reserved in ["house", "House", "ISSUANCE", "escrow"] {
+            let refused = check_account_name(reserved).expect_err(reserved);
+            assert!(refused.to_string().contains("reserved"), "{refused}");
+        }
+        assert!(check_account_name("alice").is_ok());
+        assert!(check_account_name("housekeeper").is_ok());
+    }
 }

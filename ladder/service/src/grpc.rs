@@ -190,7 +190,10 @@ fn bot_pb(bot: Bot) -> pb::LadderBot {
     }
 }
 
-fn match_pb(game: Match) -> pb::LadderMatch {
+/// A match as `caller` may see it: where the replay is stored (a server
+/// path or an object-store URL) is the operator's to know; everyone reads
+/// replays through the public service.
+fn match_pb(game: Match, caller: &User) -> pb::LadderMatch {
     let [a, b] = game.sides;
     let side = |side: model::MatchSide| pb::LadderMatchSide {
         bot: side.bot_name,
@@ -217,7 +220,11 @@ fn match_pb(game: Match) -> pb::LadderMatch {
             .winner
             .map(|winner| winner.name().to_owned())
             .unwrap_or_default(),
-        replay_path: game.replay_path.unwrap_or_default(),
+        replay_path: if caller.role == Role::Operator {
+            game.replay_path.unwrap_or_default()
+        } else {
+            String::new()
+        },
         note: game.note.unwrap_or_default(),
     }
 }
@@ -494,7 +501,10 @@ impl LadderApi for LadderService {
             .await
             .map_err(status_of)?;
         Ok(Response::new(pb::LadderListMatchesResponse {
-            matches: matches.into_iter().map(match_pb).collect(),
+            matches: matches
+                .into_iter()
+                .map(|game| match_pb(game, &caller))
+                .collect(),
         }))
     }
 
@@ -506,7 +516,7 @@ impl LadderApi for LadderService {
         let id = required("id", &request.get_ref().id)?;
         let game = self.ladder.game(&caller, id).await.map_err(status_of)?;
         Ok(Response::new(pb::LadderShowMatchResponse {
-            r#match: Some(match_pb(game)),
+            r#match: Some(match_pb(game, &caller)),
         }))
     }
 
@@ -713,9 +723,15 @@ mod tests {
                 pb::Winner::Unspecified,
             ),
         ];
+        let user = |role| User {
+            id: "u1".to_owned(),
+            name: "alice".to_owned(),
+            role,
+        };
+        let (owner, operator) = (user(Role::Owner), user(Role::Operator));
         for (state, winner, state_pb, winner_pb) in cases {
             for class in [WeightClass::Light, WeightClass::Middle, WeightClass::Heavy] {
-                let sent = match_pb(Match {
+                let game = Match {
                     id: "m1".to_owned(),
                     season_id: 1,
                     class,
@@ -729,9 +745,12 @@ mod tests {
                     accepted_ms: 5,
                     finished_ms: None,
                     winner,
-                    replay_path: None,
+                    replay_path: Some("replays/m1.json".to_owned()),
                     note: None,
-                });
+                };
+                let sent = match_pb(game.clone(), &owner);
+                assert_eq!(sent.replay_path, "", "an owner never sees the storage path");
+                assert_eq!(match_pb(game, &operator).replay_path, "replays/m1.json");
                 assert_eq!(sent.state, state.name());
                 assert_eq!(sent.state_enum, state_pb as i32, "{state:?}");
                 assert_eq!(sent.winner, winner.map(Winner::name).unwrap_or_default());

@@ -92,3 +92,9 @@ const _: () = assert!(DEFAULT_HEARTBEAT_MS * 3 <= DEFAULT_LEASE_MS);
 const _: () = assert!(MAX_RPC_MESSAGE_BYTES < MAX_UPLOAD_MESSAGE_BYTES);
 
 const _: () = assert!(DEFAULT_MAX_CONCURRENT_COMPILES <= DEFAULT_MAX_CONCURRENT_UPLOADS);
+
+/// The most workers one process runs (`ladder serve --workers`, `ladder
+/// worker --workers`). Each holds a WASM instance slot and a database
+/// connection; 100,000 took 2.1 GB in 5 s before this bound. More matches at
+/// once come from more `ladder worker` processes.
+pub const MAX_WORKERS_PER_PROCESS: usize = 64;

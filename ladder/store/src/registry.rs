@@ -15,7 +15,8 @@ use duel_ladder_core::ledger::{
 };
 use duel_ladder_core::limits::{MAX_TRANSFER_CREDITS, QUOTA_DAY_MS};
 use duel_ladder_core::model::{
-    Bot, BotSource, OwnerQuotas, OwnerUsage, Play, QueueEntry, check_name, class_from_name,
+    Bot, BotSource, OwnerQuotas, OwnerUsage, Play, QueueEntry, check_account_name, check_name,
+    class_from_name,
 };
 
 fn user_from_row(row: &AnyRow) -> Result<User> {
@@ -48,7 +49,7 @@ async fn insert_user(
         Ok(_) => {}
         Err(error) if is_unique_violation(&error) => {
             return Err(LadderError::Conflict(format!(
-                "an account named {name} exists"
+                "an account named {name} exists (names are unique whatever their letter case)"
             )));
         }
         Err(error) => return Err(error.into()),
@@ -197,7 +198,16 @@ async fn register_tx(
             .bind(class.to_owned())
             .bind(now)
             .execute(&mut *conn)
-            .await?;
+            .await
+            .map_err(|error| {
+                if is_unique_violation(&error) {
+                    LadderError::Conflict(format!(
+                        "a bot named {name} exists (names are unique whatever their letter case)"
+                    ))
+                } else {
+                    error.into()
+                }
+            })?;
             (bot_id, 1)
         }
     };
@@ -272,7 +282,7 @@ async fn enqueue_tx(
 impl Store {
     /// Creates the first operator if there is none; `None` if one exists.
     pub async fn bootstrap_operator(&self, name: &str) -> Result<Option<(User, String)>> {
-        check_name("account", name)?;
+        check_account_name(name)?;
         let token = crate::new_token()?;
         let user = write_tx!(self, |conn| bootstrap_tx(conn, name, &token, self.now()))?;
         Ok(user.map(|user| (user, token)))
@@ -280,7 +290,7 @@ impl Store {
 
     /// Creates an account and returns it with its token (shown once).
     pub async fn create_user(&self, name: &str, role: Role) -> Result<(User, String)> {
-        check_name("account", name)?;
+        check_account_name(name)?;
         let token = crate::new_token()?;
         let user = write_tx!(self, |conn| insert_user(
             conn,

@@ -147,8 +147,14 @@ impl StandingCursor {
         let (Some(rank), Some(bits), Some(bot)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(bad());
         };
+        // Ranks count rows from 1; the page after a cursor starts at rank + 1,
+        // so the largest rank a cursor may carry leaves room for that.
+        let rank: i64 = rank.parse().map_err(|_| bad())?;
+        if !(0..i64::MAX).contains(&rank) {
+            return Err(bad());
+        }
         Ok(StandingCursor {
-            rank: rank.parse().map_err(|_| bad())?,
+            rank,
             conservative: f64::from_bits(u64::from_str_radix(bits, 16).map_err(|_| bad())?),
             bot: bot.to_owned(),
         })
@@ -647,5 +653,14 @@ mod tests {
         }
         assert!(StandingCursor::parse("1_2").is_err());
         assert!(StandingCursor::parse("a_0_b").is_err());
+        // A rank the next page could not count past, or below the first.
+        for wrapping in [
+            "9223372036854775807_0_b",
+            "-1_0_b",
+            "-9223372036854775808_0_b",
+        ] {
+            assert!(StandingCursor::parse(wrapping).is_err(), "{wrapping}");
+        }
+        assert!(StandingCursor::parse("9223372036854775806_0_b").is_ok());
     }
 }

@@ -308,9 +308,21 @@ impl Client {
 
 /// A refused call as one line: the server's message already names the reason.
 fn failed(status: tonic::Status) -> ClientError {
+    let message = if status.message().trim().is_empty() {
+        // A server that says nothing still gets a line a person can act on.
+        match status.code() {
+            tonic::Code::Unimplemented => {
+                "the server does not offer this call (is --server a ladder, and as new as this CLI?)"
+                    .to_owned()
+            }
+            code => format!("the server refused the call ({code:?}) without saying why"),
+        }
+    } else {
+        status.message().to_owned()
+    };
     match status.code() {
-        tonic::Code::Unavailable => ClientError::Unavailable(status.message().to_owned()),
-        _ => ClientError::Refused(status.message().to_owned()),
+        tonic::Code::Unavailable => ClientError::Unavailable(message),
+        _ => ClientError::Refused(message),
     }
 }
 
@@ -341,5 +353,23 @@ pub fn emit(text: &str) {
         && error.kind() != std::io::ErrorKind::BrokenPipe
     {
         eprintln!("ladder: cannot write to standard output: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_without_a_message_still_says_something() {
+        let silent = failed(tonic::Status::unimplemented(""));
+        assert!(
+            silent.to_string().contains("does not offer this call"),
+            "{silent}"
+        );
+        let other = failed(tonic::Status::new(tonic::Code::Aborted, " "));
+        assert!(other.to_string().contains("Aborted"), "{other}");
+        let said = failed(tonic::Status::not_found("bot x"));
+        assert_eq!(said.to_string(), "bot x");
     }
 }

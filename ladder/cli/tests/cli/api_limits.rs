@@ -419,3 +419,35 @@ async fn quotas_refuse_with_their_name_and_value(db: &TestDb) {
 }
 
 both_backends!(owner_quotas, quotas_refuse_with_their_name_and_value);
+
+/// Flags that would exhaust the process or hand bots a bad URL are refused by
+/// the real binary before it opens anything (exit 2, one line naming why).
+#[test]
+fn out_of_bounds_flags_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let db = format!("sqlite://{}", dir.path().join("never.db").display());
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["worker", "--db", &db, "--workers", "100000"],
+            "ladder worker",
+        ),
+        (
+            &["serve", "--db", &db, "--workers", "65"],
+            "more than one process runs",
+        ),
+        (
+            &["serve", "--db", &db, "--public-url", "ftp://127.0.0.1/"],
+            "not an http:// or https:// URL",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = std::process::Command::new(common::cli::LADDER)
+            .args(args)
+            .output()
+            .expect("ladder runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert!(!dir.path().join("never.db").exists(), "nothing was opened");
+}

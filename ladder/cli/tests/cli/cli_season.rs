@@ -188,8 +188,10 @@ async fn season_through_cli(db: &TestDb) {
     assert!(states(&matches).iter().all(|state| state == "settled"));
     let first = &matches[0];
     let id = first["id"].as_str().expect("match id");
-    let one = cli.json(&alice, &["matches", "--id", id]);
-    assert_eq!(one["ruleset"], "1.0.0");
+    let seen_by_owner = cli.json(&alice, &["matches", "--id", id]);
+    assert_eq!(seen_by_owner["ruleset"], "1.0.0");
+    assert!(seen_by_owner["replay_path"].is_null(), "{seen_by_owner}");
+    let one = cli.json(&root, &["matches", "--id", id]);
     let replay = one["replay_path"].as_str().expect("replay written");
     assert!(Path::new(replay).exists(), "{replay}");
 

@@ -117,7 +117,10 @@ async fn ranked_replay_is_public(db: &TestDb) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let id = game["id"].as_str().expect("match id").to_owned();
-    let one = cli.json(&alice, &["matches", "--id", &id]);
+    // Where the replay is stored is the operator's to know.
+    let seen_by_owner = cli.json(&alice, &["matches", "--id", &id]);
+    assert!(seen_by_owner["replay_path"].is_null(), "{seen_by_owner}");
+    let one = cli.json(&root, &["matches", "--id", &id]);
     let location = one["replay_path"].as_str().expect("replay location");
     assert!(std::path::Path::new(location).exists(), "{location}");
     // One file per replay: the listing below comes from the database.

@@ -124,3 +124,61 @@ async fn uploads_are_validated_by_the_sandbox(db: &TestDb) {
     assert!(db.store.bots(None).await.expect("bots").is_empty());
 }
 both_backends!(uploads_validated, uploads_are_validated_by_the_sandbox);
+
+/// Names are unique whatever their letter case, so no owner passes for
+/// another on the site; the store's index holds it, and the refusal says why.
+async fn look_alike_names_are_refused(db: &TestDb) {
+    let ladder = Ladder::new(db.store.clone(), common::host(), false);
+    let (alice, _) = db.owner("alice", 0).await;
+    let error = db
+        .store
+        .create_user("Alice", duel_ladder::auth::Role::Owner)
+        .await
+        .expect_err("Alice beside alice");
+    assert!(matches!(error, LadderError::Conflict(_)), "{error}");
+    assert!(error.to_string().contains("letter case"), "{error}");
+    for reserved in ["house", "Issuance"] {
+        let error = db
+            .store
+            .create_user(reserved, duel_ladder::auth::Role::Operator)
+            .await
+            .expect_err(reserved);
+        assert!(matches!(error, LadderError::Invalid(_)), "{error}");
+    }
+    ladder
+        .register_bot(
+            &alice,
+            "b-wasm",
+            "light",
+            Registration::Builtin("builtin:counter".to_owned()),
+        )
+        .await
+        .expect("the first b-wasm");
+    let (bob, _) = db.owner("bob", 0).await;
+    for look_alike in ["B-wasm", "B-WASM"] {
+        let error = ladder
+            .register_bot(
+                &bob,
+                look_alike,
+                "light",
+                Registration::Builtin("builtin:counter".to_owned()),
+            )
+            .await
+            .expect_err(look_alike);
+        assert!(matches!(error, LadderError::Conflict(_)), "{error}");
+    }
+    for dotted in [".", "..", "b-wasm."] {
+        let error = ladder
+            .register_bot(
+                &bob,
+                dotted,
+                "light",
+                Registration::Builtin("builtin:counter".to_owned()),
+            )
+            .await
+            .expect_err(dotted);
+        assert!(matches!(error, LadderError::Invalid(_)), "{error}");
+    }
+    assert_eq!(db.store.bots(None).await.expect("bots").len(), 1);
+}
+both_backends!(look_alike_names, look_alike_names_are_refused);

@@ -313,6 +313,20 @@ pub struct Plan {
     pub ratings: Vec<RatingChange>,
 }
 
+/// What settling a match did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settlement {
+    pub match_id: String,
+    pub winner: Winner,
+    pub pot: i64,
+    pub rake: i64,
+    pub payout: i64,
+    /// True when this call found the match already settled by the same lease.
+    pub already_settled: bool,
+    /// The plan this call applied (`None` when it was already settled).
+    pub plan: Option<Plan>,
+}
+
 /// The settlement of `game` won by `winner` at `rake_bp` basis points: a win
 /// posts both stakes and pays the pot less the rake to the winner's owner and
 /// the rake to the house; a draw returns both stakes and pays no rake. `ratings`

@@ -269,20 +269,6 @@ pub struct Standing {
     pub draws: i64,
 }
 
-/// What settling a match did.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Settlement {
-    pub match_id: String,
-    pub winner: Winner,
-    pub pot: i64,
-    pub rake: i64,
-    pub payout: i64,
-    /// True when this call found the match already settled by the same lease.
-    pub already_settled: bool,
-    /// The plan this call applied (`None` when it was already settled).
-    pub plan: Option<crate::ledger::Plan>,
-}
-
 /// `sha256:` and the lowercase hex of the SHA-256 of `bytes`: how a bot's
 /// bytes or spec are named (the same form as the referee's).
 pub fn sha256_digest(bytes: &[u8]) -> String {

@@ -26,12 +26,13 @@ use duel_rules::{ExchangeStep, Ruleset, Side};
 use tokio::sync::watch;
 
 use crate::error::{LadderError, Result};
+use crate::ledger::Settlement;
 use crate::limits::{
     DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LEASE_LEFT_TO_PUBLISH_PERMILLE,
     PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
 };
 use crate::metrics::{LadderMetrics, Step};
-use crate::model::{BotKind, BotVersion, Claim, ExchangeLog, Settlement};
+use crate::model::{BotKind, BotVersion, Claim, ExchangeLog};
 use crate::store::Store;
 use crate::validate::check_endpoint_url;
 

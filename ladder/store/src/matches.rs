@@ -16,12 +16,12 @@ use super::{ClaimSql, Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_LIST_ROWS;
 use duel_ladder_core::ledger::{
-    self, Plan, SettleGate, escrow_account, owner_account, rake_transfer_id,
+    self, Plan, SettleGate, Settlement, escrow_account, owner_account, rake_transfer_id,
 };
 use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_MATCH_RUNS};
 use duel_ladder_core::matchmaker::{self, Waiting};
 use duel_ladder_core::model::{
-    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Settlement, Winner, class_from_name,
+    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Winner, class_from_name,
 };
 use duel_ladder_core::rating;
 

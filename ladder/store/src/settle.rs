@@ -28,8 +28,9 @@ use super::script::{Arg, Script, placeholder_rows, shift_placeholders};
 use super::{Store, get};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_SETTLEMENT_BATCH;
+use duel_ladder_core::ledger::Settlement;
 use duel_ladder_core::ledger::{self, Delta, HOUSE_ACCOUNT, Plan, SettleGate, TransferOp};
-use duel_ladder_core::model::{Match, Settlement, Winner};
+use duel_ladder_core::model::{Match, Winner};
 use duel_ladder_core::rating::{Rating, Score};
 
 /// One lease holder's request to settle its match.

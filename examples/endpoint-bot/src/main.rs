@@ -3,8 +3,8 @@
 //! `duel.v1.Inference` for advice using the credential each decision carries.
 //!
 //! Run it, then point the referee at it:
-//!   endpoint-bot --listen 127.0.0.1:50061
-//!   referee local grpc://127.0.0.1:50061 builtin:random
+//!   endpoint-bot --listen 127.0.0.1:50071
+//!   referee local grpc://127.0.0.1:50071 builtin:random
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -21,7 +21,7 @@ use tonic::{Request, Response, Status};
 #[command(name = "endpoint-bot", version, about)]
 struct Args {
     /// Address to serve duel.v1.Bot on.
-    #[arg(long, default_value = "127.0.0.1:50061")]
+    #[arg(long, default_value = "127.0.0.1:50071")]
     listen: SocketAddr,
     /// Name reported by Hello (shown in replays).
     #[arg(long, default_value = "example-counter")]

@@ -2,7 +2,7 @@
 //! the bare baseline of sorting the same ratings.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use duel_ladder_core::matchmaker::{Waiting, pair_wave};
+use duel_ladder_core::matchmaker::{ExhaustedPairs, Waiting, pair_key, pair_wave};
 
 fn waiting(count: usize) -> Vec<Waiting> {
     // SplitMix64: reproducible ratings without pulling the referee in for its rng.
@@ -20,7 +20,11 @@ fn waiting(count: usize) -> Vec<Waiting> {
             owner_id: format!("owner{}", index / 3),
             rating: 1000.0 + below(1_000) as f64,
             waves_waited: below(6) as i64,
-            last_opponent: (index > 0).then(|| format!("bot{}", index - 1)),
+            // Six recent opponents each, as a busy season leaves them.
+            recent_opponents: (1..=6)
+                .filter(|back| index >= *back)
+                .map(|back| format!("bot{}", index - back))
+                .collect(),
         })
         .collect()
 }
@@ -29,8 +33,13 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("matchmaker");
     for count in [1_000, 10_000, 50_000] {
         let bots = waiting(count);
+        // One pair in ten of neighbours has met its season's bound.
+        let exhausted: ExhaustedPairs = (10..count)
+            .step_by(10)
+            .map(|index| pair_key(&format!("bot{index}"), &format!("bot{}", index - 10)))
+            .collect();
         group.bench_with_input(BenchmarkId::new("wave", count), &bots, |b, bots| {
-            b.iter(|| pair_wave(bots))
+            b.iter(|| pair_wave(bots, &exhausted))
         });
         group.bench_with_input(
             BenchmarkId::new("sort_baseline", count),

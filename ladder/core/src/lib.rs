@@ -15,5 +15,6 @@ pub mod limits;
 pub mod matchmaker;
 pub mod model;
 pub mod rating;
+pub mod repeat;
 
 pub use error::{CoreError, Result};

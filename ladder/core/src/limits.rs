@@ -45,6 +45,17 @@ pub const MAX_RATING_GAP: f64 = 1_000.0;
 /// a wave to `O(n · NEIGHBOURS)` candidate pairs.
 pub const MATCHMAKER_NEIGHBOURS: usize = 16;
 
+/// Matchmaking: how many of a bot's latest opponents it remembers, and the
+/// cost, in rating points, of each meeting with a candidate among them (a pair
+/// that met twice lately is 2 × 75 points further apart). The latest opponent
+/// is never met again at once.
+pub const RECENT_OPPONENTS: usize = 6;
+pub const RECENT_MEETING_PENALTY: f64 = 75.0;
+
+/// The most times two bots meet in one season. A backstop behind the penalty:
+/// deterministic bots would otherwise fill a season with one game (docs/RULES.md).
+pub const MAX_PAIR_MEETINGS_PER_SEASON: i64 = 40;
+
 /// Glicko-2 system constant τ.
 pub const GLICKO2_TAU: f64 = 0.5;
 

@@ -1,14 +1,22 @@
 //! One pairing wave: a pure function over everyone waiting in a class.
 //!
-//! Pairs with the smallest rating gap go first (a greedy approximation of a
-//! minimum-weight matching), each bot accepting a gap that widens with the waves
-//! it has waited; a bot is never paired with itself, with a bot of the same
-//! owner, or with the opponent it just played. Candidates are the
+//! Pairs with the smallest cost go first (a greedy approximation of a
+//! minimum-weight matching). A pair's cost is its rating gap plus
+//! [`RECENT_MEETING_PENALTY`] for each time the two met in either bot's last
+//! [`RECENT_OPPONENTS`] matches, as lichess's pools penalise recent opponents:
+//! without it the nearest neighbours meet again and again, and a deterministic
+//! pair replays one game. Each bot accepts a cost that widens with the waves it
+//! has waited. A bot is never paired with itself, with a bot of the same owner,
+//! with the opponent it just played, or with one it met
+//! [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON) times this season. Candidates are the
 //! [`MATCHMAKER_NEIGHBOURS`] nearest bots by rating on either side, so a wave is
 //! `O(n log n)` whatever the queue length.
 
+use std::collections::BTreeSet;
+
 use crate::limits::{
     BASE_RATING_GAP, MATCHMAKER_NEIGHBOURS, MAX_RATING_GAP, RATING_GAP_WIDEN_PER_WAVE,
+    RECENT_MEETING_PENALTY, RECENT_OPPONENTS,
 };
 
 /// One bot waiting in the queue.
@@ -19,8 +27,31 @@ pub struct Waiting {
     pub rating: f64,
     /// Waves this bot sat through without a partner.
     pub waves_waited: i64,
-    /// The opponent of its last match, which it may not meet again at once.
-    pub last_opponent: Option<String>,
+    /// The opponents of its last matches, the latest first (at most
+    /// [`crate::limits::RECENT_OPPONENTS`]). The first it may not meet again
+    /// at once; each other meeting costs [`RECENT_MEETING_PENALTY`].
+    pub recent_opponents: Vec<String>,
+}
+
+/// Pairs that may not meet again this season, each as (smaller bot id, larger).
+pub type ExhaustedPairs = BTreeSet<(String, String)>;
+
+/// The key of a pair in [`ExhaustedPairs`].
+pub fn pair_key(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_owned(), b.to_owned())
+    } else {
+        (b.to_owned(), a.to_owned())
+    }
+}
+
+/// A bot's recent opponents after it is paired with `opponent`: the new one
+/// first, the oldest forgotten past [`RECENT_OPPONENTS`].
+pub fn remember_opponent(recent: &[String], opponent: &str) -> Vec<String> {
+    std::iter::once(opponent.to_owned())
+        .chain(recent.iter().cloned())
+        .take(RECENT_OPPONENTS)
+        .collect()
 }
 
 /// The widest gap a bot that waited `waves_waited` waves accepts.
@@ -29,16 +60,32 @@ pub fn allowed_gap(waves_waited: i64) -> f64 {
     (BASE_RATING_GAP + RATING_GAP_WIDEN_PER_WAVE * waves).min(MAX_RATING_GAP)
 }
 
-fn compatible(a: &Waiting, b: &Waiting) -> bool {
+fn just_met(a: &Waiting, b: &Waiting) -> bool {
+    a.recent_opponents.first() == Some(&b.bot_id) || b.recent_opponents.first() == Some(&a.bot_id)
+}
+
+fn compatible(a: &Waiting, b: &Waiting, exhausted: &ExhaustedPairs) -> bool {
     a.bot_id != b.bot_id
         && a.owner_id != b.owner_id
-        && a.last_opponent.as_deref() != Some(b.bot_id.as_str())
-        && b.last_opponent.as_deref() != Some(a.bot_id.as_str())
+        && !just_met(a, b)
+        && (exhausted.is_empty() || !exhausted.contains(&pair_key(&a.bot_id, &b.bot_id)))
+}
+
+/// What meeting again costs the pair, in rating points: the penalty for each
+/// recent meeting, counted in whichever bot's list holds more of them.
+pub fn recent_meeting_cost(a: &Waiting, b: &Waiting) -> f64 {
+    let met = |x: &Waiting, y: &Waiting| {
+        x.recent_opponents
+            .iter()
+            .filter(|opponent| **opponent == y.bot_id)
+            .count()
+    };
+    met(a, b).max(met(b, a)) as f64 * RECENT_MEETING_PENALTY
 }
 
 /// Pairs bots of one wave; returns index pairs into `waiting`, each bot at most
 /// once. Deterministic: ties break on the position in `waiting`.
-pub fn pair_wave(waiting: &[Waiting]) -> Vec<(usize, usize)> {
+pub fn pair_wave(waiting: &[Waiting], exhausted: &ExhaustedPairs) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..waiting.len()).collect();
     order.sort_by(|&x, &y| {
         waiting[x]
@@ -58,9 +105,12 @@ pub fn pair_wave(waiting: &[Waiting]) -> Vec<(usize, usize)> {
             if gap > MAX_RATING_GAP {
                 break;
             }
-            // Either bot's widened window suffices: the one that waited longer accepts.
-            if gap <= window_a.max(allowed_gap(b.waves_waited)) && compatible(a, b) {
-                edges.push((gap, first.min(second), first.max(second)));
+            // Either bot's widened window suffices: the one that waited longer
+            // accepts. A recent meeting counts as distance, so the pair meets
+            // again only when nobody nearer is free or after some waiting.
+            let cost = gap + recent_meeting_cost(a, b);
+            if cost <= window_a.max(allowed_gap(b.waves_waited)) && compatible(a, b, exhausted) {
+                edges.push((cost, first.min(second), first.max(second)));
             }
         }
     }
@@ -82,13 +132,24 @@ mod tests {
     use super::*;
 
     fn bot(id: &str, owner: &str, rating: f64, waves: i64, last: Option<&str>) -> Waiting {
+        with_recent(id, owner, rating, waves, last.as_slice())
+    }
+
+    fn with_recent(id: &str, owner: &str, rating: f64, waves: i64, recent: &[&str]) -> Waiting {
         Waiting {
             bot_id: id.into(),
             owner_id: owner.into(),
             rating,
             waves_waited: waves,
-            last_opponent: last.map(str::to_owned),
+            recent_opponents: recent
+                .iter()
+                .map(|opponent| (*opponent).to_owned())
+                .collect(),
         }
+    }
+
+    fn pair(waiting: &[Waiting]) -> Vec<(usize, usize)> {
+        pair_wave(waiting, &ExhaustedPairs::new())
     }
 
     #[test]
@@ -99,7 +160,7 @@ mod tests {
             bot("c", "o3", 1510.0, 0, None),
             bot("d", "o4", 1600.0, 0, None),
         ];
-        assert_eq!(pair_wave(&waiting), vec![(0, 2), (1, 3)]);
+        assert_eq!(pair(&waiting), vec![(0, 2), (1, 3)]);
     }
 
     #[test]
@@ -109,7 +170,7 @@ mod tests {
             bot("b", "o1", 1501.0, 0, None),
             bot("c", "o2", 1502.0, 0, Some("a")),
         ];
-        assert_eq!(pair_wave(&waiting), vec![(1, 2)]);
+        assert_eq!(pair(&waiting), vec![(1, 2)]);
     }
 
     #[test]
@@ -118,11 +179,53 @@ mod tests {
             bot("a", "o1", 1500.0, 0, None),
             bot("b", "o2", 1800.0, 0, None),
         ];
-        assert!(pair_wave(&fresh).is_empty());
+        assert!(pair(&fresh).is_empty());
         let waited = [
             bot("a", "o1", 1500.0, 4, None),
             bot("b", "o2", 1800.0, 0, None),
         ];
-        assert_eq!(pair_wave(&waited), vec![(0, 1)]);
+        assert_eq!(pair(&waited), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn recent_meetings_send_a_bot_to_another_partner() {
+        // a met b twice lately (not last): c, further from a by rating, is preferred.
+        let waiting = [
+            with_recent("a", "o1", 1500.0, 0, &["x", "b", "b"]),
+            with_recent("b", "o2", 1505.0, 0, &["y", "a", "a"]),
+            with_recent("c", "o3", 1490.0, 0, &[]),
+        ];
+        assert_eq!(pair(&waiting), vec![(0, 2)]);
+        // Alone together, they wait until the window covers the penalty.
+        let alone = [waiting[0].clone(), waiting[1].clone()];
+        assert!(pair(&alone).is_empty());
+        let waited = [
+            Waiting {
+                waves_waited: 2,
+                ..waiting[0].clone()
+            },
+            waiting[1].clone(),
+        ];
+        assert_eq!(pair(&waited), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn a_bot_remembers_its_latest_opponents_only() {
+        let mut recent: Vec<String> = Vec::new();
+        for opponent in ["a", "b", "c", "d", "e", "f", "g"] {
+            recent = remember_opponent(&recent, opponent);
+        }
+        assert_eq!(recent, ["g", "f", "e", "d", "c", "b"]);
+    }
+
+    #[test]
+    fn an_exhausted_pair_never_meets_again_this_season() {
+        let waiting = [
+            bot("a", "o1", 1500.0, 1_000, None),
+            bot("b", "o2", 1500.0, 1_000, None),
+        ];
+        let exhausted = ExhaustedPairs::from([pair_key("b", "a")]);
+        assert!(pair_wave(&waiting, &exhausted).is_empty());
+        assert_eq!(pair(&waiting), vec![(0, 1)]);
     }
 }

@@ -230,6 +230,38 @@ pub struct Match {
     pub winner: Option<Winner>,
     pub replay_path: Option<String>,
     pub note: Option<String>,
+    /// The rated match of its season this one repeats move for move: then it
+    /// moved no rating (crate::repeat). `None` for a rated or unsettled match.
+    pub repeat_of: Option<String>,
+}
+
+/// What a worker read off a played match's replay and settles with it: the
+/// repeat rule's key, and the facts listings and the cost of a win show.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlayRecord {
+    /// [`crate::repeat::play_key`] of the game played.
+    pub play_key: String,
+    /// Rounds won and damage dealt by side `a`, then `b`.
+    pub round_wins: [i64; 2],
+    pub damage: [i64; 2],
+    /// Exchanges played in all rounds.
+    pub exchanges: i64,
+    /// Model tokens each side spent.
+    pub tokens: [i64; 2],
+    /// What each side's model calls cost in US dollars at the catalogue's
+    /// prices the replay recorded; `None` when a model it called had no price.
+    pub cost_usd: [Option<f64>; 2],
+}
+
+/// The facts of a settled match beside its result (all `None` for a match
+/// settled without a [`PlayRecord`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayFacts {
+    pub round_wins: Option<[i64; 2]>,
+    pub damage: Option<[i64; 2]>,
+    pub exchanges: Option<i64>,
+    pub tokens: Option<[i64; 2]>,
+    pub cost_usd: [Option<f64>; 2],
 }
 
 /// A match a worker holds, with what it needs to run it.

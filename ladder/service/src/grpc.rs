@@ -67,9 +67,9 @@ pub fn status_of(error: impl Into<LadderError>) -> Status {
         LadderError::Invalid(_) | LadderError::BotRejected(_) => Status::invalid_argument(message),
         LadderError::Conflict(_) => Status::already_exists(message),
         LadderError::Quota(_) => Status::resource_exhausted(message),
-        LadderError::InsufficientCredits(_) | LadderError::LeaseLost(_) => {
-            Status::failed_precondition(message)
-        }
+        LadderError::InsufficientCredits(_)
+        | LadderError::LeaseLost(_)
+        | LadderError::Precondition(_) => Status::failed_precondition(message),
         LadderError::Database(_)
         | LadderError::Migrate(_)
         | LadderError::Replay(_)
@@ -226,6 +226,7 @@ fn match_pb(game: Match, caller: &User) -> pb::LadderMatch {
             String::new()
         },
         note: game.note.unwrap_or_default(),
+        repeat_of: game.repeat_of.unwrap_or_default(),
     }
 }
 
@@ -747,6 +748,7 @@ mod tests {
                     winner,
                     replay_path: Some("replays/m1.json".to_owned()),
                     note: None,
+                    repeat_of: None,
                 };
                 let sent = match_pb(game.clone(), &owner);
                 assert_eq!(sent.replay_path, "", "an owner never sees the storage path");

@@ -98,3 +98,7 @@ const _: () = assert!(DEFAULT_MAX_CONCURRENT_COMPILES <= DEFAULT_MAX_CONCURRENT_
 /// connection; 100,000 took 2.1 GB in 5 s before this bound. More matches at
 /// once come from more `ladder worker` processes.
 pub const MAX_WORKERS_PER_PROCESS: usize = 64;
+
+/// How often a process serving `/metrics` reads the database's match counts
+/// into `duel_ladder_store_matches` (a handful of indexed counts per class).
+pub const STORE_GAUGES_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);

@@ -7,7 +7,10 @@
 //! `duel_plumbing::metrics`). `ladder bench` reads its step times from here.
 //!
 //! Counters count what this process did (its waves, its workers): with several
-//! worker processes, sum them across processes.
+//! worker processes, sum them across processes. `duel_ladder_store_matches`
+//! is the exception: read from the database (every
+//! [`crate::limits::STORE_GAUGES_REFRESH`]), it is the whole ladder's, the same
+//! on every process.
 
 use std::sync::Arc;
 
@@ -126,6 +129,22 @@ struct MatchLabels {
     state: MatchState,
 }
 
+/// A match's state as the database holds it.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+enum StoredState {
+    queued,
+    running,
+    settled,
+    voided,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoredLabels {
+    class: Class,
+    state: StoredState,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClassLabel {
     class: Class,
@@ -166,6 +185,7 @@ pub struct LadderMetrics {
     decision_latency_s: Family<KindLabel, Histogram>,
     step_s: Family<StepLabel, Histogram>,
     store_errors: Counter,
+    store_matches: Family<StoredLabels, Gauge>,
     wasm_instances: WasmInstances,
 }
 
@@ -182,6 +202,7 @@ impl Default for LadderMetrics {
             decision_latency_s: Family::new_with_constructor(|| Histogram::new(DECISION_BUCKETS_S)),
             step_s: Family::new_with_constructor(|| Histogram::new(STEP_BUCKETS_S)),
             store_errors: Counter::default(),
+            store_matches: Family::default(),
             wasm_instances: WasmInstances::register(
                 &mut registry,
                 "WASM bot instances this process made since start, by allocation (its pool, or on demand when every slot was taken)",
@@ -227,6 +248,11 @@ impl Default for LadderMetrics {
             "Worker passes and pairing waves that failed on the database",
             metrics.store_errors.clone(),
         );
+        registry.register(
+            "store_matches",
+            "Matches of the running season (else the last ended) by class and state, read from the database: the whole ladder's, the same on every process (the counters above are this process's own)",
+            metrics.store_matches.clone(),
+        );
         // Every series exists from the start: a scrape before the first match
         // already shows them all.
         for class in WeightClass::ALL.map(Class::from) {
@@ -236,6 +262,16 @@ impl Default for LadderMetrics {
                 MatchState::voided,
             ] {
                 let _ = metrics.matches.get_or_create(&MatchLabels { class, state });
+            }
+            for state in [
+                StoredState::queued,
+                StoredState::running,
+                StoredState::settled,
+                StoredState::voided,
+            ] {
+                let _ = metrics
+                    .store_matches
+                    .get_or_create(&StoredLabels { class, state });
             }
             let _ = metrics.running.get_or_create(&ClassLabel { class });
             let _ = metrics.queue.get_or_create(&ClassLabel { class });
@@ -328,6 +364,24 @@ impl LadderMetrics {
                 if let Some(latency_us) = side.latency_us {
                     histogram.observe(latency_us as f64 / 1_000_000.0);
                 }
+            }
+        }
+    }
+
+    /// The database's match counts (`ladder status`'s classes) into
+    /// `duel_ladder_store_matches`.
+    pub fn store_counts(&self, classes: &[duel_ladder_core::model::ClassStatus]) {
+        for status in classes {
+            let class = Class::from(status.class);
+            for (state, count) in [
+                (StoredState::queued, status.accepted),
+                (StoredState::running, status.running),
+                (StoredState::settled, status.settled),
+                (StoredState::voided, status.voided),
+            ] {
+                self.store_matches
+                    .get_or_create(&StoredLabels { class, state })
+                    .set(count);
             }
         }
     }

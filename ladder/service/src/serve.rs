@@ -25,6 +25,7 @@ use tokio::sync::watch;
 use crate::error::{LadderError, Result};
 use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
+use crate::limits::STORE_GAUGES_REFRESH;
 use crate::metrics::LadderMetrics;
 use crate::model::OwnerQuotas;
 use crate::store::Store;
@@ -119,6 +120,36 @@ async fn bind(address: SocketAddr, what: &str) -> Result<(tokio::net::TcpListene
 /// A future that resolves once `shutdown` turns true.
 async fn stopped(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stopped| *stopped).await;
+}
+
+/// Keeps `duel_ladder_store_matches` current for a process that serves
+/// `/metrics`: the database's counts every [`STORE_GAUGES_REFRESH`], until
+/// shutdown. A failed read is logged and counted; the gauges keep their last
+/// values.
+fn refresh_store_gauges(
+    store: Store,
+    metrics: Arc<LadderMetrics>,
+    shutdown: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(STORE_GAUGES_REFRESH);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stop = stopped(shutdown);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = &mut stop => return,
+            }
+            match store.status().await {
+                Ok(status) => metrics.store_counts(&status.classes),
+                Err(error) => {
+                    metrics.error(&error);
+                    tracing::warn!(%error, "reading match counts for /metrics");
+                }
+            }
+        }
+    })
 }
 
 /// The match host for `workers` workers at once (a WASM instance pool for
@@ -274,7 +305,11 @@ impl Running {
         let (metrics, host) = (Arc::clone(&self.metrics), self.host.clone());
         let mut router = publish::router(state)
             .merge(metrics_router(move || metrics.render(&host.wasm_stats())));
-        let mut tasks = Vec::new();
+        let mut tasks = vec![refresh_store_gauges(
+            self.store.clone(),
+            Arc::clone(&self.metrics),
+            self.shutdown.clone(),
+        )];
         if let Some(MountSite(mount)) = &config.public_site {
             let mounted = mount(SiteParts {
                 reads: self.store.reads(),
@@ -369,6 +404,7 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
         }
         None => None,
     };
+    let inference_url = inference.as_ref().map(|link| link.url.clone());
     let workers = config.workers.max(1);
     let host = start_host(
         config.host,
@@ -379,8 +415,15 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
     .await?;
     let metrics = LadderMetrics::new();
     let mut tasks = Vec::new();
+    let mut metrics_address = None;
     if let Some(address) = config.metrics_listen {
-        let (listener, _) = bind(address, "metrics").await?;
+        let (listener, bound) = bind(address, "metrics").await?;
+        metrics_address = Some(bound);
+        tasks.push(refresh_store_gauges(
+            store.clone(),
+            Arc::clone(&metrics),
+            shutdown.clone(),
+        ));
         let (metrics, host) = (Arc::clone(&metrics), host.clone());
         tasks.push(tokio::spawn(duel_plumbing::metrics::serve_metrics(
             listener,
@@ -393,6 +436,17 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
         host.clone(),
         config.allow_private_endpoints,
     ));
+    let models = host.gateway().names();
+    tracing::info!(
+        workers,
+        backend = store.backend(),
+        replays = replays.description(),
+        models = %if models.is_empty() { "none".to_owned() } else { models.join(", ") },
+        inference = inference_url.as_deref().unwrap_or("off"),
+        metrics = %metrics_address.map_or_else(|| "off".to_owned(), |address| address.to_string()),
+        public_key = %duel_replays::public_key_text(&config.signing_key.verifying_key()),
+        "ladder worker started"
+    );
     let mut worker_config = WorkerConfig::new(host, replays, config.signing_key);
     worker_config.metrics = Some(metrics);
     tasks.extend(worker::spawn_pool(

@@ -32,9 +32,10 @@ use crate::limits::{
     PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
 };
 use crate::metrics::{LadderMetrics, Step};
-use crate::model::{BotKind, BotVersion, Claim, ExchangeLog};
+use crate::model::{BotKind, BotVersion, Claim, ExchangeLog, Match, PlayRecord};
 use crate::store::Store;
 use crate::validate::check_endpoint_url;
+use duel_ladder_core::repeat::KeySide;
 
 /// What [`BotFactory::fighter`] returns.
 pub type FighterFuture<'a> = Pin<Box<dyn Future<Output = Result<Fighter>> + Send + 'a>>;
@@ -455,11 +456,13 @@ async fn run_claim(
     }
     let winner = replay.result.winner.into();
     let replay_location = config.replays.location(&game.id);
+    let played = play_record(game, &replay);
     let settle = store.complete(
         &game.id,
         &claim.lease_id,
         winner,
         &replay_location,
+        Some(&played),
         store.clock().now_ms(),
     );
     match timed(times, Step::Settle, settle).await {
@@ -477,6 +480,58 @@ async fn run_claim(
         }),
         Err(error) => Err(error),
     }
+}
+
+/// What the settled replay says: the repeat rule's key
+/// ([`duel_ladder_core::repeat`]) and the facts listings show.
+fn play_record(game: &Match, replay: &Replay) -> PlayRecord {
+    let result = &replay.result;
+    let cost = |side: Side| {
+        replay
+            .model_spend(side)
+            .iter()
+            .try_fold(0.0, |sum, spend| spend.cost_usd.map(|usd| sum + usd))
+    };
+    PlayRecord {
+        play_key: play_key(game, replay),
+        round_wins: result.round_wins.map(i64::from),
+        damage: result.damage.map(i64::from),
+        exchanges: i64::try_from(replay.exchanges().count()).unwrap_or(i64::MAX),
+        tokens: result
+            .tokens_used
+            .map(|tokens| i64::try_from(tokens).unwrap_or(i64::MAX)),
+        cost_usd: [cost(Side::A), cost(Side::B)],
+    }
+}
+
+/// The key the repeat rule compares: the match's two versions and every
+/// exchange's actions, from the replay settled.
+fn play_key(game: &Match, replay: &Replay) -> String {
+    let actions: Vec<[duel_rules::Action; 2]> = replay
+        .opening
+        .iter()
+        .map(|[a, b]| [(*a).into(), (*b).into()])
+        .chain(replay.rounds.iter().flat_map(|round| {
+            round
+                .exchanges
+                .iter()
+                .map(|exchange| [exchange.a.action.into(), exchange.b.action.into()])
+        }))
+        .collect();
+    let [a, b] = &game.sides;
+    duel_ladder_core::repeat::play_key(
+        [
+            KeySide {
+                bot_id: &a.bot_id,
+                version: a.version,
+            },
+            KeySide {
+                bot_id: &b.bot_id,
+                version: b.version,
+            },
+        ],
+        &actions,
+    )
 }
 
 /// Makes sure the lease is still this worker's with enough of it left to

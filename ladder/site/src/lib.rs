@@ -28,7 +28,9 @@ pub mod pages;
 pub mod tv;
 
 use axum::Router;
-use axum::extract::{Path, RawQuery, State};
+use std::sync::Arc;
+
+use axum::extract::{FromRef, Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -39,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::limits::{MAX_SITE_PAGE_ROWS, SITE_PAGE_MAX_AGE_S, SITE_PAGE_ROWS};
 use duel_ladder_store::Reads;
 use duel_ladder_store::error::LadderError;
-use duel_ladder_store::site::{MatchCursor, StandingCursor};
+use duel_ladder_store::site::{MatchCursor, MatchLine, Page, StandingCursor};
 
 const SITE_CSS: &str = include_str!("site.css");
 
@@ -55,7 +57,44 @@ pub fn mount(
 ) -> (Router, tokio::task::JoinHandle<()>) {
     let duel_tv = tv::DuelTv::new(reads.clone(), replays, Some(live), tv);
     let broadcast = tokio::spawn(duel_tv.clone().run(shutdown));
-    (tv::router(duel_tv).merge(router(reads)), broadcast)
+    let airing = duel_tv.clone();
+    let on_air: OnAirNow = Arc::new(move || {
+        airing
+            .now()
+            .filter(|on_air| !on_air.ended)
+            .map(|on_air| on_air.match_id)
+    });
+    (
+        tv::router(duel_tv).merge(router(reads, Some(on_air))),
+        broadcast,
+    )
+}
+
+/// The match Duel TV is broadcasting and has not ended yet: listings hold
+/// its result back until its broadcast shows it.
+pub type OnAirNow = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// What the site's handlers share.
+#[derive(Clone)]
+struct SiteState {
+    reads: Reads,
+    on_air: Option<OnAirNow>,
+}
+
+impl FromRef<SiteState> for Reads {
+    fn from_ref(state: &SiteState) -> Reads {
+        state.reads.clone()
+    }
+}
+
+impl SiteState {
+    /// Drops the match on air from `page` (its result would spoil the
+    /// broadcast); the page is one row shorter meanwhile.
+    fn withhold(&self, page: &mut Page<MatchLine>) {
+        if let Some(match_id) = self.on_air.as_ref().and_then(|on_air| on_air()) {
+            page.items.retain(|line| line.id != match_id);
+        }
+    }
 }
 
 /// HTML for people, or the JSON twin for scripts.
@@ -66,12 +105,13 @@ enum Format {
 }
 
 /// The site's routes over `store`; merge it with the replay service's router
-/// (it has no fallback of its own).
-pub fn router(store: Reads) -> Router {
+/// (it has no fallback of its own). With `on_air`, listings leave out the
+/// match Duel TV is airing until its broadcast ends.
+pub fn router(store: Reads, on_air: Option<OnAirNow>) -> Router {
     use Format::{Html, Json};
     Router::new()
-        .route("/", get(|s: State<Reads>| home(s, Html)))
-        .route("/api/home", get(|s: State<Reads>| home(s, Json)))
+        .route("/", get(|s: State<SiteState>| home(s, Html)))
+        .route("/api/home", get(|s: State<SiteState>| home(s, Json)))
         .route("/seasons", get(|s: State<Reads>| seasons(s, Html)))
         .route("/api/seasons", get(|s: State<Reads>| seasons(s, Json)))
         .route(
@@ -84,27 +124,31 @@ pub fn router(store: Reads) -> Router {
         )
         .route(
             "/bots/{bot}",
-            get(|s: State<Reads>, p: Path<String>, q: RawQuery| bot(s, p, q, Html)),
+            get(|s: State<SiteState>, p: Path<String>, q: RawQuery| bot(s, p, q, Html)),
         )
         .route(
             "/api/bots/{bot}",
-            get(|s: State<Reads>, p: Path<String>, q: RawQuery| bot(s, p, q, Json)),
+            get(|s: State<SiteState>, p: Path<String>, q: RawQuery| bot(s, p, q, Json)),
         )
         .route(
             "/bots/{bot}/vs/{opponent}",
-            get(|s: State<Reads>, p: Path<(String, String)>, q: RawQuery| versus(s, p, q, Html)),
+            get(
+                |s: State<SiteState>, p: Path<(String, String)>, q: RawQuery| versus(s, p, q, Html),
+            ),
         )
         .route(
             "/api/bots/{bot}/vs/{opponent}",
-            get(|s: State<Reads>, p: Path<(String, String)>, q: RawQuery| versus(s, p, q, Json)),
+            get(
+                |s: State<SiteState>, p: Path<(String, String)>, q: RawQuery| versus(s, p, q, Json),
+            ),
         )
         .route(
             "/matches",
-            get(|s: State<Reads>, q: RawQuery| matches(s, q, Html)),
+            get(|s: State<SiteState>, q: RawQuery| matches(s, q, Html)),
         )
         .route(
             "/api/matches",
-            get(|s: State<Reads>, q: RawQuery| matches(s, q, Json)),
+            get(|s: State<SiteState>, q: RawQuery| matches(s, q, Json)),
         )
         .route(
             "/matches/{id}",
@@ -115,7 +159,10 @@ pub fn router(store: Reads) -> Router {
             get(|s: State<Reads>, p: Path<String>| match_page(s, p, Json)),
         )
         .route("/site/site.css", get(stylesheet))
-        .with_state(store)
+        .with_state(SiteState {
+            reads: store,
+            on_air,
+        })
         .layer(axum::middleware::map_response(
             duel_referee::publish::security_headers,
         ))
@@ -239,10 +286,11 @@ fn json_href(path: &str, raw: Option<&str>) -> String {
     }
 }
 
-async fn home(State(store): State<Reads>, format: Format) -> Reply {
-    let page = data::home(&store)
+async fn home(State(site): State<SiteState>, format: Format) -> Reply {
+    let mut page = data::home(&site.reads)
         .await
         .map_err(|error| SiteError::new(format, error))?;
+    site.withhold(&mut page.latest);
     Ok(reply(format, &page, pages::home))
 }
 
@@ -280,41 +328,44 @@ async fn season(
 }
 
 async fn bot(
-    State(store): State<Reads>,
+    State(site): State<SiteState>,
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
     format: Format,
 ) -> Reply {
     let listing = listing(raw.as_deref(), format, false)?;
     let cursor = match_cursor(&listing, format)?;
-    let page = data::bot(&store, &name, &cursor, listing.limit)
+    let mut page = data::bot(&site.reads, &name, &cursor, listing.limit)
         .await
         .map_err(|error| SiteError::new(format, error))?;
+    site.withhold(&mut page.matches);
     let href = json_href(&pages::bot_href(&page.name), raw.as_deref());
     Ok(reply(format, &page, |page| pages::bot(page, &href)))
 }
 
 async fn versus(
-    State(store): State<Reads>,
+    State(site): State<SiteState>,
     Path((name, opponent)): Path<(String, String)>,
     RawQuery(raw): RawQuery,
     format: Format,
 ) -> Reply {
     let listing = listing(raw.as_deref(), format, false)?;
     let cursor = match_cursor(&listing, format)?;
-    let page = data::versus(&store, &name, &opponent, &cursor, listing.limit)
+    let mut page = data::versus(&site.reads, &name, &opponent, &cursor, listing.limit)
         .await
         .map_err(|error| SiteError::new(format, error))?;
+    site.withhold(&mut page.head_to_head.matches);
     let href = json_href(&pages::versus_href(&name, &opponent), raw.as_deref());
     Ok(reply(format, &page, |page| pages::versus(page, &href)))
 }
 
-async fn matches(State(store): State<Reads>, RawQuery(raw): RawQuery, format: Format) -> Reply {
+async fn matches(State(site): State<SiteState>, RawQuery(raw): RawQuery, format: Format) -> Reply {
     let listing = listing(raw.as_deref(), format, false)?;
     let cursor = match_cursor(&listing, format)?;
-    let page = data::matches(&store, &cursor, listing.limit)
+    let mut page = data::matches(&site.reads, &cursor, listing.limit)
         .await
         .map_err(|error| SiteError::new(format, error))?;
+    site.withhold(&mut page.matches);
     let href = json_href("/matches", raw.as_deref());
     Ok(reply(format, &page, |page| pages::matches(page, &href)))
 }

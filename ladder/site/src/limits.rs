@@ -36,13 +36,16 @@ pub const TV_CANDIDATE_MATCHES: usize = 5;
 /// matches are shown in turn.
 pub const TV_RECENTLY_SHOWN: usize = TV_CANDIDATE_MATCHES - 1;
 
-/// A win is an upset when the winner was rated this much below the loser
-/// before the match (from `rating_history`; after it for a bot's first match
-/// of the season, when the win has already narrowed the gap).
-pub const TV_UPSET_MIN_RATING_GAP: f64 = 50.0;
+/// A win is an upset when the winner's Glicko expected score against the
+/// loser was at most this before the match (ratings and deviations from
+/// `rating_history`; after it for a bot's first match of the season, when the
+/// win has already narrowed the gap): about 100 points below at the
+/// deviations of an established bot.
+pub const TV_UPSET_MAX_EXPECTED_SCORE: f64 = 0.36;
 
-/// A match is close when it was decided by one round at most and the damage
-/// dealt differs by at most this share of the total, in percent.
+/// A won match is close when it was decided by one round and the damage dealt
+/// differs by at most this share of the total, in percent. A draw is never
+/// close: a draw of evenly traded jabs is not worth watching for that.
 pub const TV_CLOSE_DAMAGE_PERCENT: u64 = 25;
 
 /// Events a Duel TV watcher may fall behind before it skips ahead (the

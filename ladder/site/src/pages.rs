@@ -78,6 +78,36 @@ fn result_text(line: &MatchLine) -> Markup {
     }
 }
 
+/// `2–1`: rounds won by `a` and `b`.
+fn round_score(line: &MatchLine) -> Option<String> {
+    line.round_wins.map(|[a, b]| format!("{a}–{b}"))
+}
+
+/// `+12.3`, `−4.0`, or `not rated`.
+fn rating_change_text(change: Option<f64>) -> String {
+    match change {
+        Some(points) if points < 0.0 => format!("−{:.1}", -points),
+        Some(points) => format!("+{points:.1}"),
+        None => "not rated".to_owned(),
+    }
+}
+
+/// `3.2 s`, `4 min 10 s`.
+fn duration_text(ms: i64) -> String {
+    let seconds = ms.max(0) as f64 / 1_000.0;
+    if seconds < 60.0 {
+        format!("{seconds:.1} s")
+    } else {
+        let whole = seconds as i64;
+        format!("{} min {} s", whole / 60, whole % 60)
+    }
+}
+
+/// `$0.0123`, or `unpriced` when a model it called had no price.
+fn cost_text(cost: Option<f64>) -> String {
+    cost.map_or_else(|| "unpriced".to_owned(), |usd| format!("${usd:.4}"))
+}
+
 fn match_rows(lines: &[MatchLine]) -> Markup {
     html! {
         div.scroll {
@@ -94,7 +124,13 @@ fn match_rows(lines: &[MatchLine]) -> Markup {
                                 " vs "
                                 a href=(bot_href(&line.bot_b)) { (line.bot_b) }
                             }
-                            td { (result_text(line)) }
+                            td {
+                                (result_text(line))
+                                @if let Some(score) = round_score(line) { " " span.score { (score) } }
+                                @if line.repeat_of.is_some() {
+                                    " " span.tag title="Repeats a rated match move for move: not rated" { "repeat" }
+                                }
+                            }
                             td { a.when href=(match_href(&line.id)) { (line.finished_ms.map_or_else(|| utc_text(line.accepted_ms), utc_text)) } }
                             td.optional { (line.class) }
                             td.num.optional { (line.stake_a) " + " (line.stake_b) }
@@ -206,8 +242,15 @@ pub fn home(page: &HomePage) -> Markup {
                 section {
                     h2 { "Top of the standings" }
                     p.note { (SORT_NOTE) }
+                    // Classes with rated bots get the width; the empty ones a line.
                     div.classes.compact {
-                        @for table in &page.standings { (class_table(season, table, true)) }
+                        @for table in page.standings.iter().filter(|table| !table.rows.is_empty()) {
+                            (class_table(season, table, true))
+                        }
+                    }
+                    @let empty: Vec<&str> = page.standings.iter().filter(|table| table.rows.is_empty()).map(|table| table.class).collect();
+                    @if !empty.is_empty() {
+                        p.empty { "No rated bots yet in " (empty.join(", ")) "." }
                     }
                 }
             }
@@ -414,11 +457,66 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                 dt { "Class" } dd { (line.class) }
                 dt { "Versions" } dd { (line.bot_a) " v" (line.version_a) ", " (line.bot_b) " v" (line.version_b) }
                 dt { "Stakes" } dd { (line.stake_a) " + " (line.stake_b) " credits" }
+                @if let Some(score) = round_score(line) { dt { "Rounds" } dd { (score) } }
+                @if let Some([a, b]) = line.damage {
+                    dt { "Damage dealt" } dd { (line.bot_a) " " (a) ", " (line.bot_b) " " (b) }
+                }
+                @if line.state == MatchState::Settled {
+                    dt { "Rating change" }
+                    dd {
+                        (line.bot_a) " " (rating_change_text(line.rating_change[0])) ", "
+                        (line.bot_b) " " (rating_change_text(line.rating_change[1]))
+                    }
+                }
+                @if let Some(exchanges) = line.exchanges { dt { "Exchanges" } dd { (exchanges) } }
+                @if let Some([a, b]) = line.tokens {
+                    dt { "Model tokens" }
+                    dd {
+                        (line.bot_a) " " (a) " (" (cost_text(line.cost_usd[0])) "), "
+                        (line.bot_b) " " (b) " (" (cost_text(line.cost_usd[1])) ")"
+                    }
+                }
+                @if let (MatchState::Settled, Some(ms)) = (line.state, line.duration_ms) {
+                    dt { "Wall time" } dd { (duration_text(ms)) " from acceptance to settlement" }
+                }
                 dt { "Accepted" } dd { (utc_text(line.accepted_ms)) }
                 @if let Some(finished) = line.finished_ms { dt { "Finished" } dd { (utc_text(finished)) } }
+                @if line.state == MatchState::Settled {
+                    dt { "Rated" }
+                    dd {
+                        @if let Some(earlier) = &line.repeat_of {
+                            "No: the same versions played the same moves in "
+                            a href=(match_href(earlier)) { "match " (earlier) }
+                            " this season, so this game adds nothing to either rating (its stakes settled as usual)."
+                        } @else { "Yes" }
+                    }
+                }
                 @if let Some(note) = &page.note { dt { "Note" } dd { (note) } }
             }
             p { a href=(versus_href(&line.bot_a, &line.bot_b)) { "Head-to-head of " (line.bot_a) " and " (line.bot_b) " →" } }
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_read_as_people_write_them() {
+        let cases = [
+            (rating_change_text(Some(12.34)), "+12.3"),
+            (rating_change_text(Some(-4.0)), "−4.0"),
+            (rating_change_text(Some(0.0)), "+0.0"),
+            (rating_change_text(None), "not rated"),
+            (duration_text(3_240), "3.2 s"),
+            (duration_text(250_000), "4 min 10 s"),
+            (duration_text(-5), "0.0 s"),
+            (cost_text(Some(0.01234)), "$0.0123"),
+            (cost_text(None), "unpriced"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text, expected);
+        }
+    }
 }

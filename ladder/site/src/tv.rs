@@ -42,8 +42,8 @@ use tokio_stream::wrappers::BroadcastStream;
 
 use crate::limits::{
     DEFAULT_TV_EXCHANGE_MS, MAX_TV_WATCHERS, TV_CANDIDATE_MATCHES, TV_CLOSE_DAMAGE_PERCENT,
-    TV_IDLE_POLL, TV_KEEP_ALIVE, TV_PAUSE_EXCHANGES, TV_RECENTLY_SHOWN, TV_UPSET_MIN_RATING_GAP,
-    TV_WATCHER_LAG_EVENTS,
+    TV_IDLE_POLL, TV_KEEP_ALIVE, TV_PAUSE_EXCHANGES, TV_RECENTLY_SHOWN,
+    TV_UPSET_MAX_EXPECTED_SCORE, TV_WATCHER_LAG_EVENTS,
 };
 use duel_ladder_core::model::Winner;
 use duel_ladder_store::{Reads, SettledMatch};
@@ -89,12 +89,14 @@ impl Default for TvConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Why {
-    /// The winner is rated well below the loser ([`TV_UPSET_MIN_RATING_GAP`]).
+    /// The winner was not expected to win: its Glicko expected score was at
+    /// most [`TV_UPSET_MAX_EXPECTED_SCORE`].
     Upset,
-    /// Decided by one round at most, with damage nearly even
-    /// ([`TV_CLOSE_DAMAGE_PERCENT`]).
+    /// The winner lost the first round.
+    Comeback,
+    /// Won by one round, with damage nearly even ([`TV_CLOSE_DAMAGE_PERCENT`]).
     Close,
-    /// Neither: the newest match not shown lately.
+    /// None of these: the newest match not shown lately.
     Latest,
 }
 
@@ -102,6 +104,7 @@ impl Why {
     pub fn name(self) -> &'static str {
         match self {
             Why::Upset => "upset",
+            Why::Comeback => "comeback",
             Why::Close => "close",
             Why::Latest => "latest",
         }
@@ -115,9 +118,12 @@ pub struct Candidate {
     pub winner: WinnerName,
     pub round_wins: [u8; 2],
     pub damage: [u32; 2],
-    /// The bots' ratings before the match (after it for a bot's first match
-    /// of its season), when rated.
+    /// The bots' ratings and deviations before the match (after it for a
+    /// bot's first match of its season), when rated.
     pub ratings: [Option<f64>; 2],
+    pub deviations: [Option<f64>; 2],
+    /// Who won the first round.
+    pub first_round: WinnerName,
 }
 
 impl Candidate {
@@ -133,21 +139,40 @@ impl Candidate {
             round_wins: replay.result.round_wins,
             damage: replay.result.damage,
             ratings: settled.ratings,
+            deviations: settled.deviations,
+            first_round: replay
+                .rounds
+                .first()
+                .map_or(WinnerName::Draw, |round| round.result.winner),
         }
     }
 
-    /// How far (rating points) the winner was below the loser, when that is
-    /// at least [`TV_UPSET_MIN_RATING_GAP`]. Ratings are those before the
-    /// match where the history has them; after it (the gap narrowed by the
-    /// win) for a bot's first match of the season.
-    pub fn upset_gap(&self) -> Option<f64> {
-        let (winner, loser) = match self.winner {
-            WinnerName::A => (0, 1),
-            WinnerName::B => (1, 0),
-            WinnerName::Draw => return None,
-        };
-        let gap = self.ratings[loser]? - self.ratings[winner]?;
-        (gap >= TV_UPSET_MIN_RATING_GAP).then_some(gap)
+    /// The winner's and the loser's sides; `None` for a draw.
+    fn sides(&self) -> Option<(usize, usize)> {
+        match self.winner {
+            WinnerName::A => Some((0, 1)),
+            WinnerName::B => Some((1, 0)),
+            WinnerName::Draw => None,
+        }
+    }
+
+    /// The winner's Glicko expected score against the loser before the match
+    /// (the loser's deviation discounts the gap, as in Glickman's formula).
+    pub fn winner_expected_score(&self) -> Option<f64> {
+        let (winner, loser) = self.sides()?;
+        let gap = self.ratings[winner]? - self.ratings[loser]?;
+        let deviation = self.deviations[loser].unwrap_or(0.0);
+        let q = std::f64::consts::LN_10 / 400.0;
+        let g =
+            1.0 / (1.0 + 3.0 * q * q * deviation * deviation / std::f64::consts::PI.powi(2)).sqrt();
+        Some(1.0 / (1.0 + 10f64.powf(-g * gap / 400.0)))
+    }
+
+    /// How surprising the win was (1 − the winner's expected score), when it
+    /// is an upset.
+    pub fn upset_surprise(&self) -> Option<f64> {
+        let expected = self.winner_expected_score()?;
+        (expected <= TV_UPSET_MAX_EXPECTED_SCORE).then_some(1.0 - expected)
     }
 
     /// The difference in damage dealt, in percent of all damage dealt.
@@ -159,11 +184,23 @@ impl Candidate {
             .unwrap_or(0)
     }
 
+    /// The winner lost the first round.
+    pub fn is_comeback(&self) -> bool {
+        match (self.sides(), self.first_round) {
+            (Some((winner, _)), WinnerName::A) => winner == 1,
+            (Some((winner, _)), WinnerName::B) => winner == 0,
+            _ => false,
+        }
+    }
+
     /// What makes this match worth showing.
     pub fn why(&self) -> Why {
-        if self.upset_gap().is_some() {
+        if self.upset_surprise().is_some() {
             Why::Upset
-        } else if self.round_wins[0].abs_diff(self.round_wins[1]) <= 1
+        } else if self.is_comeback() {
+            Why::Comeback
+        } else if self.sides().is_some()
+            && self.round_wins[0].abs_diff(self.round_wins[1]) == 1
             && self.damage_margin_percent() <= TV_CLOSE_DAMAGE_PERCENT
         {
             Why::Close
@@ -172,16 +209,18 @@ impl Candidate {
         }
     }
 
-    /// Higher is more interesting: upsets by their gap, then close matches
-    /// by how even the damage was, then the rest.
+    /// Higher is more interesting: upsets by how surprising, then comebacks
+    /// and close matches by how even the damage was, then the rest.
     fn rank(&self) -> (u8, i64) {
+        let evenness = -i64::try_from(self.damage_margin_percent()).unwrap_or(i64::MAX);
         match self.why() {
-            // Whole rating points; a gap is far below i64's range.
-            Why::Upset => (2, self.upset_gap().unwrap_or(0.0).round() as i64),
-            Why::Close => (
-                1,
-                -i64::try_from(self.damage_margin_percent()).unwrap_or(i64::MAX),
+            // Thousandths of surprise: a score is within 0–1.
+            Why::Upset => (
+                3,
+                (self.upset_surprise().unwrap_or(0.0) * 1_000.0).round() as i64,
             ),
+            Why::Comeback => (2, evenness),
+            Why::Close => (1, evenness),
             Why::Latest => (0, 0),
         }
     }
@@ -641,6 +680,8 @@ mod tests {
             round_wins,
             damage,
             ratings: ratings.map(Some),
+            deviations: [Some(60.0); 2],
+            first_round: winner,
         }
     }
 
@@ -649,39 +690,64 @@ mod tests {
     }
 
     #[test]
-    fn an_upset_beats_a_close_match_which_beats_the_newest() {
-        let newest = candidate("m4", WinnerName::A, [2, 0], [90, 10], [1600.0, 1500.0]);
-        let close = candidate("m3", WinnerName::B, [1, 2], [70, 75], [1500.0, 1510.0]);
+    fn an_upset_beats_a_comeback_beats_a_close_match_beats_the_newest() {
+        let newest = candidate("m5", WinnerName::A, [2, 0], [90, 10], [1600.0, 1500.0]);
+        let close = candidate("m4", WinnerName::B, [1, 2], [70, 75], [1500.0, 1510.0]);
+        let comeback = Candidate {
+            first_round: WinnerName::A,
+            ..candidate("m3", WinnerName::B, [1, 2], [60, 40], [1500.0, 1500.0])
+        };
         let upset = candidate("m2", WinnerName::A, [2, 0], [80, 20], [1400.0, 1700.0]);
-        let small_upset = candidate("m1", WinnerName::B, [0, 2], [10, 90], [1600.0, 1540.0]);
-        let all = [newest.clone(), close.clone(), upset.clone(), small_upset];
-        assert_eq!(choose(&all, &[]), Some((2, Why::Upset)));
-        assert_eq!(upset.upset_gap(), Some(300.0));
-        // Without the upset: the close match.
+        let small_upset = candidate("m1", WinnerName::B, [0, 2], [10, 90], [1620.0, 1500.0]);
+        let all = [
+            newest.clone(),
+            close.clone(),
+            comeback.clone(),
+            upset.clone(),
+            small_upset.clone(),
+        ];
+        assert_eq!(choose(&all, &[]), Some((3, Why::Upset)));
+        let expected = upset.winner_expected_score().expect("rated");
+        assert!((0.14..0.16).contains(&expected), "{expected}");
+        assert!(small_upset.upset_surprise().is_some());
         assert_eq!(
             choose(&all, &ids(&["m2"])),
-            Some((3, Why::Upset)),
-            "a smaller upset (60 points) is still an upset"
+            Some((4, Why::Upset)),
+            "a smaller upset (120 points) is still an upset"
         );
-        assert_eq!(choose(&all, &ids(&["m2", "m1"])), Some((1, Why::Close)));
-        assert_eq!(close.damage_margin_percent(), 3);
-        // Neither: the newest not shown lately.
+        assert_eq!(choose(&all, &ids(&["m2", "m1"])), Some((2, Why::Comeback)));
         assert_eq!(
             choose(&all, &ids(&["m2", "m1", "m3"])),
+            Some((1, Why::Close))
+        );
+        assert_eq!(close.damage_margin_percent(), 3);
+        assert_eq!(
+            choose(&all, &ids(&["m2", "m1", "m3", "m4"])),
             Some((0, Why::Latest))
         );
     }
 
     #[test]
-    fn a_gap_under_the_threshold_a_draw_or_no_rating_is_no_upset() {
+    fn a_likely_win_a_draw_or_no_rating_is_no_upset_and_a_draw_is_never_close() {
         let narrow = candidate("a", WinnerName::B, [0, 2], [10, 90], [1540.0, 1500.0]);
-        assert_eq!(narrow.upset_gap(), None);
+        assert_eq!(narrow.upset_surprise(), None);
+        // The loser's wide deviation discounts the gap: 110 points against a
+        // newcomer (350) is no upset, against an established bot it is.
+        let mut newcomer = candidate("n", WinnerName::A, [2, 0], [90, 10], [1500.0, 1610.0]);
+        newcomer.deviations = [Some(350.0); 2];
+        assert_eq!(newcomer.upset_surprise(), None);
+        newcomer.deviations = [Some(50.0); 2];
+        assert!(newcomer.upset_surprise().is_some());
+        // 36 jabs traded evenly to a draw: nothing to see.
         let draw = candidate("b", WinnerName::Draw, [1, 1], [50, 50], [1300.0, 1700.0]);
-        assert_eq!((draw.upset_gap(), draw.why()), (None, Why::Close));
+        assert_eq!((draw.upset_surprise(), draw.why()), (None, Why::Latest));
         let mut unrated = candidate("c", WinnerName::A, [2, 0], [90, 10], [1000.0, 2000.0]);
         unrated.ratings[1] = None;
-        assert_eq!((unrated.upset_gap(), unrated.why()), (None, Why::Latest));
-        // A one-round match with lopsided damage is not close.
+        assert_eq!(
+            (unrated.upset_surprise(), unrated.why()),
+            (None, Why::Latest)
+        );
+        // A one-round win with lopsided damage is not close.
         let lopsided = candidate("d", WinnerName::A, [2, 1], [100, 20], [1500.0, 1500.0]);
         assert_eq!(lopsided.why(), Why::Latest);
         let none = candidate("e", WinnerName::Draw, [0, 0], [0, 0], [1500.0, 1500.0]);

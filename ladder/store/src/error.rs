@@ -28,6 +28,9 @@ pub enum LadderError {
     /// A debit would take an account below zero.
     #[error("insufficient credits: {0}")]
     InsufficientCredits(String),
+    /// The ladder is not in a state that allows this (no season running).
+    #[error("failed precondition: {0}")]
+    Precondition(String),
     /// A worker tried to complete a match whose lease it no longer holds.
     #[error("lease lost: {0}")]
     LeaseLost(String),

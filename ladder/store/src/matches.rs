@@ -18,10 +18,10 @@ use crate::limits::MAX_LIST_ROWS;
 use duel_ladder_core::ledger::{
     self, Plan, SettleGate, Settlement, escrow_account, owner_account, rake_transfer_id,
 };
-use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_MATCH_RUNS};
+use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_MATCH_RUNS, MAX_PAIR_MEETINGS_PER_SEASON};
 use duel_ladder_core::matchmaker::{self, Waiting};
 use duel_ladder_core::model::{
-    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, Winner, class_from_name,
+    BotKind, BotVersion, Claim, Match, MatchSide, MatchState, PlayRecord, Winner, class_from_name,
 };
 use duel_ladder_core::rating;
 
@@ -71,7 +71,7 @@ async fn accept_tx(
 ) -> Result<Match> {
     let season = active_season_tx(conn)
         .await?
-        .ok_or_else(|| LadderError::Invalid("no season is running".to_owned()))?;
+        .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
     // Bot rows are taken in bot-id order, as settlement takes ratings.
     let mut order = [0, 1];
     order.sort_by(|&x, &y| sides[x].bot_id.cmp(&sides[y].bot_id));
@@ -95,7 +95,8 @@ async fn accept_tx(
         }
     }
     let found = sqlx::query(
-        "SELECT id, name, owner_id, class, current_version FROM bots WHERE id = $1 OR id = $2",
+        "SELECT id, name, owner_id, class, current_version, recent_opponents FROM bots \
+         WHERE id = $1 OR id = $2",
     )
     .bind(sides[0].bot_id.clone())
     .bind(sides[1].bot_id.clone())
@@ -112,6 +113,7 @@ async fn accept_tx(
             get::<String>(row, "class")?,
             get::<i64>(row, "current_version")?,
             get::<String>(row, "name")?,
+            super::rows::recent_opponents(row)?,
         ));
     }
     let (class_a, class_b) = (&rows[0].1, &rows[1].1);
@@ -162,13 +164,7 @@ async fn accept_tx(
     for side in sides {
         ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
     }
-    sqlx::query(
-        "UPDATE bots SET last_opponent = CASE WHEN id = $1 THEN $2 ELSE $1 END WHERE id = $1 OR id = $2",
-    )
-    .bind(sides[0].bot_id.clone())
-    .bind(sides[1].bot_id.clone())
-    .execute(&mut *conn)
-    .await?;
+    remember_meeting(conn, season.id, class, [&rows[0].4, &rows[1].4], sides).await?;
     let side = |index: usize| MatchSide {
         bot_id: sides[index].bot_id.clone(),
         bot_name: rows[index].3.clone(),
@@ -192,6 +188,7 @@ async fn accept_tx(
         winner: None,
         replay_path: None,
         note: None,
+        repeat_of: None,
     };
     // The owners' ledger rows are what concurrent matches share, so they are
     // locked last (held only until the commit that follows), and in one global
@@ -201,6 +198,40 @@ async fn accept_tx(
         apply_transfer(conn, &request, now).await?;
     }
     Ok(game)
+}
+
+/// What the next waves know of this meeting: each bot's recent opponents
+/// (latest first) and the pair's count this season.
+async fn remember_meeting(
+    conn: &mut AnyConnection,
+    season_id: i64,
+    class: WeightClass,
+    recent: [&Vec<String>; 2],
+    sides: &[PairSide; 2],
+) -> Result<()> {
+    for (index, side) in sides.iter().enumerate() {
+        let opponent = &sides[1 - index].bot_id;
+        let remembered = matchmaker::remember_opponent(recent[index], opponent);
+        sqlx::query("UPDATE bots SET last_opponent = $1, recent_opponents = $2 WHERE id = $3")
+            .bind(opponent.clone())
+            .bind(remembered.join(" "))
+            .bind(side.bot_id.clone())
+            .execute(&mut *conn)
+            .await?;
+    }
+    let (low, high) = matchmaker::pair_key(&sides[0].bot_id, &sides[1].bot_id);
+    sqlx::query(
+        "INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings) \
+         VALUES ($1, $2, $3, $4, 1) ON CONFLICT (season_id, bot_low, bot_high) \
+         DO UPDATE SET meetings = pair_meetings.meetings + 1",
+    )
+    .bind(season_id)
+    .bind(low)
+    .bind(high)
+    .bind(class.name())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// Returns both stakes of a match and marks it voided.
@@ -292,6 +323,7 @@ async fn complete_tx(
         lease_id,
         winner,
         replay_path,
+        played,
         now,
     } = request;
     let (winner, now) = (*winner, *now);
@@ -335,9 +367,24 @@ async fn complete_tx(
             )));
         }
     }
-    // Ratings move only while the match's season runs; ended seasons stay frozen.
+    // Ratings move only while the match's season runs; ended seasons stay
+    // frozen. A repeat of a rated game moves none either.
     let season_open = get::<Option<i64>>(&row, "season_open")? == Some(1);
-    let ratings = if season_open {
+    let repeat_of = match played {
+        Some(played) => {
+            let mut rated = Vec::new();
+            for row in sqlx::query(sqlx::AssertSqlSafe(super::settle::rated_keys_select(1)))
+                .bind(played.play_key.clone())
+                .fetch_all(&mut *conn)
+                .await?
+            {
+                rated.push(super::settle::rated_key_from_row(&row)?);
+            }
+            super::settle::repeat_of(&rated, request, &game)
+        }
+        None => None,
+    };
+    let ratings = if season_open && repeat_of.is_none() {
         // Acceptance created both rating rows in the same transaction as the
         // match; they are locked before they are read (on PostgreSQL), so a
         // concurrent settlement of either bot waits for this one.
@@ -348,7 +395,12 @@ async fn complete_tx(
     };
     // The rake pinned at acceptance, not the setting now.
     let plan = ledger::settle(&game, winner, game.rake_bp, ratings);
-    apply_plan(conn, &game, &plan, replay_path, now).await?;
+    let record = Record {
+        replay_path,
+        played: played.as_ref(),
+        repeat_of: repeat_of.as_deref(),
+    };
+    apply_plan(conn, &game, &plan, record, now).await?;
     Ok(Settlement {
         match_id: match_id.to_owned(),
         winner,
@@ -364,11 +416,18 @@ async fn complete_tx(
 /// order), the match row, then the ledger. The ledger comes last: owners' rows
 /// and the house's are shared by every match, so they are locked only for these
 /// statements and the commit (in one global order: owners by id, the house).
+/// What a settled match row records besides its result.
+struct Record<'a> {
+    replay_path: &'a str,
+    played: Option<&'a PlayRecord>,
+    repeat_of: Option<&'a str>,
+}
+
 async fn apply_plan(
     conn: &mut AnyConnection,
     game: &Match,
     plan: &Plan,
-    replay_path: &str,
+    record: Record<'_>,
     now: i64,
 ) -> Result<()> {
     for change in &plan.ratings {
@@ -391,16 +450,29 @@ async fn apply_plan(
         history.push(sql, args);
         history.run(conn, false).await?;
     }
-    sqlx::query(
-        "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, lease_expires_ms = NULL \
-         WHERE id = $4",
-    )
-    .bind(plan.winner.name())
-    .bind(now)
-    .bind(replay_path.to_owned())
-    .bind(game.id.clone())
-    .execute(&mut *conn)
-    .await?;
+    let mut update = Script::default();
+    let mut args = vec![
+        Arg::from(plan.winner.name()),
+        Arg::from(now),
+        Arg::from(record.replay_path),
+        Arg::from(game.id.as_str()),
+    ];
+    args.extend(super::settle::played_args(record.played, record.repeat_of));
+    args.extend(super::settle::rating_change_args(game, plan));
+    update.push_expecting(
+        "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, \
+         lease_expires_ms = NULL, play_key = NULLIF($5, ''), repeat_of = NULLIF($6, ''), \
+         round_wins_a = NULLIF($7, -1), round_wins_b = NULLIF($8, -1), damage_a = NULLIF($9, -1), \
+         damage_b = NULLIF($10, -1), exchanges = NULLIF($11, -1), tokens_a = NULLIF($12, -1), \
+         tokens_b = NULLIF($13, -1), cost_usd_a = NULLIF($14, -1.0), cost_usd_b = NULLIF($15, -1.0), \
+         rating_change_a = CASE WHEN $16 = 1 THEN $17 END, \
+         rating_change_b = CASE WHEN $16 = 1 THEN $18 END WHERE id = $4"
+            .to_owned(),
+        args,
+        1,
+        "matches",
+    );
+    update.run(conn, false).await?;
     let [a, b] = &game.sides;
     ready_after_match_tx(conn, &game.id, [&a.bot_id, &b.bot_id], now).await?;
     for request in &plan.transfers {
@@ -517,7 +589,7 @@ impl Store {
     ) -> Result<WaveReport> {
         let started = std::time::Instant::now();
         let Some(season) = self.active_season().await? else {
-            return Err(LadderError::Invalid(
+            return Err(LadderError::Precondition(
                 "no season is running; an operator starts one".to_owned(),
             ));
         };
@@ -529,7 +601,7 @@ impl Store {
         let interval_ms = i64::try_from(match_interval_ms).unwrap_or(i64::MAX);
         let cutoff_ms = report.at_ms.saturating_sub(interval_ms);
         let rows = sqlx::query(
-            "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.last_opponent, r.rating \
+            "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.recent_opponents, r.rating \
              FROM queue q JOIN bots b ON b.id = q.bot_id \
              LEFT JOIN ratings r ON r.bot_id = q.bot_id AND r.season_id = $1 \
              WHERE q.class = $2 ORDER BY q.enqueued_ms, q.bot_id",
@@ -548,7 +620,7 @@ impl Store {
                 // A bot queued before this season has no rating row yet.
                 rating: get::<Option<f64>>(row, "rating")?.unwrap_or(rating::INITIAL.rating),
                 waves_waited: get(row, "waves_waited")?,
-                last_opponent: get(row, "last_opponent")?,
+                recent_opponents: super::rows::recent_opponents(row)?,
             });
             stakes.push(get::<i64>(row, "stake")?);
             origins.push(Origin::Queue);
@@ -564,7 +636,7 @@ impl Store {
                 owner_id,
                 stake,
                 waves_waited,
-                last_opponent,
+                recent_opponents,
                 rating,
             } = ready;
             waiting.push(Waiting {
@@ -572,13 +644,14 @@ impl Store {
                 owner_id,
                 rating,
                 waves_waited,
-                last_opponent,
+                recent_opponents,
             });
             stakes.push(stake);
             origins.push(Origin::Active { cutoff_ms });
         }
         report.waiting = waiting.len();
-        for (first, second) in matchmaker::pair_wave(&waiting) {
+        let exhausted = self.exhausted_pairs(season.id, class).await?;
+        for (first, second) in matchmaker::pair_wave(&waiting, &exhausted) {
             let sides = [first, second].map(|index| PairSide {
                 bot_id: waiting[index].bot_id.clone(),
                 stake: stakes[index],
@@ -637,6 +710,27 @@ impl Store {
         report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.record_wave(class, season.id, &report).await?;
         Ok(report)
+    }
+
+    /// The pairs of `class` that met [`MAX_PAIR_MEETINGS_PER_SEASON`] times
+    /// this season: few, and found by index.
+    async fn exhausted_pairs(
+        &self,
+        season_id: i64,
+        class: WeightClass,
+    ) -> Result<matchmaker::ExhaustedPairs> {
+        let rows = sqlx::query(
+            "SELECT bot_low, bot_high FROM pair_meetings \
+             WHERE season_id = $1 AND class = $2 AND meetings >= $3",
+        )
+        .bind(season_id)
+        .bind(class.name())
+        .bind(MAX_PAIR_MEETINGS_PER_SEASON)
+        .fetch_all(&mut *self.writer().await?)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((get(row, "bot_low")?, get(row, "bot_high")?)))
+            .collect()
     }
 
     /// Claims the oldest claimable match for `lease_ms`, voiding on the way any
@@ -772,13 +866,16 @@ impl Store {
     /// Settles a match, only for the lease holder, in one transaction with the
     /// other settlements of this process that arrive meanwhile (group commit).
     /// A repeat by the same lease returns the settlement already made and
-    /// changes nothing.
+    /// changes nothing. `played` (what the replay says) is recorded with the
+    /// result, and its play key decides whether the match is rated: a game that
+    /// repeats a rated one of its season settles its stakes but moves no rating.
     pub async fn complete(
         &self,
         match_id: &str,
         lease_id: &str,
         winner: Winner,
         replay_path: &str,
+        played: Option<&PlayRecord>,
         now: i64,
     ) -> Result<Settlement> {
         self.settle_queued(super::settle::SettleRequest {
@@ -786,6 +883,7 @@ impl Store {
             lease_id: lease_id.to_owned(),
             winner,
             replay_path: replay_path.to_owned(),
+            played: played.cloned(),
             now,
         })
         .await

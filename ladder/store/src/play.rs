@@ -98,7 +98,7 @@ pub(crate) struct ReadyBot {
     pub owner_id: String,
     pub stake: i64,
     pub waves_waited: i64,
-    pub last_opponent: Option<String>,
+    pub recent_opponents: Vec<String>,
     pub rating: f64,
 }
 
@@ -216,7 +216,7 @@ impl Store {
         cutoff_ms: i64,
     ) -> Result<Vec<ReadyBot>> {
         let rows = sqlx::query(
-            "SELECT b.id, b.owner_id, b.active_stake, b.active_waves, b.last_opponent, \
+            "SELECT b.id, b.owner_id, b.active_stake, b.active_waves, b.recent_opponents, \
              r.rating FROM bots b \
              LEFT JOIN ratings r ON r.bot_id = b.id AND r.season_id = $1 \
              WHERE b.class = $2 AND b.active_stake IS NOT NULL AND b.paused_reason IS NULL \
@@ -236,7 +236,7 @@ impl Store {
                     owner_id: get(row, "owner_id")?,
                     stake: get(row, "active_stake")?,
                     waves_waited: get(row, "active_waves")?,
-                    last_opponent: get(row, "last_opponent")?,
+                    recent_opponents: super::rows::recent_opponents(row)?,
                     rating: get::<Option<f64>>(row, "rating")?.unwrap_or(rating::INITIAL.rating),
                 })
             })

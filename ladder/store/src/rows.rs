@@ -16,6 +16,13 @@ use duel_ladder_core::model::{
     winner_from_name,
 };
 
+/// A bot's recent opponents, the latest first (stored separated by spaces).
+pub(crate) fn recent_opponents(row: &AnyRow) -> Result<Vec<String>> {
+    Ok(get::<Option<String>>(row, "recent_opponents")?
+        .map(|list| list.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default())
+}
+
 pub(crate) fn match_from_row(row: &AnyRow) -> Result<Match> {
     let side = |suffix: &str| -> Result<MatchSide> {
         Ok(MatchSide {
@@ -53,6 +60,7 @@ pub(crate) fn match_from_row(row: &AnyRow) -> Result<Match> {
             .transpose()?,
         replay_path: get(row, "replay_path")?,
         note: get(row, "note")?,
+        repeat_of: get(row, "repeat_of")?,
     })
 }
 
@@ -94,7 +102,7 @@ pub(crate) async fn running_season_tx(
     conn: &mut AnyConnection,
 ) -> Result<duel_ladder_core::model::Season> {
     active_season_tx(conn).await?.ok_or_else(|| {
-        LadderError::Invalid("no season is running; an operator starts one".to_owned())
+        LadderError::Precondition("no season is running; an operator starts one".to_owned())
     })
 }
 

@@ -250,7 +250,7 @@ fn live_standings(rows: &[AnyRow]) -> Result<Vec<Standing>> {
 async fn end_tx(conn: &mut AnyConnection, now: i64) -> Result<Season> {
     let mut season = active_season_tx(conn)
         .await?
-        .ok_or_else(|| LadderError::Invalid("no season is running".to_owned()))?;
+        .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
     let rows = sqlx::query(LIVE_STANDINGS)
         .bind(season.id)
         .bind(String::new())

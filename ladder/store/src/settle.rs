@@ -30,7 +30,7 @@ use crate::error::{LadderError, Result};
 use crate::limits::MAX_SETTLEMENT_BATCH;
 use duel_ladder_core::ledger::Settlement;
 use duel_ladder_core::ledger::{self, Delta, HOUSE_ACCOUNT, Plan, SettleGate, TransferOp};
-use duel_ladder_core::model::{Match, Winner};
+use duel_ladder_core::model::{Match, PlayRecord, Winner};
 use duel_ladder_core::rating::{Rating, Score};
 
 /// One lease holder's request to settle its match.
@@ -40,6 +40,10 @@ pub(crate) struct SettleRequest {
     pub lease_id: String,
     pub winner: Winner,
     pub replay_path: String,
+    /// What the replay says ([`PlayRecord`]: the repeat rule's key and the
+    /// match's facts); `None` when the caller has no record of the game (then
+    /// the match is rated and shows no facts).
+    pub played: Option<PlayRecord>,
     pub now: i64,
 }
 
@@ -191,6 +195,58 @@ struct Planned {
     index: usize,
     game: Match,
     plan: Plan,
+    /// The rated match this one repeats (then `plan` moves no rating).
+    repeat_of: Option<String>,
+}
+
+/// A rated match with a play key: what a later match with the same key in the
+/// same season repeats.
+#[derive(Clone, Debug)]
+pub(crate) struct RatedKey {
+    pub match_id: String,
+    pub season_id: i64,
+    pub play_key: String,
+    pub accepted_ms: i64,
+}
+
+/// The rated match of `game`'s season with the request's play key, if any
+/// (the repeat rule is [`duel_ladder_core::repeat`]'s).
+pub(crate) fn repeat_of(
+    rated: &[RatedKey],
+    request: &SettleRequest,
+    game: &Match,
+) -> Option<String> {
+    let key = request.played.as_ref()?.play_key.as_str();
+    duel_ladder_core::repeat::repeat_of(
+        rated
+            .iter()
+            .filter(|earlier| {
+                earlier.play_key == key
+                    && earlier.season_id == game.season_id
+                    && earlier.match_id != game.id
+            })
+            .map(|earlier| (earlier.match_id.as_str(), earlier.accepted_ms)),
+    )
+    .map(str::to_owned)
+}
+
+/// The SQL that finds the rated, settled matches with any of `count` play
+/// keys (placeholders from `$1`).
+pub(crate) fn rated_keys_select(count: usize) -> String {
+    format!(
+        "SELECT id, season_id, play_key, accepted_ms FROM matches \
+         WHERE play_key IN ({}) AND state = 'settled' AND repeat_of IS NULL",
+        placeholder_rows(count, 1)
+    )
+}
+
+pub(crate) fn rated_key_from_row(row: &sqlx::any::AnyRow) -> Result<RatedKey> {
+    Ok(RatedKey {
+        match_id: get(row, "id")?,
+        season_id: get(row, "season_id")?,
+        play_key: get(row, "play_key")?,
+        accepted_ms: get(row, "accepted_ms")?,
+    })
 }
 
 /// How a batch's statements reach the database.
@@ -218,7 +274,9 @@ async fn settle_many_tx(
             asked.push(index);
         }
     }
-    let (rows, mut ratings) = read_batch(conn, backend, requests, &asked).await?;
+    let (rows, mut ratings, rated_keys) = read_batch(conn, backend, requests, &asked).await?;
+    // Keys rated by the batch's own earlier matches count as well.
+    let mut rated_keys = rated_keys;
     let mut runnable: Vec<(usize, Match, bool)> = Vec::new();
     for &index in &asked {
         let request = &requests[index];
@@ -256,7 +314,16 @@ async fn settle_many_tx(
     let mut planned = Vec::with_capacity(runnable.len());
     for (index, game, season_open) in runnable {
         let request = &requests[index];
-        let before = if season_open {
+        let repeat_of = repeat_of(&rated_keys, request, &game);
+        if let (Some(played), None) = (&request.played, &repeat_of) {
+            rated_keys.push(RatedKey {
+                match_id: game.id.clone(),
+                season_id: game.season_id,
+                play_key: played.play_key.clone(),
+                accepted_ms: game.accepted_ms,
+            });
+        }
+        let before = if season_open && repeat_of.is_none() {
             let [a, b] = &game.sides;
             let rating_of = |bot_id: &str| {
                 ratings
@@ -286,7 +353,12 @@ async fn settle_many_tx(
                 }
             }
         }
-        planned.push(Planned { index, game, plan });
+        planned.push(Planned {
+            index,
+            game,
+            plan,
+            repeat_of,
+        });
     }
     let mut locks = Script::default();
     let mut writes = Script::default();
@@ -333,6 +405,7 @@ async fn read_batch(
 ) -> Result<(
     HashMap<String, sqlx::any::AnyRow>,
     BTreeMap<(i64, String), Tally>,
+    Vec<RatedKey>,
 )> {
     let ids = placeholder_rows(asked.len(), 1);
     let match_ids: Vec<Arg> = asked
@@ -369,10 +442,29 @@ async fn read_batch(
         ),
         match_ids,
     );
+    let keys: Vec<Arg> = asked
+        .iter()
+        .filter_map(|&index| requests[index].played.as_ref())
+        .map(|played| played.play_key.as_str())
+        .map(Arg::from)
+        .collect();
+    let has_keys = !keys.is_empty();
+    if has_keys {
+        reads.push(rated_keys_select(keys.len()), keys);
+    }
     let mut answers = reads.run(conn, backend.together).await?.into_iter();
     let (Some(match_rows), Some(rating_rows)) = (answers.next(), answers.next()) else {
         return Err(LadderError::corrupt("the settlement read gave no answer"));
     };
+    let mut rated_keys = Vec::new();
+    if has_keys {
+        let Some(key_rows) = answers.next() else {
+            return Err(LadderError::corrupt("the settlement read gave no answer"));
+        };
+        for row in key_rows.rows {
+            rated_keys.push(rated_key_from_row(&row)?);
+        }
+    }
     let mut rows = HashMap::new();
     for row in match_rows.rows {
         rows.insert(get::<String>(&row, "id")?, row);
@@ -401,7 +493,7 @@ async fn read_batch(
             },
         );
     }
-    Ok((rows, tallies))
+    Ok((rows, tallies, rated_keys))
 }
 
 /// A bot's rating in a season as the batch moves it.
@@ -496,13 +588,25 @@ pub(super) fn rating_history_insert(
 }
 
 fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
+    // Absent facts travel as sentinels the statement turns into NULL: the
+    // batch binds typed values only.
     let sql = format!(
-        "WITH d(d_id, d_winner, d_finished, d_replay) AS (VALUES {}) \
+        "WITH d(d_id, d_winner, d_finished, d_replay, d_key, d_repeat, d_wins_a, d_wins_b, \
+         d_damage_a, d_damage_b, d_exchanges, d_tokens_a, d_tokens_b, d_cost_a, d_cost_b, \
+         d_rated, d_change_a, d_change_b) AS (VALUES {}) \
          UPDATE matches SET state = 'settled', winner = d.d_winner, finished_ms = d.d_finished, \
-         replay_path = d.d_replay, lease_expires_ms = NULL FROM d WHERE matches.id = d.d_id",
-        placeholder_rows(planned.len(), 4)
+         replay_path = d.d_replay, lease_expires_ms = NULL, play_key = NULLIF(d.d_key, ''), \
+         repeat_of = NULLIF(d.d_repeat, ''), round_wins_a = NULLIF(d.d_wins_a, -1), \
+         round_wins_b = NULLIF(d.d_wins_b, -1), damage_a = NULLIF(d.d_damage_a, -1), \
+         damage_b = NULLIF(d.d_damage_b, -1), exchanges = NULLIF(d.d_exchanges, -1), \
+         tokens_a = NULLIF(d.d_tokens_a, -1), tokens_b = NULLIF(d.d_tokens_b, -1), \
+         cost_usd_a = NULLIF(d.d_cost_a, -1.0), cost_usd_b = NULLIF(d.d_cost_b, -1.0), \
+         rating_change_a = CASE WHEN d.d_rated = 1 THEN d.d_change_a END, \
+         rating_change_b = CASE WHEN d.d_rated = 1 THEN d.d_change_b END \
+         FROM d WHERE matches.id = d.d_id",
+        placeholder_rows(planned.len(), 18)
     );
-    let mut args = Vec::with_capacity(planned.len() * 4);
+    let mut args = Vec::with_capacity(planned.len() * 18);
     for planned in planned {
         let request = &requests[planned.index];
         args.extend([
@@ -511,8 +615,49 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
             Arg::from(request.now),
             Arg::from(request.replay_path.as_str()),
         ]);
+        args.extend(played_args(
+            request.played.as_ref(),
+            planned.repeat_of.as_deref(),
+        ));
+        args.extend(rating_change_args(&planned.game, &planned.plan));
     }
     writes.push_expecting(sql, args, planned.len(), "matches");
+}
+
+/// Whether the plan moved ratings (1 or 0), then side `a`'s and `b`'s change
+/// in rating points (0.0 when it did not).
+pub(crate) fn rating_change_args(game: &Match, plan: &Plan) -> [Arg; 3] {
+    let change = |side: usize| {
+        plan.ratings
+            .iter()
+            .find(|change| change.bot_id == game.sides[side].bot_id)
+            .map_or(0.0, |change| change.after.rating - change.before.rating)
+    };
+    [
+        Arg::from(i64::from(!plan.ratings.is_empty())),
+        Arg::from(change(0)),
+        Arg::from(change(1)),
+    ]
+}
+
+/// A settlement's record as eleven typed arguments: the key, the match it
+/// repeats, then the facts; `""`, `-1` and `-1.0` where there are none.
+pub(crate) fn played_args(played: Option<&PlayRecord>, repeat_of: Option<&str>) -> [Arg; 11] {
+    let int = |value: Option<i64>| Arg::from(value.unwrap_or(-1));
+    let cost = |value: Option<f64>| Arg::from(value.filter(|usd| *usd >= 0.0).unwrap_or(-1.0));
+    [
+        Arg::from(played.map_or("", |played| played.play_key.as_str())),
+        Arg::from(repeat_of.unwrap_or("")),
+        int(played.map(|played| played.round_wins[0])),
+        int(played.map(|played| played.round_wins[1])),
+        int(played.map(|played| played.damage[0])),
+        int(played.map(|played| played.damage[1])),
+        int(played.map(|played| played.exchanges)),
+        int(played.map(|played| played.tokens[0])),
+        int(played.map(|played| played.tokens[1])),
+        cost(played.and_then(|played| played.cost_usd[0])),
+        cost(played.and_then(|played| played.cost_usd[1])),
+    ]
 }
 
 /// Active bots with no other match waiting or running become ready again (the
@@ -795,6 +940,7 @@ mod tests {
             lease_id: lease_id.to_owned(),
             winner: Winner::A,
             replay_path: "r.json".to_owned(),
+            played: None,
             now: 2_000,
         };
         let batch = [
@@ -815,7 +961,7 @@ mod tests {
         );
         // Through the queue, the batch falls back to one at a time.
         let settled = store
-            .complete(&first, &first_lease, Winner::A, "r.json", 2_000)
+            .complete(&first, &first_lease, Winner::A, "r.json", None, 2_000)
             .await;
         assert!(settled.is_ok(), "{settled:?}");
         assert_eq!(

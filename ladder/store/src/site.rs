@@ -38,6 +38,25 @@ pub struct MatchLine {
     pub finished_ms: Option<i64>,
     /// Whether a replay was published (`/replays/{id}`).
     pub replay: bool,
+    /// The rated match of the season this one repeats move for move: then it
+    /// moved no rating (docs/RULES.md, "Repeats are not rated"). Null otherwise.
+    pub repeat_of: Option<String>,
+    /// Rounds won by `a` and `b`; null for a match settled without a record
+    /// of its game (and for unsettled ones), as are the facts below.
+    pub round_wins: Option<[i64; 2]>,
+    /// Damage dealt by `a` and `b` over the match.
+    pub damage: Option<[i64; 2]>,
+    /// Each side's rating change; null when the match moved no rating (a
+    /// repeat, an ended season).
+    pub rating_change: [Option<f64>; 2],
+    /// Exchanges played in all rounds.
+    pub exchanges: Option<i64>,
+    /// Wall time from acceptance to settlement, in milliseconds.
+    pub duration_ms: Option<i64>,
+    /// Model tokens each side spent, and what they cost in US dollars at the
+    /// catalogue's prices the replay recorded (null: unpriced).
+    pub tokens: Option<[i64; 2]>,
+    pub cost_usd: [Option<f64>; 2],
 }
 
 impl MatchLine {
@@ -235,7 +254,9 @@ pub struct HeadToHead {
 }
 
 const MATCH_LINE: &str = "SELECT m.id, m.class, m.state, m.winner, m.stake_a, m.stake_b, \
-     m.version_a, m.version_b, m.accepted_ms, m.finished_ms, m.replay_path, \
+     m.version_a, m.version_b, m.accepted_ms, m.finished_ms, m.replay_path, m.repeat_of, \
+     m.round_wins_a, m.round_wins_b, m.damage_a, m.damage_b, m.exchanges, m.tokens_a, m.tokens_b, \
+     m.cost_usd_a, m.cost_usd_b, m.rating_change_a, m.rating_change_b, \
      s.name AS season_name, ba.name AS name_a, bb.name AS name_b \
      FROM matches m JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
      JOIN seasons s ON s.id = m.season_id";
@@ -247,6 +268,8 @@ const MATCH_LINE: &str = "SELECT m.id, m.class, m.state, m.winner, m.stake_a, m.
 const CONSERVATIVE_SQL: &str = "r.rating - 2.0 * r.deviation";
 
 fn match_line(row: &AnyRow) -> Result<MatchLine> {
+    let accepted_ms: i64 = get(row, "accepted_ms")?;
+    let finished_ms: Option<i64> = get(row, "finished_ms")?;
     Ok(MatchLine {
         id: get(row, "id")?,
         season: get(row, "season_name")?,
@@ -261,10 +284,25 @@ fn match_line(row: &AnyRow) -> Result<MatchLine> {
         winner: get::<Option<String>>(row, "winner")?
             .map(|winner| winner_from_name(&winner))
             .transpose()?,
-        accepted_ms: get(row, "accepted_ms")?,
-        finished_ms: get(row, "finished_ms")?,
+        accepted_ms,
+        finished_ms,
         replay: get::<Option<String>>(row, "replay_path")?.is_some(),
+        repeat_of: get(row, "repeat_of")?,
+        round_wins: pair(row, "round_wins")?,
+        damage: pair(row, "damage")?,
+        rating_change: [get(row, "rating_change_a")?, get(row, "rating_change_b")?],
+        exchanges: get(row, "exchanges")?,
+        duration_ms: finished_ms.map(|finished| finished.saturating_sub(accepted_ms)),
+        tokens: pair(row, "tokens")?,
+        cost_usd: [get(row, "cost_usd_a")?, get(row, "cost_usd_b")?],
     })
+}
+
+/// Columns `{prefix}_a` and `{prefix}_b`, both set or both null.
+fn pair(row: &AnyRow, prefix: &str) -> Result<Option<[i64; 2]>> {
+    let a: Option<i64> = get(row, &format!("{prefix}_a"))?;
+    let b: Option<i64> = get(row, &format!("{prefix}_b"))?;
+    Ok(a.zip(b).map(|(a, b)| [a, b]))
 }
 
 /// Keeps `limit` of `lines` (fetched `limit + 1`), with the cursor of the last.

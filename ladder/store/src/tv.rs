@@ -21,6 +21,8 @@ pub struct SettledMatch {
     /// (its first match of the season: the starting rating is not kept);
     /// `None` when the bot has none there.
     pub ratings: [Option<f64>; 2],
+    /// Their rating deviations at the same moments.
+    pub deviations: [Option<f64>; 2],
     /// Where the worker published the replay (its id is the match id).
     pub replay_path: Option<String>,
     pub accepted_ms: i64,
@@ -41,7 +43,13 @@ impl Reads {
                  ORDER BY h.at_ms DESC LIMIT 1), ra.rating) AS rating_a, \
              COALESCE((SELECT h.rating FROM rating_history h WHERE h.bot_id = m.bot_b \
                  AND h.season_id = m.season_id AND h.at_ms < m.finished_ms \
-                 ORDER BY h.at_ms DESC LIMIT 1), rb.rating) AS rating_b \
+                 ORDER BY h.at_ms DESC LIMIT 1), rb.rating) AS rating_b, \
+             COALESCE((SELECT h.deviation FROM rating_history h WHERE h.bot_id = m.bot_a \
+                 AND h.season_id = m.season_id AND h.at_ms < m.finished_ms \
+                 ORDER BY h.at_ms DESC LIMIT 1), ra.deviation) AS deviation_a, \
+             COALESCE((SELECT h.deviation FROM rating_history h WHERE h.bot_id = m.bot_b \
+                 AND h.season_id = m.season_id AND h.at_ms < m.finished_ms \
+                 ORDER BY h.at_ms DESC LIMIT 1), rb.deviation) AS deviation_b \
              FROM matches m \
              JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b \
              JOIN seasons s ON s.id = m.season_id \
@@ -63,6 +71,7 @@ impl Reads {
                         &get::<Option<String>>(row, "winner")?.unwrap_or_default(),
                     )?,
                     ratings: [get(row, "rating_a")?, get(row, "rating_b")?],
+                    deviations: [get(row, "deviation_a")?, get(row, "deviation_b")?],
                     replay_path: get(row, "replay_path")?,
                     accepted_ms: get(row, "accepted_ms")?,
                 })

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use duel_proto::v1 as pb;
 use serde_json::json;
 
-use super::{Client, ClientError, Result, emit, failed, json_line, required, write_secret};
+use super::{Client, ClientError, Result, emit, json_line, required, write_secret};
 
 #[derive(Debug, Subcommand)]
 pub enum AccountCommand {
@@ -33,13 +33,12 @@ pub(super) async fn run(client: &mut Client, command: AccountCommand) -> Result<
 
 /// `ladder account create NAME [--out PATH]`.
 async fn create(client: &mut Client, name: String, out: Option<PathBuf>) -> Result<()> {
-    let request = client.request(pb::LadderCreateOwnerRequest { name });
     let reply = client
-        .inner
-        .create_owner(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderCreateOwnerRequest { name },
+            |mut inner, request| async move { inner.create_owner(request).await },
+        )
+        .await?;
     let created = Created::from_reply(reply)?;
     if let Some(path) = &out {
         write_secret(path, &created.token)?;
@@ -86,13 +85,12 @@ impl Created {
 
 /// `ladder account whoami [--json]`.
 async fn whoami(client: &mut Client, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderWhoamiRequest {});
     let reply = client
-        .inner
-        .whoami(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderWhoamiRequest {},
+            |mut inner, request| async move { inner.whoami(request).await },
+        )
+        .await?;
     emit(&render_whoami(reply, json)?);
     Ok(())
 }

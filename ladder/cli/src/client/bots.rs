@@ -8,7 +8,7 @@ use duel_ladder::limits::MAX_WASM_BYTES;
 use duel_proto::v1 as pb;
 use serde_json::{Value, json};
 
-use super::{Client, ClientError, Result, emit, failed, json_line, required};
+use super::{Client, ClientError, Result, emit, json_line, required};
 
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
@@ -93,26 +93,24 @@ pub(super) async fn run(client: &mut Client, command: BotCommand) -> Result<()> 
 
 /// `ladder bot activate NAME --stake N [--json]`.
 async fn activate(client: &mut Client, name: String, stake: i64, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderActivateBotRequest { bot: name, stake });
     let reply = client
-        .inner
-        .activate_bot(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderActivateBotRequest { bot: name, stake },
+            |mut inner, request| async move { inner.activate_bot(request).await },
+        )
+        .await?;
     emit(&render_play_change(reply.bot, json)?);
     Ok(())
 }
 
 /// `ladder bot deactivate NAME [--json]`.
 async fn deactivate(client: &mut Client, name: String, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderDeactivateBotRequest { bot: name });
     let reply = client
-        .inner
-        .deactivate_bot(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderDeactivateBotRequest { bot: name },
+            |mut inner, request| async move { inner.deactivate_bot(request).await },
+        )
+        .await?;
     emit(&render_play_change(reply.bot, json)?);
     Ok(())
 }
@@ -144,17 +142,16 @@ async fn register(
     source: SourceArgs,
     json: bool,
 ) -> Result<()> {
-    let request = client.request(pb::LadderRegisterBotRequest {
-        name,
-        weight_class: class,
-        source: Some(bot_source(source)?),
-    });
     let reply = client
-        .inner
-        .register_bot(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderRegisterBotRequest {
+                name,
+                weight_class: class,
+                source: Some(bot_source(source)?),
+            },
+            |mut inner, request| async move { inner.register_bot(request).await },
+        )
+        .await?;
     emit(&render_registered(reply.bot, json)?);
     Ok(())
 }
@@ -170,16 +167,15 @@ fn render_registered(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
 
 /// `ladder bot version NAME SOURCE [--json]`.
 async fn version(client: &mut Client, name: String, source: SourceArgs, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderNewBotVersionRequest {
-        name,
-        source: Some(bot_source(source)?),
-    });
     let reply = client
-        .inner
-        .new_bot_version(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderNewBotVersionRequest {
+                name,
+                source: Some(bot_source(source)?),
+            },
+            |mut inner, request| async move { inner.new_bot_version(request).await },
+        )
+        .await?;
     emit(&render_new_version(reply.bot, json)?);
     Ok(())
 }
@@ -195,13 +191,12 @@ fn render_new_version(bot: Option<pb::LadderBot>, json: bool) -> Result<String> 
 
 /// `ladder bot list [--json]`.
 async fn list(client: &mut Client, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderListBotsRequest {});
     let reply = client
-        .inner
-        .list_bots(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderListBotsRequest {},
+            |mut inner, request| async move { inner.list_bots(request).await },
+        )
+        .await?;
     emit(&render_list(&reply.bots, json));
     Ok(())
 }
@@ -222,13 +217,12 @@ fn render_list(bots: &[pb::LadderBot], json: bool) -> String {
 
 /// `ladder bot show NAME [--json]`.
 async fn show(client: &mut Client, name: String, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderShowBotRequest { name });
     let reply = client
-        .inner
-        .show_bot(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderShowBotRequest { name },
+            |mut inner, request| async move { inner.show_bot(request).await },
+        )
+        .await?;
     emit(&render_show(reply.bot, json)?);
     Ok(())
 }
@@ -241,9 +235,18 @@ fn render_show(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
     let mut text = bot_line(&bot);
     text.push_str(&format!("  play: {}\n", play_text(&bot)));
     for version in &bot.versions {
+        // A WASM version's spec is its digest: said once.
+        let source = if version.spec == version.digest {
+            version.digest.clone()
+        } else {
+            format!("{} {}", version.spec, version.digest)
+        };
         text.push_str(&format!(
-            "  v{} {} {} {}\n",
-            version.version, version.kind, version.spec, version.digest
+            "  v{} {} {} (added {})\n",
+            version.version,
+            version.kind,
+            source,
+            duel_ladder_core::model::utc_text(version.created_ms)
         ));
     }
     Ok(text)
@@ -340,8 +343,14 @@ mod tests {
     fn a_bot_renders_as_text_and_json() {
         assert_eq!(
             render_show(Some(counter()), false).expect("text"),
-            "counter (owner alice, class light, version 2)\n  play: inactive\n  v1 builtin builtin:counter d1\n"
+            "counter (owner alice, class light, version 2)\n  play: inactive\n  v1 builtin builtin:counter d1 (added 1970-01-01 00:00:00 UTC)\n"
         );
+        let mut wasm = counter();
+        wasm.versions[0].kind = "wasm".into();
+        wasm.versions[0].spec = "sha256:ab".into();
+        wasm.versions[0].digest = "sha256:ab".into();
+        let text = render_show(Some(wasm), false).expect("text");
+        assert_eq!(text.matches("sha256:ab").count(), 1, "{text}");
         assert_eq!(
             render_registered(Some(counter()), false).expect("text"),
             "registered counter version 2\n"

@@ -4,17 +4,16 @@
 use duel_proto::v1 as pb;
 use serde_json::{Value, json};
 
-use super::{Client, Result, emit, failed, json_line, required};
+use super::{Client, Result, emit, json_line, required};
 
 /// `ladder enqueue BOT --stake CREDITS`.
 pub(super) async fn enqueue(client: &mut Client, bot: String, stake: i64) -> Result<()> {
-    let request = client.request(pb::LadderEnqueueRequest { bot, stake });
     let reply = client
-        .inner
-        .enqueue(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderEnqueueRequest { bot, stake },
+            |mut inner, request| async move { inner.enqueue(request).await },
+        )
+        .await?;
     emit(&render_enqueued(reply)?);
     Ok(())
 }
@@ -29,21 +28,24 @@ fn render_enqueued(reply: pb::LadderEnqueueResponse) -> Result<String> {
 
 /// `ladder leave BOT`.
 pub(super) async fn leave(client: &mut Client, bot: String) -> Result<()> {
-    let request = client.request(pb::LadderLeaveQueueRequest { bot: bot.clone() });
-    client.inner.leave_queue(request).await.map_err(failed)?;
+    client
+        .call(
+            pb::LadderLeaveQueueRequest { bot: bot.clone() },
+            |mut inner, request| async move { inner.leave_queue(request).await },
+        )
+        .await?;
     emit(&format!("{bot} left the queue\n"));
     Ok(())
 }
 
 /// `ladder matches --id ID [--json]`.
 pub(super) async fn show(client: &mut Client, id: String, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderShowMatchRequest { id });
     let reply = client
-        .inner
-        .show_match(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderShowMatchRequest { id },
+            |mut inner, request| async move { inner.show_match(request).await },
+        )
+        .await?;
     emit(&render_show(reply, json)?);
     Ok(())
 }
@@ -64,17 +66,16 @@ pub(super) async fn list(
     bot: Option<String>,
     json: bool,
 ) -> Result<()> {
-    let request = client.request(pb::LadderListMatchesRequest {
-        // Filters; empty is the proto's "all".
-        state: state.unwrap_or_default(),
-        bot: bot.unwrap_or_default(),
-    });
     let reply = client
-        .inner
-        .list_matches(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderListMatchesRequest {
+                // Filters; empty is the proto's "all".
+                state: state.unwrap_or_default(),
+                bot: bot.unwrap_or_default(),
+            },
+            |mut inner, request| async move { inner.list_matches(request).await },
+        )
+        .await?;
     emit(&render_list(&reply.matches, json)?);
     Ok(())
 }
@@ -116,6 +117,7 @@ fn match_json(game: &pb::LadderMatch) -> Result<Value> {
         "winner": (!game.winner.is_empty()).then_some(&game.winner),
         "replay_path": (!game.replay_path.is_empty()).then_some(&game.replay_path),
         "note": (!game.note.is_empty()).then_some(&game.note),
+        "repeat_of": (!game.repeat_of.is_empty()).then_some(&game.repeat_of),
     }))
 }
 
@@ -129,26 +131,38 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
     } else {
         format!(" winner {}", game.winner)
     };
+    let repeat = if game.repeat_of.is_empty() {
+        String::new()
+    } else {
+        format!(" (not rated: repeats {})", game.repeat_of)
+    };
+    // When it ended, or when it was paired while it has not.
+    let when = if game.finished_ms > 0 {
+        game.finished_ms
+    } else {
+        game.accepted_ms
+    };
     Ok(format!(
-        "{} {} {} vs {} {}{}\n",
+        "{} {} {} {} vs {} {}{}{}\n",
+        duel_ladder_core::model::utc_text(when),
         game.id,
         game.weight_class,
         side(a),
         side(b),
         game.state,
-        result
+        result,
+        repeat
     ))
 }
 
 /// `ladder match logs ID [--json]`.
 pub(super) async fn logs(client: &mut Client, id: String, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderMatchLogsRequest { id });
     let reply = client
-        .inner
-        .match_logs(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderMatchLogsRequest { id },
+            |mut inner, request| async move { inner.match_logs(request).await },
+        )
+        .await?;
     emit(&render_logs(&reply, json));
     Ok(())
 }
@@ -241,6 +255,7 @@ mod tests {
             winner: "a".into(),
             replay_path: "replays/m1.json".into(),
             note: String::new(),
+            repeat_of: String::new(),
         }
     }
 
@@ -248,8 +263,20 @@ mod tests {
     fn a_match_renders_as_a_line_and_as_json() {
         assert_eq!(
             render_list(&[game()], false).expect("text"),
-            "m1 light counter v1 (10 cr) vs block v1 (15 cr) settled winner a\n"
+            "1970-01-01 00:00:00 UTC m1 light counter v1 (10 cr) vs block v1 (15 cr) settled winner a\n"
         );
+        let repeat = pb::LadderMatch {
+            repeat_of: "m0".into(),
+            ..game()
+        };
+        assert!(
+            render_list(std::slice::from_ref(&repeat), false)
+                .expect("text")
+                .ends_with("winner a (not rated: repeats m0)\n")
+        );
+        let value: Value =
+            serde_json::from_str(&render_list(&[repeat], true).expect("json")).expect("JSON");
+        assert_eq!(value[0]["repeat_of"], "m0");
         let text = render_list(&[game()], true).expect("json");
         let value: Value = serde_json::from_str(&text).expect("one JSON document");
         assert_eq!(value[0]["a"]["stake"], 10);

@@ -304,6 +304,56 @@ impl Client {
             .insert("authorization", self.authorization.clone());
         request
     }
+
+    /// Sends `message` through `method` and returns the reply. A rate-limit
+    /// refusal that says when to retry is sent again after that wait, at most
+    /// [`RATE_LIMIT_RETRIES`] times: the server refuses it before doing
+    /// anything, so sending it again changes nothing twice.
+    async fn call<M, R, F, Fut>(&mut self, message: M, method: F) -> Result<R>
+    where
+        M: Clone,
+        F: Fn(LadderClient<Channel>, tonic::Request<M>) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<tonic::Response<R>, tonic::Status>>,
+    {
+        let mut retries = 0;
+        loop {
+            let request = self.request(message.clone());
+            match method(self.inner.clone(), request).await {
+                Ok(reply) => return Ok(reply.into_inner()),
+                Err(status) => match retry_after(&status) {
+                    Some(wait) if retries < RATE_LIMIT_RETRIES => {
+                        retries += 1;
+                        tokio::time::sleep(wait).await;
+                    }
+                    Some(_) => {
+                        return Err(ClientError::Refused(format!(
+                            "{} (gave up after {RATE_LIMIT_RETRIES} retries)",
+                            status.message()
+                        )));
+                    }
+                    None => return Err(failed(status)),
+                },
+            }
+        }
+    }
+}
+
+/// How many times one call is sent again after a rate-limit refusal, and the
+/// longest wait honoured: a longer hint is a refusal to report, not to sleep on.
+const RATE_LIMIT_RETRIES: u32 = 3;
+const MAX_RATE_LIMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The wait a RESOURCE_EXHAUSTED refusal asks for (`…; retry in 31 ms`), if
+/// it asks for one within [`MAX_RATE_LIMIT_WAIT`]. Quota refusals share the
+/// code but name no wait: waiting would not help them.
+fn retry_after(status: &tonic::Status) -> Option<std::time::Duration> {
+    if status.code() != tonic::Code::ResourceExhausted {
+        return None;
+    }
+    let (_, after) = status.message().rsplit_once("retry in ")?;
+    let millis: u64 = after.strip_suffix(" ms")?.trim().parse().ok()?;
+    let wait = std::time::Duration::from_millis(millis);
+    (wait <= MAX_RATE_LIMIT_WAIT).then_some(wait)
 }
 
 /// A refused call as one line: the server's message already names the reason.
@@ -359,6 +409,35 @@ pub fn emit(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_limit_refusals_name_their_wait() {
+        let limited = |message: &str| tonic::Status::resource_exhausted(message.to_owned());
+        let cases = [
+            (
+                limited(
+                    "rate limit: more than 20 calls a second (burst 60) with alice's token; retry in 31 ms",
+                ),
+                Some(31),
+            ),
+            (limited("rate limit: …; retry in 0 ms"), Some(0)),
+            // Too long to wait on, no wait named, or another code.
+            (limited("rate limit: …; retry in 60000 ms"), None),
+            (limited("quota exceeded: 200 bot versions per owner"), None),
+            (limited("retry in soon ms"), None),
+            (
+                tonic::Status::unavailable("retry in 31 ms".to_owned()),
+                None,
+            ),
+        ];
+        for (status, expected) in cases {
+            assert_eq!(
+                retry_after(&status),
+                expected.map(std::time::Duration::from_millis),
+                "{status:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_refusal_without_a_message_still_says_something() {

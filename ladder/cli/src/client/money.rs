@@ -7,7 +7,7 @@ use duel_ladder::ledger::LedgerReport;
 use duel_proto::v1 as pb;
 use serde_json::json;
 
-use super::{Client, ClientError, Result, emit, failed, json_line};
+use super::{Client, ClientError, Result, emit, json_line};
 
 #[derive(Debug, Subcommand)]
 pub enum CreditsCommand {
@@ -54,30 +54,31 @@ async fn grant(client: &mut Client, owner: String, amount: i64, id: Option<Strin
     let mut backoff = GRANT_RETRY_BACKOFF;
     let mut attempt = 1;
     let reply = loop {
-        let request = client.request(pb::LadderGrantCreditsRequest {
+        let message = pb::LadderGrantCreditsRequest {
             owner: owner.clone(),
             amount,
             transfer_id: transfer_id.clone(),
-        });
-        match client.inner.grant_credits(request).await {
-            Ok(reply) => break reply.into_inner(),
-            Err(status)
-                if status.code() == tonic::Code::Unavailable && attempt < GRANT_ATTEMPTS =>
-            {
+        };
+        let sent = client
+            .call(message, |mut inner, request| async move {
+                inner.grant_credits(request).await
+            })
+            .await;
+        match sent {
+            Ok(reply) => break reply,
+            Err(ClientError::Unavailable(_)) if attempt < GRANT_ATTEMPTS => {
                 attempt += 1;
                 tokio::time::sleep(backoff).await;
                 backoff *= 2;
             }
-            Err(status) => {
-                return Err(match failed(status) {
-                    // Whether it was applied is unknown: say how to find out
-                    // without risking a second grant.
-                    ClientError::Unavailable(reason) => ClientError::Unavailable(format!(
-                        "{reason}; run again with --id {transfer_id} to apply it at most once"
-                    )),
-                    other => other,
-                });
+            // Whether it was applied is unknown: say how to find out without
+            // risking a second grant.
+            Err(ClientError::Unavailable(reason)) => {
+                return Err(ClientError::Unavailable(format!(
+                    "{reason}; run again with --id {transfer_id} to apply it at most once"
+                )));
             }
+            Err(other) => return Err(other),
         }
     };
     emit(&render_grant(&reply, &owner, amount)?);
@@ -113,10 +114,14 @@ fn render_grant(
 
 /// `ladder rake set BASIS_POINTS`.
 async fn set_rake(client: &mut Client, basis_points: i64) -> Result<()> {
-    let request = client.request(pb::LadderSetRakeRequest {
-        rake_bp: basis_points,
-    });
-    client.inner.set_rake(request).await.map_err(failed)?;
+    client
+        .call(
+            pb::LadderSetRakeRequest {
+                rake_bp: basis_points,
+            },
+            |mut inner, request| async move { inner.set_rake(request).await },
+        )
+        .await?;
     emit(&format!("rake set to {basis_points} basis points\n"));
     Ok(())
 }
@@ -127,16 +132,15 @@ pub(super) async fn balance(
     account: Option<String>,
     json: bool,
 ) -> Result<()> {
-    let request = client.request(pb::LadderBalanceRequest {
+    let message = pb::LadderBalanceRequest {
         // No account: empty, which the server reads as the caller's own.
         account: account.unwrap_or_default(),
-    });
+    };
     let reply = client
-        .inner
-        .balance(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(message, |mut inner, request| async move {
+            inner.balance(request).await
+        })
+        .await?;
     emit(&render_balance(&reply, json)?);
     Ok(())
 }
@@ -156,13 +160,12 @@ fn render_balance(reply: &pb::LadderBalanceResponse, json: bool) -> Result<Strin
 /// `ladder ledger check` through the server; false when a violation was found.
 pub async fn ledger_check(connection: super::Connection, json: bool) -> Result<bool> {
     let mut client = Client::connect(&connection).await?;
-    let request = client.request(pb::LadderCheckLedgerRequest {});
     let report = client
-        .inner
-        .check_ledger(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderCheckLedgerRequest {},
+            |mut inner, request| async move { inner.check_ledger(request).await },
+        )
+        .await?;
     let verdict = if report.ok {
         Ok(LedgerReport {
             accounts: report.accounts,

@@ -4,7 +4,7 @@ use clap::Subcommand;
 use duel_proto::v1 as pb;
 use serde_json::{Value, json};
 
-use super::{Client, Result, emit, failed, json_line, required};
+use super::{Client, Result, emit, json_line, required};
 
 #[derive(Debug, Subcommand)]
 pub enum SeasonCommand {
@@ -23,13 +23,12 @@ pub(super) async fn run(client: &mut Client, command: SeasonCommand) -> Result<(
 
 /// `ladder season start NAME`.
 async fn start(client: &mut Client, name: String) -> Result<()> {
-    let request = client.request(pb::LadderStartSeasonRequest { name });
     let reply = client
-        .inner
-        .start_season(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderStartSeasonRequest { name },
+            |mut inner, request| async move { inner.start_season(request).await },
+        )
+        .await?;
     let season = required(reply.season, "season")?;
     emit(&format!("season {} ({}) started\n", season.id, season.name));
     Ok(())
@@ -37,13 +36,12 @@ async fn start(client: &mut Client, name: String) -> Result<()> {
 
 /// `ladder season end`.
 async fn end(client: &mut Client) -> Result<()> {
-    let request = client.request(pb::LadderEndSeasonRequest {});
     let reply = client
-        .inner
-        .end_season(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderEndSeasonRequest {},
+            |mut inner, request| async move { inner.end_season(request).await },
+        )
+        .await?;
     let season = required(reply.season, "season")?;
     emit(&format!(
         "season {} ({}) ended; standings frozen\n",
@@ -68,17 +66,16 @@ pub(super) async fn standings(
             Err(_) => (0, text.to_owned()),
         },
     };
-    let request = client.request(pb::LadderStandingsRequest {
-        season_id,
-        season_name,
-        weight_class: class.unwrap_or_default(),
-    });
     let reply = client
-        .inner
-        .standings(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderStandingsRequest {
+                season_id,
+                season_name,
+                weight_class: class.unwrap_or_default(),
+            },
+            |mut inner, request| async move { inner.standings(request).await },
+        )
+        .await?;
     emit(&render_standings(reply, json)?);
     Ok(())
 }
@@ -111,7 +108,7 @@ fn render_standings(reply: pb::LadderStandingsResponse, json: bool) -> Result<St
 
 fn standing_line(standing: &pb::LadderStanding) -> String {
     format!(
-        "{:>3}. {:<20} {:<12} {:<6} {:>7.1} ±{:>5.1} {}W {}L {}D{}\n",
+        "{:>3}. {:<20} {:<12} {:<6} {:>7.1} ±{:>5.1} {}W {}D {}L{}\n",
         standing.rank,
         standing.bot,
         standing.owner,
@@ -119,8 +116,8 @@ fn standing_line(standing: &pb::LadderStanding) -> String {
         standing.rating,
         standing.deviation,
         standing.wins,
-        standing.losses,
         standing.draws,
+        standing.losses,
         if standing.provisional {
             " provisional"
         } else {
@@ -194,7 +191,7 @@ mod tests {
             render_standings(reply(), false).expect("text"),
             "season autumn (running; id 1)\n\
              sorted by rating − 2·RD (conservative rating), per class\n  \
-             1. counter              alice        light   1662.3 ±290.0 2W 1L 0D provisional\n"
+             1. counter              alice        light   1662.3 ±290.0 2W 0D 1L provisional\n"
         );
     }
 

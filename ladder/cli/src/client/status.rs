@@ -5,17 +5,16 @@
 use duel_proto::v1 as pb;
 use serde_json::{Value, json};
 
-use super::{Client, Result, emit, failed, json_line};
+use super::{Client, Result, emit, json_line};
 
 /// `ladder status [--json]`.
 pub(super) async fn status(client: &mut Client, json: bool) -> Result<()> {
-    let request = client.request(pb::LadderStatusRequest {});
     let reply = client
-        .inner
-        .status(request)
-        .await
-        .map_err(failed)?
-        .into_inner();
+        .call(
+            pb::LadderStatusRequest {},
+            |mut inner, request| async move { inner.status(request).await },
+        )
+        .await?;
     emit(&render_status(&reply, json));
     Ok(())
 }

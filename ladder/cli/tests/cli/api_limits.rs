@@ -14,7 +14,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::TestDb;
-use common::cli::{Server, start_server};
+use common::cli::{Cli, Server, start_server};
 use duel_ladder::LadderError;
 use duel_ladder::auth::User;
 use duel_ladder::ladder::{Ladder, Registration};
@@ -285,6 +285,15 @@ async fn one_token_is_rate_limited() {
             >= 3,
         "{codes:?}"
     );
+    // The bucket is empty: the CLI waits out the server's hint (under a
+    // second at one call a second) instead of giving up with exit 2.
+    let token_file = dir.path().join("alice.token");
+    std::fs::write(&token_file, &token).unwrap();
+    let cli = Cli {
+        server: &server.url,
+    };
+    let whoami = cli.ok(&token_file, &["account", "whoami"]);
+    assert!(whoami.contains("alice"), "{whoami}");
     drop(server);
     db.cleanup().await;
 }

@@ -28,6 +28,21 @@ async fn continuous_through_cli(db: &TestDb) {
     let status = cli.ok(&root, &["status"]);
     assert!(status.starts_with("no season yet\n"), "{status}");
     cli.refused(&root, &["standings"], "no season yet");
+    // No season: FAILED_PRECONDITION, as ladder.proto documents it.
+    let early = common::cli::owner_with_bot(
+        &cli,
+        dir.path(),
+        "early",
+        1000,
+        "e-block",
+        ["--builtin", "builtin:block"],
+        None,
+    );
+    cli.refused(
+        &early,
+        &["enqueue", "e-block", "--stake", "10"],
+        "failed precondition: no season is running",
+    );
     cli.ok(&root, &["season", "start", "autumn"]);
     let bots = [
         ("alice", "a-counter", "builtin:counter"),

@@ -237,6 +237,43 @@ async fn metrics_count_what_the_store_says(db: &TestDb) {
         0.0
     );
 
+    // The worker said how it started.
+    let log = std::fs::read_to_string(dir.path().join("worker.log")).expect("worker log");
+    let started = log
+        .lines()
+        .find(|line| line.contains("ladder worker started"))
+        .unwrap_or_else(|| panic!("no start line in the worker's log:\n{log}"));
+    assert!(
+        started.contains("workers=2")
+            && started.contains("replays=")
+            && started.contains("models="),
+        "{started}"
+    );
+    // The store's gauges: the whole ladder's counts on both processes, once
+    // each has refreshed them (every 5 s), whoever settled the matches.
+    let deadline = Instant::now() + SETTLE_DEADLINE;
+    for url in [&serve_url, &worker_url] {
+        loop {
+            let scrape = scrape(&http, url).await.expect("/metrics");
+            let stored = |state: &str| {
+                sum(
+                    &scrape,
+                    "duel_ladder_store_matches",
+                    &[("class", "light"), ("state", state)],
+                )
+            };
+            if stored("settled") == settled as f64 {
+                assert_eq!(stored("voided"), 0.0, "{url}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{url}: the store's gauges never showed {settled} settled"
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     terminate(&mut worker.0, "ladder worker").await;
     terminate(&mut server.child, "ladder serve").await;
 }

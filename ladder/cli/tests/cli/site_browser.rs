@@ -163,6 +163,20 @@ async fn a_person_browses_a_running_season() {
     let tv = text(&mut chromium, "#tv");
     assert!(tv.contains("vs") || tv.contains('·'), "{tv}");
     chromium.screenshot(&folder.join("site-home.png"));
+    // The standings tables fit whole, at a laptop's width and a phone's:
+    // no table is cut to a scroll box.
+    for (width, mobile) in [(1366, false), (390, true)] {
+        chromium.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": mobile}),
+        );
+        let cut = chromium.eval(
+            "[...document.querySelectorAll('.classes .scroll')].filter(box => box.scrollWidth > box.clientWidth).length",
+        );
+        assert_eq!(cut, json!(0), "a standings table is cut at {width} px");
+        fits_the_screen(&mut chromium, &format!("home at {width} px"));
+    }
+    chromium.call("Emulation.clearDeviceMetricsOverride", json!({}));
 
     // A standings link to a bot page, whose chart has a point per rated match.
     chromium.click("#class-light tbody tr:first-child a[href^=\"/bots/\"]");

@@ -164,8 +164,13 @@ impl Cli<'_> {
 
 /// A `ladder worker` process with `workers` workers over the database, the
 /// replays and the signing key under `dir` (as [`start_server`] uses them),
-/// plus `extra` flags.
+/// plus `extra` flags. Its log goes to `dir/worker.log`.
 pub fn start_worker(db_url: &str, dir: &Path, workers: usize, extra: &[&str]) -> Worker {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("worker.log"))
+        .expect("worker log");
     Worker(
         Command::new(LADDER)
             .args(["worker", "--db", db_url, "--workers", &workers.to_string()])
@@ -175,6 +180,7 @@ pub fn start_worker(db_url: &str, dir: &Path, workers: usize, extra: &[&str]) ->
             .arg(dir.join("signing.key"))
             .args(extra)
             .stdout(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("start ladder worker"),
     )

@@ -473,3 +473,128 @@ async fn match_interval(db: &TestDb) {
     ledger_clean(ladder.ledger_check(operator).await.expect("check"));
 }
 both_backends!(match_interval_test, match_interval);
+
+/// One game as a replay shows it: both bot versions (`id:version`, the
+/// smaller id first) and every exchange's actions, oriented the same way.
+type GameKey = (String, String, Vec<[String; 2]>);
+
+/// The pairing property with deterministic bots (issue 32): the waves spread
+/// the meetings over every pair that may meet, and no game is rated twice in a
+/// season. The replays themselves are the evidence: two matches whose replays
+/// show the same versions playing the same actions are never both rated.
+async fn deterministic_bots_rate_each_game_once(db: &TestDb) {
+    let setup = setup(db).await;
+    let Setup {
+        ladder, operator, ..
+    } = &setup;
+    ladder
+        .start_season(operator, "winter")
+        .await
+        .expect("start");
+    let specs = [
+        "builtin:counter",
+        "builtin:block",
+        "builtin:script:JAB,HEAVY,BLOCK",
+        "builtin:script:FEINT,JAB,RECOVER",
+    ];
+    for (index, spec) in specs.into_iter().enumerate() {
+        let name = format!("det{index}");
+        let owner = owner_with_bot(&setup, &format!("det-owner{index}"), 10_000, &name, spec).await;
+        ladder.activate(&owner, &name, 1).await.expect("activate");
+    }
+    let mut settled = 0;
+    for _ in 0..400 {
+        ladder
+            .run_wave(operator, WeightClass::Light)
+            .await
+            .expect("wave");
+        settled += work_all(db, &setup.config).await;
+        if settled >= 36 {
+            break;
+        }
+    }
+    assert!(settled >= 36, "only {settled} matches settled");
+    let games = ladder
+        .matches(operator, Some(MatchState::Settled), None)
+        .await
+        .expect("matches");
+    // Per unordered pair of bot versions and the actions played (oriented by
+    // bot id): the matches, and how many of them were rated.
+    let mut by_game: BTreeMap<GameKey, (usize, usize)> = BTreeMap::new();
+    let mut per_pair: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for game in &games {
+        let json = setup
+            .config
+            .replays
+            .get_json(&game.id)
+            .await
+            .expect("replay store")
+            .expect("a settled match has a replay");
+        let replay = duel_replays::Replay::from_slice(&json).expect("replay");
+        let [a, b] = &game.sides;
+        let swapped = a.bot_id > b.bot_id;
+        let actions: Vec<[String; 2]> = replay
+            .rounds
+            .iter()
+            .flat_map(|round| &round.exchanges)
+            .map(|exchange| {
+                let pair = [
+                    format!("{:?}", exchange.a.action),
+                    format!("{:?}", exchange.b.action),
+                ];
+                if swapped {
+                    [pair[1].clone(), pair[0].clone()]
+                } else {
+                    pair
+                }
+            })
+            .collect();
+        let (low, high) = if swapped { (b, a) } else { (a, b) };
+        let key = (
+            format!("{}:{}", low.bot_id, low.version),
+            format!("{}:{}", high.bot_id, high.version),
+            actions,
+        );
+        let entry = by_game.entry(key).or_default();
+        entry.0 += 1;
+        if game.repeat_of.is_none() {
+            entry.1 += 1;
+        }
+        *per_pair
+            .entry((low.bot_name.clone(), high.bot_name.clone()))
+            .or_default() += 1;
+    }
+    for ((low, high, _), (played, rated)) in &by_game {
+        assert_eq!(
+            *rated, 1,
+            "{low} vs {high}: one game played {played} times, rated {rated} times"
+        );
+    }
+    assert!(
+        by_game.values().any(|(played, _)| *played > 1),
+        "deterministic bots repeated no game in {settled} matches: the test proves nothing"
+    );
+    // Six pairs may meet; none takes more than 3× its share.
+    assert_eq!(per_pair.len(), 6, "{per_pair:?}");
+    let mean = games.len() as f64 / 6.0;
+    let most = per_pair.values().copied().max().unwrap_or(0) as f64;
+    assert!(most <= 3.0 * mean, "{per_pair:?}");
+    // Ratings count rated games only.
+    let standings = db
+        .store
+        .standings(None, Some(WeightClass::Light))
+        .await
+        .expect("standings")
+        .1;
+    let rated_games: i64 = standings.iter().map(|standing| standing.games).sum();
+    let rated_matches = by_game
+        .values()
+        .map(|(_, rated)| *rated as i64)
+        .sum::<i64>();
+    assert_eq!(rated_games, 2 * rated_matches);
+    ledger_clean(ladder.ledger_check(operator).await.expect("check"));
+}
+both_backends!(
+    deterministic_bots_test,
+    deterministic_bots_rate_each_game_once
+);

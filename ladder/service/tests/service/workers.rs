@@ -472,7 +472,14 @@ async fn lease_expiry_is_read_for_its_holder_only(db: &TestDb) {
         None
     );
     db.store
-        .complete(&match_id, &claim.lease_id, Winner::A, "r.json", now + 1)
+        .complete(
+            &match_id,
+            &claim.lease_id,
+            Winner::A,
+            "r.json",
+            None,
+            now + 1,
+        )
         .await
         .expect("settle");
     assert_eq!(

@@ -10,7 +10,7 @@
   const ROUND_ENDS = { ko: "by knockout", hp: "on HP", stamina: "on stamina",
     damage: "on damage dealt", draw: "on the cards" };
   const SUBSTITUTIONS = { timeout: "timed out", budget: "out of tokens", fault: "fault" };
-  const WHY = { upset: "an upset", close: "a close one", latest: "the latest match" };
+  const WHY = { upset: "an upset", comeback: "a comeback", close: "a close one", latest: "the latest match" };
   const SIDES = ["a", "b"];
 
   function el(tag, className, text) {

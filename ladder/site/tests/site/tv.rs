@@ -254,6 +254,17 @@ impl Sse {
     }
 }
 
+/// The match ids the home page's and `/matches`' twins list.
+async fn listed_ids(http: &reqwest::Client, base: &str) -> HashSet<String> {
+    let home = get_json(http, &format!("{base}/api/home")).await;
+    let matches = get_json(http, &format!("{base}/api/matches")).await;
+    [&home["latest"]["items"], &matches["matches"]["items"]]
+        .into_iter()
+        .flat_map(|items| items.as_array().cloned().unwrap_or_default())
+        .filter_map(|line| line["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
 async fn get_json(http: &reqwest::Client, url: &str) -> Value {
     let response = http.get(url).send().await.expect("GET");
     assert_eq!(response.status(), 200, "{url}");
@@ -374,6 +385,12 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         assert_eq!(names.len(), 2);
         previous = Some(watched.id);
     }
+    // The match just shown ended on air: the lists show it again.
+    let shown = previous.clone().expect("a match was shown");
+    assert!(
+        listed_ids(&http, &base).await.contains(&shown),
+        "{shown} ended on air but the lists leave it out"
+    );
 
     // `/tv/now` agrees with the broadcast, and `/live` lists the match on air.
     let deadline = Instant::now() + EVENT_DEADLINE;
@@ -401,6 +418,13 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         assert_eq!(on_air["exchanges"].as_u64(), Some(total as u64), "{now}");
         assert!(on_air["exchange"].as_u64().expect("exchange") <= total as u64);
         if on_air["ended"] == false {
+            // No list shows the result of the match on air before its end.
+            let lists = listed_ids(&http, &base).await;
+            let still = get_json(&http, &format!("{base}/tv/now")).await;
+            if still["on_air"]["match_id"].as_str() == Some(id) && still["on_air"]["ended"] == false
+            {
+                assert!(!lists.contains(id), "{id} is listed while on air");
+            }
             let live = get_json(&http, &format!("{base}/live")).await;
             listed = live["live"]
                 .as_array()

@@ -85,6 +85,7 @@ async fn backlog_settled_at_once(db: &TestDb) {
                         &claim.lease_id,
                         Winner::A,
                         "r.json",
+                        None,
                         now + 1,
                     )
                     .await

@@ -189,7 +189,14 @@ async fn settlement_once_with_rake(db: &TestDb) {
     );
     let settlement = db
         .store
-        .complete(&game.id, &claim.lease_id, Winner::A, "r.json", now + 5)
+        .complete(
+            &game.id,
+            &claim.lease_id,
+            Winner::A,
+            "r.json",
+            None,
+            now + 5,
+        )
         .await
         .expect("settle");
     // Pot 199 at 5%: 9.95 rounds down to 9; the winner gets 190.
@@ -199,7 +206,14 @@ async fn settlement_once_with_rake(db: &TestDb) {
     );
     let again = db
         .store
-        .complete(&game.id, &claim.lease_id, Winner::A, "r.json", now + 6)
+        .complete(
+            &game.id,
+            &claim.lease_id,
+            Winner::A,
+            "r.json",
+            None,
+            now + 6,
+        )
         .await
         .expect("idempotent");
     assert!(again.already_settled);
@@ -240,7 +254,14 @@ async fn settlement_once_with_rake(db: &TestDb) {
         .expect("match");
     let settlement = db
         .store
-        .complete(&draw.id, &claim.lease_id, Winner::Draw, "d.json", now + 1)
+        .complete(
+            &draw.id,
+            &claim.lease_id,
+            Winner::Draw,
+            "d.json",
+            None,
+            now + 1,
+        )
         .await
         .expect("draw");
     assert_eq!(settlement.rake, 0);
@@ -285,7 +306,14 @@ async fn rake_pinned_at_acceptance(db: &TestDb) {
     db.store.set_setting("rake_bp", 2_000).await.expect("rake");
     let settlement = db
         .store
-        .complete(&running.id, &claim.lease_id, Winner::A, "r.json", now + 1)
+        .complete(
+            &running.id,
+            &claim.lease_id,
+            Winner::A,
+            "r.json",
+            None,
+            now + 1,
+        )
         .await
         .expect("settle");
     assert_eq!(
@@ -303,7 +331,14 @@ async fn rake_pinned_at_acceptance(db: &TestDb) {
         .expect("a match");
     let settlement = db
         .store
-        .complete(&later.id, &claim.lease_id, Winner::B, "r.json", now + 1)
+        .complete(
+            &later.id,
+            &claim.lease_id,
+            Winner::B,
+            "r.json",
+            None,
+            now + 1,
+        )
         .await
         .expect("settle");
     assert_eq!((settlement.rake, settlement.payout), (40, 160));

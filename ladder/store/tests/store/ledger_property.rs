@@ -228,6 +228,7 @@ impl Model {
                     winner: None,
                     replay_path: None,
                     note: None,
+                    repeat_of: None,
                 };
                 model.book.open(&escrow_account(&id), "escrow", false);
                 for stake in ledger::stakes(&game) {
@@ -593,7 +594,9 @@ async fn finish(
         claim
     };
     let complete = |lease: String, now: i64| async move {
-        store.complete(id, &lease, winner, "x.json", now).await
+        store
+            .complete(id, &lease, winner, "x.json", None, now)
+            .await
     };
     let now = clock.advance(0);
     match fate {

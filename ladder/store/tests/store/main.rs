@@ -12,3 +12,4 @@ mod common {
 mod concurrent_settlement;
 mod ledger;
 mod ledger_property;
+mod repeats;

@@ -1,0 +1,141 @@
+//! The repeat rule: which settled matches carry no new information and are not
+//! rated.
+//!
+//! Ruleset 1.0.0 has no randomness, so two bot versions that choose the same
+//! actions play the same game, whatever the seed: a deterministic pair meets
+//! again and again and every meeting is the same evidence. A match is a
+//! *repeat* when, in the same season, the same two bot versions already played
+//! a rated match with the same actions in every exchange. A repeat settles its
+//! stakes as usual but moves no rating and counts in no W/D/L; the match page
+//! names the match it repeats (docs/RULES.md, "Repeats are not rated").
+//!
+//! The comparison goes through a [`play_key`]: a digest of both versions and
+//! of every exchange's pair of actions, oriented by bot id so that it is the
+//! same whichever side each bot was drawn on.
+
+use duel_rules::Action;
+use sha2::{Digest, Sha256};
+
+/// One side of a match as the key sees it: the bot and the version it played.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySide<'a> {
+    pub bot_id: &'a str,
+    pub version: i64,
+}
+
+/// The key of a played match: `sha256:` and 64 hex digits. Equal keys mean
+/// the same two versions and the same action in every exchange; `actions` is
+/// per exchange, side `a`'s then side `b`'s, in the order played.
+pub fn play_key(sides: [KeySide<'_>; 2], actions: &[[Action; 2]]) -> String {
+    // The side with the smaller bot id goes first, in the header and in each
+    // exchange: swapping sides gives the same key.
+    let swapped = sides[0].bot_id > sides[1].bot_id;
+    let (first, second) = if swapped {
+        (sides[1], sides[0])
+    } else {
+        (sides[0], sides[1])
+    };
+    let mut hasher = Sha256::new();
+    for side in [first, second] {
+        // Lengths first, so no two headers run together into the same bytes.
+        hasher.update((side.bot_id.len() as u64).to_le_bytes());
+        hasher.update(side.bot_id.as_bytes());
+        hasher.update(side.version.to_le_bytes());
+    }
+    hasher.update((actions.len() as u64).to_le_bytes());
+    for [a, b] in actions {
+        let (x, y) = if swapped { (b, a) } else { (a, b) };
+        hasher.update([action_byte(*x), action_byte(*y)]);
+    }
+    let digest = hasher.finalize();
+    let mut key = String::with_capacity(7 + 64);
+    key.push_str("sha256:");
+    for byte in digest {
+        key.push_str(&format!("{byte:02x}"));
+    }
+    key
+}
+
+fn action_byte(action: Action) -> u8 {
+    // The position in the rules table: stable, since rulesets only add.
+    Action::ALL
+        .iter()
+        .position(|candidate| *candidate == action)
+        .map_or(u8::MAX, |position| position as u8)
+}
+
+/// Whether a match is rated: `None` when it is, or the id of the rated match
+/// of its season it repeats. `earlier` is every rated match of the season with
+/// the same key, as `(match id, accepted_ms)`; the first accepted is named.
+pub fn repeat_of<'a>(earlier: impl IntoIterator<Item = (&'a str, i64)>) -> Option<&'a str> {
+    earlier
+        .into_iter()
+        .min_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(y.0)))
+        .map(|(id, _)| id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Action::*;
+
+    fn side(bot_id: &str, version: i64) -> KeySide<'_> {
+        KeySide { bot_id, version }
+    }
+
+    #[test]
+    fn the_same_game_from_either_side_has_one_key() {
+        let played = [[Jab, Block], [Heavy, Dodge], [Recover, Jab]];
+        let mirrored: Vec<[Action; 2]> = played.iter().map(|[a, b]| [*b, *a]).collect();
+        assert_eq!(
+            play_key([side("x", 1), side("y", 2)], &played),
+            play_key([side("y", 2), side("x", 1)], &mirrored)
+        );
+    }
+
+    #[test]
+    fn any_difference_gives_another_key() {
+        let played = [[Jab, Block], [Heavy, Dodge]];
+        let base = play_key([side("x", 1), side("y", 1)], &played);
+        let cases: Vec<(&str, String)> = vec![
+            (
+                "one action",
+                play_key(
+                    [side("x", 1), side("y", 1)],
+                    &[[Jab, Block], [Heavy, Feint]],
+                ),
+            ),
+            ("a version", play_key([side("x", 2), side("y", 1)], &played)),
+            ("a bot", play_key([side("x", 1), side("z", 1)], &played)),
+            (
+                "one exchange more",
+                play_key(
+                    [side("x", 1), side("y", 1)],
+                    &[[Jab, Block], [Heavy, Dodge], [Jab, Jab]],
+                ),
+            ),
+            (
+                "the sides' actions swapped",
+                play_key(
+                    [side("x", 1), side("y", 1)],
+                    &[[Block, Jab], [Dodge, Heavy]],
+                ),
+            ),
+            (
+                "ids that run together",
+                play_key([side("x1", 1), side("y", 1)], &played),
+            ),
+        ];
+        for (change, key) in cases {
+            assert_ne!(key, base, "{change} must change the key");
+        }
+        assert!(base.starts_with("sha256:") && base.len() == 71);
+    }
+
+    #[test]
+    fn a_repeat_names_the_first_rated_match() {
+        assert_eq!(repeat_of([]), None);
+        assert_eq!(repeat_of([("m9", 30), ("m2", 10), ("m5", 20)]), Some("m2"));
+        assert_eq!(repeat_of([("mb", 10), ("ma", 10)]), Some("ma"));
+    }
+}

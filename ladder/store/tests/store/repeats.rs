@@ -1,0 +1,239 @@
+//! The repeat rule and the pairing bound, applied by the store on both
+//! backends: a match that replays a rated game of its season move for move
+//! settles its stakes but moves no rating, whether it settles alone or in a
+//! batch beside the game it repeats; a pair that met its season's bound is not
+//! paired again.
+
+use crate::common;
+
+use common::TestDb;
+use duel_ladder_core::auth::User;
+use duel_ladder_core::limits::MAX_PAIR_MEETINGS_PER_SEASON;
+use duel_ladder_core::model::{BotSource, Match, PlayRecord, Standing, Winner};
+use duel_ladder_store::{PairSide, Store};
+use duel_rules::WeightClass;
+
+const STAKE: i64 = 10;
+
+/// A game with play key `key` (its facts do not matter here).
+fn played(key: &str) -> PlayRecord {
+    PlayRecord {
+        play_key: key.to_owned(),
+        round_wins: [2, 1],
+        damage: [40, 31],
+        exchanges: 27,
+        tokens: [0, 120],
+        cost_usd: [Some(0.0), None],
+    }
+}
+
+fn builtin() -> BotSource {
+    BotSource::builtin("builtin:random".to_owned())
+}
+
+async fn accept(store: &Store, bots: [&str; 2]) -> Match {
+    store
+        .accept_pair(bots.map(|bot_id| PairSide {
+            bot_id: bot_id.to_owned(),
+            stake: STAKE,
+        }))
+        .await
+        .expect("accept")
+}
+
+async fn hero_standing(store: &Store, bot_id: &str) -> Standing {
+    let (_, standings) = store
+        .standings(None, Some(WeightClass::Light))
+        .await
+        .expect("standings");
+    standings
+        .into_iter()
+        .find(|standing| standing.bot_id == bot_id)
+        .expect("rated")
+}
+
+async fn pair(db: &TestDb, tag: &str) -> ([User; 2], [String; 2]) {
+    let (alice, _) = db.owner(&format!("alice-{tag}"), 100_000).await;
+    let (bob, _) = db.owner(&format!("bob-{tag}"), 100_000).await;
+    let x = db
+        .store
+        .register_bot(&alice, &format!("x-{tag}"), "light", &builtin())
+        .await
+        .expect("x");
+    let y = db
+        .store
+        .register_bot(&bob, &format!("y-{tag}"), "light", &builtin())
+        .await
+        .expect("y");
+    ([alice, bob], [x.id, y.id])
+}
+
+async fn repeats_are_settled_but_not_rated(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let ([alice, _], [x, y]) = pair(db, "r").await;
+    let now = 1_000;
+    // One at a time: a rated game, its repeat, then a different game.
+    let mut settled = Vec::new();
+    for key in ["sha256:k1", "sha256:k1", "sha256:k2"] {
+        let game = accept(&db.store, [&x, &y]).await;
+        let claim = db
+            .store
+            .claim(60_000, now)
+            .await
+            .expect("claim")
+            .expect("queued");
+        db.store
+            .complete(
+                &game.id,
+                &claim.lease_id,
+                Winner::A,
+                "r.json",
+                Some(&played(key)),
+                now + 1,
+            )
+            .await
+            .expect("settle");
+        settled.push(db.store.game(&game.id).await.expect("match"));
+    }
+    assert_eq!(settled[0].repeat_of, None);
+    assert_eq!(
+        settled[1].repeat_of.as_deref(),
+        Some(settled[0].id.as_str())
+    );
+    assert_eq!(settled[2].repeat_of, None);
+    let hero = hero_standing(&db.store, &x).await;
+    assert_eq!((hero.games, hero.wins), (2, 2), "the repeat is not rated");
+    // Its stakes settled all the same: alice won three pots (less the rake).
+    let available = db.store.available(&alice.id).await.expect("alice");
+    assert!(available > 100_000 + 2 * STAKE, "{available}");
+
+    // Settled together: two matches with a new key (one is rated, the other
+    // repeats it) and one with the first key (a repeat of the first match).
+    let mut claims = Vec::new();
+    let mut games = Vec::new();
+    for _ in 0..3 {
+        games.push(accept(&db.store, [&y, &x]).await);
+    }
+    for _ in 0..3 {
+        claims.push(
+            db.store
+                .claim(60_000, now)
+                .await
+                .expect("claim")
+                .expect("queued"),
+        );
+    }
+    let mut settling = tokio::task::JoinSet::new();
+    for (claim, key) in claims
+        .into_iter()
+        .zip(["sha256:k3", "sha256:k3", "sha256:k1"])
+    {
+        let store = db.store.clone();
+        settling.spawn(async move {
+            store
+                .complete(
+                    &claim.game.id,
+                    &claim.lease_id,
+                    Winner::B,
+                    "r.json",
+                    Some(&played(key)),
+                    now + 2,
+                )
+                .await
+        });
+    }
+    while let Some(done) = settling.join_next().await {
+        done.expect("task").expect("settle");
+    }
+    let mut repeats = 0;
+    for game in &games {
+        let game = db.store.game(&game.id).await.expect("match");
+        if let Some(earlier) = game.repeat_of {
+            repeats += 1;
+            assert!(
+                earlier == settled[0].id || games.iter().any(|other| other.id == earlier),
+                "{earlier} is not a rated match of this pair"
+            );
+        }
+    }
+    assert_eq!(repeats, 2);
+    let hero = hero_standing(&db.store, &x).await;
+    assert_eq!((hero.games, hero.wins), (3, 3));
+
+    // A new season rates the same game again: ratings started over.
+    db.store.end_season().await.expect("end");
+    db.store.start_season("s2").await.expect("season 2");
+    let game = accept(&db.store, [&x, &y]).await;
+    let claim = db
+        .store
+        .claim(60_000, now)
+        .await
+        .expect("claim")
+        .expect("queued");
+    db.store
+        .complete(
+            &game.id,
+            &claim.lease_id,
+            Winner::A,
+            "r.json",
+            Some(&played("sha256:k1")),
+            now + 3,
+        )
+        .await
+        .expect("settle");
+    assert_eq!(
+        db.store.game(&game.id).await.expect("match").repeat_of,
+        None
+    );
+    db.store
+        .ledger_check()
+        .await
+        .expect("check")
+        .expect("clean ledger");
+}
+both_backends!(repeat_rule, repeats_are_settled_but_not_rated);
+
+async fn a_pair_meets_at_most_its_bound(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let ([alice, bob], [x, y]) = pair(db, "b").await;
+    let now = 1_000;
+    for _ in 0..MAX_PAIR_MEETINGS_PER_SEASON {
+        let game = accept(&db.store, [&x, &y]).await;
+        let claim = db
+            .store
+            .claim(60_000, now)
+            .await
+            .expect("claim")
+            .expect("queued");
+        db.store
+            .complete(&game.id, &claim.lease_id, Winner::Draw, "r.json", None, now)
+            .await
+            .expect("settle");
+    }
+    // Both queued, long waited, nobody else: the wave leaves them unpaired.
+    db.store
+        .enqueue(&alice, "x-b", STAKE)
+        .await
+        .expect("x queued");
+    db.store
+        .enqueue(&bob, "y-b", STAKE)
+        .await
+        .expect("y queued");
+    for _ in 0..30 {
+        let report = db.store.run_wave(WeightClass::Light).await.expect("wave");
+        assert!(report.matches.is_empty(), "{report:?}");
+    }
+    // A third bot is paired at once.
+    let (carol, _) = db.owner("carol-b", 1_000).await;
+    db.store
+        .register_bot(&carol, "z-b", "light", &builtin())
+        .await
+        .expect("z");
+    db.store
+        .enqueue(&carol, "z-b", STAKE)
+        .await
+        .expect("z queued");
+    let report = db.store.run_wave(WeightClass::Light).await.expect("wave");
+    assert_eq!(report.matches.len(), 1, "{report:?}");
+}
+both_backends!(pair_bound, a_pair_meets_at_most_its_bound);

@@ -1,0 +1,54 @@
+-- Pairings that produce information (docs/RULES.md, "Pairings" and "Repeats
+-- are not rated").
+--
+-- Each bot's latest opponents, the latest first, separated by spaces (at most
+-- matchmaker::RECENT_OPPONENTS): the wave penalises meeting them again. The
+-- old last_opponent is the first of them.
+ALTER TABLE bots ADD COLUMN recent_opponents TEXT;
+UPDATE bots SET recent_opponents = last_opponent WHERE last_opponent IS NOT NULL;
+
+-- How often each pair met in each season (the pair's smaller bot id first),
+-- counted at acceptance: a pair at limits::MAX_PAIR_MEETINGS_PER_SEASON does
+-- not meet again that season.
+CREATE TABLE pair_meetings (
+    season_id BIGINT NOT NULL,
+    bot_low TEXT NOT NULL,
+    bot_high TEXT NOT NULL,
+    class TEXT NOT NULL,
+    meetings BIGINT NOT NULL,
+    PRIMARY KEY (season_id, bot_low, bot_high)
+);
+CREATE INDEX pair_meetings_exhausted ON pair_meetings (season_id, class, meetings);
+INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings)
+SELECT season_id,
+       CASE WHEN bot_a < bot_b THEN bot_a ELSE bot_b END,
+       CASE WHEN bot_a < bot_b THEN bot_b ELSE bot_a END,
+       MIN(class), COUNT(*)
+FROM matches
+GROUP BY season_id, CASE WHEN bot_a < bot_b THEN bot_a ELSE bot_b END,
+         CASE WHEN bot_a < bot_b THEN bot_b ELSE bot_a END;
+
+-- A settled match's play key (repeat::play_key: both versions and every
+-- exchange's actions) and, when an earlier rated match of its season had the
+-- same key, that match: a repeat is settled but not rated.
+ALTER TABLE matches ADD COLUMN play_key TEXT;
+ALTER TABLE matches ADD COLUMN repeat_of TEXT;
+CREATE INDEX matches_play_key ON matches (play_key);
+
+-- What a settled match's replay says, for listings and the cost of a win
+-- (model::PlayRecord): rounds won and damage dealt by each side, exchanges
+-- played, model tokens each side spent and what they cost in US dollars at
+-- the catalogue prices the replay recorded (NULL: a model called had no
+-- price), and each side's rating change (NULL: not rated). NULL for matches
+-- settled before this migration.
+ALTER TABLE matches ADD COLUMN round_wins_a BIGINT;
+ALTER TABLE matches ADD COLUMN round_wins_b BIGINT;
+ALTER TABLE matches ADD COLUMN damage_a BIGINT;
+ALTER TABLE matches ADD COLUMN damage_b BIGINT;
+ALTER TABLE matches ADD COLUMN exchanges BIGINT;
+ALTER TABLE matches ADD COLUMN tokens_a BIGINT;
+ALTER TABLE matches ADD COLUMN tokens_b BIGINT;
+ALTER TABLE matches ADD COLUMN cost_usd_a DOUBLE PRECISION;
+ALTER TABLE matches ADD COLUMN cost_usd_b DOUBLE PRECISION;
+ALTER TABLE matches ADD COLUMN rating_change_a DOUBLE PRECISION;
+ALTER TABLE matches ADD COLUMN rating_change_b DOUBLE PRECISION;

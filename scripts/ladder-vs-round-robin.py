@@ -184,11 +184,12 @@ def main():
     tau = kendall_tau_b([conservative[bot] for bot in bots], [scores[bot] for bot in bots],
                         args.tie)
     per_pair = {}
-    repeats = 0
+    repeats = unrated = 0
     for game in matches:
         pair = tuple(sorted((game["a"]["bot"], game["b"]["bot"])))
         per_pair[pair] = per_pair.get(pair, 0) + 1
-        repeats += game.get("repeat_of") is not None
+        unrated += game.get("not_rated") is not None
+        repeats += game.get("not_rated") == "repeat"
     may_meet = [pair for pair in itertools.combinations(bots, 2)
                 if owner_of[pair[0]] != owner_of[pair[1]]]
     mean = len(matches) / len(may_meet)
@@ -199,7 +200,8 @@ def main():
         "class": args.weight_class,
         "settled": len(matches),
         "repeats": repeats,
-        "rated": len(matches) - repeats,
+        "not_rated": unrated,
+        "rated": len(matches) - unrated,
         "kendall_tau_b": round(tau, 3),
         "tie": args.tie,
         "pairs_that_may_meet": len(may_meet),
@@ -207,6 +209,8 @@ def main():
         "mean_per_pair": round(mean, 2),
         "busiest_pair": {"bots": list(busiest[0]), "matches": busiest[1]},
         "busiest_over_mean": round(busiest[1] / mean, 2),
+        "never_met": [list(pair) for pair in may_meet if pair not in per_pair],
+        "per_pair": {f"{a}-{b}": count for (a, b), count in sorted(per_pair.items())},
         "season_s": round(season_s, 1),
         "round_robin_s": round(round_robin_s, 1),
         "table": [
@@ -225,10 +229,13 @@ def main():
             print(f"{row['bot']:<12} {row['owner']:<6} {row['ladder_rank']:>6} "
                   f"{row['conservative']:>10.1f} {row['round_robin_score']:>11.3f}")
         print(f"Kendall tau-b {tau:.3f} (scores within {args.tie} tied); goal >= 0.8")
-        print(f"{len(matches)} settled, {repeats} repeats not rated; "
+        print(f"{len(matches)} settled, {len(matches) - unrated} rated ({repeats} repeats "
+              f"and {unrated - repeats} past their pair's rated games not rated); "
               f"{len(per_pair)} of {len(may_meet)} pairs met, mean {mean:.1f} per pair, "
               f"busiest {busiest[0][0]}-{busiest[0][1]} {busiest[1]} "
               f"({busiest[1] / mean:.2f}x the mean; goal <= 3x)")
+        if figures["never_met"]:
+            print("never met: " + ", ".join("-".join(pair) for pair in figures["never_met"]))
         print(f"season {season_s:.0f} s, round robin {round_robin_s:.0f} s")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)

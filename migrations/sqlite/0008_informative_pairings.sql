@@ -29,11 +29,15 @@ GROUP BY season_id, CASE WHEN bot_a < bot_b THEN bot_a ELSE bot_b END,
          CASE WHEN bot_a < bot_b THEN bot_b ELSE bot_a END;
 
 -- A settled match's play key (repeat::play_key: both versions and every
--- exchange's actions) and, when an earlier rated match of its season had the
--- same key, that match: a repeat is settled but not rated.
+-- exchange's actions), its pair key (the two versions alone), and whether it
+-- was rated: not_rated is NULL for a rated match, 'repeat' for one that
+-- repeats the rated match repeat_of move for move, 'pair_rated' when the two
+-- versions already had their rated games of the season (repeat::verdict).
 ALTER TABLE matches ADD COLUMN play_key TEXT;
+ALTER TABLE matches ADD COLUMN pair_key TEXT;
+ALTER TABLE matches ADD COLUMN not_rated TEXT;
 ALTER TABLE matches ADD COLUMN repeat_of TEXT;
-CREATE INDEX matches_play_key ON matches (play_key);
+CREATE INDEX matches_pair_key ON matches (pair_key);
 
 -- What a settled match's replay says, for listings and the cost of a win
 -- (model::PlayRecord): rounds won and damage dealt by each side, exchanges

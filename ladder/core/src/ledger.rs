@@ -932,6 +932,7 @@ mod tests {
             replay_path: None,
             note: None,
             repeat_of: None,
+            not_rated: None,
         }
     }
 

@@ -47,14 +47,19 @@ pub const MATCHMAKER_NEIGHBOURS: usize = 16;
 
 /// Matchmaking: how many of a bot's latest opponents it remembers, and the
 /// cost, in rating points, of each meeting with a candidate among them (a pair
-/// that met twice lately is 2 × 75 points further apart). The latest opponent
+/// that met twice lately is 2 × 50 points further apart). The latest opponent
 /// is never met again at once.
-pub const RECENT_OPPONENTS: usize = 6;
-pub const RECENT_MEETING_PENALTY: f64 = 75.0;
+pub const RECENT_OPPONENTS: usize = 24;
+pub const RECENT_MEETING_PENALTY: f64 = 50.0;
 
 /// The most times two bots meet in one season. A backstop behind the penalty:
 /// deterministic bots would otherwise fill a season with one game (docs/RULES.md).
 pub const MAX_PAIR_MEETINGS_PER_SEASON: i64 = 40;
+
+/// How many times two bot versions are rated against each other in one
+/// season (crate::repeat): once from each side, as in a double round robin.
+/// Later meetings settle their stakes without moving ratings.
+pub const RATED_GAMES_PER_PAIR_PER_SEASON: usize = 2;
 
 /// Glicko-2 system constant τ.
 pub const GLICKO2_TAU: f64 = 0.5;

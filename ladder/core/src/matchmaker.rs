@@ -212,10 +212,19 @@ mod tests {
     #[test]
     fn a_bot_remembers_its_latest_opponents_only() {
         let mut recent: Vec<String> = Vec::new();
-        for opponent in ["a", "b", "c", "d", "e", "f", "g"] {
+        let opponents: Vec<String> = (0..RECENT_OPPONENTS + 3)
+            .map(|index| format!("bot{index}"))
+            .collect();
+        for opponent in &opponents {
             recent = remember_opponent(&recent, opponent);
         }
-        assert_eq!(recent, ["g", "f", "e", "d", "c", "b"]);
+        let expected: Vec<String> = opponents
+            .iter()
+            .rev()
+            .take(RECENT_OPPONENTS)
+            .cloned()
+            .collect();
+        assert_eq!(recent, expected);
     }
 
     #[test]

@@ -233,6 +233,9 @@ pub struct Match {
     /// The rated match of its season this one repeats move for move: then it
     /// moved no rating (crate::repeat). `None` for a rated or unsettled match.
     pub repeat_of: Option<String>,
+    /// Why it moved no rating (crate::repeat::Verdict::not_rated): `repeat`,
+    /// `pair_rated`; `None` for a rated or unsettled match.
+    pub not_rated: Option<String>,
 }
 
 /// What a worker read off a played match's replay and settles with it: the

@@ -1,5 +1,5 @@
-//! The repeat rule: which settled matches carry no new information and are not
-//! rated.
+//! The repeat rule and the pair's rated games: which settled matches move
+//! ratings.
 //!
 //! Ruleset 1.0.0 has no randomness, so two bot versions that choose the same
 //! actions play the same game, whatever the seed: a deterministic pair meets
@@ -9,12 +9,22 @@
 //! stakes as usual but moves no rating and counts in no W/D/L; the match page
 //! names the match it repeats (docs/RULES.md, "Repeats are not rated").
 //!
+//! Two versions are also rated against each other at most
+//! [`RATED_GAMES_PER_PAIR_PER_SEASON`] times a season, like a double round
+//! robin: otherwise a pair that keeps meeting (a random bot and its rating
+//! neighbour) gives its bots many more rated games, and much narrower
+//! deviations, than pairs of deterministic bots can ever have, and standings
+//! ranked by rating − 2·RD reward meeting the same opponent often rather than
+//! winning.
+//!
 //! The comparison goes through a [`play_key`]: a digest of both versions and
 //! of every exchange's pair of actions, oriented by bot id so that it is the
 //! same whichever side each bot was drawn on.
 
 use duel_rules::Action;
 use sha2::{Digest, Sha256};
+
+pub use crate::limits::RATED_GAMES_PER_PAIR_PER_SEASON;
 
 /// One side of a match as the key sees it: the bot and the version it played.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +64,60 @@ pub fn play_key(sides: [KeySide<'_>; 2], actions: &[[Action; 2]]) -> String {
         key.push_str(&format!("{byte:02x}"));
     }
     key
+}
+
+/// The key of the pair of versions alone: `sha256:` and 64 hex digits, the
+/// same whichever side each was drawn on.
+pub fn pair_key(sides: [KeySide<'_>; 2]) -> String {
+    play_key(sides, &[])
+}
+
+/// Whether a settled match moves ratings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Rated,
+    /// The same versions played the same game in this rated match.
+    Repeat(String),
+    /// The two versions already played their rated games this season.
+    PairRated,
+}
+
+impl Verdict {
+    /// Why it is not rated, as stored and shown: `None` when it is rated.
+    pub fn not_rated(&self) -> Option<&'static str> {
+        match self {
+            Verdict::Rated => None,
+            Verdict::Repeat(_) => Some("repeat"),
+            Verdict::PairRated => Some("pair_rated"),
+        }
+    }
+
+    pub fn repeat_of(&self) -> Option<&str> {
+        match self {
+            Verdict::Repeat(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// The verdict on a match from the rated matches of its season between the
+/// same two versions (`(match id, accepted_ms, same game)`): a repeat of the
+/// first with the same game, else rated while the pair has fewer than
+/// [`RATED_GAMES_PER_PAIR_PER_SEASON`] rated games.
+pub fn verdict<'a>(rated_of_pair: impl IntoIterator<Item = (&'a str, i64, bool)>) -> Verdict {
+    let rated: Vec<(&str, i64, bool)> = rated_of_pair.into_iter().collect();
+    let same_game = rated
+        .iter()
+        .filter(|(_, _, same)| *same)
+        .map(|(id, accepted, _)| (*id, *accepted));
+    if let Some(first) = repeat_of(same_game) {
+        return Verdict::Repeat(first.to_owned());
+    }
+    if rated.len() >= RATED_GAMES_PER_PAIR_PER_SEASON {
+        Verdict::PairRated
+    } else {
+        Verdict::Rated
+    }
 }
 
 fn action_byte(action: Action) -> u8 {
@@ -130,6 +194,31 @@ mod tests {
             assert_ne!(key, base, "{change} must change the key");
         }
         assert!(base.starts_with("sha256:") && base.len() == 71);
+    }
+
+    #[test]
+    fn a_pair_is_rated_a_bounded_number_of_times_and_never_twice_for_one_game() {
+        assert_eq!(verdict([]), Verdict::Rated);
+        assert_eq!(verdict([("m1", 1, false)]), Verdict::Rated);
+        assert_eq!(
+            verdict([("m1", 1, false), ("m2", 2, false)]),
+            Verdict::PairRated
+        );
+        assert_eq!(
+            verdict([("m1", 1, false), ("m2", 2, true)]),
+            Verdict::Repeat("m2".to_owned())
+        );
+        assert_eq!(verdict([("m3", 3, true)]).not_rated(), Some("repeat"));
+        assert_eq!(Verdict::PairRated.not_rated(), Some("pair_rated"));
+        assert_eq!(Verdict::Rated.not_rated(), None);
+        assert_eq!(
+            pair_key([side("x", 1), side("y", 2)]),
+            pair_key([side("y", 2), side("x", 1)])
+        );
+        assert_ne!(
+            pair_key([side("x", 1), side("y", 2)]),
+            pair_key([side("x", 1), side("y", 3)])
+        );
     }
 
     #[test]

@@ -227,6 +227,7 @@ fn match_pb(game: Match, caller: &User) -> pb::LadderMatch {
         },
         note: game.note.unwrap_or_default(),
         repeat_of: game.repeat_of.unwrap_or_default(),
+        not_rated: game.not_rated.unwrap_or_default(),
     }
 }
 
@@ -749,6 +750,7 @@ mod tests {
                     replay_path: Some("replays/m1.json".to_owned()),
                     note: None,
                     repeat_of: None,
+                    not_rated: None,
                 };
                 let sent = match_pb(game.clone(), &owner);
                 assert_eq!(sent.replay_path, "", "an owner never sees the storage path");

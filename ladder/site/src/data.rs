@@ -7,10 +7,10 @@ use serde::Serialize;
 use crate::limits::HOME_TOP_ROWS;
 use duel_ladder_core::model::{Bot, BotVersion, MatchState};
 use duel_ladder_store::Reads;
-use duel_ladder_store::error::Result;
+use duel_ladder_store::error::{LadderError, Result};
 use duel_ladder_store::site::{
-    ClassTable, HeadToHead, HistoryPoint, MatchCursor, MatchLine, OpponentLine, Page, Record,
-    SeasonLine, StandingCursor, play_text,
+    ClassTable, HeadToHead, HistoryPoint, MatchCursor, MatchFilter, MatchLine, MatchResult,
+    OpponentLine, Page, Record, SeasonLine, StandingCursor, play_text,
 };
 
 #[derive(Clone, Debug, Serialize)]
@@ -20,6 +20,9 @@ pub struct HomePage {
     /// The top of each class's table in `season`.
     pub standings: Vec<ClassTable>,
     pub latest: Page<MatchLine>,
+    /// The matches being played now (at most [`HOME_TOP_ROWS`]), each
+    /// watchable live from its match page.
+    pub live: Vec<MatchLine>,
     /// Where Duel TV streams (server-sent events) and what is on air.
     pub tv: TvLinks,
 }
@@ -99,7 +102,62 @@ pub struct VersusPage {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct MatchesPage {
+    /// The filter the listing applied, as the query gave it.
+    pub filter: MatchesQuery,
     pub matches: Page<MatchLine>,
+}
+
+/// What /matches may be narrowed to: a class, a bot, and that bot's result.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MatchesQuery {
+    #[serde(serialize_with = "class_name")]
+    pub class: Option<WeightClass>,
+    pub bot: Option<String>,
+    #[serde(serialize_with = "result_name")]
+    pub result: Option<MatchResult>,
+}
+
+impl MatchesQuery {
+    pub fn is_empty(&self) -> bool {
+        *self == MatchesQuery::default()
+    }
+
+    /// The query string that gives this filter, each pair followed by `&`
+    /// (for a cursor to follow).
+    pub fn query_prefix(&self) -> String {
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        if let Some(class) = self.class {
+            pairs.push(("class", class.name()));
+        }
+        if let Some(bot) = &self.bot {
+            pairs.push(("bot", bot));
+        }
+        if let Some(result) = self.result {
+            pairs.push(("result", result.name()));
+        }
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        if query.is_empty() { query } else { query + "&" }
+    }
+}
+
+fn class_name<S: serde::Serializer>(
+    class: &Option<WeightClass>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match class {
+        Some(class) => serializer.serialize_str(class.name()),
+        None => serializer.serialize_none(),
+    }
+}
+
+fn result_name<S: serde::Serializer>(
+    result: &Option<MatchResult>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match result {
+        Some(result) => serializer.serialize_str(result.name()),
+        None => serializer.serialize_none(),
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -138,8 +196,13 @@ pub async fn home(store: &Reads) -> Result<HomePage> {
         season: season.map(SeasonLine::from),
         standings,
         latest: store
-            .settled_matches(&MatchCursor::first(), HOME_TOP_ROWS)
+            .settled_matches(
+                &MatchFilter::default(),
+                &MatchCursor::first(),
+                HOME_TOP_ROWS,
+            )
             .await?,
+        live: store.running_matches(HOME_TOP_ROWS).await?,
         tv: TvLinks {
             events: "/tv",
             now: "/tv/now",
@@ -214,7 +277,16 @@ pub async fn bot(store: &Reads, name: &str, cursor: &MatchCursor, limit: usize) 
         play: play_text(&bot.play),
         rating,
         record: store.bot_record(&bot.id).await?,
-        matches: store.bot_matches(&bot.id, None, cursor, limit).await?,
+        matches: store
+            .settled_matches(
+                &MatchFilter {
+                    bot_id: Some(&bot.id),
+                    ..MatchFilter::default()
+                },
+                cursor,
+                limit,
+            )
+            .await?,
         opponents: store.opponents(&bot.id).await?,
         versions: bot.versions.iter().map(VersionLine::from).collect(),
         history,
@@ -235,7 +307,15 @@ pub async fn versus(
         head_to_head: HeadToHead {
             record: store.head_to_head_record(&bot.id, &other.id).await?,
             matches: store
-                .bot_matches(&bot.id, Some(&other.id), cursor, limit)
+                .settled_matches(
+                    &MatchFilter {
+                        bot_id: Some(&bot.id),
+                        opponent_id: Some(&other.id),
+                        ..MatchFilter::default()
+                    },
+                    cursor,
+                    limit,
+                )
                 .await?,
             bot: bot.name,
             opponent: other.name,
@@ -243,9 +323,33 @@ pub async fn versus(
     })
 }
 
-pub async fn matches(store: &Reads, cursor: &MatchCursor, limit: usize) -> Result<MatchesPage> {
+/// Settled matches narrowed by `query`; a bot that does not exist is an
+/// invalid filter (400), not a missing page.
+pub async fn matches(
+    store: &Reads,
+    query: MatchesQuery,
+    cursor: &MatchCursor,
+    limit: usize,
+) -> Result<MatchesPage> {
+    let bot = match &query.bot {
+        Some(name) => Some(store.bot(name).await.map_err(|error| match error {
+            LadderError::NotFound(_) => LadderError::Invalid(format!(
+                "bot= names no bot: {:?}",
+                name.chars().take(64).collect::<String>()
+            )),
+            other => other,
+        })?),
+        None => None,
+    };
+    let filter = MatchFilter {
+        class: query.class,
+        bot_id: bot.as_ref().map(|bot| bot.id.as_str()),
+        opponent_id: None,
+        result: query.result,
+    };
     Ok(MatchesPage {
-        matches: store.settled_matches(cursor, limit).await?,
+        matches: store.settled_matches(&filter, cursor, limit).await?,
+        filter: query,
     })
 }
 

@@ -14,7 +14,7 @@
 //! | `/seasons/{season}[?class=&cursor=&limit=]` — name or id | `/api/seasons/{season}` |
 //! | `/bots/{bot}[?cursor=&limit=]` — chart, matches, opponents | `/api/bots/{bot}` |
 //! | `/bots/{a}/vs/{b}[?cursor=&limit=]` | `/api/bots/{a}/vs/{b}` |
-//! | `/matches[?cursor=&limit=]` — settled ranked matches | `/api/matches` |
+//! | `/matches[?class=&bot=&result=&cursor=&limit=]` — settled ranked matches, filtered | `/api/matches` |
 //! | `/matches/{id}` — links to the viewer and the replay | `/api/matches/{id}` |
 //!
 //! Listings page by keyset: `next_cursor` of one page is the `cursor=` of the
@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::limits::{MAX_SITE_PAGE_ROWS, SITE_PAGE_MAX_AGE_S, SITE_PAGE_ROWS};
 use duel_ladder_store::Reads;
 use duel_ladder_store::error::LadderError;
-use duel_ladder_store::site::{MatchCursor, MatchLine, Page, StandingCursor};
+use duel_ladder_store::site::{MatchCursor, MatchLine, MatchResult, Page, StandingCursor};
 
 const SITE_CSS: &str = include_str!("site.css");
 
@@ -228,23 +228,61 @@ fn reply<T: Serialize>(format: Format, data: &T, render: impl FnOnce(&T) -> Mark
 #[serde(deny_unknown_fields)]
 struct ListParams {
     class: Option<String>,
+    bot: Option<String>,
+    result: Option<String>,
     cursor: Option<String>,
     limit: Option<String>,
 }
 
 struct Listing {
     class: Option<WeightClass>,
+    /// /matches only: a bot's matches, and its result in them.
+    bot: Option<String>,
+    result: Option<MatchResult>,
     cursor: Option<String>,
     limit: usize,
 }
 
-fn listing(raw: Option<&str>, format: Format, class_allowed: bool) -> Result<Listing, SiteError> {
+/// Which parameters a listing takes besides `cursor` and `limit`.
+#[derive(Clone, Copy)]
+enum Takes {
+    Nothing,
+    Class,
+    /// `class`, `bot` and `result` (/matches).
+    Filters,
+}
+
+fn listing(raw: Option<&str>, format: Format, takes: Takes) -> Result<Listing, SiteError> {
     let invalid = |message: String| SiteError::new(format, LadderError::Invalid(message));
     let params: ListParams = serde_urlencoded::from_str(raw.unwrap_or_default())
         .map_err(|error| invalid(format!("malformed query: {error}")))?;
+    let quoted = |text: &str| format!("{:?}", text.chars().take(32).collect::<String>());
+    let filters = matches!(takes, Takes::Filters);
+    let bot = params.bot.filter(|bot| !bot.is_empty());
+    let result = match params.result.as_deref() {
+        None | Some("") => None,
+        Some(_) if !filters => return Err(invalid("this page takes no result".to_owned())),
+        Some(_) if bot.is_none() => {
+            return Err(invalid(
+                "result= is the result of one bot: add bot=".to_owned(),
+            ));
+        }
+        Some(name) => Some(MatchResult::from_name(name).ok_or_else(|| {
+            invalid(format!(
+                "result must be {}, not {}",
+                MatchResult::NAMES.join(", "),
+                quoted(name)
+            ))
+        })?),
+    };
+    if bot.is_some() && !filters {
+        return Err(invalid("this page takes no bot".to_owned()));
+    }
     let class = match params.class.as_deref() {
         None | Some("") => None,
-        Some(_) if !class_allowed => return Err(invalid("this page takes no class".to_owned())),
+        Some(_) if matches!(takes, Takes::Nothing) => {
+            return Err(invalid("this page takes no class".to_owned()));
+        }
         Some(name) => Some(WeightClass::from_name(name).ok_or_else(|| {
             invalid(format!(
                 "class must be light, middle or heavy, not {:?}",
@@ -265,6 +303,8 @@ fn listing(raw: Option<&str>, format: Format, class_allowed: bool) -> Result<Lis
     };
     Ok(Listing {
         class,
+        bot,
+        result,
         cursor: params.cursor.filter(|cursor| !cursor.is_empty()),
         limit,
     })
@@ -307,7 +347,7 @@ async fn season(
     RawQuery(raw): RawQuery,
     format: Format,
 ) -> Reply {
-    let listing = listing(raw.as_deref(), format, true)?;
+    let listing = listing(raw.as_deref(), format, Takes::Class)?;
     let cursor = match (&listing.cursor, listing.class) {
         (None, _) => None,
         (Some(cursor), Some(_)) => {
@@ -333,7 +373,7 @@ async fn bot(
     RawQuery(raw): RawQuery,
     format: Format,
 ) -> Reply {
-    let listing = listing(raw.as_deref(), format, false)?;
+    let listing = listing(raw.as_deref(), format, Takes::Nothing)?;
     let cursor = match_cursor(&listing, format)?;
     let mut page = data::bot(&site.reads, &name, &cursor, listing.limit)
         .await
@@ -349,7 +389,7 @@ async fn versus(
     RawQuery(raw): RawQuery,
     format: Format,
 ) -> Reply {
-    let listing = listing(raw.as_deref(), format, false)?;
+    let listing = listing(raw.as_deref(), format, Takes::Nothing)?;
     let cursor = match_cursor(&listing, format)?;
     let mut page = data::versus(&site.reads, &name, &opponent, &cursor, listing.limit)
         .await
@@ -360,9 +400,14 @@ async fn versus(
 }
 
 async fn matches(State(site): State<SiteState>, RawQuery(raw): RawQuery, format: Format) -> Reply {
-    let listing = listing(raw.as_deref(), format, false)?;
+    let listing = listing(raw.as_deref(), format, Takes::Filters)?;
     let cursor = match_cursor(&listing, format)?;
-    let mut page = data::matches(&site.reads, &cursor, listing.limit)
+    let query = data::MatchesQuery {
+        class: listing.class,
+        bot: listing.bot.clone(),
+        result: listing.result,
+    };
+    let mut page = data::matches(&site.reads, query, &cursor, listing.limit)
         .await
         .map_err(|error| SiteError::new(format, error))?;
     site.withhold(&mut page.matches);

@@ -7,9 +7,13 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::data::{BotPage, HomePage, MatchPage, MatchesPage, SeasonPage, SeasonsPage, VersusPage};
+use super::data::{
+    BotPage, HomePage, MatchPage, MatchesPage, MatchesQuery, SeasonPage, SeasonsPage, VersusPage,
+};
+use duel_ladder_core::limits::MAX_NAME_BYTES;
 use duel_ladder_core::model::{MatchState, utc_text};
-use duel_ladder_store::site::{ClassTable, MatchLine, Page, Record, SeasonLine};
+use duel_ladder_store::site::{ClassTable, MatchLine, MatchResult, Page, Record, SeasonLine};
+use duel_rules::WeightClass;
 
 /// A page: title, the address of its JSON twin, and its body.
 pub fn layout(title: &str, json_href: &str, body: Markup) -> Markup {
@@ -127,8 +131,10 @@ fn match_rows(lines: &[MatchLine]) -> Markup {
                             td {
                                 (result_text(line))
                                 @if let Some(score) = round_score(line) { " " span.score { (score) } }
-                                @if line.repeat_of.is_some() {
-                                    " " span.tag title="Repeats a rated match move for move: not rated" { "repeat" }
+                                @match line.not_rated.as_deref() {
+                                    Some("repeat") => { " " span.tag title="Repeats a rated match move for move: not rated" { "repeat" } }
+                                    Some(_) => { " " span.tag title="Not rated: this pair's rated games of the season were played" { "not rated" } }
+                                    None => {}
                                 }
                             }
                             td { a.when href=(match_href(&line.id)) { (line.finished_ms.map_or_else(|| utc_text(line.accepted_ms), utc_text)) } }
@@ -228,6 +234,21 @@ pub fn home(page: &HomePage) -> Markup {
                 link rel="stylesheet" href="/tv/tv.css";
                 section id="tv" class="tv" aria-label="Duel TV" {}
                 script src="/tv/tv.js" defer {}
+            }
+            @if !page.live.is_empty() {
+                section.live-now {
+                    h2 { "Live now" }
+                    ul {
+                        @for line in &page.live {
+                            li {
+                                a href=(bot_href(&line.bot_a)) { (line.bot_a) } " vs "
+                                a href=(bot_href(&line.bot_b)) { (line.bot_b) }
+                                span.muted { " · " (line.class) " · accepted " (utc_text(line.accepted_ms)) " · " }
+                                a href=(format!("/live/{}/view", line.id)) { "watch live" }
+                            }
+                        }
+                    }
+                }
             }
             section {
                 h2 { "Latest ranked matches" }
@@ -420,14 +441,57 @@ pub fn matches(page: &MatchesPage, json_href: &str) -> Markup {
         json_href,
         html! {
             h1 { "Ranked matches" }
+            (match_filters(&page.filter))
             @if page.matches.items.is_empty() {
-                p.empty { "No ranked match has been settled yet." }
+                @if page.filter.is_empty() {
+                    p.empty { "No ranked match has been settled yet." }
+                } @else {
+                    p.empty { "No settled match fits this filter." }
+                }
             } @else {
                 (match_rows(&page.matches.items))
-                (more_link("/matches", "", &page.matches))
+                (more_link("/matches", &page.filter.query_prefix(), &page.matches))
             }
         },
     )
+}
+
+/// The /matches filter form: a GET to the same page, so a filtered listing
+/// has an address of its own.
+fn match_filters(filter: &MatchesQuery) -> Markup {
+    let results = [
+        (MatchResult::Win, "won"),
+        (MatchResult::Loss, "lost"),
+        (MatchResult::Draw, "drew"),
+    ];
+    html! {
+        form.filters method="get" action="/matches" {
+            label { "Class "
+                select name="class" {
+                    option value="" { "any" }
+                    @for class in WeightClass::ALL {
+                        option value=(class.name()) selected[filter.class == Some(class)] { (class.name()) }
+                    }
+                }
+            }
+            label { "Bot "
+                input type="text" name="bot" value=(filter.bot.as_deref().unwrap_or_default())
+                    maxlength=(MAX_NAME_BYTES) placeholder="any" autocomplete="off";
+            }
+            label { "Result "
+                select name="result" {
+                    option value="" { "any" }
+                    @for (result, verb) in results {
+                        option value=(result.name()) selected[filter.result == Some(result)] { "the bot " (verb) }
+                    }
+                }
+            }
+            button type="submit" { "Filter" }
+            @if !filter.is_empty() {
+                " " a href="/matches" { "clear" }
+            }
+        }
+    }
 }
 
 pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
@@ -484,11 +548,17 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                 @if line.state == MatchState::Settled {
                     dt { "Rated" }
                     dd {
-                        @if let Some(earlier) = &line.repeat_of {
-                            "No: the same versions played the same moves in "
-                            a href=(match_href(earlier)) { "match " (earlier) }
-                            " this season, so this game adds nothing to either rating (its stakes settled as usual)."
-                        } @else { "Yes" }
+                        @match (line.not_rated.as_deref(), &line.repeat_of) {
+                            (Some("repeat"), Some(earlier)) => {
+                                "No: the same versions played the same moves in "
+                                a href=(match_href(earlier)) { "match " (earlier) }
+                                " this season, so this game adds nothing to either rating (its stakes settled as usual)."
+                            }
+                            (Some(_), _) => {
+                                "No: these two versions already played their rated games against each other this season (its stakes settled as usual)."
+                            }
+                            (None, _) => { "Yes" }
+                        }
                     }
                 }
                 @if let Some(note) = &page.note { dt { "Note" } dd { (note) } }

@@ -24,6 +24,7 @@ use duel_ladder_core::model::{
     BotKind, BotVersion, Claim, Match, MatchSide, MatchState, PlayRecord, Winner, class_from_name,
 };
 use duel_ladder_core::rating;
+use duel_ladder_core::repeat::Verdict;
 
 const MATCH_SELECT: &str = "SELECT m.*, ba.name AS name_a, bb.name AS name_b FROM matches m \
      JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b";
@@ -138,8 +139,8 @@ async fn accept_tx(
         .unwrap_or(DEFAULT_RAKE_BP);
     sqlx::query(
         "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, stake_a, \
-         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15, $16)",
+         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp, pair_key) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15, $16, $17)",
     )
     .bind(match_id.to_owned())
     .bind(season.id)
@@ -157,6 +158,12 @@ async fn accept_tx(
     .bind(sides[1].stake)
     .bind(now)
     .bind(rake_bp)
+    .bind(duel_ladder_core::repeat::pair_key([0, 1].map(|index| {
+        duel_ladder_core::repeat::KeySide {
+            bot_id: &sides[index].bot_id,
+            version: rows[index].2,
+        }
+    })))
     .execute(&mut *conn)
     .await?;
     let escrow = escrow_account(match_id);
@@ -189,6 +196,7 @@ async fn accept_tx(
         replay_path: None,
         note: None,
         repeat_of: None,
+        not_rated: None,
     };
     // The owners' ledger rows are what concurrent matches share, so they are
     // locked last (held only until the commit that follows), and in one global
@@ -368,23 +376,23 @@ async fn complete_tx(
         }
     }
     // Ratings move only while the match's season runs; ended seasons stay
-    // frozen. A repeat of a rated game moves none either.
+    // frozen. A repeat of a rated game, or a pair's game past its rated ones,
+    // moves none either.
     let season_open = get::<Option<i64>>(&row, "season_open")? == Some(1);
-    let repeat_of = match played {
-        Some(played) => {
-            let mut rated = Vec::new();
-            for row in sqlx::query(sqlx::AssertSqlSafe(super::settle::rated_keys_select(1)))
-                .bind(played.play_key.clone())
-                .fetch_all(&mut *conn)
-                .await?
-            {
-                rated.push(super::settle::rated_key_from_row(&row)?);
-            }
-            super::settle::repeat_of(&rated, request, &game)
+    let verdict = if played.is_some() {
+        let mut rated = Vec::new();
+        for row in sqlx::query(sqlx::AssertSqlSafe(super::settle::rated_keys_select(1)))
+            .bind(super::settle::pair_key_of(&game))
+            .fetch_all(&mut *conn)
+            .await?
+        {
+            rated.push(super::settle::rated_key_from_row(&row)?);
         }
-        None => None,
+        super::settle::verdict(&rated, request, &game)
+    } else {
+        Verdict::Rated
     };
-    let ratings = if season_open && repeat_of.is_none() {
+    let ratings = if season_open && verdict == Verdict::Rated {
         // Acceptance created both rating rows in the same transaction as the
         // match; they are locked before they are read (on PostgreSQL), so a
         // concurrent settlement of either bot waits for this one.
@@ -398,7 +406,7 @@ async fn complete_tx(
     let record = Record {
         replay_path,
         played: played.as_ref(),
-        repeat_of: repeat_of.as_deref(),
+        verdict: &verdict,
     };
     apply_plan(conn, &game, &plan, record, now).await?;
     Ok(Settlement {
@@ -420,7 +428,7 @@ async fn complete_tx(
 struct Record<'a> {
     replay_path: &'a str,
     played: Option<&'a PlayRecord>,
-    repeat_of: Option<&'a str>,
+    verdict: &'a Verdict,
 }
 
 async fn apply_plan(
@@ -457,7 +465,11 @@ async fn apply_plan(
         Arg::from(record.replay_path),
         Arg::from(game.id.as_str()),
     ];
-    args.extend(super::settle::played_args(record.played, record.repeat_of));
+    args.extend(super::settle::played_args(
+        record.played,
+        record.verdict.repeat_of(),
+    ));
+    args.push(Arg::from(record.verdict.not_rated().unwrap_or("")));
     args.extend(super::settle::rating_change_args(game, plan));
     update.push_expecting(
         "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, \
@@ -466,7 +478,7 @@ async fn apply_plan(
          damage_b = NULLIF($10, -1), exchanges = NULLIF($11, -1), tokens_a = NULLIF($12, -1), \
          tokens_b = NULLIF($13, -1), cost_usd_a = NULLIF($14, -1.0), cost_usd_b = NULLIF($15, -1.0), \
          rating_change_a = CASE WHEN $16 = 1 THEN $17 END, \
-         rating_change_b = CASE WHEN $16 = 1 THEN $18 END WHERE id = $4"
+         rating_change_b = CASE WHEN $16 = 1 THEN $18 END, not_rated = NULLIF($19, '') WHERE id = $4"
             .to_owned(),
         args,
         1,

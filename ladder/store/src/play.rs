@@ -104,12 +104,13 @@ pub(crate) struct ReadyBot {
 
 async fn activate_tx(
     conn: &mut AnyConnection,
+    row_locks: bool,
     owner: &User,
     bot_name: &str,
     stake: i64,
     now: i64,
 ) -> Result<Bot> {
-    let (bot, season) = stake_precondition_tx(conn, owner, bot_name, stake).await?;
+    let (bot, season) = stake_precondition_tx(conn, row_locks, owner, bot_name, stake).await?;
     let class = bot.class.name();
     let queued = sqlx::query("SELECT 1 AS one FROM queue WHERE bot_id = $1")
         .bind(bot.id.clone())
@@ -194,6 +195,7 @@ impl Store {
         }
         write_tx!(self, |conn| activate_tx(
             conn,
+            self.dialect().row_locks(),
             owner,
             bot_name,
             stake,

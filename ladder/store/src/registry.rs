@@ -227,12 +227,13 @@ async fn register_tx(
 
 async fn enqueue_tx(
     conn: &mut AnyConnection,
+    row_locks: bool,
     owner: &User,
     bot_name: &str,
     stake: i64,
     now: i64,
 ) -> Result<QueueEntry> {
-    let (bot, season) = stake_precondition_tx(conn, owner, bot_name, stake).await?;
+    let (bot, season) = stake_precondition_tx(conn, row_locks, owner, bot_name, stake).await?;
     if bot.play != Play::Inactive {
         return Err(LadderError::Conflict(format!(
             "bot {bot_name} plays continuously ({}); `ladder bot deactivate {bot_name}` to queue it once",
@@ -460,6 +461,7 @@ impl Store {
         }
         write_tx!(self, |conn| enqueue_tx(
             conn,
+            self.dialect().row_locks(),
             owner,
             bot_name,
             stake,

@@ -61,6 +61,7 @@ pub(crate) fn match_from_row(row: &AnyRow) -> Result<Match> {
         replay_path: get(row, "replay_path")?,
         note: get(row, "note")?,
         repeat_of: get(row, "repeat_of")?,
+        not_rated: get(row, "not_rated")?,
     })
 }
 
@@ -154,12 +155,25 @@ pub(crate) fn version_from_row(row: &AnyRow) -> Result<BotVersion> {
 /// continuous play (`ladder bot activate`) both require: `owner` owns the bot,
 /// a season runs, the bot's class is open, and the owner's available balance
 /// covers `stake`. An owner without a ledger account is corrupt state in both.
+///
+/// With `row_locks` (PostgreSQL) the bot's row is locked first: enqueueing and
+/// activating each read the other's state (the queue, the bot's play) and then
+/// write their own, so without the lock both could pass their checks at once
+/// and leave one bot both queued and active (write skew). SQLite's write
+/// transaction already holds the whole database.
 pub(crate) async fn stake_precondition_tx(
     conn: &mut AnyConnection,
+    row_locks: bool,
     owner: &User,
     bot_name: &str,
     stake: i64,
 ) -> Result<(Bot, Season)> {
+    if row_locks {
+        sqlx::query("SELECT id FROM bots WHERE name = $1 FOR UPDATE")
+            .bind(bot_name.to_owned())
+            .fetch_optional(&mut *conn)
+            .await?;
+    }
     let bot = load_own_bot(conn, owner, bot_name).await?;
     let season = running_season_tx(conn).await?;
     let class = bot.class.name();

@@ -32,6 +32,7 @@ use duel_ladder_core::ledger::Settlement;
 use duel_ladder_core::ledger::{self, Delta, HOUSE_ACCOUNT, Plan, SettleGate, TransferOp};
 use duel_ladder_core::model::{Match, PlayRecord, Winner};
 use duel_ladder_core::rating::{Rating, Score};
+use duel_ladder_core::repeat::{self, KeySide, Verdict};
 
 /// One lease holder's request to settle its match.
 #[derive(Clone, Debug)]
@@ -195,47 +196,78 @@ struct Planned {
     index: usize,
     game: Match,
     plan: Plan,
-    /// The rated match this one repeats (then `plan` moves no rating).
-    repeat_of: Option<String>,
+    /// Whether it is rated (when not, `plan` moves no rating).
+    verdict: Verdict,
 }
 
-/// A rated match with a play key: what a later match with the same key in the
-/// same season repeats.
+/// A rated match of a pair of versions: what decides whether a later match
+/// of the same pair in the same season is rated.
 #[derive(Clone, Debug)]
 pub(crate) struct RatedKey {
     pub match_id: String,
     pub season_id: i64,
-    pub play_key: String,
+    pub pair_key: String,
+    pub play_key: Option<String>,
     pub accepted_ms: i64,
 }
 
-/// The rated match of `game`'s season with the request's play key, if any
-/// (the repeat rule is [`duel_ladder_core::repeat`]'s).
-pub(crate) fn repeat_of(
-    rated: &[RatedKey],
-    request: &SettleRequest,
-    game: &Match,
-) -> Option<String> {
-    let key = request.played.as_ref()?.play_key.as_str();
-    duel_ladder_core::repeat::repeat_of(
+/// The key of `game`'s two versions ([`repeat::pair_key`]).
+pub(crate) fn pair_key_of(game: &Match) -> String {
+    let [a, b] = &game.sides;
+    repeat::pair_key([
+        KeySide {
+            bot_id: &a.bot_id,
+            version: a.version,
+        },
+        KeySide {
+            bot_id: &b.bot_id,
+            version: b.version,
+        },
+    ])
+}
+
+/// Whether `game` is rated, from the rated matches of its pair ([`repeat::verdict`]).
+/// A match settled without a record of its game is rated.
+pub(crate) fn verdict(rated: &[RatedKey], request: &SettleRequest, game: &Match) -> Verdict {
+    let Some(played) = request.played.as_ref() else {
+        return Verdict::Rated;
+    };
+    let pair = pair_key_of(game);
+    repeat::verdict(
         rated
             .iter()
             .filter(|earlier| {
-                earlier.play_key == key
+                earlier.pair_key == pair
                     && earlier.season_id == game.season_id
                     && earlier.match_id != game.id
             })
-            .map(|earlier| (earlier.match_id.as_str(), earlier.accepted_ms)),
+            .map(|earlier| {
+                (
+                    earlier.match_id.as_str(),
+                    earlier.accepted_ms,
+                    earlier.play_key.as_deref() == Some(played.play_key.as_str()),
+                )
+            }),
     )
-    .map(str::to_owned)
 }
 
-/// The SQL that finds the rated, settled matches with any of `count` play
-/// keys (placeholders from `$1`).
+/// The SQL that finds the rated, settled matches of the pairs of versions of
+/// `count` matches, by id (placeholders from `$1`).
+fn rated_of_matches_select(count: usize) -> String {
+    format!(
+        "SELECT r.id, r.season_id, r.pair_key, r.play_key, r.accepted_ms FROM matches m \
+         JOIN matches r ON r.pair_key = m.pair_key AND r.season_id = m.season_id \
+         WHERE m.id IN ({}) AND r.state = 'settled' AND r.not_rated IS NULL",
+        placeholder_rows(count, 1)
+    )
+}
+
+/// The SQL that finds the rated, settled matches of any of `count` pairs of
+/// versions (placeholders from `$1`): at most a few per pair and season.
 pub(crate) fn rated_keys_select(count: usize) -> String {
     format!(
-        "SELECT id, season_id, play_key, accepted_ms FROM matches \
-         WHERE play_key IN ({}) AND state = 'settled' AND repeat_of IS NULL",
+        "SELECT id, season_id, pair_key, play_key, accepted_ms FROM matches \
+         WHERE pair_key IN ({}) AND state = 'settled' AND not_rated IS NULL",
         placeholder_rows(count, 1)
     )
 }
@@ -244,6 +276,7 @@ pub(crate) fn rated_key_from_row(row: &sqlx::any::AnyRow) -> Result<RatedKey> {
     Ok(RatedKey {
         match_id: get(row, "id")?,
         season_id: get(row, "season_id")?,
+        pair_key: get(row, "pair_key")?,
         play_key: get(row, "play_key")?,
         accepted_ms: get(row, "accepted_ms")?,
     })
@@ -314,16 +347,17 @@ async fn settle_many_tx(
     let mut planned = Vec::with_capacity(runnable.len());
     for (index, game, season_open) in runnable {
         let request = &requests[index];
-        let repeat_of = repeat_of(&rated_keys, request, &game);
-        if let (Some(played), None) = (&request.played, &repeat_of) {
+        let verdict = verdict(&rated_keys, request, &game);
+        if let (Some(played), Verdict::Rated) = (&request.played, &verdict) {
             rated_keys.push(RatedKey {
                 match_id: game.id.clone(),
                 season_id: game.season_id,
-                play_key: played.play_key.clone(),
+                pair_key: pair_key_of(&game),
+                play_key: Some(played.play_key.clone()),
                 accepted_ms: game.accepted_ms,
             });
         }
-        let before = if season_open && repeat_of.is_none() {
+        let before = if season_open && verdict == Verdict::Rated {
             let [a, b] = &game.sides;
             let rating_of = |bot_id: &str| {
                 ratings
@@ -357,7 +391,7 @@ async fn settle_many_tx(
             index,
             game,
             plan,
-            repeat_of,
+            verdict,
         });
     }
     let mut locks = Script::default();
@@ -442,15 +476,16 @@ async fn read_batch(
         ),
         match_ids,
     );
+    // Pairs are known from the locked rows only; the read goes by the
+    // requests' matches, whose rows carry their versions.
     let keys: Vec<Arg> = asked
         .iter()
-        .filter_map(|&index| requests[index].played.as_ref())
-        .map(|played| played.play_key.as_str())
-        .map(Arg::from)
+        .filter(|&&index| requests[index].played.is_some())
+        .map(|&index| Arg::from(requests[index].match_id.as_str()))
         .collect();
     let has_keys = !keys.is_empty();
     if has_keys {
-        reads.push(rated_keys_select(keys.len()), keys);
+        reads.push(rated_of_matches_select(keys.len()), keys);
     }
     let mut answers = reads.run(conn, backend.together).await?.into_iter();
     let (Some(match_rows), Some(rating_rows)) = (answers.next(), answers.next()) else {
@@ -461,8 +496,15 @@ async fn read_batch(
         let Some(key_rows) = answers.next() else {
             return Err(LadderError::corrupt("the settlement read gave no answer"));
         };
+        // A pair with several matches in the batch comes back once per match.
         for row in key_rows.rows {
-            rated_keys.push(rated_key_from_row(&row)?);
+            let rated = rated_key_from_row(&row)?;
+            if !rated_keys
+                .iter()
+                .any(|known: &RatedKey| known.match_id == rated.match_id)
+            {
+                rated_keys.push(rated);
+            }
         }
     }
     let mut rows = HashMap::new();
@@ -591,11 +633,12 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
     // Absent facts travel as sentinels the statement turns into NULL: the
     // batch binds typed values only.
     let sql = format!(
-        "WITH d(d_id, d_winner, d_finished, d_replay, d_key, d_repeat, d_wins_a, d_wins_b, \
+        "WITH d(d_id, d_winner, d_finished, d_replay, d_pair, d_not_rated, d_key, d_repeat, d_wins_a, d_wins_b, \
          d_damage_a, d_damage_b, d_exchanges, d_tokens_a, d_tokens_b, d_cost_a, d_cost_b, \
          d_rated, d_change_a, d_change_b) AS (VALUES {}) \
          UPDATE matches SET state = 'settled', winner = d.d_winner, finished_ms = d.d_finished, \
-         replay_path = d.d_replay, lease_expires_ms = NULL, play_key = NULLIF(d.d_key, ''), \
+         replay_path = d.d_replay, lease_expires_ms = NULL, pair_key = d.d_pair, \
+         not_rated = NULLIF(d.d_not_rated, ''), play_key = NULLIF(d.d_key, ''), \
          repeat_of = NULLIF(d.d_repeat, ''), round_wins_a = NULLIF(d.d_wins_a, -1), \
          round_wins_b = NULLIF(d.d_wins_b, -1), damage_a = NULLIF(d.d_damage_a, -1), \
          damage_b = NULLIF(d.d_damage_b, -1), exchanges = NULLIF(d.d_exchanges, -1), \
@@ -604,9 +647,9 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
          rating_change_a = CASE WHEN d.d_rated = 1 THEN d.d_change_a END, \
          rating_change_b = CASE WHEN d.d_rated = 1 THEN d.d_change_b END \
          FROM d WHERE matches.id = d.d_id",
-        placeholder_rows(planned.len(), 18)
+        placeholder_rows(planned.len(), 20)
     );
-    let mut args = Vec::with_capacity(planned.len() * 18);
+    let mut args = Vec::with_capacity(planned.len() * 20);
     for planned in planned {
         let request = &requests[planned.index];
         args.extend([
@@ -614,10 +657,12 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
             Arg::from(planned.plan.winner.name()),
             Arg::from(request.now),
             Arg::from(request.replay_path.as_str()),
+            Arg::from(pair_key_of(&planned.game)),
+            Arg::from(planned.verdict.not_rated().unwrap_or("")),
         ]);
         args.extend(played_args(
             request.played.as_ref(),
-            planned.repeat_of.as_deref(),
+            planned.verdict.repeat_of(),
         ));
         args.extend(rating_change_args(&planned.game, &planned.plan));
     }

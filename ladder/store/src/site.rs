@@ -41,6 +41,9 @@ pub struct MatchLine {
     /// The rated match of the season this one repeats move for move: then it
     /// moved no rating (docs/RULES.md, "Repeats are not rated"). Null otherwise.
     pub repeat_of: Option<String>,
+    /// Why it moved no rating: `repeat` or `pair_rated` (docs/RULES.md);
+    /// null when rated (or unsettled).
+    pub not_rated: Option<String>,
     /// Rounds won by `a` and `b`; null for a match settled without a record
     /// of its game (and for unsettled ones), as are the facts below.
     pub round_wins: Option<[i64; 2]>,
@@ -83,6 +86,62 @@ fn winner_name<S: serde::Serializer>(
     match winner {
         Some(winner) => serializer.serialize_str(winner.name()),
         None => serializer.serialize_none(),
+    }
+}
+
+/// Which settled matches a listing shows; the default shows them all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MatchFilter<'a> {
+    pub class: Option<WeightClass>,
+    /// Only this bot's matches (its id)…
+    pub bot_id: Option<&'a str>,
+    /// …against this one (a head-to-head; needs `bot_id`)…
+    pub opponent_id: Option<&'a str>,
+    /// …that it won, lost or drew (needs `bot_id`).
+    pub result: Option<MatchResult>,
+}
+
+/// A match's result for one of its bots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchResult {
+    Win,
+    Loss,
+    Draw,
+}
+
+impl MatchResult {
+    pub const NAMES: [&'static str; 3] = ["win", "loss", "draw"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MatchResult::Win => "win",
+            MatchResult::Loss => "loss",
+            MatchResult::Draw => "draw",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<MatchResult> {
+        match name {
+            "win" => Some(MatchResult::Win),
+            "loss" => Some(MatchResult::Loss),
+            "draw" => Some(MatchResult::Draw),
+            _ => None,
+        }
+    }
+
+    /// The stored winner that gives this result to the bot on `side`
+    /// (`Winner::A` or `Winner::B`).
+    pub fn winner_as(self, side: Winner) -> Winner {
+        let other = if side == Winner::A {
+            Winner::B
+        } else {
+            Winner::A
+        };
+        match self {
+            MatchResult::Win => side,
+            MatchResult::Loss => other,
+            MatchResult::Draw => Winner::Draw,
+        }
     }
 }
 
@@ -254,7 +313,7 @@ pub struct HeadToHead {
 }
 
 const MATCH_LINE: &str = "SELECT m.id, m.class, m.state, m.winner, m.stake_a, m.stake_b, \
-     m.version_a, m.version_b, m.accepted_ms, m.finished_ms, m.replay_path, m.repeat_of, \
+     m.version_a, m.version_b, m.accepted_ms, m.finished_ms, m.replay_path, m.repeat_of, m.not_rated, \
      m.round_wins_a, m.round_wins_b, m.damage_a, m.damage_b, m.exchanges, m.tokens_a, m.tokens_b, \
      m.cost_usd_a, m.cost_usd_b, m.rating_change_a, m.rating_change_b, \
      s.name AS season_name, ba.name AS name_a, bb.name AS name_b \
@@ -288,6 +347,7 @@ fn match_line(row: &AnyRow) -> Result<MatchLine> {
         finished_ms,
         replay: get::<Option<String>>(row, "replay_path")?.is_some(),
         repeat_of: get(row, "repeat_of")?,
+        not_rated: get(row, "not_rated")?,
         round_wins: pair(row, "round_wins")?,
         damage: pair(row, "damage")?,
         rating_change: [get(row, "rating_change_a")?, get(row, "rating_change_b")?],
@@ -335,28 +395,49 @@ fn fetch_limit(limit: usize) -> i64 {
 }
 
 impl Reads {
-    /// Settled matches, newest first, after `cursor`.
+    /// Settled ranked matches, newest first, after `cursor`, narrowed by
+    /// `filter`.
     pub async fn settled_matches(
         &self,
+        filter: &MatchFilter<'_>,
         cursor: &MatchCursor,
         limit: usize,
     ) -> Result<Page<MatchLine>> {
+        if filter.bot_id.is_some() {
+            return self.bot_matches(filter, cursor, limit).await;
+        }
         // The page is cut from the index alone first, then named: with the
         // joins in one query SQLite picked a plan that scanned far down the
         // index for small limits (the home page's 10: 300 ms at 100,000
         // matches; docs/perf/site.md).
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{MATCH_LINE} WHERE m.id IN (SELECT id FROM matches WHERE state = 'settled' \
+             AND ($4 = '' OR class = $4) \
              AND (finished_ms, id) < ($1, $2) ORDER BY finished_ms DESC, id DESC LIMIT $3) \
              ORDER BY m.finished_ms DESC, m.id DESC LIMIT $3"
         )))
         .bind(cursor.finished_ms)
         .bind(cursor.id.clone())
         .bind(fetch_limit(limit))
+        .bind(filter.class.map_or("", WeightClass::name))
         .fetch_all(self.store.read_pool())
         .await?;
         let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;
         Ok(match_page(lines, limit))
+    }
+
+    /// The matches being played now, the latest accepted first, at most
+    /// `limit`: what a spectator can watch live.
+    pub async fn running_matches(&self, limit: usize) -> Result<Vec<MatchLine>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{MATCH_LINE} WHERE m.id IN (SELECT id FROM matches WHERE state = 'running' \
+             ORDER BY accepted_ms DESC, id DESC LIMIT $1) \
+             ORDER BY m.accepted_ms DESC, m.id DESC"
+        )))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(self.store.read_pool())
+        .await?;
+        rows.iter().map(match_line).collect()
     }
 
     /// One match as listings show it, with its note (why it was voided).
@@ -372,39 +453,44 @@ impl Reads {
         Ok((match_line(&row)?, get(&row, "note")?))
     }
 
-    /// A bot's settled matches, newest first, after `cursor`; with `opponent`,
-    /// only those against it (a head-to-head).
-    pub async fn bot_matches(
+    /// A bot's settled matches (`filter.bot_id`), newest first, after
+    /// `cursor`; with an opponent, only those against it (a head-to-head).
+    async fn bot_matches(
         &self,
-        bot_id: &str,
-        opponent_id: Option<&str>,
+        filter: &MatchFilter<'_>,
         cursor: &MatchCursor,
         limit: usize,
     ) -> Result<Page<MatchLine>> {
         // One index range per side (bot_a…, bot_b…), merged; each side is cut at
-        // the page size before the merge.
-        let side = |this: &str, other: &str| {
-            let against = if opponent_id.is_some() {
-                format!(" AND {other} = $2")
-            } else {
-                " AND $2 = ''".to_owned()
-            };
+        // the page size before the merge. The result is the stored winner
+        // each side needs: `$6` as side a, `$7` as side b.
+        let side = |this: &str, other: &str, winner: &str| {
             format!(
-                "SELECT * FROM (SELECT id FROM matches WHERE {this} = $1{against} AND state = 'settled' \
+                "SELECT * FROM (SELECT id FROM matches WHERE {this} = $1 \
+                 AND ($2 = '' OR {other} = $2) AND ({winner} = '' OR winner = {winner}) \
+                 AND ($8 = '' OR class = $8) AND state = 'settled' \
                  AND (finished_ms, id) < ($3, $4) ORDER BY finished_ms DESC, id DESC LIMIT $5) AS side_{this}"
             )
         };
         let sql = format!(
             "{MATCH_LINE} WHERE m.id IN ({} UNION ALL {}) ORDER BY m.finished_ms DESC, m.id DESC LIMIT $5",
-            side("bot_a", "bot_b"),
-            side("bot_b", "bot_a")
+            side("bot_a", "bot_b", "$6"),
+            side("bot_b", "bot_a", "$7")
         );
+        let winner_as = |side: Winner| {
+            filter
+                .result
+                .map_or("", |result| result.winner_as(side).name())
+        };
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(bot_id.to_owned())
-            .bind(opponent_id.unwrap_or("").to_owned())
+            .bind(filter.bot_id.unwrap_or("").to_owned())
+            .bind(filter.opponent_id.unwrap_or("").to_owned())
             .bind(cursor.finished_ms)
             .bind(cursor.id.clone())
             .bind(fetch_limit(limit))
+            .bind(winner_as(Winner::A))
+            .bind(winner_as(Winner::B))
+            .bind(filter.class.map_or("", WeightClass::name))
             .fetch_all(self.store.read_pool())
             .await?;
         let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;

@@ -59,11 +59,12 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// The Content-Security-Policy of every response. The viewer has no inline
 /// script or style (its script sets element styles through the DOM, which CSP
-/// allows), talks only to its own site (`fetch`, `EventSource`), and is never
+/// allows), talks only to its own site (`fetch`, `EventSource`), submits
+/// forms only to its own site (the ladder's match filters), and is never
 /// framed: not by another site, not by this one.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
     style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; \
-    form-action 'none'; frame-ancestors 'none'";
+    form-action 'self'; frame-ancestors 'none'";
 
 /// How the listing rate limit is set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

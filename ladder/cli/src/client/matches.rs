@@ -118,6 +118,7 @@ fn match_json(game: &pb::LadderMatch) -> Result<Value> {
         "replay_path": (!game.replay_path.is_empty()).then_some(&game.replay_path),
         "note": (!game.note.is_empty()).then_some(&game.note),
         "repeat_of": (!game.repeat_of.is_empty()).then_some(&game.repeat_of),
+        "not_rated": (!game.not_rated.is_empty()).then_some(&game.not_rated),
     }))
 }
 
@@ -131,10 +132,13 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
     } else {
         format!(" winner {}", game.winner)
     };
-    let repeat = if game.repeat_of.is_empty() {
-        String::new()
-    } else {
-        format!(" (not rated: repeats {})", game.repeat_of)
+    let repeat = match game.not_rated.as_str() {
+        "" => String::new(),
+        "repeat" => format!(" (not rated: repeats {})", game.repeat_of),
+        "pair_rated" => {
+            " (not rated: this pair's rated games of the season were played)".to_owned()
+        }
+        other => format!(" (not rated: {other})"),
     };
     // When it ended, or when it was paired while it has not.
     let when = if game.finished_ms > 0 {
@@ -256,6 +260,7 @@ mod tests {
             replay_path: "replays/m1.json".into(),
             note: String::new(),
             repeat_of: String::new(),
+            not_rated: String::new(),
         }
     }
 
@@ -267,6 +272,7 @@ mod tests {
         );
         let repeat = pb::LadderMatch {
             repeat_of: "m0".into(),
+            not_rated: "repeat".into(),
             ..game()
         };
         assert!(
@@ -277,6 +283,7 @@ mod tests {
         let value: Value =
             serde_json::from_str(&render_list(&[repeat], true).expect("json")).expect("JSON");
         assert_eq!(value[0]["repeat_of"], "m0");
+        assert_eq!(value[0]["not_rated"], "repeat");
         let text = render_list(&[game()], true).expect("json");
         let value: Value = serde_json::from_str(&text).expect("one JSON document");
         assert_eq!(value[0]["a"]["stake"], 10);

@@ -356,7 +356,7 @@ async fn site_of_a_season(db: &TestDb) {
         .as_array()
         .expect("matches")
         .iter()
-        .filter(|game| !game["repeat_of"].is_null())
+        .filter(|game| !game["not_rated"].is_null())
         .count();
     assert_eq!(
         rated_seen,
@@ -377,6 +377,79 @@ async fn site_of_a_season(db: &TestDb) {
     let (status, _, _) = http.get(&format!("/replays/{id}/view")).await;
     assert_eq!(status, 200);
 
+    // /matches filtered by class, bot and the bot's result: each filter
+    // keeps exactly the matches it names; together the results cover the
+    // bot's matches (the one on air aside), page after page.
+    let on_air_before = on_air(&http).await;
+    let (everything, _) = http
+        .walk("/api/matches?bot=a-counter&limit=3", "/matches/items")
+        .await;
+    let side_of = |game: &Value| -> &'static str {
+        if game["bot_a"] == "a-counter" {
+            "a"
+        } else {
+            assert_eq!(game["bot_b"], "a-counter", "{game}");
+            "b"
+        }
+    };
+    let mut by_result = HashSet::new();
+    for (result, wins) in [("win", true), ("loss", false), ("draw", false)] {
+        let (games, _) = http
+            .walk(
+                &format!("/api/matches?class=light&bot=a-counter&result={result}&limit=2"),
+                "/matches/items",
+            )
+            .await;
+        for game in &games {
+            let side = side_of(game);
+            let winner = game["winner"].as_str().unwrap_or_default();
+            match result {
+                "draw" => assert_eq!(winner, "draw", "{game}"),
+                _ => assert_eq!(winner == side, wins, "{result}: {game}"),
+            }
+            assert!(
+                by_result.insert(game["id"].as_str().unwrap_or_default().to_owned()),
+                "a match under two results: {game}"
+            );
+        }
+    }
+    let on_air_after = on_air(&http).await;
+    let all_ids: HashSet<String> = everything
+        .iter()
+        .map(|game| game["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(!all_ids.is_empty());
+    for id in all_ids.symmetric_difference(&by_result) {
+        assert!(
+            [&on_air_before, &on_air_after].contains(&&Some(id.clone())),
+            "{id}: listed by bot but not by its result, or the other way"
+        );
+    }
+    let filtered = http.json("/api/matches?bot=a-counter&result=win").await;
+    assert_eq!(filtered["filter"]["bot"], "a-counter");
+    assert_eq!(filtered["filter"]["result"], "win");
+    assert_eq!(filtered["filter"]["class"], Value::Null);
+    assert!(
+        http.json("/api/matches?class=heavy").await["matches"]["items"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+    let page = http
+        .html("/matches?class=light&bot=a-counter&result=loss")
+        .await;
+    for text in [
+        "<form class=\"filters\" method=\"get\" action=\"/matches\">",
+        "value=\"a-counter\"",
+        "<option value=\"light\" selected>",
+        "<option value=\"loss\" selected>",
+        "href=\"/api/matches?class=light&amp;bot=a-counter&amp;result=loss\"",
+    ] {
+        assert!(
+            page.contains(text),
+            "the filtered page lacks {text}: {page}"
+        );
+    }
+
     // Bad addresses: one line, in the page's own format.
     for (path, status, says) in [
         ("/api/bots/nobody", 404, "not found: bot nobody"),
@@ -387,6 +460,16 @@ async fn site_of_a_season(db: &TestDb) {
             "limit must be a number from 1 to 200",
         ),
         ("/api/matches?bogus=1", 400, "unknown field"),
+        ("/api/matches?result=win", 400, "add bot="),
+        ("/api/matches?bot=nobody", 400, "bot= names no bot"),
+        (
+            "/api/matches?bot=a-counter&result=maybe",
+            400,
+            "result must be win, loss, draw",
+        ),
+        ("/api/matches?class=super", 400, "class must be light"),
+        ("/api/bots/a-counter?result=win", 400, "takes no result"),
+        ("/api/bots/a-counter?bot=b-block", 400, "takes no bot"),
         ("/api/seasons/autumn?cursor=1_0_x", 400, "add class="),
         (
             "/api/seasons/autumn?class=super",

@@ -479,8 +479,8 @@ both_backends!(match_interval_test, match_interval);
 type GameKey = (String, String, Vec<[String; 2]>);
 
 /// The pairing property with deterministic bots (issue 32): the waves spread
-/// the meetings over every pair that may meet, and no game is rated twice in a
-/// season. The replays themselves are the evidence: two matches whose replays
+/// the meetings over every pair that may meet, no game is rated twice in a
+/// season, and no pair more than its rated games. The replays themselves are the evidence: two matches whose replays
 /// show the same versions playing the same actions are never both rated.
 async fn deterministic_bots_rate_each_game_once(db: &TestDb) {
     let setup = setup(db).await;
@@ -557,19 +557,40 @@ async fn deterministic_bots_rate_each_game_once(db: &TestDb) {
         );
         let entry = by_game.entry(key).or_default();
         entry.0 += 1;
-        if game.repeat_of.is_none() {
+        if game.not_rated.is_none() {
             entry.1 += 1;
+        }
+        // A repeat names a rated match of the same game.
+        if let Some(earlier) = &game.repeat_of {
+            assert_eq!(game.not_rated.as_deref(), Some("repeat"));
+            assert!(
+                games
+                    .iter()
+                    .any(|other| &other.id == earlier && other.not_rated.is_none())
+            );
         }
         *per_pair
             .entry((low.bot_name.clone(), high.bot_name.clone()))
             .or_default() += 1;
     }
+    // Each game at most once, and each pair of versions at most its rated
+    // games a season.
+    let mut rated_per_pair: BTreeMap<(String, String), usize> = BTreeMap::new();
     for ((low, high, _), (played, rated)) in &by_game {
-        assert_eq!(
-            *rated, 1,
+        assert!(
+            *rated <= 1,
             "{low} vs {high}: one game played {played} times, rated {rated} times"
         );
+        *rated_per_pair
+            .entry((low.clone(), high.clone()))
+            .or_default() += rated;
     }
+    assert!(
+        rated_per_pair.values().all(|rated| (1
+            ..=duel_ladder::limits::RATED_GAMES_PER_PAIR_PER_SEASON)
+            .contains(rated)),
+        "{rated_per_pair:?}"
+    );
     assert!(
         by_game.values().any(|(played, _)| *played > 1),
         "deterministic bots repeated no game in {settled} matches: the test proves nothing"

@@ -229,6 +229,7 @@ impl Model {
                     replay_path: None,
                     note: None,
                     repeat_of: None,
+                    not_rated: None,
                 };
                 model.book.open(&escrow_account(&id), "escrow", false);
                 for stake in ledger::stakes(&game) {

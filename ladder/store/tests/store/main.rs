@@ -1,6 +1,6 @@
 //! The store's tests, one binary: the ledger's rules applied on SQLite and
 //! PostgreSQL (transfers, settlement, the property test against the
-//! in-memory book) and concurrent settlement.
+//! in-memory book), concurrent settlement, repeats and racing requests.
 
 #[macro_use]
 extern crate duel_ladder_testkit;
@@ -12,4 +12,5 @@ mod common {
 mod concurrent_settlement;
 mod ledger;
 mod ledger_property;
+mod races;
 mod repeats;

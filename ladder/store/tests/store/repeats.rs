@@ -1,8 +1,9 @@
-//! The repeat rule and the pairing bound, applied by the store on both
-//! backends: a match that replays a rated game of its season move for move
-//! settles its stakes but moves no rating, whether it settles alone or in a
-//! batch beside the game it repeats; a pair that met its season's bound is not
-//! paired again.
+//! The repeat rule, the pair's rated games and the pairing bound, applied by
+//! the store on both backends: a match that replays a rated game of its
+//! season move for move, or a pair's game past its rated ones, settles its
+//! stakes but moves no rating, whether it settles alone or in a batch beside
+//! the game it repeats; a pair that met its season's bound is not paired
+//! again.
 
 use crate::common;
 
@@ -95,7 +96,8 @@ async fn repeats_are_settled_but_not_rated(db: &TestDb) {
             .expect("settle");
         settled.push(db.store.game(&game.id).await.expect("match"));
     }
-    assert_eq!(settled[0].repeat_of, None);
+    assert_eq!(settled[0].not_rated, None);
+    assert_eq!(settled[1].not_rated.as_deref(), Some("repeat"));
     assert_eq!(
         settled[1].repeat_of.as_deref(),
         Some(settled[0].id.as_str())
@@ -107,12 +109,20 @@ async fn repeats_are_settled_but_not_rated(db: &TestDb) {
     let available = db.store.available(&alice.id).await.expect("alice");
     assert!(available > 100_000 + 2 * STAKE, "{available}");
 
-    // Settled together: two matches with a new key (one is rated, the other
-    // repeats it) and one with the first key (a repeat of the first match).
+    // Settled together, against a third bot: two matches with one key (one
+    // is rated, the other repeats it) and one with another (rated: the pair's
+    // second rated game), in whatever order the batch takes them.
+    let (carol, _) = db.owner("carol-r", 100_000).await;
+    let z = db
+        .store
+        .register_bot(&carol, "z-r", "light", &builtin())
+        .await
+        .expect("z")
+        .id;
     let mut claims = Vec::new();
     let mut games = Vec::new();
     for _ in 0..3 {
-        games.push(accept(&db.store, [&y, &x]).await);
+        games.push(accept(&db.store, [&z, &x]).await);
     }
     for _ in 0..3 {
         claims.push(
@@ -126,7 +136,7 @@ async fn repeats_are_settled_but_not_rated(db: &TestDb) {
     let mut settling = tokio::task::JoinSet::new();
     for (claim, key) in claims
         .into_iter()
-        .zip(["sha256:k3", "sha256:k3", "sha256:k1"])
+        .zip(["sha256:k3", "sha256:k3", "sha256:k4"])
     {
         let store = db.store.clone();
         settling.spawn(async move {
@@ -145,20 +155,47 @@ async fn repeats_are_settled_but_not_rated(db: &TestDb) {
     while let Some(done) = settling.join_next().await {
         done.expect("task").expect("settle");
     }
-    let mut repeats = 0;
+    let mut verdicts = Vec::new();
     for game in &games {
         let game = db.store.game(&game.id).await.expect("match");
-        if let Some(earlier) = game.repeat_of {
-            repeats += 1;
-            assert!(
-                earlier == settled[0].id || games.iter().any(|other| other.id == earlier),
-                "{earlier} is not a rated match of this pair"
-            );
+        if let Some(earlier) = &game.repeat_of {
+            let earlier = db.store.game(earlier).await.expect("repeated match");
+            assert_eq!(earlier.not_rated, None, "a repeat names a rated match");
+            assert!(games.iter().any(|other| other.id == earlier.id));
         }
+        verdicts.push(game.not_rated.clone());
     }
-    assert_eq!(repeats, 2);
+    verdicts.sort();
+    assert_eq!(verdicts, [None, None, Some("repeat".to_owned())]);
     let hero = hero_standing(&db.store, &x).await;
-    assert_eq!((hero.games, hero.wins), (3, 3));
+    assert_eq!((hero.games, hero.wins), (4, 4));
+
+    // x and y had their two rated games: a new game of theirs is settled
+    // but not rated, and is no repeat.
+    let game = accept(&db.store, [&x, &y]).await;
+    let claim = db
+        .store
+        .claim(60_000, now)
+        .await
+        .expect("claim")
+        .expect("queued");
+    db.store
+        .complete(
+            &game.id,
+            &claim.lease_id,
+            Winner::A,
+            "r.json",
+            Some(&played("sha256:k5")),
+            now + 2,
+        )
+        .await
+        .expect("settle");
+    let past = db.store.game(&game.id).await.expect("match");
+    assert_eq!(
+        (past.not_rated.as_deref(), past.repeat_of.as_deref()),
+        (Some("pair_rated"), None)
+    );
+    assert_eq!(hero_standing(&db.store, &x).await.games, 4);
 
     // A new season rates the same game again: ratings started over.
     db.store.end_season().await.expect("end");
@@ -182,7 +219,7 @@ async fn repeats_are_settled_but_not_rated(db: &TestDb) {
         .await
         .expect("settle");
     assert_eq!(
-        db.store.game(&game.id).await.expect("match").repeat_of,
+        db.store.game(&game.id).await.expect("match").not_rated,
         None
     );
     db.store

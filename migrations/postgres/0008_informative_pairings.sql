@@ -56,3 +56,26 @@ ALTER TABLE matches ADD COLUMN cost_usd_a DOUBLE PRECISION;
 ALTER TABLE matches ADD COLUMN cost_usd_b DOUBLE PRECISION;
 ALTER TABLE matches ADD COLUMN rating_change_a DOUBLE PRECISION;
 ALTER TABLE matches ADD COLUMN rating_change_b DOUBLE PRECISION;
+
+-- What a win cost (docs/areas/ladder.md, "What a win cost"): the decisions
+-- each side of a settled match lost to the fallback, by cause (a row only for
+-- a side that lost some), and each side's calls to each catalogue model as
+-- the replay recorded them (cost_usd NULL: the model had no price).
+CREATE TABLE match_fallbacks (
+    match_id TEXT NOT NULL,
+    side TEXT NOT NULL,
+    timeout BIGINT NOT NULL,
+    budget BIGINT NOT NULL,
+    fault BIGINT NOT NULL,
+    PRIMARY KEY (match_id, side)
+);
+CREATE TABLE match_models (
+    match_id TEXT NOT NULL,
+    side TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls BIGINT NOT NULL,
+    tokens BIGINT NOT NULL,
+    cost_usd DOUBLE PRECISION,
+    PRIMARY KEY (match_id, side, model)
+);
+CREATE INDEX match_models_model ON match_models (model);

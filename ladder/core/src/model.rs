@@ -254,6 +254,46 @@ pub struct PlayRecord {
     /// What each side's model calls cost in US dollars at the catalogue's
     /// prices the replay recorded; `None` when a model it called had no price.
     pub cost_usd: [Option<f64>; 2],
+    /// Decisions each side lost to the fallback, by cause.
+    pub fallbacks: [Fallbacks; 2],
+    /// Each side's model calls, one entry per side and model called: what the
+    /// replay says was called, not what the owner declared.
+    pub models: Vec<ModelUse>,
+}
+
+/// Decisions a fighter lost to the fallback in one match, by the rules'
+/// three causes ("Substitution").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fallbacks {
+    /// The answer came after the wall clock ran out.
+    pub timeout: i64,
+    /// Gassed out: the budget was spent, or a call was refused.
+    pub budget: i64,
+    /// A crash, trap, malformed or illegal answer, or a lost connection.
+    pub fault: i64,
+}
+
+impl Fallbacks {
+    pub fn total(&self) -> i64 {
+        self.timeout
+            .saturating_add(self.budget)
+            .saturating_add(self.fault)
+    }
+}
+
+/// One side's calls to one catalogue model in one match, as the replay
+/// recorded them (calls that reached the model).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelUse {
+    /// 0 for side `a`, 1 for side `b`.
+    pub side: usize,
+    /// The catalogue name.
+    pub model: String,
+    pub calls: i64,
+    /// Tokens charged for them.
+    pub tokens: i64,
+    /// At the catalogue prices the replay recorded; `None` without a price.
+    pub cost_usd: Option<f64>,
 }
 
 /// The facts of a settled match beside its result (all `None` for a match

@@ -21,7 +21,7 @@ use duel_referee::{
     MatchRecorder, MatchSession, ReplaySinks,
 };
 use duel_replays::store::ReplayStore;
-use duel_replays::{Replay, RoundResultRecord, SigningKey};
+use duel_replays::{Replay, RoundResultRecord, SigningKey, SourceName};
 use duel_rules::{ExchangeStep, Ruleset, Side};
 use tokio::sync::watch;
 
@@ -32,7 +32,9 @@ use crate::limits::{
     PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
 };
 use crate::metrics::{LadderMetrics, Step};
-use crate::model::{BotKind, BotVersion, Claim, ExchangeLog, Match, PlayRecord};
+use crate::model::{
+    BotKind, BotVersion, Claim, ExchangeLog, Fallbacks, Match, ModelUse, PlayRecord,
+};
 use crate::store::Store;
 use crate::validate::check_endpoint_url;
 use duel_ladder_core::repeat::KeySide;
@@ -501,7 +503,40 @@ fn play_record(game: &Match, replay: &Replay) -> PlayRecord {
             .tokens_used
             .map(|tokens| i64::try_from(tokens).unwrap_or(i64::MAX)),
         cost_usd: [cost(Side::A), cost(Side::B)],
+        fallbacks: fallbacks(replay),
+        models: [Side::A, Side::B]
+            .into_iter()
+            .flat_map(|side| {
+                replay
+                    .model_spend(side)
+                    .into_iter()
+                    .map(move |spend| ModelUse {
+                        side: side.index(),
+                        model: spend.model,
+                        calls: i64::try_from(spend.calls).unwrap_or(i64::MAX),
+                        tokens: i64::try_from(spend.tokens).unwrap_or(i64::MAX),
+                        cost_usd: spend.cost_usd,
+                    })
+            })
+            .collect(),
     }
+}
+
+/// Decisions each side lost to the fallback, by cause.
+fn fallbacks(replay: &Replay) -> [Fallbacks; 2] {
+    let mut counts = [Fallbacks::default(); 2];
+    for (_, exchange) in replay.exchanges() {
+        for (side, record) in exchange.sides().into_iter().enumerate() {
+            let count = &mut counts[side];
+            match record.source {
+                SourceName::Bot => {}
+                SourceName::Timeout => count.timeout += 1,
+                SourceName::Budget => count.budget += 1,
+                SourceName::Fault => count.fault += 1,
+            }
+        }
+    }
+    counts
 }
 
 /// The key the repeat rule compares: the match's two versions and every

@@ -6,12 +6,12 @@ use serde::Serialize;
 
 use crate::limits::HOME_TOP_ROWS;
 use duel_ladder_core::model::{Bot, BotVersion, MatchState};
-use duel_ladder_store::Reads;
 use duel_ladder_store::error::{LadderError, Result};
 use duel_ladder_store::site::{
     ClassTable, HeadToHead, HistoryPoint, MatchCursor, MatchFilter, MatchLine, MatchResult,
     OpponentLine, Page, Record, SeasonLine, StandingCursor, play_text,
 };
+use duel_ladder_store::{CostLine, ModelLine, Reads};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct HomePage {
@@ -43,6 +43,26 @@ pub struct SeasonPage {
     pub season: SeasonLine,
     pub sorted_by: &'static str,
     pub classes: Vec<ClassTable>,
+}
+
+/// What a win cost in a season (`/seasons/{season}/cost`): per class, each
+/// bot's spend, the bots on the cost–rating frontier, and the models called.
+#[derive(Clone, Debug, Serialize)]
+pub struct CostPage {
+    pub season: SeasonLine,
+    pub classes: Vec<ClassCost>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassCost {
+    pub class: &'static str,
+    /// The cheapest in tokens per match first.
+    pub bots: Vec<CostLine>,
+    /// The bots no other bot beats on both counts: fewer or as many tokens per
+    /// match for a higher rating − 2·RD. Cheapest first.
+    pub frontier: Vec<String>,
+    /// Standings by model, from the calls the replays recorded.
+    pub models: Vec<ModelLine>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -238,6 +258,34 @@ pub async fn season(
     Ok(SeasonPage {
         season: SeasonLine::from(season),
         sorted_by: SORTED_BY,
+        classes,
+    })
+}
+
+pub async fn cost(store: &Reads, name_or_id: &str, class: Option<WeightClass>) -> Result<CostPage> {
+    let season = store
+        .chosen_season(&duel_ladder_store::SeasonChoice::parse(name_or_id))
+        .await?;
+    let mut classes = Vec::new();
+    for class in class.map_or(WeightClass::ALL.to_vec(), |class| vec![class]) {
+        let bots = store.cost_lines(&season, class).await?;
+        let points: Vec<(f64, f64)> = bots
+            .iter()
+            .map(|line| (line.tokens_per_match, line.conservative))
+            .collect();
+        let frontier = crate::chart::frontier(&points)
+            .into_iter()
+            .map(|index| bots[index].bot.clone())
+            .collect();
+        classes.push(ClassCost {
+            class: class.name(),
+            models: store.model_lines(&season, class).await?,
+            bots,
+            frontier,
+        });
+    }
+    Ok(CostPage {
+        season: SeasonLine::from(season),
         classes,
     })
 }

@@ -12,6 +12,7 @@
 //! | `/` — Duel TV, latest ranked matches, top of each class | `/api/home` |
 //! | `/seasons` | `/api/seasons` |
 //! | `/seasons/{season}[?class=&cursor=&limit=]` — name or id | `/api/seasons/{season}` |
+//! | `/seasons/{season}/cost[?class=]` — what a win cost, by bot and by model | `/api/seasons/{season}/cost` |
 //! | `/bots/{bot}[?cursor=&limit=]` — chart, matches, opponents | `/api/bots/{bot}` |
 //! | `/bots/{a}/vs/{b}[?cursor=&limit=]` | `/api/bots/{a}/vs/{b}` |
 //! | `/matches[?class=&bot=&result=&cursor=&limit=]` — settled ranked matches, filtered | `/api/matches` |
@@ -121,6 +122,14 @@ pub fn router(store: Reads, on_air: Option<OnAirNow>) -> Router {
         .route(
             "/api/seasons/{season}",
             get(|s: State<Reads>, p: Path<String>, q: RawQuery| season(s, p, q, Json)),
+        )
+        .route(
+            "/seasons/{season}/cost",
+            get(|s: State<Reads>, p: Path<String>, q: RawQuery| cost(s, p, q, Html)),
+        )
+        .route(
+            "/api/seasons/{season}/cost",
+            get(|s: State<Reads>, p: Path<String>, q: RawQuery| cost(s, p, q, Json)),
         )
         .route(
             "/bots/{bot}",
@@ -365,6 +374,29 @@ async fn season(
         .map_err(|error| SiteError::new(format, error))?;
     let href = json_href(&format!("/seasons/{}", page.season.name), raw.as_deref());
     Ok(reply(format, &page, |page| pages::season(page, &href)))
+}
+
+async fn cost(
+    State(store): State<Reads>,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+    format: Format,
+) -> Reply {
+    let listing = listing(raw.as_deref(), format, Takes::Class)?;
+    if listing.cursor.is_some() {
+        return Err(SiteError::new(
+            format,
+            LadderError::Invalid("this page is not paged: it takes class= only".to_owned()),
+        ));
+    }
+    let page = data::cost(&store, &name, listing.class)
+        .await
+        .map_err(|error| SiteError::new(format, error))?;
+    let href = json_href(
+        &format!("/seasons/{}/cost", page.season.name),
+        raw.as_deref(),
+    );
+    Ok(reply(format, &page, |page| pages::cost(page, &href)))
 }
 
 async fn bot(

@@ -7,8 +7,10 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use super::chart::{CostPoint, cost_chart};
 use super::data::{
-    BotPage, HomePage, MatchPage, MatchesPage, MatchesQuery, SeasonPage, SeasonsPage, VersusPage,
+    BotPage, CostPage, HomePage, MatchPage, MatchesPage, MatchesQuery, SeasonPage, SeasonsPage,
+    VersusPage,
 };
 use duel_ladder_core::limits::MAX_NAME_BYTES;
 use duel_ladder_core::model::{MatchState, utc_text};
@@ -317,8 +319,117 @@ pub fn season(page: &SeasonPage, json_href: &str) -> Markup {
                     None => { "Running since " (utc_text(page.season.started_ms)) "." }
                 }
             }
-            p.note { (SORT_NOTE) }
+            p.note { (SORT_NOTE) " " a href=(format!("{}/cost", season_href(&page.season.name))) { "What a win cost →" } }
             @for table in &page.classes { (class_table(&page.season, table, false)) }
+        },
+    )
+}
+
+/// A price in US dollars: cents to four places, for model calls cost little.
+fn usd(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".to_owned(), |usd| format!("${usd:.4}"))
+}
+
+fn share(value: f64) -> String {
+    if value == 0.0 {
+        "0".to_owned()
+    } else {
+        format!("{:.1}%", value * 100.0)
+    }
+}
+
+pub fn cost(page: &CostPage, json_href: &str) -> Markup {
+    let season = &page.season.name;
+    layout(
+        &format!("What a win cost · season {season}"),
+        json_href,
+        html! {
+            h1 { "What a win cost" }
+            p.lead {
+                "Season " a href=(season_href(season)) { (season) } ": each bot's model tokens and dollars "
+                "over its settled matches, rated or not, and the decisions it lost to the fallback. "
+                "Prices are the catalogue's, as each replay recorded them."
+            }
+            @for class in &page.classes {
+                section.cost id=(format!("cost-{}", class.class)) {
+                    h2 { (class.class) }
+                    @if class.bots.is_empty() {
+                        p.empty { "No settled match in this class yet." }
+                    } @else {
+                        @let points: Vec<CostPoint> = class.bots.iter().map(|line| CostPoint {
+                            bot: line.bot.clone(),
+                            tokens_per_match: line.tokens_per_match,
+                            conservative: line.conservative,
+                            on_frontier: class.frontier.contains(&line.bot),
+                        }).collect();
+                        @if let Some(svg) = cost_chart(&points, &format!("Tokens per match against rating − 2·RD, {}", class.class), &format!("cost-chart-{}", class.class)) {
+                            figure.chart {
+                                (PreEscaped(svg))
+                                figcaption {
+                                    "Each bot at its model tokens per match and its rating − 2·RD. "
+                                    "The orange steps are the frontier: no bot rates higher for as few tokens."
+                                }
+                            }
+                        }
+                        div.scroll { table.cost {
+                            thead { tr {
+                                th { "Bot" } th.optional { "Owner" } th.num { "Rating − 2·RD" }
+                                th.num { "Matches" } th.num { "W/D/L" }
+                                th.num { "Tokens / match" } th.num { "Tokens / win" }
+                                th.num { "Cost / match" } th.num { "Cost / win" }
+                                th.num title="Decisions lost to the fallback: timeout / budget / fault" { "Fallbacks" }
+                            } }
+                            tbody {
+                                @for line in &class.bots {
+                                    tr {
+                                        td {
+                                            a href=(bot_href(&line.bot)) { (line.bot) }
+                                            @if class.frontier.contains(&line.bot) { " " span.tag title="on the frontier" { "frontier" } }
+                                        }
+                                        td.optional { (line.owner) }
+                                        td.num { (format!("{:.0}", line.conservative)) }
+                                        td.num { (line.matches) }
+                                        td.num { (line.wins) "/" (line.draws) "/" (line.losses) }
+                                        td.num { (format!("{:.0}", line.tokens_per_match)) }
+                                        td.num { (line.tokens_per_win.map_or_else(|| "—".to_owned(), |tokens| format!("{tokens:.0}"))) }
+                                        td.num {
+                                            (usd(line.cost_per_match_usd))
+                                            @if line.unpriced_matches > 0 { span.note title="matches whose models had no price are left out" { " (" (line.unpriced_matches) " unpriced)" } }
+                                        }
+                                        td.num { (usd(line.cost_per_win_usd)) }
+                                        td.num { (share(line.fallback_share.timeout)) " / " (share(line.fallback_share.budget)) " / " (share(line.fallback_share.fault)) }
+                                    }
+                                }
+                            }
+                        } }
+                        h3 { "By model" }
+                        @if class.models.is_empty() {
+                            p.empty { "No bot in this class called a model." }
+                        } @else {
+                            p.note { "Every side of a settled match that called the model, whichever bot it was: what the replays recorded, not what owners declare." }
+                            div.scroll { table.models {
+                                thead { tr {
+                                    th { "Model" } th.num { "Bots" } th.num { "Matches" } th.num { "W/D/L" }
+                                    th.num { "Score" } th.num { "Tokens / match" } th.num { "Cost / win" }
+                                } }
+                                tbody {
+                                    @for model in &class.models {
+                                        tr {
+                                            td { code { (model.model) } }
+                                            td.num { (model.bots) }
+                                            td.num { (model.matches) }
+                                            td.num { (model.wins) "/" (model.draws) "/" (model.losses) }
+                                            td.num { (format!("{:.0}%", model.score * 100.0)) }
+                                            td.num { (format!("{:.0}", model.tokens_per_match)) }
+                                            td.num { (usd(model.cost_per_win_usd)) }
+                                        }
+                                    }
+                                }
+                            } }
+                        }
+                    }
+                }
+            }
         },
     )
 }

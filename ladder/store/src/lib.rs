@@ -74,6 +74,7 @@ macro_rules! claim_next_sql {
     };
 }
 
+mod cost;
 pub mod error;
 mod ledger_sql;
 pub mod limits;
@@ -106,6 +107,7 @@ use crate::limits::{
 };
 use duel_ladder_core::clock::{Clock, SystemClock};
 
+pub use cost::{CostLine, FallbackShare, ModelLine};
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
 pub use replay_index::LadderReplayIndex;

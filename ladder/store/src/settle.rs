@@ -399,6 +399,14 @@ async fn settle_many_tx(
     store_ratings(&mut writes, &ratings);
     record_history(&mut writes, requests, &planned);
     mark_settled(&mut writes, requests, &planned);
+    let usage: Vec<(&str, &PlayRecord)> = planned
+        .iter()
+        .filter_map(|planned| {
+            let played = requests[planned.index].played.as_ref()?;
+            Some((planned.game.id.as_str(), played))
+        })
+        .collect();
+    record_usage(&mut writes, &usage);
     ready_bots(&mut writes, requests, &planned);
     apply_transfers(
         &mut writes,
@@ -667,6 +675,70 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
         args.extend(rating_change_args(&planned.game, &planned.plan));
     }
     writes.push_expecting(sql, args, planned.len(), "matches");
+}
+
+/// What each settled match's sides lost to the fallback and called of which
+/// model (`match_fallbacks`, `match_models`): the cost of a win and the
+/// standings by model are read from these. A side that lost no decision has
+/// no fallback row.
+pub(crate) fn record_usage(writes: &mut Script, records: &[(&str, &PlayRecord)]) {
+    let side_name = |side: usize| if side == 0 { "a" } else { "b" };
+    let mut fallbacks = Vec::new();
+    let mut fallback_rows = 0;
+    let mut models = Vec::new();
+    let mut model_rows = 0;
+    for (match_id, played) in records {
+        for (side, lost) in played.fallbacks.iter().enumerate() {
+            if lost.total() == 0 {
+                continue;
+            }
+            fallback_rows += 1;
+            fallbacks.extend([
+                Arg::from(*match_id),
+                Arg::from(side_name(side)),
+                Arg::from(lost.timeout),
+                Arg::from(lost.budget),
+                Arg::from(lost.fault),
+            ]);
+        }
+        for used in &played.models {
+            model_rows += 1;
+            models.extend([
+                Arg::from(*match_id),
+                Arg::from(side_name(used.side)),
+                Arg::from(used.model.as_str()),
+                Arg::from(used.calls),
+                Arg::from(used.tokens),
+                Arg::from(used.cost_usd.filter(|usd| *usd >= 0.0).unwrap_or(-1.0)),
+            ]);
+        }
+    }
+    if fallback_rows > 0 {
+        writes.push(
+            format!(
+                "INSERT INTO match_fallbacks (match_id, side, timeout, budget, fault) VALUES {} \
+                 ON CONFLICT DO NOTHING",
+                placeholder_rows(fallback_rows, 5)
+            ),
+            fallbacks,
+        );
+    }
+    if model_rows > 0 {
+        // An absent price travels as -1.0, which the statement turns into
+        // NULL. `WHERE 1 = 1`: SQLite reads `ON CONFLICT` after a bare
+        // `SELECT … FROM u` as a join constraint.
+        writes.push(
+            format!(
+                "WITH u(u_match, u_side, u_model, u_calls, u_tokens, u_cost) AS (VALUES {}) \
+                 INSERT INTO match_models (match_id, side, model, calls, tokens, cost_usd) \
+                 SELECT u_match, u_side, u_model, u_calls, u_tokens, NULLIF(u_cost, -1.0) FROM u \
+                 WHERE 1 = 1 \
+                 ON CONFLICT DO NOTHING",
+                placeholder_rows(model_rows, 6)
+            ),
+            models,
+        );
+    }
 }
 
 /// Whether the plan moved ratings (1 or 0), then side `a`'s and `b`'s change

@@ -240,6 +240,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
         format!("listing: {settled} settled matches, page {listing_page} of {last_page}"),
     ];
     let season_path = format!("/seasons/{season}");
+    let cost_path = format!("{season_path}/cost");
     let targets = vec![
         Target::new("home", "/".to_owned(), None),
         Target::new(
@@ -258,6 +259,16 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
             &format!("matches p{listing_page}"),
             "/matches".to_owned(),
             listing_query,
+        ),
+        Target::new(
+            "matches bot won",
+            "/matches".to_owned(),
+            Some(query(&[("bot", bot.as_str()), ("result", "win")])?),
+        ),
+        Target::new(
+            "win cost (class)",
+            cost_path,
+            Some(query(&[("class", class)])?),
         ),
     ];
     Ok((targets, notes))

@@ -450,6 +450,55 @@ async fn site_of_a_season(db: &TestDb) {
         );
     }
 
+    // What a win cost: every settled match counted once from each side; the
+    // built-in bots call no model, so nothing was spent and no model stands.
+    let cost = http.json("/api/seasons/autumn/cost").await;
+    assert_eq!(cost["season"]["name"], "autumn");
+    let classes = cost["classes"].as_array().expect("classes");
+    assert_eq!(classes.len(), 3);
+    let light = &classes[0];
+    assert_eq!(light["class"], "light");
+    let bots = light["bots"].as_array().expect("bots");
+    assert_eq!(bots.len(), 3, "{light}");
+    let counted: i64 = bots
+        .iter()
+        .filter_map(|line| line["matches"].as_i64())
+        .sum();
+    assert_eq!(counted, 2 * settled.len() as i64, "{light}");
+    assert!(bots.iter().all(|line| line["tokens"] == 0), "{light}");
+    let frontier = light["frontier"].as_array().expect("frontier");
+    assert_eq!(frontier.len(), 1, "at one cost only the best: {light}");
+    let best = bots
+        .iter()
+        .max_by(|x, y| {
+            x["conservative"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .total_cmp(&y["conservative"].as_f64().unwrap_or(0.0))
+        })
+        .expect("a bot");
+    assert_eq!(frontier[0], best["bot"]);
+    assert_eq!(light["models"], serde_json::json!([]));
+    assert!(classes[2]["bots"].as_array().is_some_and(Vec::is_empty));
+    let one_class = http.json("/api/seasons/autumn/cost?class=light").await;
+    assert_eq!(one_class["classes"].as_array().map(Vec::len), Some(1));
+    let page = http.html("/seasons/autumn/cost").await;
+    for text in [
+        "What a win cost",
+        "<svg id=\"cost-chart-light\"",
+        "Tokens / win",
+        "No bot in this class called a model.",
+        "No settled match in this class yet.",
+    ] {
+        assert!(page.contains(text), "the cost page lacks {text}");
+    }
+    assert!(
+        http.html("/seasons/autumn")
+            .await
+            .contains("href=\"/seasons/autumn/cost\""),
+        "the season links what a win cost"
+    );
+
     // Bad addresses: one line, in the page's own format.
     for (path, status, says) in [
         ("/api/bots/nobody", 404, "not found: bot nobody"),
@@ -470,6 +519,13 @@ async fn site_of_a_season(db: &TestDb) {
         ("/api/matches?class=super", 400, "class must be light"),
         ("/api/bots/a-counter?result=win", 400, "takes no result"),
         ("/api/bots/a-counter?bot=b-block", 400, "takes no bot"),
+        (
+            "/api/seasons/autumn/cost?class=super",
+            400,
+            "class must be light",
+        ),
+        ("/api/seasons/autumn/cost?cursor=x", 400, "not paged"),
+        ("/api/seasons/spring/cost", 404, "season spring"),
         ("/api/seasons/autumn?cursor=1_0_x", 400, "add class="),
         (
             "/api/seasons/autumn?class=super",

@@ -283,6 +283,55 @@ async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
         .map(|exchange| [&exchange.a, &exchange.b][oracle].tokens)
         .sum();
     assert_eq!(per_exchange, used, "every metered token is in the replay");
+
+    // What the win cost, as the site reads it back: the settlement recorded
+    // the replay's tokens, lost decisions and model calls.
+    let reads = db.store.reads();
+    let season = reads.active_season().await.expect("read").expect("season");
+    let lines = reads
+        .cost_lines(&season, WeightClass::Middle)
+        .await
+        .expect("cost lines");
+    let line = lines
+        .iter()
+        .find(|line| line.bot == "oracle")
+        .expect("the oracle's spend");
+    assert_eq!((line.matches, line.tokens), (1, used as i64));
+    let exchanges: Vec<_> = replay
+        .rounds
+        .iter()
+        .flat_map(|round| &round.exchanges)
+        .collect();
+    assert_eq!(line.decisions, exchanges.len() as i64);
+    let lost = exchanges
+        .iter()
+        .filter(|exchange| {
+            [&exchange.a, &exchange.b][oracle].source != duel_replays::SourceName::Bot
+        })
+        .count();
+    let shares = line.fallback_share;
+    assert!(
+        ((shares.timeout + shares.budget + shares.fault) * exchanges.len() as f64 - lost as f64)
+            .abs()
+            < 1e-9,
+        "{shares:?} against {lost} lost decisions"
+    );
+    let models = reads
+        .model_lines(&season, WeightClass::Middle)
+        .await
+        .expect("model lines");
+    let [model] = models.as_slice() else {
+        panic!("one model was called: {models:?}");
+    };
+    assert_eq!(
+        (
+            model.model.as_str(),
+            model.bots,
+            model.matches,
+            model.tokens
+        ),
+        ("test-model", 1, 1, used as i64)
+    );
 }
 both_backends!(
     model_calls_metered,

@@ -10,6 +10,7 @@ mod common {
 }
 
 mod concurrent_settlement;
+mod cost;
 mod ledger;
 mod ledger_property;
 mod races;

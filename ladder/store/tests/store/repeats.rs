@@ -25,6 +25,8 @@ fn played(key: &str) -> PlayRecord {
         exchanges: 27,
         tokens: [0, 120],
         cost_usd: [Some(0.0), None],
+        fallbacks: Default::default(),
+        models: Vec::new(),
     }
 }
 

@@ -1,0 +1,228 @@
+//! What a win cost: each bot's model tokens, dollars and lost decisions over a
+//! season's settled matches in one class, and the standings of the models
+//! that the replays say were called (`match_models`, `match_fallbacks`,
+//! migration 0008). What an owner declares about its bot counts for nothing
+//! here: only what was recorded at settlement.
+
+use duel_rules::WeightClass;
+use serde::Serialize;
+use sqlx::any::AnyRow;
+
+use super::{Reads, get};
+use crate::error::Result;
+use duel_ladder_core::model::Season;
+
+/// One bot's spend over a season's settled matches in its class.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CostLine {
+    pub bot: String,
+    pub owner: String,
+    /// The bot's rating, deviation and rating − 2·RD in the season.
+    pub rating: f64,
+    pub deviation: f64,
+    pub conservative: f64,
+    /// Settled matches, rated or not (their stakes settled all the same).
+    pub matches: i64,
+    pub wins: i64,
+    pub draws: i64,
+    pub losses: i64,
+    /// Model tokens charged over those matches.
+    pub tokens: i64,
+    pub tokens_per_match: f64,
+    /// `None` without a win.
+    pub tokens_per_win: Option<f64>,
+    /// US dollars at the prices the replays recorded, over the matches whose
+    /// calls all had a price; `unpriced_matches` did not.
+    pub cost_usd: f64,
+    pub cost_per_match_usd: Option<f64>,
+    pub cost_per_win_usd: Option<f64>,
+    pub unpriced_matches: i64,
+    /// Decisions the bot was asked for (one per exchange).
+    pub decisions: i64,
+    /// The share of those decisions lost to the fallback, by cause (0 to 1).
+    pub fallback_share: FallbackShare,
+}
+
+/// Shares of a bot's decisions lost to the fallback, by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct FallbackShare {
+    pub timeout: f64,
+    pub budget: f64,
+    pub fault: f64,
+}
+
+/// One model's standing in a class and season: every side of a settled match
+/// that called it, whichever bot it was.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelLine {
+    pub model: String,
+    /// Distinct bots that called it.
+    pub bots: i64,
+    /// Sides of settled matches that called it.
+    pub matches: i64,
+    pub wins: i64,
+    pub draws: i64,
+    pub losses: i64,
+    /// (wins + draws / 2) / matches.
+    pub score: f64,
+    pub calls: i64,
+    pub tokens: i64,
+    pub tokens_per_match: f64,
+    /// Over the calls that had a price (`unpriced_matches` had none).
+    pub cost_usd: f64,
+    pub cost_per_win_usd: Option<f64>,
+    pub unpriced_matches: i64,
+}
+
+/// One side of every settled match of the season and class (`$1`, `$2`),
+/// as the bot on `side` saw it.
+fn side_rows(side: &str, other: &str) -> String {
+    format!(
+        "SELECT m.bot_{side} AS bot, \
+         CASE WHEN m.winner = '{side}' THEN 1 ELSE 0 END AS won, \
+         CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, \
+         CASE WHEN m.winner = '{other}' THEN 1 ELSE 0 END AS lost, \
+         COALESCE(m.tokens_{side}, 0) AS tokens, m.cost_usd_{side} AS cost, \
+         COALESCE(m.exchanges, 0) AS decisions, COALESCE(f.timeout, 0) AS f_timeout, \
+         COALESCE(f.budget, 0) AS f_budget, COALESCE(f.fault, 0) AS f_fault \
+         FROM matches m LEFT JOIN match_fallbacks f ON f.match_id = m.id AND f.side = '{side}' \
+         WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled'"
+    )
+}
+
+fn per(total: f64, count: i64) -> Option<f64> {
+    (count > 0).then(|| total / count as f64)
+}
+
+impl Reads {
+    /// Each bot's spend in `class` over `season`'s settled matches, the
+    /// cheapest per match first (then the best rated).
+    pub async fn cost_lines(&self, season: &Season, class: WeightClass) -> Result<Vec<CostLine>> {
+        let sql = format!(
+            "SELECT b.name AS bot_name, u.name AS owner_name, \
+             COALESCE(r.rating, 0.0) AS rating, COALESCE(r.deviation, 0.0) AS deviation, \
+             COUNT(*) AS matches, CAST(SUM(x.won) AS BIGINT) AS wins, \
+             CAST(SUM(x.drawn) AS BIGINT) AS draws, CAST(SUM(x.lost) AS BIGINT) AS losses, \
+             CAST(SUM(x.tokens) AS BIGINT) AS tokens, \
+             CAST(COALESCE(SUM(x.cost), 0.0) AS DOUBLE PRECISION) AS cost, \
+             CAST(SUM(CASE WHEN x.cost IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced, \
+             CAST(SUM(CASE WHEN x.cost IS NULL THEN 0 ELSE x.won END) AS BIGINT) AS priced_wins, \
+             CAST(SUM(x.decisions) AS BIGINT) AS decisions, \
+             CAST(SUM(x.f_timeout) AS BIGINT) AS f_timeout, \
+             CAST(SUM(x.f_budget) AS BIGINT) AS f_budget, \
+             CAST(SUM(x.f_fault) AS BIGINT) AS f_fault \
+             FROM ({} UNION ALL {}) x \
+             JOIN bots b ON b.id = x.bot JOIN users u ON u.id = b.owner_id \
+             LEFT JOIN ratings r ON r.season_id = $1 AND r.bot_id = x.bot \
+             GROUP BY b.name, u.name, r.rating, r.deviation",
+            side_rows("a", "b"),
+            side_rows("b", "a")
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(season.id)
+            .bind(class.name())
+            .fetch_all(self.store.read_pool())
+            .await?;
+        let mut lines = rows.iter().map(cost_line).collect::<Result<Vec<_>>>()?;
+        lines.sort_by(|x, y| {
+            x.tokens_per_match
+                .total_cmp(&y.tokens_per_match)
+                .then(y.conservative.total_cmp(&x.conservative))
+                .then_with(|| x.bot.cmp(&y.bot))
+        });
+        Ok(lines)
+    }
+
+    /// The models called in `class` over `season`'s settled matches, the best
+    /// score first.
+    pub async fn model_lines(&self, season: &Season, class: WeightClass) -> Result<Vec<ModelLine>> {
+        let rows = sqlx::query(
+            "SELECT mm.model, \
+             COUNT(DISTINCT CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END) AS bots, \
+             COUNT(*) AS matches, \
+             CAST(SUM(CASE WHEN m.winner = mm.side THEN 1 ELSE 0 END) AS BIGINT) AS wins, \
+             CAST(SUM(CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END) AS BIGINT) AS draws, \
+             CAST(SUM(mm.calls) AS BIGINT) AS calls, CAST(SUM(mm.tokens) AS BIGINT) AS tokens, \
+             CAST(COALESCE(SUM(mm.cost_usd), 0.0) AS DOUBLE PRECISION) AS cost, \
+             CAST(SUM(CASE WHEN mm.cost_usd IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced, \
+             CAST(SUM(CASE WHEN mm.cost_usd IS NOT NULL AND m.winner = mm.side THEN 1 ELSE 0 END) AS BIGINT) \
+             AS priced_wins \
+             FROM match_models mm JOIN matches m ON m.id = mm.match_id \
+             WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled' \
+             GROUP BY mm.model",
+        )
+        .bind(season.id)
+        .bind(class.name())
+        .fetch_all(self.store.read_pool())
+        .await?;
+        let mut lines = rows.iter().map(model_line).collect::<Result<Vec<_>>>()?;
+        lines.sort_by(|x, y| {
+            y.score
+                .total_cmp(&x.score)
+                .then(y.matches.cmp(&x.matches))
+                .then_with(|| x.model.cmp(&y.model))
+        });
+        Ok(lines)
+    }
+}
+
+fn cost_line(row: &AnyRow) -> Result<CostLine> {
+    let rating: f64 = get(row, "rating")?;
+    let deviation: f64 = get(row, "deviation")?;
+    let matches: i64 = get(row, "matches")?;
+    let wins: i64 = get(row, "wins")?;
+    let tokens: i64 = get(row, "tokens")?;
+    let cost_usd: f64 = get(row, "cost")?;
+    let unpriced: i64 = get(row, "unpriced")?;
+    let decisions: i64 = get(row, "decisions")?;
+    let share = |column: &str| -> Result<f64> {
+        Ok(per(get::<i64>(row, column)? as f64, decisions).unwrap_or(0.0))
+    };
+    Ok(CostLine {
+        bot: get(row, "bot_name")?,
+        owner: get(row, "owner_name")?,
+        rating,
+        deviation,
+        conservative: rating - duel_ladder_core::limits::CONSERVATIVE_DEVIATIONS * deviation,
+        matches,
+        wins,
+        draws: get(row, "draws")?,
+        losses: get(row, "losses")?,
+        tokens,
+        tokens_per_match: per(tokens as f64, matches).unwrap_or(0.0),
+        tokens_per_win: per(tokens as f64, wins),
+        cost_usd,
+        cost_per_match_usd: per(cost_usd, matches - unpriced),
+        cost_per_win_usd: per(cost_usd, get(row, "priced_wins")?),
+        unpriced_matches: unpriced,
+        decisions,
+        fallback_share: FallbackShare {
+            timeout: share("f_timeout")?,
+            budget: share("f_budget")?,
+            fault: share("f_fault")?,
+        },
+    })
+}
+
+fn model_line(row: &AnyRow) -> Result<ModelLine> {
+    let matches: i64 = get(row, "matches")?;
+    let wins: i64 = get(row, "wins")?;
+    let draws: i64 = get(row, "draws")?;
+    let tokens: i64 = get(row, "tokens")?;
+    let cost_usd: f64 = get(row, "cost")?;
+    Ok(ModelLine {
+        model: get(row, "model")?,
+        bots: get(row, "bots")?,
+        matches,
+        wins,
+        draws,
+        losses: matches - wins - draws,
+        score: per(wins as f64 + draws as f64 / 2.0, matches).unwrap_or(0.0),
+        calls: get(row, "calls")?,
+        tokens,
+        tokens_per_match: per(tokens as f64, matches).unwrap_or(0.0),
+        cost_usd,
+        cost_per_win_usd: per(cost_usd, get(row, "priced_wins")?),
+        unpriced_matches: get(row, "unpriced")?,
+    })
+}

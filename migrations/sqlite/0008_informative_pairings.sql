@@ -79,3 +79,9 @@ CREATE TABLE match_models (
     PRIMARY KEY (match_id, side, model)
 );
 CREATE INDEX match_models_model ON match_models (model);
+
+-- A bot's profile, set by its owner (`ladder bot edit`, core::profile): a
+-- short description, an author and a source link; NULL where unset.
+ALTER TABLE bots ADD COLUMN description TEXT;
+ALTER TABLE bots ADD COLUMN author TEXT;
+ALTER TABLE bots ADD COLUMN source_url TEXT;

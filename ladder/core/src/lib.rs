@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod limits;
 pub mod matchmaker;
 pub mod model;
+pub mod profile;
 pub mod rating;
 pub mod repeat;
 

@@ -14,6 +14,13 @@ pub const QUOTA_DAY_MS: i64 = 86_400_000;
 /// Longest bot, account and season name, in bytes (ASCII letters, digits, `-`, `_`, `.`).
 pub const MAX_NAME_BYTES: usize = 64;
 
+/// A bot's profile (crate::profile), set by its owner and shown on the site:
+/// the longest description and author, in characters, and source URL, in
+/// bytes. A description is a line or two, not a page.
+pub const MAX_BOT_DESCRIPTION_CHARS: usize = 280;
+pub const MAX_BOT_AUTHOR_CHARS: usize = 64;
+pub const MAX_SOURCE_URL_BYTES: usize = 256;
+
 /// Longest transfer id and memo, in bytes.
 pub const MAX_TRANSFER_ID_BYTES: usize = 128;
 pub const MAX_MEMO_BYTES: usize = 256;

@@ -109,6 +109,8 @@ pub struct Bot {
     pub versions: Vec<BotVersion>,
     /// Whether it plays continuously (`ladder bot activate`).
     pub play: Play,
+    /// What its owner says about it (`ladder bot edit`).
+    pub profile: crate::profile::BotProfile,
 }
 
 /// A bot's continuous ranked play.

@@ -14,6 +14,7 @@ use crate::auth::{Role, User};
 use crate::error::LadderError;
 use crate::ladder::{Ladder, Registration};
 use crate::model::{self, Bot, LadderStatus, Match, MatchState, Play, Season, Standing, Winner};
+use crate::profile::ProfileEdit;
 use crate::store::SeasonChoice;
 use duel_referee::grpc::convert::class_to_proto;
 
@@ -176,6 +177,9 @@ fn bot_pb(bot: Bot) -> pb::LadderBot {
         weight_class: bot.class.name().to_owned(),
         weight_class_enum: class_to_proto(bot.class) as i32,
         current_version: bot.current_version,
+        description: bot.profile.description.unwrap_or_default(),
+        author: bot.profile.author.unwrap_or_default(),
+        source_url: bot.profile.source_url.unwrap_or_default(),
         versions: bot
             .versions
             .into_iter()
@@ -474,6 +478,28 @@ impl LadderApi for LadderService {
             .await
             .map_err(status_of)?;
         Ok(Response::new(pb::LadderDeactivateBotResponse {
+            bot: Some(bot_pb(bot)),
+        }))
+    }
+
+    async fn edit_bot(
+        &self,
+        request: Request<pb::LadderEditBotRequest>,
+    ) -> Reply<pb::LadderEditBotResponse> {
+        let caller = self.caller(&request).await?;
+        let body = request.get_ref();
+        let bot = required("bot", &body.bot)?;
+        let edit = ProfileEdit {
+            description: body.description.clone(),
+            author: body.author.clone(),
+            source_url: body.source_url.clone(),
+        };
+        let bot = self
+            .ladder
+            .edit_profile(&caller, bot, &edit)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::LadderEditBotResponse {
             bot: Some(bot_pb(bot)),
         }))
     }

@@ -16,6 +16,7 @@ use crate::model::{
     Bot, BotKind, BotSource, LadderStatus, Match, MatchState, OwnerQuotas, QueueEntry, Season,
     SideLogs, Standing, check_name, class_from_name,
 };
+use crate::profile::ProfileEdit;
 use crate::store::{SeasonChoice, Store, WaveReport};
 use crate::validate::{check_endpoint, validate_wasm};
 use duel_referee::MatchHost;
@@ -270,6 +271,17 @@ impl Ladder {
             ));
         }
         self.store.activate(caller, bot, stake).await
+    }
+
+    /// Sets one of the caller's bots' profile. Owner only: the site shows it
+    /// as the owner's words.
+    pub async fn edit_profile(&self, caller: &User, bot: &str, edit: &ProfileEdit) -> Result<Bot> {
+        if caller.role != Role::Owner {
+            return Err(LadderError::PermissionDenied(
+                "bots' profiles are edited by their owners, not operators".to_owned(),
+            ));
+        }
+        self.store.edit_profile(caller, bot, edit).await
     }
 
     /// Stops one of the caller's bots playing continuously.

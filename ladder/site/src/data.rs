@@ -96,6 +96,10 @@ pub struct BotPage {
     pub name: String,
     pub class: &'static str,
     pub owner: String,
+    /// What the owner says about it (`ladder bot edit`); null where unset.
+    pub description: Option<String>,
+    pub author: Option<String>,
+    pub source_url: Option<String>,
     pub current_version: i64,
     pub kind: &'static str,
     /// `inactive`, `active` or `paused`.
@@ -319,6 +323,9 @@ pub async fn bot(store: &Reads, name: &str, cursor: &MatchCursor, limit: usize) 
     Ok(BotPage {
         class: bot.class.name(),
         owner: bot.owner_name.clone(),
+        description: bot.profile.description.clone(),
+        author: bot.profile.author.clone(),
+        source_url: bot.profile.source_url.clone(),
         current_version: bot.current_version,
         kind,
         play_state: bot.play.state_name(),

@@ -451,9 +451,20 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
         json_href,
         html! {
             h1 { (name) }
+            @if let Some(description) = &page.description {
+                p.lead.description { (description) }
+            }
             dl.facts {
                 dt { "Class" } dd { (page.class) }
                 dt { "Owner" } dd { (page.owner) }
+                @if let Some(author) = &page.author {
+                    dt { "Author" } dd { (author) }
+                }
+                @if let Some(url) = &page.source_url {
+                    // The owner's link: followed only by a click, and the
+                    // target learns nothing of this page.
+                    dt { "Source" } dd { a href=(url) rel="nofollow noopener noreferrer ugc" { (url) } }
+                }
                 dt { "Version" } dd { "v" (page.current_version) " (" (page.kind) ")" }
                 dt { "Play" } dd.play { (page.play) }
                 @if let Some(rating) = &page.rating {

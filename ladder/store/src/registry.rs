@@ -4,7 +4,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account};
-use super::rows::{bot_from_row, load_bot, stake_precondition_tx};
+use super::rows::{bot_from_row, load_bot, load_own_bot, stake_precondition_tx};
 use super::seasons::ensure_rating;
 use super::{Store, count_of, get, is_unique_violation, write_tx};
 use crate::error::{LadderError, Result};
@@ -18,6 +18,7 @@ use duel_ladder_core::model::{
     Bot, BotSource, OwnerQuotas, OwnerUsage, Play, QueueEntry, check_account_name, check_name,
     class_from_name,
 };
+use duel_ladder_core::profile::ProfileEdit;
 
 fn user_from_row(row: &AnyRow) -> Result<User> {
     Ok(User {
@@ -280,6 +281,32 @@ async fn enqueue_tx(
     })
 }
 
+async fn edit_profile_tx(
+    conn: &mut AnyConnection,
+    owner: &User,
+    bot_name: &str,
+    edit: &ProfileEdit,
+) -> Result<Bot> {
+    let bot = load_own_bot(conn, owner, bot_name).await?;
+    // The column names are fixed here, never from input.
+    for (column, value) in [
+        ("description", &edit.description),
+        ("author", &edit.author),
+        ("source_url", &edit.source_url),
+    ] {
+        if let Some(value) = value {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE bots SET {column} = NULLIF($1, '') WHERE id = $2"
+            )))
+            .bind(value.clone())
+            .bind(bot.id.clone())
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    load_bot(conn, bot_name).await
+}
+
 impl Store {
     /// Creates the first operator if there is none; `None` if one exists.
     pub async fn bootstrap_operator(&self, name: &str) -> Result<Option<(User, String)>> {
@@ -428,11 +455,23 @@ impl Store {
         load_bot(&mut conn, name).await
     }
 
+    /// Changes one of `owner`'s bots' profile (description, author, source
+    /// URL): checked, trimmed; an empty field is cleared.
+    pub async fn edit_profile(
+        &self,
+        owner: &User,
+        bot_name: &str,
+        edit: &ProfileEdit,
+    ) -> Result<Bot> {
+        let edit = edit.checked()?;
+        write_tx!(self, |conn| edit_profile_tx(conn, owner, bot_name, &edit))
+    }
+
     /// Bots, optionally of one owner, by name.
     pub async fn bots(&self, owner_id: Option<&str>) -> Result<Vec<Bot>> {
         let rows = sqlx::query(
             "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
-             b.active_stake, b.active_since, b.paused_reason \
+             b.active_stake, b.active_since, b.paused_reason, b.description, b.author, b.source_url \
              FROM bots b JOIN users u ON u.id = b.owner_id \
              WHERE ($1 = '' OR b.owner_id = $1) ORDER BY b.name LIMIT $2",
         )

@@ -15,6 +15,7 @@ use duel_ladder_core::model::{
     Bot, BotKind, BotVersion, Match, MatchSide, MatchState, Play, Season, class_from_name,
     winner_from_name,
 };
+use duel_ladder_core::profile::BotProfile;
 
 /// A bot's recent opponents, the latest first (stored separated by spaces).
 pub(crate) fn recent_opponents(row: &AnyRow) -> Result<Vec<String>> {
@@ -110,7 +111,7 @@ pub(crate) async fn running_season_tx(
 pub(crate) async fn load_bot(conn: &mut AnyConnection, name: &str) -> Result<Bot> {
     let row = sqlx::query(
         "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
-         b.active_stake, b.active_since, b.paused_reason \
+         b.active_stake, b.active_since, b.paused_reason, b.description, b.author, b.source_url \
          FROM bots b JOIN users u ON u.id = b.owner_id WHERE b.name = $1",
     )
     .bind(name.to_owned())
@@ -138,6 +139,11 @@ pub(crate) fn bot_from_row(row: &AnyRow) -> Result<Bot> {
         current_version: get(row, "current_version")?,
         versions: Vec::new(),
         play: play_from_row(row)?,
+        profile: BotProfile {
+            description: get(row, "description")?,
+            author: get(row, "author")?,
+            source_url: get(row, "source_url")?,
+        },
     })
 }
 

@@ -1,5 +1,5 @@
-//! `ladder bot register|version|list|show`: the bots registry, and the
-//! renderings of a bot.
+//! `ladder bot register|version|list|show|edit`: the bots registry, a
+//! bot's profile, and the renderings of a bot.
 
 use std::path::PathBuf;
 
@@ -73,6 +73,23 @@ pub enum BotCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Set what the site shows about one of your bots (owner). Give any of
+    /// the three; an empty value clears it. Plain text, no line breaks.
+    #[command(group(clap::ArgGroup::new("profile").required(true).multiple(true)))]
+    Edit {
+        name: String,
+        /// A line about the bot (at most 280 characters).
+        #[arg(long, group = "profile")]
+        description: Option<String>,
+        /// Who wrote it (at most 64 characters).
+        #[arg(long, group = "profile")]
+        author: Option<String>,
+        /// An http(s) link to its source.
+        #[arg(long = "source", value_name = "URL", group = "profile")]
+        source_url: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub(super) async fn run(client: &mut Client, command: BotCommand) -> Result<()> {
@@ -88,7 +105,55 @@ pub(super) async fn run(client: &mut Client, command: BotCommand) -> Result<()> 
         BotCommand::Show { name, json } => show(client, name, json).await,
         BotCommand::Activate { name, stake, json } => activate(client, name, stake, json).await,
         BotCommand::Deactivate { name, json } => deactivate(client, name, json).await,
+        BotCommand::Edit {
+            name,
+            description,
+            author,
+            source_url,
+            json,
+        } => {
+            let request = pb::LadderEditBotRequest {
+                bot: name,
+                description,
+                author,
+                source_url,
+            };
+            edit(client, request, json).await
+        }
     }
+}
+
+/// `ladder bot edit NAME [--description TEXT] [--author TEXT] [--source URL] [--json]`.
+async fn edit(client: &mut Client, request: pb::LadderEditBotRequest, json: bool) -> Result<()> {
+    let reply = client
+        .call(request, |mut inner, request| async move {
+            inner.edit_bot(request).await
+        })
+        .await?;
+    let bot = required(reply.bot, "bot")?;
+    emit(&if json {
+        json_line(&bot_json(&bot))
+    } else {
+        format!("{}\n{}", bot.name, profile_text(&bot))
+    });
+    Ok(())
+}
+
+/// The profile's lines, each indented; `(none)` where unset.
+fn profile_text(bot: &pb::LadderBot) -> String {
+    let or_none = |text: &str| {
+        if text.is_empty() {
+            "(none)".to_owned()
+        } else {
+            text.to_owned()
+        }
+    };
+    format!(
+        "  description: {}\n  author: {}\n  source: {}\n",
+        or_none(&bot.description),
+        or_none(&bot.author),
+        or_none(&bot.source_url)
+    )
 }
 
 /// `ladder bot activate NAME --stake N [--json]`.
@@ -234,6 +299,9 @@ fn render_show(bot: Option<pb::LadderBot>, json: bool) -> Result<String> {
     }
     let mut text = bot_line(&bot);
     text.push_str(&format!("  play: {}\n", play_text(&bot)));
+    if !(bot.description.is_empty() && bot.author.is_empty() && bot.source_url.is_empty()) {
+        text.push_str(&profile_text(&bot));
+    }
     for version in &bot.versions {
         // A WASM version's spec is its digest: said once.
         let source = if version.spec == version.digest {
@@ -303,6 +371,9 @@ fn bot_json(bot: &pb::LadderBot) -> Value {
         "active_stake": (bot.active_stake > 0).then_some(bot.active_stake),
         "active_since_ms": (bot.active_since_ms > 0).then_some(bot.active_since_ms),
         "paused_reason": (!bot.paused_reason.is_empty()).then_some(bot.paused_reason.as_str()),
+        "description": (!bot.description.is_empty()).then_some(bot.description.as_str()),
+        "author": (!bot.author.is_empty()).then_some(bot.author.as_str()),
+        "source_url": (!bot.source_url.is_empty()).then_some(bot.source_url.as_str()),
         "versions": bot.versions.iter().map(|version| json!({
             "version": version.version,
             "kind": version.kind,
@@ -329,6 +400,9 @@ mod tests {
             active_stake: 0,
             active_since_ms: 0,
             paused_reason: String::new(),
+            description: String::new(),
+            author: String::new(),
+            source_url: String::new(),
             versions: vec![pb::LadderBotVersion {
                 version: 1,
                 kind: "builtin".into(),
@@ -361,8 +435,9 @@ mod tests {
         );
         assert_eq!(
             render_show(Some(counter()), true).expect("json"),
-            "{\"active_since_ms\":null,\"active_stake\":null,\"class\":\"light\",\"current_version\":2,\"id\":\"b1\",\"name\":\"counter\",\
-             \"owner\":\"alice\",\"paused_reason\":null,\"play\":\"inactive\",\"versions\":[{\"created_ms\":5,\"digest\":\"d1\",\
+            "{\"active_since_ms\":null,\"active_stake\":null,\"author\":null,\"class\":\"light\",\"current_version\":2,\
+             \"description\":null,\"id\":\"b1\",\"name\":\"counter\",\
+             \"owner\":\"alice\",\"paused_reason\":null,\"play\":\"inactive\",\"source_url\":null,\"versions\":[{\"created_ms\":5,\"digest\":\"d1\",\
              \"kind\":\"builtin\",\"spec\":\"builtin:counter\",\"version\":1}]}\n"
         );
         assert_eq!(render_list(&[], false), "");

@@ -450,6 +450,73 @@ async fn site_of_a_season(db: &TestDb) {
         );
     }
 
+    // A bot's profile: set by its owner, shown escaped on its page and in
+    // its twin; refused with one line when too long, with a line break, or
+    // with a link that is not http(s); another owner may not touch it.
+    let alice = path("alice.token");
+    let edited = cli.json(
+        &alice,
+        &[
+            "bot",
+            "edit",
+            "a-counter",
+            "--description",
+            "  Counters <b>every</b> jab  ",
+            "--author",
+            "Alice & co",
+            "--source",
+            "https://127.0.0.1/src/a-counter",
+        ],
+    );
+    assert_eq!(edited["description"], "Counters <b>every</b> jab");
+    assert_eq!(edited["author"], "Alice & co");
+    let profile = http.json("/api/bots/a-counter").await;
+    assert_eq!(profile["description"], "Counters <b>every</b> jab");
+    assert_eq!(profile["source_url"], "https://127.0.0.1/src/a-counter");
+    let page = http.html("/bots/a-counter").await;
+    assert!(
+        page.contains("Counters &lt;b&gt;every&lt;/b&gt; jab"),
+        "{page}"
+    );
+    assert!(page.contains("Alice &amp; co"), "{page}");
+    assert!(
+        page.contains(
+            "href=\"https://127.0.0.1/src/a-counter\" rel=\"nofollow noopener noreferrer ugc\""
+        ),
+        "{page}"
+    );
+    let shown = cli.ok(&alice, &["bot", "show", "a-counter"]);
+    assert!(shown.contains("  author: Alice & co\n"), "{shown}");
+    let long = "x".repeat(281);
+    for (args, reason) in [
+        (
+            vec!["--description", long.as_str()],
+            "longer than 280 characters",
+        ),
+        (vec!["--author", "two\nlines"], "control character"),
+        (
+            vec!["--source", "javascript:alert(1)"],
+            "must start with https:// or http://",
+        ),
+    ] {
+        let mut command = vec!["bot", "edit", "a-counter"];
+        command.extend(args);
+        cli.refused(&alice, &command, reason);
+    }
+    cli.refused(
+        &path("bob.token"),
+        &["bot", "edit", "a-counter", "--author", "bob"],
+        "belongs to alice",
+    );
+    // Nothing to change is clap's usage error (exit 2, with the usage).
+    let nothing = cli.run(&alice, &["bot", "edit", "a-counter"]);
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("--description"));
+    // An empty value clears; what was not named stays.
+    let cleared = cli.json(&alice, &["bot", "edit", "a-counter", "--author", ""]);
+    assert_eq!(cleared["author"], Value::Null);
+    assert_eq!(cleared["description"], "Counters <b>every</b> jab");
+
     // What a win cost: every settled match counted once from each side; the
     // built-in bots call no model, so nothing was spent and no model stands.
     let cost = http.json("/api/seasons/autumn/cost").await;

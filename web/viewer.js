@@ -59,6 +59,24 @@
     return fighter && fighter.name ? fighter.name : side.toUpperCase();
   }
 
+  // A ranked ladder match (its replay names a season and a match id) links
+  // back to the ladder's pages, which sit at the root of the same site.
+  // Names and ids go through encodeURIComponent and textContent only.
+  function showLadderLinks(replay) {
+    const nav = $("ladder-links");
+    if (!replay.season || !replay.match_id) {
+      nav.hidden = true;
+      return;
+    }
+    $("link-match").href = "/matches/" + encodeURIComponent(replay.match_id);
+    ["a", "b"].forEach((side) => {
+      const link = $("link-bot-" + side);
+      link.textContent = fighterName(replay, side);
+      link.href = "/bots/" + encodeURIComponent(fighterName(replay, side));
+    });
+    nav.hidden = false;
+  }
+
   function winnerText(replay, winner) {
     if (winner === "a" || winner === "b") return fighterName(replay, winner) + " wins";
     return "draw";
@@ -509,6 +527,7 @@
         replay.seed !== undefined ? "seed " + replay.seed : null,
         replay.season ? "season " + replay.season : null, replay.accepted_at].filter(Boolean).join(" · ");
       $("raw-link").href = url;
+      showLadderLinks(replay);
       if (isLive) setBadge("live", "live", "");
       $("name-a").textContent = fighterName(replay, "a");
       $("name-b").textContent = fighterName(replay, "b");

@@ -2,6 +2,7 @@
 //! the bare baseline of sorting the same ratings.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use duel_ladder_core::limits::RECENT_OPPONENTS;
 use duel_ladder_core::matchmaker::{ExhaustedPairs, Waiting, pair_key, pair_wave};
 
 fn waiting(count: usize) -> Vec<Waiting> {
@@ -20,8 +21,8 @@ fn waiting(count: usize) -> Vec<Waiting> {
             owner_id: format!("owner{}", index / 3),
             rating: 1000.0 + below(1_000) as f64,
             waves_waited: below(6) as i64,
-            // Six recent opponents each, as a busy season leaves them.
-            recent_opponents: (1..=6)
+            // A full list of recent opponents each, as a busy season leaves them.
+            recent_opponents: (1..=RECENT_OPPONENTS)
                 .filter(|back| index >= *back)
                 .map(|back| format!("bot{}", index - back))
                 .collect(),

@@ -270,6 +270,17 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..=duel_ladder_site::limits::MAX_TV_EXCHANGE_MS)
     )]
     pub tv_exchange_ms: u64,
+    /// When everyone may read a ranked match's transcripts (with --http,
+    /// at /matches/{id}/transcript): never, after-season (once the match's
+    /// season has ended) or after-days:N (N days after the match). A bot's
+    /// owner reads its own at once: `ladder match transcript`.
+    #[arg(
+        long,
+        value_name = "POLICY",
+        default_value = "after-season",
+        value_parser = reveal_policy
+    )]
+    pub reveal_transcripts: duel_ladder::reveal::RevealPolicy,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -307,6 +318,10 @@ fn workers_in_process(text: &str) -> Result<usize, String> {
 }
 
 /// `--public-url`: what endpoint bots dial, so an absolute http(s) URL with a host.
+fn reveal_policy(text: &str) -> Result<duel_ladder::reveal::RevealPolicy, String> {
+    duel_ladder::reveal::RevealPolicy::parse(text).map_err(|error| error.to_string())
+}
+
 fn http_url(text: &str) -> Result<String, String> {
     let uri: tonic::codegen::http::Uri = text
         .parse()

@@ -17,5 +17,6 @@ pub mod model;
 pub mod profile;
 pub mod rating;
 pub mod repeat;
+pub mod reveal;
 
 pub use error::{CoreError, Result};

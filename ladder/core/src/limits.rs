@@ -21,6 +21,10 @@ pub const MAX_BOT_DESCRIPTION_CHARS: usize = 280;
 pub const MAX_BOT_AUTHOR_CHARS: usize = 64;
 pub const MAX_SOURCE_URL_BYTES: usize = 256;
 
+/// The longest delay `--reveal-transcripts after-days:N` takes (ten years):
+/// longer is `never`.
+pub const MAX_REVEAL_DAYS: u32 = 3_650;
+
 /// Longest transfer id and memo, in bytes.
 pub const MAX_TRANSFER_ID_BYTES: usize = 128;
 pub const MAX_MEMO_BYTES: usize = 256;

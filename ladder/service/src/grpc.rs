@@ -581,6 +581,26 @@ impl LadderApi for LadderService {
         }))
     }
 
+    async fn match_transcript(
+        &self,
+        request: Request<pb::LadderMatchTranscriptRequest>,
+    ) -> Reply<pb::LadderMatchTranscriptResponse> {
+        let caller = self.caller(&request).await?;
+        let body = request.get_ref();
+        let id = required("id", &body.id)?;
+        let bot = (!body.bot.is_empty()).then_some(body.bot.as_str());
+        let transcript = self
+            .ladder
+            .match_transcript(&caller, id, bot)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::LadderMatchTranscriptResponse {
+            id: transcript.match_id.clone(),
+            decisions: u32::try_from(transcript.decisions.len()).unwrap_or(u32::MAX),
+            transcript_json: transcript.to_json_pretty().into_bytes(),
+        }))
+    }
+
     async fn start_season(
         &self,
         request: Request<pb::LadderStartSeasonRequest>,

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use duel_rules::WeightClass;
+use duel_replays::store::ReplayStore;
+use duel_replays::transcript::Transcript;
+use duel_rules::{Side, WeightClass};
 use tokio::sync::Semaphore;
 
 use crate::auth::{Role, User};
@@ -43,6 +45,9 @@ pub struct Ladder {
     /// Turns to validate (compile) an upload: compiling is CPU- and
     /// memory-heavy, so uploads beyond these wait for a turn.
     compiles: Arc<Semaphore>,
+    /// Where the workers keep replays and transcripts (`None`: this ladder
+    /// serves no transcript).
+    replays: Option<ReplayStore>,
 }
 
 impl Ladder {
@@ -54,7 +59,14 @@ impl Ladder {
             allow_private_endpoints,
             quotas: OwnerQuotas::default(),
             compiles: Arc::new(Semaphore::new(DEFAULT_MAX_CONCURRENT_COMPILES)),
+            replays: None,
         }
+    }
+
+    /// The same ladder reading transcripts from `replays`.
+    pub fn with_replays(mut self, replays: ReplayStore) -> Ladder {
+        self.replays = Some(replays);
+        self
     }
 
     /// The same ladder enforcing `quotas` on every owner.
@@ -399,6 +411,64 @@ impl Ladder {
 
     /// The logs of the caller's bots in a ranked match: only an owner whose bot
     /// fought sees them, and only their own bot's side.
+    /// A match's transcript as `caller` may read it: an owner, the decisions
+    /// of its bots in the match (of `bot` alone when named); an operator,
+    /// every decision (or `bot`'s).
+    pub async fn match_transcript(
+        &self,
+        caller: &User,
+        id: &str,
+        bot: Option<&str>,
+    ) -> Result<Transcript> {
+        let game = self.store.game(id).await?;
+        let mut sides: Vec<Side> = [Side::A, Side::B]
+            .into_iter()
+            .filter(|side| {
+                caller.role == Role::Operator || game.sides[side.index()].owner_id == caller.id
+            })
+            .collect();
+        if sides.is_empty() {
+            return Err(LadderError::PermissionDenied(format!(
+                "match {id}: only the owners of its bots may read its transcript before it is revealed"
+            )));
+        }
+        if let Some(bot) = bot {
+            let Some(side) = [Side::A, Side::B]
+                .into_iter()
+                .find(|side| game.sides[side.index()].bot_name == bot)
+            else {
+                return Err(LadderError::Invalid(format!(
+                    "bot {bot} did not play match {id}"
+                )));
+            };
+            if !sides.contains(&side) {
+                return Err(LadderError::PermissionDenied(format!(
+                    "match {id}: bot {bot} is not yours"
+                )));
+            }
+            sides = vec![side];
+        }
+        let replays = self.replays.as_ref().ok_or_else(|| {
+            LadderError::Precondition("this server keeps no transcripts".to_owned())
+        })?;
+        let bytes = replays.get_transcript(id).await?.ok_or_else(|| {
+            LadderError::NotFound(format!(
+                "the transcript of match {id}: no fighter called a model"
+            ))
+        })?;
+        let mut transcript = Transcript::from_slice(&bytes)?;
+        if let [side] = sides.as_slice() {
+            transcript = transcript.only(*side);
+        }
+        if transcript.decisions.is_empty() {
+            return Err(LadderError::NotFound(format!(
+                "the transcript of match {id}: {} called no model",
+                bot.unwrap_or("your bot")
+            )));
+        }
+        Ok(transcript)
+    }
+
     pub async fn match_logs(&self, caller: &User, id: &str) -> Result<(Match, Vec<SideLogs>)> {
         let game = self.store.game(id).await?;
         if !game.sides.iter().any(|side| side.owner_id == caller.id) {

@@ -22,6 +22,6 @@ pub mod serve;
 pub mod validate;
 pub mod worker;
 
-pub use duel_ladder_core::{auth, clock, ledger, matchmaker, model, profile, rating};
+pub use duel_ladder_core::{auth, clock, ledger, matchmaker, model, profile, rating, reveal};
 pub use duel_ladder_store as store;
 pub use duel_ladder_store::{LadderError, Result, Store, error};

@@ -345,7 +345,8 @@ impl Running {
                 config.allow_private_endpoints,
             )
             .with_quotas(config.quotas)
-            .with_max_concurrent_compiles(config.max_concurrent_compiles.get()),
+            .with_max_concurrent_compiles(config.max_concurrent_compiles.get())
+            .with_replays(self.replays.clone()),
         );
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_serving::<Gate>().await;

@@ -26,6 +26,7 @@ pub mod chart;
 pub mod data;
 pub mod limits;
 pub mod pages;
+pub mod transcripts;
 pub mod tv;
 
 use axum::Router;
@@ -49,13 +50,16 @@ const SITE_CSS: &str = include_str!("site.css");
 /// The site's and Duel TV's routes over `reads`, and Duel TV's broadcast
 /// (stopped by `shutdown`), paced by `tv`. Each broadcast is also published
 /// into `live`, so the replay service's `/live` lists it while it airs.
+/// Transcripts are public as `reveal` says ([`transcripts`]).
 pub fn mount(
     reads: Reads,
     replays: duel_replays::store::ReplayStore,
     live: duel_referee::publish::LiveFeeds,
     shutdown: tokio::sync::watch::Receiver<bool>,
     tv: tv::TvConfig,
+    reveal: duel_ladder_core::reveal::RevealPolicy,
 ) -> (Router, tokio::task::JoinHandle<()>) {
+    let transcripts = transcripts::router(reads.clone(), replays.clone(), reveal);
     let duel_tv = tv::DuelTv::new(reads.clone(), replays, Some(live), tv);
     let broadcast = tokio::spawn(duel_tv.clone().run(shutdown));
     let airing = duel_tv.clone();
@@ -66,7 +70,9 @@ pub fn mount(
             .map(|on_air| on_air.match_id)
     });
     (
-        tv::router(duel_tv).merge(router(reads, Some(on_air))),
+        tv::router(duel_tv)
+            .merge(router(reads, Some(on_air)))
+            .merge(transcripts),
         broadcast,
     )
 }

@@ -4,7 +4,7 @@
 use duel_proto::v1 as pb;
 use serde_json::{Value, json};
 
-use super::{Client, Result, emit, json_line, required};
+use super::{Client, ClientError, Result, emit, json_line, required};
 
 /// `ladder enqueue BOT --stake CREDITS`.
 pub(super) async fn enqueue(client: &mut Client, bot: String, stake: i64) -> Result<()> {
@@ -157,6 +157,58 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
         result,
         repeat
     ))
+}
+
+/// `ladder match transcript ID [--bot BOT] [--out PATH] [--json]`.
+pub(super) async fn transcript(
+    client: &mut Client,
+    id: String,
+    bot: Option<String>,
+    out: Option<std::path::PathBuf>,
+    json: bool,
+) -> Result<()> {
+    let path = out.unwrap_or_else(|| {
+        std::path::PathBuf::from(match &bot {
+            Some(bot) => format!("{id}.{bot}.transcript.json"),
+            None => format!("{id}.transcript.json"),
+        })
+    });
+    let reply = client
+        .call(
+            pb::LadderMatchTranscriptRequest {
+                id,
+                bot: bot.unwrap_or_default(),
+            },
+            |mut inner, request| async move { inner.match_transcript(request).await },
+        )
+        .await?;
+    // Checked before it is written: what lands on disk is a transcript.
+    duel_replays::transcript::Transcript::from_slice(&reply.transcript_json).map_err(|error| {
+        ClientError::File(format!(
+            "the server sent a transcript that does not parse: {error}"
+        ))
+    })?;
+    duel_files::write_atomic(
+        &path,
+        &reply.transcript_json,
+        duel_files::WriteOptions::PRIVATE,
+    )
+    .map_err(|error| ClientError::File(format!("cannot write {}: {error}", path.display())))?;
+    emit(&if json {
+        json_line(&json!({
+            "id": reply.id,
+            "path": path.display().to_string(),
+            "decisions": reply.decisions,
+        }))
+    } else {
+        format!(
+            "wrote {} ({} decisions of match {})\n",
+            path.display(),
+            reply.decisions,
+            reply.id
+        )
+    });
+    Ok(())
 }
 
 /// `ladder match logs ID [--json]`.

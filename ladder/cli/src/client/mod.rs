@@ -169,7 +169,7 @@ pub enum ClientCommand {
         #[arg(long)]
         json: bool,
     },
-    /// One match: `ladder match logs ID`.
+    /// One match: `ladder match logs ID`, `ladder match transcript ID`.
     Match {
         #[command(subcommand)]
         command: MatchCommand,
@@ -186,6 +186,24 @@ pub enum MatchCommand {
         /// The match id.
         id: String,
         /// One JSON object: {"id", "sides": [{"side", "bot", "exchanges": [{"round", "exchange", "lines", "truncated"}]}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a match's transcript (`duel-transcript/1`: what the fighters'
+    /// model calls sent and received) to a file: your bots' decisions, or
+    /// BOT's. Everyone else reads it once the operator reveals it (`ladder
+    /// serve --reveal-transcripts`). The file is readable by you only.
+    Transcript {
+        /// The match id.
+        id: String,
+        /// One bot of the match (default: every bot of yours in it).
+        #[arg(long)]
+        bot: Option<String>,
+        /// Where to write it (default: ID.transcript.json, or
+        /// ID.BOT.transcript.json with --bot, in the current folder).
+        #[arg(long, value_name = "PATH")]
+        out: Option<std::path::PathBuf>,
+        /// One JSON object: {"id", "path", "decisions"}.
         #[arg(long)]
         json: bool,
     },
@@ -222,6 +240,9 @@ pub async fn run(connection: Connection, command: ClientCommand) -> Result<()> {
         ClientCommand::Match {
             command: MatchCommand::Logs { id, json },
         } => matches::logs(client, id, json).await,
+        ClientCommand::Match {
+            command: MatchCommand::Transcript { id, bot, out, json },
+        } => matches::transcript(client, id, bot, out, json).await,
     }
 }
 

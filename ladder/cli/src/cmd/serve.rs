@@ -17,6 +17,7 @@ use duel_referee::publish::HttpLimits;
 use duel_replays::SigningKey;
 
 use crate::cli::{LimitArgs, PlayArgs, ServeArgs, WorkerArgs};
+use duel_ladder::reveal::RevealPolicy;
 
 pub async fn serve(args: ServeArgs) -> Result<Outcome> {
     let tv = TvConfig::paced(Duration::from_millis(args.tv_exchange_ms));
@@ -36,7 +37,7 @@ pub async fn serve(args: ServeArgs) -> Result<Outcome> {
         quotas: quotas(&args.limits),
         max_concurrent_compiles: args.limits.max_concurrent_compiles,
         http_limits: http_limits(&args.limits),
-        public_site: Some(public_site(tv)),
+        public_site: Some(public_site(tv, args.reveal_transcripts)),
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::serve(config, shutdown.receiver(), None)
@@ -65,11 +66,17 @@ pub async fn worker(args: WorkerArgs) -> Result<Outcome> {
 }
 
 /// The public site and Duel TV, paced by `tv`, mounted beside the replay
-/// service of `ladder serve --http`.
-pub fn public_site(tv: TvConfig) -> MountSite {
+/// service of `ladder serve --http`; transcripts public as `reveal` says.
+pub fn public_site(tv: TvConfig, reveal: RevealPolicy) -> MountSite {
     MountSite(Arc::new(move |parts: SiteParts| {
-        let (router, broadcast) =
-            duel_ladder_site::mount(parts.reads, parts.replays, parts.live, parts.shutdown, tv);
+        let (router, broadcast) = duel_ladder_site::mount(
+            parts.reads,
+            parts.replays,
+            parts.live,
+            parts.shutdown,
+            tv,
+            reveal,
+        );
         MountedSite {
             router,
             tasks: vec![broadcast],

@@ -517,6 +517,24 @@ async fn site_of_a_season(db: &TestDb) {
     assert_eq!(cleared["author"], Value::Null);
     assert_eq!(cleared["description"], "Counters <b>every</b> jab");
 
+    // Transcripts: built-in bots call no model, so their owner has none to
+    // read, and the public gets a 404 until the season ends (the default
+    // reveal policy), then still a 404: there is none.
+    let countered = everything[0]["id"].as_str().expect("an id").to_owned();
+    cli.refused(
+        &alice,
+        &["match", "transcript", &countered],
+        "no fighter called a model",
+    );
+    cli.refused(
+        &path("carol.token"),
+        &["match", "transcript", &countered, "--bot", "a-counter"],
+        &format!("match {countered}: "),
+    );
+    let (status, _, body) = http.get(&format!("/matches/{countered}/transcript")).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("public once its season ends"), "{body}");
+
     // What a win cost: every settled match counted once from each side; the
     // built-in bots call no model, so nothing was spent and no model stands.
     let cost = http.json("/api/seasons/autumn/cost").await;
@@ -618,6 +636,9 @@ async fn site_of_a_season(db: &TestDb) {
 
     // After the end: the frozen table, still served, and home shows it.
     cli.ok(&root, &["season", "end"]);
+    let (status, _, body) = http.get(&format!("/matches/{countered}/transcript")).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no fighter called a model"), "{body}");
     let frozen = http.json("/api/seasons/autumn?class=light").await;
     assert_eq!(frozen["season"]["state"], "ended");
     let names = |rows: &[Value]| -> Vec<String> {

@@ -332,6 +332,59 @@ async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
         ),
         ("test-model", 1, 1, used as i64)
     );
+
+    // The transcript, before any reveal: the oracle's owner reads its bot's
+    // decisions; an operator reads them all, and they verify against the
+    // signed replay; the other bot's owner (its bot called no model) and a
+    // stranger read nothing.
+    let reader =
+        Ladder::new(db.store.clone(), common::host(), false).with_replays(config.replays.clone());
+    let own = reader
+        .match_transcript(&alice, &game.id, None)
+        .await
+        .expect("the oracle's owner reads its transcript");
+    let oracle_side = if oracle == 0 { "a" } else { "b" };
+    assert!(!own.decisions.is_empty());
+    assert!(
+        own.decisions
+            .iter()
+            .all(|decision| serde_json::to_value(decision.fighter).ok() == Some(oracle_side.into()))
+    );
+    let (operator, _) = db
+        .store
+        .create_user("referee-op", duel_ladder::auth::Role::Operator)
+        .await
+        .expect("operator");
+    let all = reader
+        .match_transcript(&operator, &game.id, None)
+        .await
+        .expect("an operator reads every decision");
+    let parsed =
+        duel_replays::transcript::ParsedTranscript::from_slice(all.to_json_pretty().as_bytes())
+            .expect("parses");
+    duel_replays::transcript::verify_transcript(&replay, &parsed)
+        .expect("the transcript agrees with the signed replay");
+    assert!(matches!(
+        reader.match_transcript(&bob, &game.id, None).await,
+        Err(LadderError::NotFound(_))
+    ));
+    assert!(matches!(
+        reader
+            .match_transcript(&bob, &game.id, Some("oracle"))
+            .await,
+        Err(LadderError::PermissionDenied(_))
+    ));
+    let (carol, _) = db.owner("carol", 0).await;
+    assert!(matches!(
+        reader.match_transcript(&carol, &game.id, None).await,
+        Err(LadderError::PermissionDenied(_))
+    ));
+    assert!(matches!(
+        reader
+            .match_transcript(&alice, &game.id, Some("nobody"))
+            .await,
+        Err(LadderError::Invalid(_))
+    ));
 }
 both_backends!(
     model_calls_metered,

@@ -1,5 +1,5 @@
 //! The site's tests, one binary: Duel TV's broadcast in a real `ladder serve`
-//! and in headless Chromium.
+//! and in headless Chromium; transcripts after the reveal policy.
 
 #[macro_use]
 extern crate duel_ladder_testkit;
@@ -17,4 +17,5 @@ mod common {
     }
 }
 
+mod transcripts;
 mod tv;

@@ -61,8 +61,14 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
         max_concurrent_compiles: NonZeroUsize::MIN,
         http_limits: HttpLimits::default(),
         public_site: Some(MountSite(Arc::new(move |parts: SiteParts| {
-            let (router, broadcast) =
-                duel_ladder_site::mount(parts.reads, parts.replays, parts.live, parts.shutdown, tv);
+            let (router, broadcast) = duel_ladder_site::mount(
+                parts.reads,
+                parts.replays,
+                parts.live,
+                parts.shutdown,
+                tv,
+                duel_ladder_core::reveal::RevealPolicy::default(),
+            );
             MountedSite {
                 router,
                 tasks: vec![broadcast],

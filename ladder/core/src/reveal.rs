@@ -1,0 +1,150 @@
+//! When a ranked match's transcripts become public: the operator's reveal
+//! policy (`ladder serve --reveal-transcripts`). Every ranked replay is public
+//! at once, so prompts published with it would hand a bot's strategy to its
+//! opponents while the season runs; a transcript revealed later can still be
+//! checked against the signed replay's digests.
+
+use crate::error::{CoreError, Result};
+use crate::limits::MAX_REVEAL_DAYS;
+
+const DAY_MS: i64 = 86_400_000;
+
+/// When the public may read a match's transcript (its bots' owners always can).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RevealPolicy {
+    /// Never public.
+    Never,
+    /// Once the match's season has ended (the default).
+    #[default]
+    AfterSeason,
+    /// This many days after the match was settled.
+    AfterDays(u32),
+}
+
+impl RevealPolicy {
+    /// `never`, `after-season` or `after-days:N` (N from 0 to
+    /// [`MAX_REVEAL_DAYS`]).
+    pub fn parse(text: &str) -> Result<RevealPolicy> {
+        let invalid = || {
+            CoreError::Invalid(format!(
+                "the reveal policy must be never, after-season or after-days:N \
+                 (N from 0 to {MAX_REVEAL_DAYS}), not {:?}",
+                text.chars().take(40).collect::<String>()
+            ))
+        };
+        match text {
+            "never" => Ok(RevealPolicy::Never),
+            "after-season" => Ok(RevealPolicy::AfterSeason),
+            _ => {
+                let digits = text.strip_prefix("after-days:").ok_or_else(invalid)?;
+                // Digits as written: `007` or `+7` is refused, not read as 7.
+                let canonical = !digits.is_empty()
+                    && digits.bytes().all(|byte| byte.is_ascii_digit())
+                    && (digits == "0" || !digits.starts_with('0'));
+                match digits.parse::<u32>() {
+                    Ok(days) if canonical && days <= MAX_REVEAL_DAYS => {
+                        Ok(RevealPolicy::AfterDays(days))
+                    }
+                    _ => Err(invalid()),
+                }
+            }
+        }
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            RevealPolicy::Never => "never".to_owned(),
+            RevealPolicy::AfterSeason => "after-season".to_owned(),
+            RevealPolicy::AfterDays(days) => format!("after-days:{days}"),
+        }
+    }
+
+    /// Whether a match settled at `finished_ms` in a season that ended at
+    /// `season_ended_ms` (`None`: still running) is public at `now_ms`. A match
+    /// not settled is never public.
+    pub fn revealed(
+        self,
+        finished_ms: Option<i64>,
+        season_ended_ms: Option<i64>,
+        now_ms: i64,
+    ) -> bool {
+        let Some(finished_ms) = finished_ms else {
+            return false;
+        };
+        match self {
+            RevealPolicy::Never => false,
+            RevealPolicy::AfterSeason => season_ended_ms.is_some_and(|ended| ended <= now_ms),
+            RevealPolicy::AfterDays(days) => {
+                finished_ms.saturating_add(i64::from(days).saturating_mul(DAY_MS)) <= now_ms
+            }
+        }
+    }
+
+    /// When a settled match of this policy becomes public, in words.
+    pub fn describe(self) -> String {
+        match self {
+            RevealPolicy::Never => "never made public on this ladder".to_owned(),
+            RevealPolicy::AfterSeason => "public once its season ends".to_owned(),
+            RevealPolicy::AfterDays(days) => format!("public {days} days after the match"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_and_print() {
+        for (text, policy) in [
+            ("never", Some(RevealPolicy::Never)),
+            ("after-season", Some(RevealPolicy::AfterSeason)),
+            ("after-days:0", Some(RevealPolicy::AfterDays(0))),
+            ("after-days:30", Some(RevealPolicy::AfterDays(30))),
+            ("after-days:3650", Some(RevealPolicy::AfterDays(3650))),
+            ("after-days:3651", None),
+            ("after-days:007", None),
+            ("after-days:+7", None),
+            ("after-days:", None),
+            ("after-days:-1", None),
+            ("always", None),
+            ("", None),
+        ] {
+            assert_eq!(RevealPolicy::parse(text).ok(), policy, "{text}");
+            if let Some(policy) = policy {
+                assert_eq!(policy.name(), text);
+            }
+        }
+        assert_eq!(RevealPolicy::default(), RevealPolicy::AfterSeason);
+    }
+
+    #[test]
+    fn when_a_transcript_is_public() {
+        let day = DAY_MS;
+        let finished = Some(10 * day);
+        let table = [
+            // policy, season ended, now, public
+            (RevealPolicy::Never, Some(11 * day), 100 * day, false),
+            (RevealPolicy::AfterSeason, None, 100 * day, false),
+            (
+                RevealPolicy::AfterSeason,
+                Some(11 * day),
+                11 * day - 1,
+                false,
+            ),
+            (RevealPolicy::AfterSeason, Some(11 * day), 11 * day, true),
+            (RevealPolicy::AfterDays(2), None, 12 * day - 1, false),
+            (RevealPolicy::AfterDays(2), None, 12 * day, true),
+            (RevealPolicy::AfterDays(0), None, 10 * day, true),
+        ];
+        for (policy, ended, now, public) in table {
+            assert_eq!(
+                policy.revealed(finished, ended, now),
+                public,
+                "{policy:?} {ended:?} {now}"
+            );
+        }
+        // A match never settled is never public.
+        assert!(!RevealPolicy::AfterDays(0).revealed(None, Some(0), i64::MAX));
+    }
+}

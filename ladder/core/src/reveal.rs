@@ -4,6 +4,9 @@
 //! opponents while the season runs; a transcript revealed later can still be
 //! checked against the signed replay's digests.
 
+use duel_rules::Side;
+
+use crate::auth::{Role, User};
 use crate::error::{CoreError, Result};
 use crate::limits::MAX_REVEAL_DAYS;
 
@@ -90,6 +93,15 @@ impl RevealPolicy {
     }
 }
 
+/// The sides of a match whose transcript `caller` reads before the reveal:
+/// an owner, the sides its bots fought on; an operator, both.
+pub fn readable_sides(caller: &User, owner_ids: [&str; 2]) -> Vec<Side> {
+    [Side::A, Side::B]
+        .into_iter()
+        .filter(|side| caller.role == Role::Operator || owner_ids[side.index()] == caller.id)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +128,30 @@ mod tests {
             }
         }
         assert_eq!(RevealPolicy::default(), RevealPolicy::AfterSeason);
+    }
+
+    #[test]
+    fn who_reads_a_transcript_before_the_reveal() {
+        let user = |id: &str, role| User {
+            id: id.into(),
+            name: id.into(),
+            role,
+        };
+        let owners = ["alice", "bob"];
+        assert_eq!(
+            readable_sides(&user("alice", Role::Owner), owners),
+            [Side::A]
+        );
+        assert_eq!(readable_sides(&user("bob", Role::Owner), owners), [Side::B]);
+        assert_eq!(
+            readable_sides(&user("alice", Role::Owner), ["alice", "alice"]),
+            [Side::A, Side::B]
+        );
+        assert!(readable_sides(&user("carol", Role::Owner), owners).is_empty());
+        assert_eq!(
+            readable_sides(&user("root", Role::Operator), owners),
+            [Side::A, Side::B]
+        );
     }
 
     #[test]

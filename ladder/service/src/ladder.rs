@@ -421,12 +421,8 @@ impl Ladder {
         bot: Option<&str>,
     ) -> Result<Transcript> {
         let game = self.store.game(id).await?;
-        let mut sides: Vec<Side> = [Side::A, Side::B]
-            .into_iter()
-            .filter(|side| {
-                caller.role == Role::Operator || game.sides[side.index()].owner_id == caller.id
-            })
-            .collect();
+        let [a, b] = &game.sides;
+        let mut sides = crate::reveal::readable_sides(caller, [&a.owner_id, &b.owner_id]);
         if sides.is_empty() {
             return Err(LadderError::PermissionDenied(format!(
                 "match {id}: only the owners of its bots may read its transcript before it is revealed"

@@ -10,6 +10,11 @@ pub const MAX_SITE_PAGE_ROWS: usize = 200;
 /// Rows of each class's table and of the latest matches on the home page.
 pub const HOME_TOP_ROWS: usize = 10;
 
+/// The longest token the owner's form on a match page takes, and the body
+/// it is posted in: a ladder token is about 70 bytes.
+pub const MAX_FORM_TOKEN_BYTES: usize = 512;
+pub const MAX_FORM_BODY_BYTES: usize = 4 * 1024;
+
 /// How long browsers and caches may reuse a page or its JSON twin.
 pub const SITE_PAGE_MAX_AGE_S: u32 = 5;
 

@@ -12,9 +12,11 @@ use super::data::{
     BotPage, CostPage, HomePage, MatchPage, MatchesPage, MatchesQuery, SeasonPage, SeasonsPage,
     VersusPage,
 };
+use crate::limits::MAX_FORM_TOKEN_BYTES;
 use duel_ladder_core::limits::MAX_NAME_BYTES;
 use duel_ladder_core::model::{MatchState, utc_text};
 use duel_ladder_store::site::{ClassTable, MatchLine, MatchResult, Page, Record, SeasonLine};
+use duel_replays::transcript::{FighterName, Transcript};
 use duel_rules::WeightClass;
 
 /// A page: title, the address of its JSON twin, and its body.
@@ -686,6 +688,65 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                 @if let Some(note) = &page.note { dt { "Note" } dd { (note) } }
             }
             p { a href=(versus_href(&line.bot_a, &line.bot_b)) { "Head-to-head of " (line.bot_a) " and " (line.bot_b) " →" } }
+            @if line.state == MatchState::Settled {
+                section.owner {
+                    h2 { "Your bot's reasoning" }
+                    p.note {
+                        "The model calls of a ranked match are kept apart from its public replay. "
+                        "Everyone reads them once the ladder reveals them at "
+                        a href=(format!("{}/transcript", match_href(&line.id))) { "the transcript" }
+                        "; the owners of its bots read theirs now. Your token goes in the body of "
+                        "this form, never in an address."
+                    }
+                    form.token method="post" action=(format!("{}/transcript", match_href(&line.id))) {
+                        label { "Owner token "
+                            input type="password" name="token" autocomplete="current-password"
+                                required maxlength=(MAX_FORM_TOKEN_BYTES);
+                        }
+                        " "
+                        button type="submit" { "Show my bot's model calls" }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// A match's transcript for its bots' owner (or an operator): each decision's
+/// calls with the messages sent and the completion received, as text.
+pub fn transcript_page(line: &MatchLine, transcript: &Transcript, reader: &str) -> Markup {
+    let name = |fighter: FighterName| match fighter {
+        FighterName::A => line.bot_a.as_str(),
+        FighterName::B => line.bot_b.as_str(),
+    };
+    layout(
+        &format!("Transcript of match {}", line.id),
+        &format!("{}/transcript", match_href(&line.id)),
+        html! {
+            h1 { "Model calls: " (line.bot_a) " vs " (line.bot_b) }
+            p.lead {
+                "Match " a href=(match_href(&line.id)) { (line.id) } ", as " (reader) " may read it: "
+                (transcript.decisions.len()) " decisions. This page is not cached or shared."
+            }
+            @for decision in &transcript.decisions {
+                section.decision id=(format!("r{}e{}{}", decision.round, decision.exchange, match decision.fighter { FighterName::A => "a", FighterName::B => "b" })) {
+                    h3 { "Round " (decision.round) " · exchange " (decision.exchange) " · " (name(decision.fighter)) }
+                    @for call in &decision.calls {
+                        div.call {
+                            p.note {
+                                code { (call.model) } " · " (format!("{:?}", call.outcome).to_lowercase())
+                                " · " (call.prompt_tokens) " prompt + " (call.completion_tokens) " completion tokens · "
+                                (format!("{:.1} ms", call.latency_us as f64 / 1_000.0))
+                                @if call.truncated { " · texts cut to the referee's bounds" }
+                            }
+                            @for message in &call.messages {
+                                div.message { span.role { (message.role) } pre { (message.content) } }
+                            }
+                            div.message.completion { span.role { "completion" } pre { (call.completion) } }
+                        }
+                    }
+                }
+            }
         },
     )
 }

@@ -6,19 +6,21 @@
 //! theirs at once through the API (`ladder match transcript`).
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use duel_ladder_core::model::MatchState;
-use duel_ladder_core::reveal::RevealPolicy;
+use duel_ladder_core::reveal::{RevealPolicy, readable_sides};
 use duel_ladder_store::error::LadderError;
 use duel_ladder_store::{Reads, SeasonChoice};
 use duel_plumbing::reply::json_error;
 use duel_replays::store::ReplayStore;
+use duel_replays::transcript::Transcript;
 
-use crate::limits::SITE_PAGE_MAX_AGE_S;
+use crate::limits::{MAX_FORM_BODY_BYTES, MAX_FORM_TOKEN_BYTES, SITE_PAGE_MAX_AGE_S};
 
 #[derive(Clone)]
 struct Transcripts {
@@ -30,8 +32,12 @@ struct Transcripts {
 /// The transcript routes over `reads` and the `replays` store.
 pub fn router(reads: Reads, replays: ReplayStore, reveal: RevealPolicy) -> Router {
     Router::new()
-        .route("/matches/{id}/transcript", get(transcript))
+        .route(
+            "/matches/{id}/transcript",
+            get(transcript).post(owner_transcript),
+        )
         .route("/replays/{id}/transcript", get(transcript))
+        .layer(DefaultBodyLimit::max(MAX_FORM_BODY_BYTES))
         .with_state(Transcripts {
             reads,
             replays,
@@ -90,4 +96,88 @@ async fn revealed_transcript(site: &Transcripts, id: &str) -> Result<Vec<u8>, La
         .await
         .map_err(|error| LadderError::Io(format!("cannot read the transcript: {error}")))?
         .ok_or_else(|| not_public("does not exist: no fighter called a model".to_owned()))
+}
+
+/// The match page's owner form.
+#[derive(serde::Deserialize)]
+struct TokenForm {
+    token: String,
+}
+
+/// The transcript of the poster's bots in match `id`, as a page nobody caches.
+async fn owner_transcript(
+    State(site): State<Transcripts>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    // The form's body (`token=…`), parsed here: the one form of the site.
+    let token = serde_urlencoded::from_bytes::<TokenForm>(&body)
+        .map(|form| form.token)
+        .unwrap_or_default();
+    let page = match owner_view(&site, &id, token.trim()).await {
+        Ok(page) => (StatusCode::OK, page),
+        Err(error) => {
+            let (status, message) = match error {
+                LadderError::Unauthenticated(message) => (StatusCode::UNAUTHORIZED, message),
+                LadderError::PermissionDenied(message) => (StatusCode::FORBIDDEN, message),
+                LadderError::NotFound(message) => (StatusCode::NOT_FOUND, message),
+                LadderError::Invalid(message) => (StatusCode::BAD_REQUEST, message),
+                other => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    duel_plumbing::reply::internal("owner transcript failed", &other),
+                ),
+            };
+            (
+                status,
+                crate::pages::error_page(status.as_u16(), &message).into_string(),
+            )
+        }
+    };
+    let mut response = (page.0, axum::response::Html(page.1)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn owner_view(site: &Transcripts, id: &str, token: &str) -> Result<String, LadderError> {
+    duel_replays::store::validate_id(id)
+        .map_err(|_| LadderError::Invalid("not a match id".to_owned()))?;
+    if token.is_empty() || token.len() > MAX_FORM_TOKEN_BYTES {
+        return Err(LadderError::Unauthenticated(
+            "give the token of an owner of one of the match's bots".to_owned(),
+        ));
+    }
+    let user = site.reads.authenticate(token).await?;
+    let game = site.reads.game(id).await?;
+    let [a, b] = &game.sides;
+    let sides = readable_sides(&user, [&a.owner_id, &b.owner_id]);
+    if sides.is_empty() {
+        return Err(LadderError::PermissionDenied(format!(
+            "match {id}: {} owns neither of its bots",
+            user.name
+        )));
+    }
+    let (line, _) = site.reads.match_line(id).await?;
+    let bytes = site
+        .replays
+        .get_transcript(id)
+        .await
+        .map_err(|error| LadderError::Io(format!("cannot read the transcript: {error}")))?
+        .ok_or_else(|| {
+            LadderError::NotFound(format!(
+                "the transcript of match {id}: no fighter called a model"
+            ))
+        })?;
+    let mut transcript = Transcript::from_slice(&bytes)
+        .map_err(|error| LadderError::Corrupt(format!("the kept transcript: {error}")))?;
+    if let [side] = sides.as_slice() {
+        transcript = transcript.only(*side);
+    }
+    if transcript.decisions.is_empty() {
+        return Err(LadderError::NotFound(format!(
+            "the transcript of match {id}: your bot called no model"
+        )));
+    }
+    Ok(crate::pages::transcript_page(&line, &transcript, &user.name).into_string())
 }

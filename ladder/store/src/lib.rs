@@ -218,6 +218,17 @@ impl Reads {
     pub async fn bot(&self, name: &str) -> Result<duel_ladder_core::model::Bot> {
         self.store.bot(name).await
     }
+
+    /// A match with its sides (bots, versions and owners).
+    pub async fn game(&self, id: &str) -> Result<duel_ladder_core::model::Match> {
+        self.store.game(id).await
+    }
+
+    /// The account a token belongs to (the owner's form on a match page:
+    /// a read, it changes nothing).
+    pub async fn authenticate(&self, token: &str) -> Result<duel_ladder_core::auth::User> {
+        self.store.authenticate(token).await
+    }
 }
 
 /// The writer's settings on SQLite: write-ahead log, synced at checkpoints,

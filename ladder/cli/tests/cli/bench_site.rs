@@ -141,8 +141,8 @@ async fn seeds_serves_and_loads_every_page() {
     let pages = report["pages"].as_array().expect("pages");
     assert_eq!(
         pages.len(),
-        12,
-        "six pages, each in HTML and JSON: {report}"
+        16,
+        "eight pages, each in HTML and JSON: {report}"
     );
     for page in pages {
         assert_eq!(page["errors"], 0, "{page}");
@@ -160,6 +160,8 @@ async fn seeds_serves_and_loads_every_page() {
         "bot (chart)",
         "head-to-head",
         "matches p10",
+        "matches bot won",
+        "win cost (class)",
     ] {
         assert!(
             names.contains(&expected),
@@ -172,7 +174,7 @@ async fn seeds_serves_and_loads_every_page() {
         .collect();
     assert_eq!(
         formats.iter().filter(|format| **format == "json").count(),
-        6
+        8
     );
     // The bot page is the busiest bot's, with its chart.
     let bot = pages

@@ -374,6 +374,13 @@ async fn site_of_a_season(db: &TestDb) {
         page.contains(&format!("href=\"/replays/{id}/view\"")),
         "{page}"
     );
+    // Its owners' form posts the token in the body, to the site itself.
+    assert!(
+        page.contains(&format!(
+            "<form class=\"token\" method=\"post\" action=\"/matches/{id}/transcript\">"
+        )) && page.contains("type=\"password\" name=\"token\""),
+        "{page}"
+    );
     let (status, _, _) = http.get(&format!("/replays/{id}/view")).await;
     assert_eq!(status, 200);
 

@@ -20,12 +20,15 @@ use duel_replays::transcript::{
 };
 use serde_json::Value;
 
-/// Settles one match between two new bots; its id.
-async fn settled_match(db: &TestDb, tag: &str) -> String {
+/// Settles one match between two new bots of two new owners; its id and
+/// the owners' tokens (side a's, then b's).
+async fn settled_match(db: &TestDb, tag: &str) -> (String, Vec<String>) {
     let mut ids = Vec::new();
+    let mut tokens = Vec::new();
     for side in ["x", "y"] {
         let name = format!("{side}-{tag}");
-        let (owner, _) = db.owner(&format!("owner-{name}"), 1_000).await;
+        let (owner, token) = db.owner(&format!("owner-{name}"), 1_000).await;
+        tokens.push(token);
         let bot = db
             .store
             .register_bot(
@@ -56,7 +59,7 @@ async fn settled_match(db: &TestDb, tag: &str) -> String {
         .complete(&game.id, &claim.lease_id, Winner::A, "r.json", None, 2_000)
         .await
         .expect("settle");
-    game.id
+    (game.id, tokens)
 }
 
 fn transcript_of(match_id: &str) -> Transcript {
@@ -108,8 +111,9 @@ async fn transcripts_revealed(db: &TestDb) {
     db.store.start_season("s1").await.expect("season");
     let dir = tempfile::tempdir().expect("temp dir");
     let replays = ReplayStore::open(&dir.path().display().to_string()).expect("store");
-    let spoken = settled_match(db, "spoken").await;
-    let silent = settled_match(db, "silent").await;
+    let (spoken, tokens) = settled_match(db, "spoken").await;
+    let (silent, _) = settled_match(db, "silent").await;
+    let (_, strangers) = settled_match(db, "stranger").await;
     let kept = transcript_of(&spoken);
     replays.put_transcript(&kept).await.expect("keep");
 
@@ -137,6 +141,42 @@ async fn transcripts_revealed(db: &TestDb) {
         kept.to_json_pretty(),
         "the kept transcript, byte for byte"
     );
+
+    // Its owner reads its bot's calls at once from the match page's form,
+    // escaped and never cached; the other owner's bot called no model; a
+    // stranger and a bad token are refused.
+    let client = reqwest::Client::new();
+    let post = |base: &str, token: &str| {
+        client
+            .post(format!("{base}/matches/{spoken}/transcript"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    let owner = post(&after_season, &tokens[0]).await.expect("post");
+    assert_eq!(owner.status().as_u16(), 200);
+    assert_eq!(owner.headers()["cache-control"], "no-store");
+    let page = owner.text().await.expect("page");
+    assert!(
+        page.contains("You face a blocker. &lt;b&gt;Move?&lt;/b&gt;"),
+        "{page}"
+    );
+    assert!(
+        page.contains("FEINT") && page.contains("x-spoken"),
+        "{page}"
+    );
+    for (token, status, says) in [
+        (tokens[1].as_str(), 404, "your bot called no model"),
+        (strangers[0].as_str(), 403, "owns neither of its bots"),
+        ("not-a-token", 401, "matches no account"),
+        ("", 401, "give the token"),
+    ] {
+        let refused = post(&after_season, token).await.expect("post");
+        assert_eq!(refused.status().as_u16(), status, "{token}");
+        assert_eq!(refused.headers()["cache-control"], "no-store");
+        let body = refused.text().await.expect("page");
+        assert!(body.contains(says), "{token}: {body}");
+    }
 
     db.store.end_season().await.expect("end");
     for path in [

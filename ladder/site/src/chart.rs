@@ -249,7 +249,15 @@ fn draw_cost(root: &DrawingArea<SVGBackend<'_>, Shift>, points: &[CostPoint]) ->
         .configure_mesh()
         .x_desc("model tokens per match")
         .y_desc("rating − 2·RD")
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        // Whole tokens only: a class that spent none has the axis 0 to 1,
+        // whose fractional ticks would all read 0.
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 {
+                format!("{x:.0}")
+            } else {
+                String::new()
+            }
+        })
         .y_label_formatter(&|y| format!("{y:.0}"))
         .light_line_style(WHITE)
         .draw()?;

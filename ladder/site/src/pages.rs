@@ -404,7 +404,7 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
                                 }
                             }
                         } }
-                        h3 { "By model" }
+                        h3.plain { "By model" }
                         @if class.models.is_empty() {
                             p.empty { "No bot in this class called a model." }
                         } @else {

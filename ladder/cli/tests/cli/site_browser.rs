@@ -240,6 +240,15 @@ async fn a_person_browses_a_running_season() {
     chromium.click("#link-match");
     chromium.wait_for("location.pathname", &json!(match_path));
     chromium.wait_for("document.readyState === 'complete'", &json!(true));
+    chromium.screenshot(&folder.join("site-match.png"));
+
+    // What a win cost: a chart per class with a point per bot.
+    wait_for_page(&mut chromium, &format!("{base}/seasons/winter/cost"));
+    let points = chromium.eval("document.querySelectorAll('#cost-chart-light circle').length");
+    let rows = chromium.eval("document.querySelectorAll('#cost-light table.cost tbody tr').length");
+    assert_eq!(points, rows, "a point per bot of the table");
+    assert!(rows.as_u64().unwrap_or(0) >= 2, "{rows}");
+    chromium.screenshot(&folder.join("site-cost.png"));
 
     // 390 px wide: every page fits, tables scroll inside it.
     phone(&mut chromium);
@@ -248,6 +257,7 @@ async fn a_person_browses_a_running_season() {
         (format!("{base}/bots/{bot}"), "site-bot-390.png"),
         (format!("{base}/seasons/winter"), "site-season-390.png"),
         (format!("{base}/matches"), "site-matches-390.png"),
+        (format!("{base}/seasons/winter/cost"), "site-cost-390.png"),
     ] {
         wait_for_page(&mut chromium, &url);
         fits_the_screen(&mut chromium, &url);

@@ -263,6 +263,22 @@ async fn a_person_browses_a_running_season() {
         fits_the_screen(&mut chromium, &url);
         chromium.screenshot(&folder.join(shot));
     }
+    // A chart's labels stay readable on the phone: their boxes at least 8 px
+    // tall (scaled to a 390-px screen they were under 6).
+    for url in [
+        format!("{base}/bots/{bot}"),
+        format!("{base}/seasons/winter/cost"),
+    ] {
+        wait_for_page(&mut chromium, &url);
+        let smallest = chromium.eval(
+            "Math.min(...[...document.querySelectorAll('figure.chart svg text')] \
+               .map(label => label.getBoundingClientRect().height).filter(h => h > 0))",
+        );
+        assert!(
+            smallest.as_f64().is_some_and(|px| px >= 8.0),
+            "{url}: chart labels {smallest} px tall"
+        );
+    }
 
     terminate(&mut worker.0, "ladder worker").await;
     terminate(&mut server.child, "ladder serve").await;

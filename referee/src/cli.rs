@@ -449,6 +449,15 @@ pub struct FetchArgs {
     /// Require a signature by this key instead of the server's published one.
     #[arg(long, value_name = "KEY|FILE")]
     pub public_key: Option<String>,
+    /// Also fetch the match's transcript (URL/transcript: a ladder serves it
+    /// once it reveals it, `referee local --watch` to the bot's author), check
+    /// every decision against the digests the signed replay carries, and save
+    /// it beside the replay.
+    #[arg(long)]
+    pub transcript: bool,
+    /// Where to save the transcript (default: <match id>.transcript.json here).
+    #[arg(long, value_name = "PATH", requires = "transcript")]
+    pub transcript_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -488,9 +488,87 @@ fn watch_streams_the_match_live_then_serves_its_replay_until_ctrl_c() {
     });
     let verified = referee(&["replay", "verify", &file_arg]);
     assert!(verified.status.success(), "{}", stderr(&verified));
+    // Built-in bots call no model: asking for the transcript too saves nothing.
+    let fetched = dir.path().join("fetched.json");
+    let no_transcript = referee(&[
+        "replay",
+        "fetch",
+        &format!("{base}/replays/{id}"),
+        "--out",
+        &fetched.display().to_string(),
+        "--transcript",
+    ]);
+    assert!(!no_transcript.status.success());
+    assert!(
+        stderr(&no_transcript).contains("no transcript for this match"),
+        "{}",
+        stderr(&no_transcript)
+    );
+    assert!(
+        !fetched.exists(),
+        "nothing is saved when the transcript fails"
+    );
 
     let status = watched.interrupt();
     assert!(status.success(), "ctrl-c ends --watch cleanly: {status:?}");
+}
+
+/// `replay fetch --transcript`: a model-using bot's match watched on loopback
+/// (the session serves its author the transcript); the fetch checks every
+/// decision against the signed replay's digests and saves both files.
+#[test]
+fn fetch_checks_a_transcript_against_the_signed_replay() {
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bots/oracle.wasm");
+    assert!(oracle.is_file(), "scripts/build-bots builds the oracle bot");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut watched = Watched::start(&[
+        "local",
+        &oracle.display().to_string(),
+        "builtin:counter",
+        "--model-url",
+        "builtin:house",
+        "--seed",
+        "5",
+    ]);
+    let url = watched.view_url();
+    let (base, id) = split_view_url(&url);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        // The match waits for its first spectator: follow it to its end.
+        let feed = reqwest::get(format!("{base}/live/{id}"))
+            .await
+            .expect("live feed");
+        read_events(feed).await
+    });
+    watched.line_containing("ctrl-c to stop");
+    let replay_path = dir.path().join("match.json");
+    let transcript_path = dir.path().join("match.transcript.json");
+    let fetched = referee(&[
+        "replay",
+        "fetch",
+        &format!("{base}/replays/{id}"),
+        "--out",
+        &replay_path.display().to_string(),
+        "--transcript",
+        "--transcript-out",
+        &transcript_path.display().to_string(),
+    ]);
+    assert!(fetched.status.success(), "{}", stderr(&fetched));
+    let said = String::from_utf8_lossy(&fetched.stdout).into_owned();
+    assert!(
+        said.contains("decisions agree with the signed replay"),
+        "{said}"
+    );
+    let replay = Replay::read(&replay_path).expect("the saved replay");
+    let parsed = duel_replays::transcript::ParsedTranscript::read(&transcript_path)
+        .expect("the saved transcript");
+    assert!(!parsed.transcript.decisions.is_empty());
+    duel_replays::verify_transcript(&replay, &parsed).expect("they agree");
+    let status = watched.interrupt();
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]

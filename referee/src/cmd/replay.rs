@@ -276,7 +276,27 @@ pub fn fetch(args: FetchArgs) -> Result<Outcome> {
     };
     let bytes = runtime.block_on(client::fetch_replay(&http, &url))?;
     let replay = Replay::from_slice(&bytes).with_context(|| format!("replay {url}"))?;
-    let verdict = check(&bytes, &replay, Some(&expected))?;
+    let mut verdict = check(&bytes, &replay, Some(&expected))?;
+    // The transcript is fetched and checked before anything is saved: a
+    // transcript that disagrees with the signed replay leaves no file.
+    let transcript = match (&verdict, args.transcript) {
+        (Verdict::Verified { signature, .. }, true) => {
+            let transcript_bytes = runtime.block_on(client::fetch_transcript(&http, &url))?;
+            let parsed = duel_replays::transcript::ParsedTranscript::from_slice(&transcript_bytes)
+                .with_context(|| format!("the transcript of {url}"))?;
+            match duel_replays::verify_transcript(&replay, &parsed) {
+                Ok(()) => Some((transcript_bytes, parsed.transcript.decisions.len())),
+                Err(disagreement) => {
+                    verdict = Verdict::TranscriptFails {
+                        signature: signature.clone(),
+                        disagreement,
+                    };
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     if !matches!(verdict, Verdict::Verified { .. }) {
         return report(&url, &replay, &verdict, false);
     }
@@ -288,6 +308,17 @@ pub fn fetch(args: FetchArgs) -> Result<Outcome> {
         .map_err(|error| anyhow::anyhow!("cannot write {error}"))?;
     report(&url, &replay, &verdict, false)?;
     Stdout::new().print(&format!("saved to {}\n", out.display()))?;
+    if let Some((transcript_bytes, decisions)) = transcript {
+        let out = args
+            .transcript_out
+            .unwrap_or_else(|| PathBuf::from(format!("{}.transcript.json", replay.match_id)));
+        duel_files::write_atomic(&out, &transcript_bytes, duel_files::WriteOptions::PUBLIC)
+            .map_err(|error| anyhow::anyhow!("cannot write {error}"))?;
+        Stdout::new().print(&format!(
+            "transcript: {decisions} decisions agree with the signed replay; saved to {}\n",
+            out.display()
+        ))?;
+    }
     Ok(Outcome::Done)
 }
 

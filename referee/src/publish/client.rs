@@ -34,6 +34,15 @@ async fn get_bounded(
     url: &str,
     accept_zstd: bool,
 ) -> Result<Vec<u8>, RefereeError> {
+    get_at_most(client, url, accept_zstd, MAX_REPLAY_BYTES).await
+}
+
+async fn get_at_most(
+    client: &reqwest::Client,
+    url: &str,
+    accept_zstd: bool,
+    limit_bytes: u64,
+) -> Result<Vec<u8>, RefereeError> {
     let fetch_error = |detail: String| RefereeError::Fetch(format!("cannot fetch {url}: {detail}"));
     let mut request = client.get(url);
     if accept_zstd {
@@ -54,9 +63,9 @@ async fn get_bounded(
         .await
         .map_err(|error| fetch_error(error.to_string()))?
     {
-        if (body.len() + chunk.len()) as u64 > MAX_REPLAY_BYTES {
+        if (body.len() + chunk.len()) as u64 > limit_bytes {
             return Err(fetch_error(format!(
-                "the answer is over {MAX_REPLAY_BYTES} bytes"
+                "the answer is over {limit_bytes} bytes"
             )));
         }
         body.extend_from_slice(&chunk);
@@ -82,6 +91,16 @@ async fn get_bounded(
 /// Downloads the replay at `url`, asking for zstd and decompressing it.
 pub async fn fetch_replay(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, RefereeError> {
     get_bounded(client, url, true).await
+}
+
+/// The transcript beside the replay at `replay_url` (`…/replays/{id}`):
+/// `{replay_url}/transcript`, at most a transcript's size.
+pub async fn fetch_transcript(
+    client: &reqwest::Client,
+    replay_url: &str,
+) -> Result<Vec<u8>, RefereeError> {
+    let url = format!("{}/transcript", replay_url.trim_end_matches('/'));
+    get_at_most(client, &url, false, duel_replays::MAX_TRANSCRIPT_BYTES).await
 }
 
 /// The public key the service at `server` publishes.

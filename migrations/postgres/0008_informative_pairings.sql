@@ -85,3 +85,14 @@ CREATE INDEX match_models_model ON match_models (model);
 ALTER TABLE bots ADD COLUMN description TEXT;
 ALTER TABLE bots ADD COLUMN author TEXT;
 ALTER TABLE bots ADD COLUMN source_url TEXT;
+
+-- Bots' logs are kept for a while and within a quota per owner (core
+-- limits: DEFAULT_LOG_RETENTION_DAYS, DEFAULT_MAX_LOG_BYTES_PER_OWNER): when
+-- each row was kept and its size in bytes. Rows kept before this migration
+-- date from their match's settlement.
+ALTER TABLE match_logs ADD COLUMN kept_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE match_logs ADD COLUMN size_bytes BIGINT NOT NULL DEFAULT 0;
+UPDATE match_logs SET size_bytes = OCTET_LENGTH(logs),
+    kept_ms = COALESCE((SELECT m.finished_ms FROM matches m WHERE m.id = match_logs.match_id), 0);
+CREATE INDEX match_logs_owner_kept ON match_logs (owner_id, kept_ms);
+CREATE INDEX match_logs_kept ON match_logs (kept_ms);

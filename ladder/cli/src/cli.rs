@@ -89,6 +89,34 @@ pub struct PlayArgs {
     /// Accept endpoint bots on loopback and private addresses.
     #[arg(long)]
     pub allow_private_endpoints: bool,
+    /// Days bots' logs of ranked matches are kept for their owners
+    /// (`ladder match logs`); older logs are dropped every hour.
+    #[arg(
+        long,
+        value_name = "DAYS",
+        default_value_t = duel_ladder_core::limits::DEFAULT_LOG_RETENTION_DAYS,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(duel_ladder_core::limits::MAX_LOG_RETENTION_DAYS))
+    )]
+    pub log_retention_days: u32,
+    /// Bytes of bots' logs one owner keeps at most; past it, that owner's
+    /// oldest logs go first (a bot logging to the referee's bounds writes
+    /// ~67 KB a match).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = duel_ladder_core::limits::DEFAULT_MAX_LOG_BYTES_PER_OWNER,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_log_bytes_per_owner: u64,
+}
+
+impl PlayArgs {
+    pub fn log_limits(&self) -> duel_ladder::model::LogLimits {
+        duel_ladder::model::LogLimits {
+            retention_days: self.log_retention_days,
+            max_bytes_per_owner: self.max_log_bytes_per_owner,
+        }
+    }
 }
 
 /// How hard `ladder serve` may be used: API rates, upload turns and owner quotas.

@@ -21,6 +21,15 @@ pub const MAX_BOT_DESCRIPTION_CHARS: usize = 280;
 pub const MAX_BOT_AUTHOR_CHARS: usize = 64;
 pub const MAX_SOURCE_URL_BYTES: usize = 256;
 
+/// Bots' logs of ranked matches (`match_logs`, kept for their owners):
+/// how long a match's logs are kept (`--log-retention-days`), and how many
+/// bytes of logs one owner keeps at most (`--max-log-bytes-per-owner`): past
+/// it, that owner's oldest logs go first. A bot that logs to the referee's
+/// bounds writes ~67 KB a match, so the default holds ~1,000 such matches.
+pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 90;
+pub const MAX_LOG_RETENTION_DAYS: u32 = 3_650;
+pub const DEFAULT_MAX_LOG_BYTES_PER_OWNER: u64 = 64 * 1024 * 1024;
+
 /// The longest delay `--reveal-transcripts after-days:N` takes (ten years):
 /// longer is `never`.
 pub const MAX_REVEAL_DAYS: u32 = 3_650;

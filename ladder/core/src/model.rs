@@ -410,6 +410,30 @@ pub fn check_account_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// How long bots' logs are kept and how much one owner keeps
+/// (crate::limits::DEFAULT_LOG_RETENTION_DAYS and its neighbours).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogLimits {
+    pub retention_days: u32,
+    pub max_bytes_per_owner: u64,
+}
+
+impl Default for LogLimits {
+    fn default() -> LogLimits {
+        LogLimits {
+            retention_days: crate::limits::DEFAULT_LOG_RETENTION_DAYS,
+            max_bytes_per_owner: crate::limits::DEFAULT_MAX_LOG_BYTES_PER_OWNER,
+        }
+    }
+}
+
+impl LogLimits {
+    /// Logs kept before this instant are past their retention at `now_ms`.
+    pub fn cutoff_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_sub(i64::from(self.retention_days).saturating_mul(86_400_000))
+    }
+}
+
 /// What one bot wrote while deciding one exchange of a ranked match.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExchangeLog {

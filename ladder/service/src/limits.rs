@@ -102,3 +102,8 @@ pub const MAX_WORKERS_PER_PROCESS: usize = 64;
 /// How often a process serving `/metrics` reads the database's match counts
 /// into `duel_ladder_store_matches` (a handful of indexed counts per class).
 pub const STORE_GAUGES_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How often a serving or working process drops bots' logs past their
+/// retention (`--log-retention-days`): retention is counted in days, so
+/// hourly is exact enough, and a pass is one indexed delete.
+pub const LOG_PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3_600);

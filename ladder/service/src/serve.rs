@@ -25,9 +25,9 @@ use tokio::sync::watch;
 use crate::error::{LadderError, Result};
 use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
-use crate::limits::STORE_GAUGES_REFRESH;
+use crate::limits::{LOG_PRUNE_INTERVAL, STORE_GAUGES_REFRESH};
 use crate::metrics::LadderMetrics;
-use crate::model::OwnerQuotas;
+use crate::model::{LogLimits, OwnerQuotas};
 use crate::store::Store;
 use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 
@@ -66,6 +66,8 @@ pub struct ServeConfig {
     pub http_limits: HttpLimits,
     /// What `http` serves beside the replay service and `/metrics`.
     pub public_site: Option<MountSite>,
+    /// How long bots' logs are kept and how much one owner keeps.
+    pub log_limits: LogLimits,
 }
 
 /// What the HTTP listener gives the pages mounted beside the replay service:
@@ -152,6 +154,29 @@ fn refresh_store_gauges(
     })
 }
 
+/// Drops bots' logs past their retention now and every
+/// [`LOG_PRUNE_INTERVAL`] until `shutdown` (every process that plays or
+/// serves does; a second pruner finds nothing to drop).
+fn prune_logs(store: Store, shutdown: watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(LOG_PRUNE_INTERVAL);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stop = stopped(shutdown);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = &mut stop => return,
+            }
+            match store.prune_logs().await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "dropped bots' logs past their retention"),
+                Err(error) => tracing::warn!(%error, "cannot drop bots' logs past their retention"),
+            }
+        }
+    })
+}
+
 /// The match host for `workers` workers at once (a WASM instance pool for
 /// that many; beyond it, on demand), with the ladder's endpoint policy and
 /// `inference` as the gateway endpoint bots are told. The tokenizer (when a
@@ -184,7 +209,9 @@ pub async fn serve(
     shutdown: watch::Receiver<bool>,
     bound: Option<tokio::sync::oneshot::Sender<Bound>>,
 ) -> Result<()> {
-    let store = Store::connect(&config.db_url).await?;
+    let store = Store::connect(&config.db_url)
+        .await?
+        .with_log_limits(config.log_limits);
     let replays = open_replays(&config.replays)?;
     let credentials = Credentials::new();
     let (listener, grpc_address) = bind(config.listen, "gRPC").await?;
@@ -234,6 +261,7 @@ pub async fn serve(
         config.workers,
         config.allow_private_endpoints,
     );
+    tasks.push(prune_logs(running.store.clone(), running.shutdown.clone()));
     tasks.push(tokio::spawn(wave_timer(
         running.store.clone(),
         config.wave_interval,
@@ -392,13 +420,17 @@ pub struct WorkConfig {
     pub public_url: Option<String>,
     /// Serve this process's `/metrics` here.
     pub metrics_listen: Option<SocketAddr>,
+    /// How long bots' logs are kept and how much one owner keeps.
+    pub log_limits: LogLimits,
 }
 
 /// Runs `ladder worker` until `shutdown` turns true, then lets each worker
 /// finish or abandon its match (its lease makes it re-run) and returns.
 pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result<()> {
     let replays = open_replays(&config.replays)?;
-    let store = Store::connect(&config.db_url).await?;
+    let store = Store::connect(&config.db_url)
+        .await?
+        .with_log_limits(config.log_limits);
     let inference = match config.inference_listen {
         Some(address) => {
             Some(serve_inference(address, config.public_url.clone(), shutdown.clone()).await?)
@@ -415,7 +447,7 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
     )
     .await?;
     let metrics = LadderMetrics::new();
-    let mut tasks = Vec::new();
+    let mut tasks = vec![prune_logs(store.clone(), shutdown.clone())];
     let mut metrics_address = None;
     if let Some(address) = config.metrics_listen {
         let (listener, bound) = bind(address, "metrics").await?;

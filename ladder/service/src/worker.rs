@@ -672,8 +672,16 @@ async fn keep_logs(store: &Store, game: &crate::model::Match, replay: &duel_repl
             continue;
         }
         let owner_id = &game.sides[side.index()].owner_id;
-        if let Err(error) = store.keep_logs(&game.id, side, owner_id, &logs).await {
-            tracing::warn!(match_id = %game.id, side = side.name(), %error, "cannot keep the bot's logs");
+        match store.keep_logs(&game.id, side, owner_id, &logs).await {
+            Ok(true) => {}
+            Ok(false) => tracing::info!(
+                match_id = %game.id,
+                side = side.name(),
+                "the bot's logs are larger than its owner's whole log quota: not kept"
+            ),
+            Err(error) => {
+                tracing::warn!(match_id = %game.id, side = side.name(), %error, "cannot keep the bot's logs");
+            }
         }
     }
 }

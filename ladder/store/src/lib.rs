@@ -185,6 +185,8 @@ pub struct Store {
     /// SQLite files: the task that checkpoints the log beside the writer,
     /// stopped when the last clone of the store goes.
     checkpoints: Option<Arc<Checkpointer>>,
+    /// How long bots' logs are kept, and how much of them one owner keeps.
+    log_limits: duel_ladder_core::model::LogLimits,
 }
 
 /// The store's read side: the projections the public site, Duel TV and
@@ -482,7 +484,14 @@ impl Store {
             clock: Arc::new(SystemClock),
             settlements: Arc::default(),
             checkpoints,
+            log_limits: duel_ladder_core::model::LogLimits::default(),
         })
+    }
+
+    /// The same store keeping bots' logs within `limits`.
+    pub fn with_log_limits(mut self, limits: duel_ladder_core::model::LogLimits) -> Store {
+        self.log_limits = limits;
+        self
     }
 
     /// The same store reading time from `clock` (tests and simulations move

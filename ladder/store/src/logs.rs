@@ -1,39 +1,64 @@
 //! Bots' logs of ranked matches, kept for their owners (the published replay
-//! carries none).
+//! carries none), for a retention period and within a quota per owner
+//! (`LogLimits`): past the quota an owner's oldest logs go first.
 
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
-use super::Store;
+use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use duel_ladder_core::model::{ExchangeLog, SideLogs};
 
 impl Store {
-    /// Keeps one side's logs of a match (replacing those of an earlier run of it).
+    /// Keeps one side's logs of a match (replacing those of an earlier run of
+    /// it), within the owner's quota: its oldest logs go first to make room,
+    /// and logs larger than the whole quota are not kept. `false` when not kept.
     pub async fn keep_logs(
         &self,
         match_id: &str,
         side: duel_rules::Side,
         owner_id: &str,
         logs: &[ExchangeLog],
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let json = serde_json::to_string(logs)
             .map_err(|error| LadderError::corrupt(format!("cannot encode logs: {error}")))?;
-        let side = side.name().to_owned();
-        sqlx::query("DELETE FROM match_logs WHERE match_id = $1 AND side = $2")
-            .bind(match_id.to_owned())
-            .bind(side.clone())
+        let size = i64::try_from(json.len()).unwrap_or(i64::MAX);
+        let quota = i64::try_from(self.log_limits.max_bytes_per_owner).unwrap_or(i64::MAX);
+        let now = self.clock().now_ms();
+        let kept = size <= quota;
+        write_tx!(self, |conn| keep_logs_tx(
+            conn,
+            LogRow {
+                match_id,
+                side: side.name(),
+                owner_id,
+                json: kept.then_some(json.as_str()),
+                size,
+                now,
+            },
+            quota
+        ))?;
+        Ok(kept)
+    }
+
+    /// Drops the logs kept longer than the retention period; how many rows went.
+    pub async fn prune_logs(&self) -> Result<u64> {
+        let cutoff = self.log_limits.cutoff_ms(self.clock().now_ms());
+        let done = sqlx::query("DELETE FROM match_logs WHERE kept_ms < $1")
+            .bind(cutoff)
             .execute(&mut *self.writer().await?)
             .await?;
-        sqlx::query(
-            "INSERT INTO match_logs (match_id, side, owner_id, logs) VALUES ($1, $2, $3, $4)",
+        Ok(done.rows_affected())
+    }
+
+    /// Bytes of logs kept for `owner_id`.
+    pub async fn log_bytes(&self, owner_id: &str) -> Result<i64> {
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes FROM match_logs WHERE owner_id = $1",
         )
-        .bind(match_id.to_owned())
-        .bind(side)
         .bind(owner_id.to_owned())
-        .bind(json)
-        .execute(&mut *self.writer().await?)
+        .fetch_one(&mut *self.writer().await?)
         .await?;
-        Ok(())
+        get(&row, "bytes")
     }
 
     /// The logs kept for a match, side `a` first (sides that logged nothing have none).
@@ -64,4 +89,70 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// One side's logs on their way into `match_logs`; `json: None` drops the
+/// side's earlier logs and keeps none (they are over the whole quota).
+struct LogRow<'a> {
+    match_id: &'a str,
+    side: &'static str,
+    owner_id: &'a str,
+    json: Option<&'a str>,
+    size: i64,
+    now: i64,
+}
+
+async fn keep_logs_tx(conn: &mut AnyConnection, row: LogRow<'_>, quota: i64) -> Result<()> {
+    sqlx::query("DELETE FROM match_logs WHERE match_id = $1 AND side = $2")
+        .bind(row.match_id.to_owned())
+        .bind(row.side)
+        .execute(&mut *conn)
+        .await?;
+    let Some(json) = row.json else {
+        return Ok(());
+    };
+    let total: i64 = get(
+        &sqlx::query(
+            "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes FROM match_logs WHERE owner_id = $1",
+        )
+        .bind(row.owner_id.to_owned())
+        .fetch_one(&mut *conn)
+        .await?,
+        "bytes",
+    )?;
+    let mut over = total.saturating_add(row.size).saturating_sub(quota);
+    if over > 0 {
+        // The owner's oldest logs make room, one row at a time.
+        let oldest = sqlx::query(
+            "SELECT match_id, side, size_bytes FROM match_logs WHERE owner_id = $1 \
+             ORDER BY kept_ms, match_id, side",
+        )
+        .bind(row.owner_id.to_owned())
+        .fetch_all(&mut *conn)
+        .await?;
+        for old in &oldest {
+            if over <= 0 {
+                break;
+            }
+            sqlx::query("DELETE FROM match_logs WHERE match_id = $1 AND side = $2")
+                .bind(get::<String>(old, "match_id")?)
+                .bind(get::<String>(old, "side")?)
+                .execute(&mut *conn)
+                .await?;
+            over -= get::<i64>(old, "size_bytes")?;
+        }
+    }
+    sqlx::query(
+        "INSERT INTO match_logs (match_id, side, owner_id, logs, kept_ms, size_bytes) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(row.match_id.to_owned())
+    .bind(row.side)
+    .bind(row.owner_id.to_owned())
+    .bind(json.to_owned())
+    .bind(row.now)
+    .bind(row.size)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

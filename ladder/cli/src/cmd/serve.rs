@@ -38,6 +38,7 @@ pub async fn serve(args: ServeArgs) -> Result<Outcome> {
         max_concurrent_compiles: args.limits.max_concurrent_compiles,
         http_limits: http_limits(&args.limits),
         public_site: Some(public_site(tv, args.reveal_transcripts)),
+        log_limits: args.play.log_limits(),
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::serve(config, shutdown.receiver(), None)
@@ -57,6 +58,7 @@ pub async fn worker(args: WorkerArgs) -> Result<Outcome> {
         inference_listen: args.inference_listen,
         public_url: args.public_url,
         metrics_listen: args.metrics_listen,
+        log_limits: args.play.log_limits(),
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::work(config, shutdown.receiver())

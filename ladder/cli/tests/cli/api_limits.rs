@@ -435,7 +435,7 @@ both_backends!(owner_quotas, quotas_refuse_with_their_name_and_value);
 fn out_of_bounds_flags_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let db = format!("sqlite://{}", dir.path().join("never.db").display());
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["worker", "--db", &db, "--workers", "100000"],
             "ladder worker",
@@ -447,6 +447,18 @@ fn out_of_bounds_flags_are_refused_before_anything_starts() {
         (
             &["serve", "--db", &db, "--public-url", "ftp://127.0.0.1/"],
             "not an http:// or https:// URL",
+        ),
+        (
+            &["serve", "--db", &db, "--log-retention-days", "0"],
+            "--log-retention-days",
+        ),
+        (
+            &["worker", "--db", &db, "--max-log-bytes-per-owner", "0"],
+            "--max-log-bytes-per-owner",
+        ),
+        (
+            &["serve", "--db", &db, "--reveal-transcripts", "sometimes"],
+            "never, after-season or after-days:N",
         ),
     ];
     for (args, expected) in cases {

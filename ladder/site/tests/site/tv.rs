@@ -74,6 +74,7 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
                 tasks: vec![broadcast],
             }
         }))),
+        log_limits: Default::default(),
     };
     let (stop, shutdown) = watch::channel(false);
     let (bound, address) = oneshot::channel::<Bound>();

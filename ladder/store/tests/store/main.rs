@@ -13,5 +13,6 @@ mod concurrent_settlement;
 mod cost;
 mod ledger;
 mod ledger_property;
+mod logs;
 mod races;
 mod repeats;

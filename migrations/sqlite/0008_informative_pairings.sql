@@ -69,6 +69,8 @@ CREATE TABLE match_fallbacks (
     fault BIGINT NOT NULL,
     PRIMARY KEY (match_id, side)
 );
+-- The cost page reads one class's settled matches of one season.
+CREATE INDEX matches_season_class ON matches (season_id, class, state);
 CREATE TABLE match_models (
     match_id TEXT NOT NULL,
     side TEXT NOT NULL,

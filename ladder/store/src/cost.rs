@@ -83,10 +83,8 @@ fn side_rows(side: &str, other: &str) -> String {
          CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, \
          CASE WHEN m.winner = '{other}' THEN 1 ELSE 0 END AS lost, \
          COALESCE(m.tokens_{side}, 0) AS tokens, m.cost_usd_{side} AS cost, \
-         COALESCE(m.exchanges, 0) AS decisions, COALESCE(f.timeout, 0) AS f_timeout, \
-         COALESCE(f.budget, 0) AS f_budget, COALESCE(f.fault, 0) AS f_fault \
-         FROM matches m LEFT JOIN match_fallbacks f ON f.match_id = m.id AND f.side = '{side}' \
-         WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled'"
+         COALESCE(m.exchanges, 0) AS decisions \
+         FROM matches m WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled'"
     )
 }
 
@@ -98,23 +96,33 @@ impl Reads {
     /// Each bot's spend in `class` over `season`'s settled matches, the
     /// cheapest per match first (then the best rated).
     pub async fn cost_lines(&self, season: &Season, class: WeightClass) -> Result<Vec<CostLine>> {
+        // Summed per bot first (a few hundred rows), then named: joining
+        // names and ratings to every match row cost most of the page.
+        // Fallbacks are rare rows of their own table, summed apart.
         let sql = format!(
             "SELECT b.name AS bot_name, u.name AS owner_name, \
              COALESCE(r.rating, 0.0) AS rating, COALESCE(r.deviation, 0.0) AS deviation, \
-             COUNT(*) AS matches, CAST(SUM(x.won) AS BIGINT) AS wins, \
-             CAST(SUM(x.drawn) AS BIGINT) AS draws, CAST(SUM(x.lost) AS BIGINT) AS losses, \
-             CAST(SUM(x.tokens) AS BIGINT) AS tokens, \
-             CAST(COALESCE(SUM(x.cost), 0.0) AS DOUBLE PRECISION) AS cost, \
-             CAST(SUM(CASE WHEN x.cost IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced, \
-             CAST(SUM(CASE WHEN x.cost IS NULL THEN 0 ELSE x.won END) AS BIGINT) AS priced_wins, \
-             CAST(SUM(x.decisions) AS BIGINT) AS decisions, \
-             CAST(SUM(x.f_timeout) AS BIGINT) AS f_timeout, \
-             CAST(SUM(x.f_budget) AS BIGINT) AS f_budget, \
-             CAST(SUM(x.f_fault) AS BIGINT) AS f_fault \
-             FROM ({} UNION ALL {}) x \
+             x.matches, x.wins, x.draws, x.losses, x.tokens, x.cost, x.unpriced, x.priced_wins, \
+             x.decisions, COALESCE(f.f_timeout, 0) AS f_timeout, \
+             COALESCE(f.f_budget, 0) AS f_budget, COALESCE(f.f_fault, 0) AS f_fault \
+             FROM (SELECT bot, COUNT(*) AS matches, CAST(SUM(won) AS BIGINT) AS wins, \
+                   CAST(SUM(drawn) AS BIGINT) AS draws, CAST(SUM(lost) AS BIGINT) AS losses, \
+                   CAST(SUM(tokens) AS BIGINT) AS tokens, \
+                   CAST(COALESCE(SUM(cost), 0.0) AS DOUBLE PRECISION) AS cost, \
+                   CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced, \
+                   CAST(SUM(CASE WHEN cost IS NULL THEN 0 ELSE won END) AS BIGINT) AS priced_wins, \
+                   CAST(SUM(decisions) AS BIGINT) AS decisions \
+                   FROM ({} UNION ALL {}) sides GROUP BY bot) x \
              JOIN bots b ON b.id = x.bot JOIN users u ON u.id = b.owner_id \
              LEFT JOIN ratings r ON r.season_id = $1 AND r.bot_id = x.bot \
-             GROUP BY b.name, u.name, r.rating, r.deviation",
+             LEFT JOIN (SELECT CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END AS bot, \
+                        CAST(SUM(f.timeout) AS BIGINT) AS f_timeout, \
+                        CAST(SUM(f.budget) AS BIGINT) AS f_budget, \
+                        CAST(SUM(f.fault) AS BIGINT) AS f_fault \
+                        FROM match_fallbacks f JOIN matches m ON m.id = f.match_id \
+                        WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled' \
+                        GROUP BY CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END) f \
+             ON f.bot = x.bot",
             side_rows("a", "b"),
             side_rows("b", "a")
         );

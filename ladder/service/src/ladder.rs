@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use duel_replays::store::ReplayStore;
 use duel_replays::transcript::Transcript;
-use duel_rules::{Side, WeightClass};
+use duel_rules::WeightClass;
 use tokio::sync::Semaphore;
 
 use crate::auth::{Role, User};
@@ -420,49 +420,11 @@ impl Ladder {
         id: &str,
         bot: Option<&str>,
     ) -> Result<Transcript> {
-        let game = self.store.game(id).await?;
-        let [a, b] = &game.sides;
-        let mut sides = crate::reveal::readable_sides(caller, [&a.owner_id, &b.owner_id]);
-        if sides.is_empty() {
-            return Err(LadderError::PermissionDenied(format!(
-                "match {id}: only the owners of its bots may read its transcript before it is revealed"
-            )));
-        }
-        if let Some(bot) = bot {
-            let Some(side) = [Side::A, Side::B]
-                .into_iter()
-                .find(|side| game.sides[side.index()].bot_name == bot)
-            else {
-                return Err(LadderError::Invalid(format!(
-                    "bot {bot} did not play match {id}"
-                )));
-            };
-            if !sides.contains(&side) {
-                return Err(LadderError::PermissionDenied(format!(
-                    "match {id}: bot {bot} is not yours"
-                )));
-            }
-            sides = vec![side];
-        }
         let replays = self.replays.as_ref().ok_or_else(|| {
             LadderError::Precondition("this server keeps no transcripts".to_owned())
         })?;
-        let bytes = replays.get_transcript(id).await?.ok_or_else(|| {
-            LadderError::NotFound(format!(
-                "the transcript of match {id}: no fighter called a model"
-            ))
-        })?;
-        let mut transcript = Transcript::from_slice(&bytes)?;
-        if let [side] = sides.as_slice() {
-            transcript = transcript.only(*side);
-        }
-        if transcript.decisions.is_empty() {
-            return Err(LadderError::NotFound(format!(
-                "the transcript of match {id}: {} called no model",
-                bot.unwrap_or("your bot")
-            )));
-        }
-        Ok(transcript)
+        let game = self.store.game(id).await?;
+        crate::store::readable_transcript(replays, &game, caller, bot).await
     }
 
     pub async fn match_logs(&self, caller: &User, id: &str) -> Result<(Match, Vec<SideLogs>)> {

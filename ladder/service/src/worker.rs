@@ -488,11 +488,28 @@ async fn run_claim(
 /// ([`duel_ladder_core::repeat`]) and the facts listings show.
 fn play_record(game: &Match, replay: &Replay) -> PlayRecord {
     let result = &replay.result;
+    // Each side's calls per model, read off the replay once; a side's cost
+    // is their sum, unknown when one of its models had no price.
+    let models: Vec<ModelUse> = [Side::A, Side::B]
+        .into_iter()
+        .flat_map(|side| {
+            replay
+                .model_spend(side)
+                .into_iter()
+                .map(move |spend| ModelUse {
+                    side: side.index(),
+                    model: spend.model,
+                    calls: i64::try_from(spend.calls).unwrap_or(i64::MAX),
+                    tokens: i64::try_from(spend.tokens).unwrap_or(i64::MAX),
+                    cost_usd: spend.cost_usd,
+                })
+        })
+        .collect();
     let cost = |side: Side| {
-        replay
-            .model_spend(side)
+        models
             .iter()
-            .try_fold(0.0, |sum, spend| spend.cost_usd.map(|usd| sum + usd))
+            .filter(|used| used.side == side.index())
+            .try_fold(0.0, |sum, used| used.cost_usd.map(|usd| sum + usd))
     };
     PlayRecord {
         play_key: play_key(game, replay),
@@ -504,21 +521,7 @@ fn play_record(game: &Match, replay: &Replay) -> PlayRecord {
             .map(|tokens| i64::try_from(tokens).unwrap_or(i64::MAX)),
         cost_usd: [cost(Side::A), cost(Side::B)],
         fallbacks: fallbacks(replay),
-        models: [Side::A, Side::B]
-            .into_iter()
-            .flat_map(|side| {
-                replay
-                    .model_spend(side)
-                    .into_iter()
-                    .map(move |spend| ModelUse {
-                        side: side.index(),
-                        model: spend.model,
-                        calls: i64::try_from(spend.calls).unwrap_or(i64::MAX),
-                        tokens: i64::try_from(spend.tokens).unwrap_or(i64::MAX),
-                        cost_usd: spend.cost_usd,
-                    })
-            })
-            .collect(),
+        models,
     }
 }
 

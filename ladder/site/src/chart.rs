@@ -62,12 +62,23 @@ pub fn rating_chart(points: &[HistoryPoint], title: &str) -> Option<String> {
     if points.is_empty() {
         return None;
     }
+    svg_element("id=\"rating-chart\"", title, |root| draw(root, points))
+}
+
+/// What `draw` paints, as an `<svg>` element (no XML prologue) with
+/// `attributes`, its role and `title` as its label; `None` when plotters
+/// refused (logged).
+fn svg_element(
+    attributes: &str,
+    title: &str,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult,
+) -> Option<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (CHART_WIDTH_PX, CHART_HEIGHT_PX))
             .into_drawing_area();
-        if let Err(error) = draw(&root, points) {
-            tracing::warn!(%error, "the rating chart could not be drawn");
+        if let Err(error) = draw(&root) {
+            tracing::warn!(%error, "a chart could not be drawn");
             return None;
         }
         root.present().ok()?;
@@ -75,7 +86,7 @@ pub fn rating_chart(points: &[HistoryPoint], title: &str) -> Option<String> {
     let start = svg.find("<svg")?;
     let body = &svg[start + "<svg".len()..];
     Some(format!(
-        "<svg id=\"rating-chart\" role=\"img\" aria-label=\"{}\"{body}",
+        "<svg {attributes} role=\"img\" aria-label=\"{}\"{body}",
         escape_attribute(title)
     ))
 }
@@ -205,23 +216,8 @@ pub fn cost_chart(points: &[CostPoint], title: &str, id: &str) -> Option<String>
     if points.is_empty() {
         return None;
     }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (CHART_WIDTH_PX, CHART_HEIGHT_PX))
-            .into_drawing_area();
-        if let Err(error) = draw_cost(&root, points) {
-            tracing::warn!(%error, "the cost chart could not be drawn");
-            return None;
-        }
-        root.present().ok()?;
-    }
-    let start = svg.find("<svg")?;
-    let body = &svg[start + "<svg".len()..];
-    Some(format!(
-        "<svg id=\"{}\" class=\"cost-chart\" role=\"img\" aria-label=\"{}\"{body}",
-        escape_attribute(id),
-        escape_attribute(title)
-    ))
+    let attributes = format!("id=\"{}\" class=\"cost-chart\"", escape_attribute(id));
+    svg_element(&attributes, title, |root| draw_cost(root, points))
 }
 
 fn draw_cost(root: &DrawingArea<SVGBackend<'_>, Shift>, points: &[CostPoint]) -> DrawResult {

@@ -106,7 +106,7 @@ impl SiteState {
 
 /// HTML for people, or the JSON twin for scripts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     Html,
     Json,
 }
@@ -192,10 +192,14 @@ pub struct SiteError {
 }
 
 impl SiteError {
-    fn new(format: Format, error: LadderError) -> SiteError {
+    pub(crate) fn new(format: Format, error: LadderError) -> SiteError {
         let (status, message) = match error {
             LadderError::NotFound(what) => (StatusCode::NOT_FOUND, format!("not found: {what}")),
             LadderError::Invalid(message) => (StatusCode::BAD_REQUEST, message),
+            // The owner's transcript form: a token that is no account's, or
+            // whose account owns neither bot.
+            LadderError::Unauthenticated(message) => (StatusCode::UNAUTHORIZED, message),
+            LadderError::PermissionDenied(message) => (StatusCode::FORBIDDEN, message),
             // The details stay in the operator's log; the page quotes an id.
             other => (
                 StatusCode::INTERNAL_SERVER_ERROR,

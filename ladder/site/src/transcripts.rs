@@ -8,19 +8,18 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use duel_ladder_core::model::MatchState;
-use duel_ladder_core::reveal::{RevealPolicy, readable_sides};
+use duel_ladder_core::reveal::RevealPolicy;
 use duel_ladder_store::error::LadderError;
-use duel_ladder_store::{Reads, SeasonChoice};
-use duel_plumbing::reply::json_error;
+use duel_ladder_store::{Reads, SeasonChoice, readable_transcript};
 use duel_replays::store::ReplayStore;
-use duel_replays::transcript::Transcript;
 
 use crate::limits::{MAX_FORM_BODY_BYTES, MAX_FORM_TOKEN_BYTES, SITE_PAGE_MAX_AGE_S};
+use crate::{Format, SiteError};
 
 #[derive(Clone)]
 struct Transcripts {
@@ -57,12 +56,7 @@ async fn transcript(State(site): State<Transcripts>, Path(id): Path<String>) -> 
             }
             response
         }
-        Err(LadderError::NotFound(message)) => json_error(StatusCode::NOT_FOUND, message),
-        Err(LadderError::Invalid(message)) => json_error(StatusCode::BAD_REQUEST, message),
-        Err(other) => json_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            duel_plumbing::reply::internal("transcript failed", &other),
-        ),
+        Err(error) => SiteError::new(Format::Json, error).into_response(),
     }
 }
 
@@ -93,8 +87,7 @@ async fn revealed_transcript(site: &Transcripts, id: &str) -> Result<Vec<u8>, La
     }
     site.replays
         .get_transcript(id)
-        .await
-        .map_err(|error| LadderError::Io(format!("cannot read the transcript: {error}")))?
+        .await?
         .ok_or_else(|| not_public("does not exist: no fighter called a model".to_owned()))
 }
 
@@ -114,26 +107,10 @@ async fn owner_transcript(
     let token = serde_urlencoded::from_bytes::<TokenForm>(&body)
         .map(|form| form.token)
         .unwrap_or_default();
-    let page = match owner_view(&site, &id, token.trim()).await {
-        Ok(page) => (StatusCode::OK, page),
-        Err(error) => {
-            let (status, message) = match error {
-                LadderError::Unauthenticated(message) => (StatusCode::UNAUTHORIZED, message),
-                LadderError::PermissionDenied(message) => (StatusCode::FORBIDDEN, message),
-                LadderError::NotFound(message) => (StatusCode::NOT_FOUND, message),
-                LadderError::Invalid(message) => (StatusCode::BAD_REQUEST, message),
-                other => (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    duel_plumbing::reply::internal("owner transcript failed", &other),
-                ),
-            };
-            (
-                status,
-                crate::pages::error_page(status.as_u16(), &message).into_string(),
-            )
-        }
+    let mut response = match owner_view(&site, &id, token.trim()).await {
+        Ok(page) => axum::response::Html(page).into_response(),
+        Err(error) => SiteError::new(Format::Html, error).into_response(),
     };
-    let mut response = (page.0, axum::response::Html(page.1)).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -150,34 +127,7 @@ async fn owner_view(site: &Transcripts, id: &str, token: &str) -> Result<String,
     }
     let user = site.reads.authenticate(token).await?;
     let game = site.reads.game(id).await?;
-    let [a, b] = &game.sides;
-    let sides = readable_sides(&user, [&a.owner_id, &b.owner_id]);
-    if sides.is_empty() {
-        return Err(LadderError::PermissionDenied(format!(
-            "match {id}: {} owns neither of its bots",
-            user.name
-        )));
-    }
+    let transcript = readable_transcript(&site.replays, &game, &user, None).await?;
     let (line, _) = site.reads.match_line(id).await?;
-    let bytes = site
-        .replays
-        .get_transcript(id)
-        .await
-        .map_err(|error| LadderError::Io(format!("cannot read the transcript: {error}")))?
-        .ok_or_else(|| {
-            LadderError::NotFound(format!(
-                "the transcript of match {id}: no fighter called a model"
-            ))
-        })?;
-    let mut transcript = Transcript::from_slice(&bytes)
-        .map_err(|error| LadderError::Corrupt(format!("the kept transcript: {error}")))?;
-    if let [side] = sides.as_slice() {
-        transcript = transcript.only(*side);
-    }
-    if transcript.decisions.is_empty() {
-        return Err(LadderError::NotFound(format!(
-            "the transcript of match {id}: your bot called no model"
-        )));
-    }
     Ok(crate::pages::transcript_page(&line, &transcript, &user.name).into_string())
 }

@@ -92,6 +92,7 @@ pub mod site;
 mod sqlite;
 mod status;
 pub mod synthetic;
+mod transcripts;
 mod tv;
 
 use std::str::FromStr;
@@ -114,6 +115,7 @@ pub use replay_index::LadderReplayIndex;
 pub use seasons::SeasonChoice;
 pub use settle::SettlementStats;
 pub use sqlite::Sqlite;
+pub use transcripts::readable_transcript;
 pub use tv::SettledMatch;
 
 /// The SQL and transaction behaviour that differ between backends.

@@ -52,13 +52,7 @@ impl Store {
 
     /// Bytes of logs kept for `owner_id`.
     pub async fn log_bytes(&self, owner_id: &str) -> Result<i64> {
-        let row = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes FROM match_logs WHERE owner_id = $1",
-        )
-        .bind(owner_id.to_owned())
-        .fetch_one(&mut *self.writer().await?)
-        .await?;
-        get(&row, "bytes")
+        owner_log_bytes(&mut *self.writer().await?, owner_id).await
     }
 
     /// The logs kept for a match, side `a` first (sides that logged nothing have none).
@@ -111,15 +105,7 @@ async fn keep_logs_tx(conn: &mut AnyConnection, row: LogRow<'_>, quota: i64) -> 
     let Some(json) = row.json else {
         return Ok(());
     };
-    let total: i64 = get(
-        &sqlx::query(
-            "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes FROM match_logs WHERE owner_id = $1",
-        )
-        .bind(row.owner_id.to_owned())
-        .fetch_one(&mut *conn)
-        .await?,
-        "bytes",
-    )?;
+    let total = owner_log_bytes(conn, row.owner_id).await?;
     let mut over = total.saturating_add(row.size).saturating_sub(quota);
     if over > 0 {
         // The owner's oldest logs make room, one row at a time.
@@ -155,4 +141,14 @@ async fn keep_logs_tx(conn: &mut AnyConnection, row: LogRow<'_>, quota: i64) -> 
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+async fn owner_log_bytes(conn: &mut AnyConnection, owner_id: &str) -> Result<i64> {
+    let row = sqlx::query(
+        "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes FROM match_logs WHERE owner_id = $1",
+    )
+    .bind(owner_id.to_owned())
+    .fetch_one(&mut *conn)
+    .await?;
+    get(&row, "bytes")
 }

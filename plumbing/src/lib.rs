@@ -2,12 +2,15 @@
 //! so it is written once: how a command ends ([`outcome`]), the stop signal
 //! ([`shutdown`]), log lines ([`logging`]), where the replay signing key is
 //! ([`signing_key`]), the HTTP listener with its connection cap and timeouts
-//! ([`listen`]), the `/metrics` route ([`metrics`]) and how a failure reaches
+//! ([`listen`]) and who its clients are ([`clients`]), the gRPC listeners' connection limits ([`grpc_listen`]),
+//! the `/metrics` route ([`metrics`]) and how a failure reaches
 //! an HTTP client ([`reply`]).
 //!
 //! Architecture invariant: nothing here knows the rules, matches or the
 //! ladder; it depends on `duel-replays` for the key file only.
 
+pub mod clients;
+pub mod grpc_listen;
 pub mod limits;
 pub mod listen;
 pub mod logging;

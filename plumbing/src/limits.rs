@@ -1,5 +1,6 @@
 //! Every limit of the shared plumbing, named and documented in one place:
-//! what one HTTP listener allows ([`crate::listen`]).
+//! what one HTTP listener allows ([`crate::listen`]) and what one gRPC
+//! listener allows ([`crate::grpc_listen`]).
 
 use std::time::Duration;
 
@@ -25,3 +26,50 @@ pub const HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// it below the process's open-file limit. Configurable per listener
 /// (`ladder serve --http-max-connections`).
 pub const MAX_HTTP_CONNECTIONS: usize = 4_096;
+
+/// Connections one client address (an IPv6 /64) may hold on one HTTP
+/// listener; one more is answered 429 and closed. A browser opens at most 6
+/// per site; this leaves room for many people behind one NAT. Connections
+/// from a trusted proxy are not counted. Configurable
+/// (`--http-max-connections-per-client`).
+pub const MAX_HTTP_CONNECTIONS_PER_CLIENT: usize = 128;
+
+/// Event streams (Duel TV, `/live/{id}`) one client address may hold on one
+/// HTTP listener; one more is answered 429. Counted by the forwarded
+/// address behind a trusted proxy. Configurable
+/// (`--http-max-streams-per-client`).
+pub const MAX_STREAMS_PER_CLIENT: usize = 32;
+
+/// `X-Forwarded-For` entries read from the right before giving up: more
+/// proxies than anyone chains.
+pub const MAX_FORWARDED_HOPS: usize = 16;
+
+const _: () = assert!(MAX_HTTP_CONNECTIONS_PER_CLIENT < MAX_HTTP_CONNECTIONS);
+const _: () = assert!(MAX_STREAMS_PER_CLIENT <= MAX_HTTP_CONNECTIONS_PER_CLIENT);
+
+/// How long a new connection to a gRPC listener has to send its first bytes
+/// (the HTTP/2 preface, or an HTTP/1.1 request head for the OpenAI face).
+/// A client library sends them at once; a socket that stays silent is
+/// closed. Configurable (`--grpc-handshake-timeout-ms` on `referee serve`,
+/// `ladder serve` and `ladder worker`).
+pub const GRPC_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A gRPC listener's connection on which no byte moves either way for this
+/// long is closed. Live HTTP/2 peers answer [`GRPC_KEEPALIVE_INTERVAL`]'s
+/// pings, so this reaches only kept-alive HTTP/1.1 connections (the OpenAI
+/// face) and stalled ones. Longer than the 10 s decision clock, so no call
+/// that a decision may make is cut. Configurable (`--grpc-idle-timeout-ms`).
+pub const GRPC_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often a gRPC listener pings each HTTP/2 connection, busy or idle.
+pub const GRPC_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
+
+/// How long a ping may go unanswered before its connection is closed.
+pub const GRPC_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Connections one gRPC listener serves at once (and never more than half
+/// the process's open-file limit); beyond it new connections wait in the
+/// kernel's listen backlog. Configurable (`--grpc-max-connections`).
+pub const MAX_GRPC_CONNECTIONS: usize = 1_024;
+
+const _: () = assert!(GRPC_KEEPALIVE_INTERVAL.as_secs() + GRPC_KEEPALIVE_TIMEOUT.as_secs() < GRPC_IDLE_TIMEOUT.as_secs());

@@ -3,7 +3,8 @@
 //! a header-read timeout and an idle timeout, so slow or idle clients cannot
 //! hold the service's sockets.
 //!
-//! - **Cap** ([`HttpLimits::max_connections`]): a connection is accepted only
+//! - **Cap** ([`HttpLimits::max_connections`], at most half the process's
+//!   open-file limit): a connection is accepted only
 //!   with a free place; beyond the cap new connections wait in the kernel's
 //!   listen backlog while the accepted ones are served.
 //! - **Header read** ([`HttpLimits::header_read_timeout`], hyper's own timer):
@@ -12,6 +13,13 @@
 //! - **Idle** ([`HttpLimits::idle_timeout`]): a connection on which no byte
 //!   moves either way for that long is closed (a stalled body, a client that
 //!   stopped reading, a request stuck on the store).
+//! - **Per client** ([`HttpLimits::max_connections_per_client`],
+//!   [`HttpLimits::max_streams_per_client`]): one address (an IPv6 /64) holds
+//!   at most so many connections (one more is answered 429 and closed) and
+//!   event streams ([`crate::clients::hold_stream`]), so one client cannot
+//!   take the listener from the others. Connections from a trusted proxy
+//!   are not counted per client (they carry many clients); their requests
+//!   are, under the forwarded address ([`crate::clients`]).
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
@@ -31,10 +39,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
-use crate::limits::{HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, MAX_HTTP_CONNECTIONS};
+use crate::clients::{ClientAddress, PerClient, StreamPlaces, TrustedProxies, client_address};
+use crate::limits::{
+    HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, MAX_HTTP_CONNECTIONS,
+    MAX_HTTP_CONNECTIONS_PER_CLIENT, MAX_STREAMS_PER_CLIENT,
+};
 
 /// What an HTTP listener allows each connection, and how many.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
     /// Time to deliver a request's head, from when the server waits for it.
     pub header_read_timeout: Duration,
@@ -42,6 +54,12 @@ pub struct HttpLimits {
     pub idle_timeout: Duration,
     /// Connections served at once; more wait to be accepted.
     pub max_connections: NonZeroUsize,
+    /// Connections one client address holds at once; one more is refused.
+    pub max_connections_per_client: NonZeroUsize,
+    /// Event streams (Duel TV, live feeds) one client holds at once.
+    pub max_streams_per_client: NonZeroUsize,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Default for HttpLimits {
@@ -49,10 +67,76 @@ impl Default for HttpLimits {
         HttpLimits {
             header_read_timeout: HTTP_HEADER_READ_TIMEOUT,
             idle_timeout: HTTP_IDLE_TIMEOUT,
-            max_connections: NonZeroUsize::new(MAX_HTTP_CONNECTIONS).unwrap_or(NonZeroUsize::MIN),
+            max_connections: nonzero(MAX_HTTP_CONNECTIONS),
+            max_connections_per_client: nonzero(MAX_HTTP_CONNECTIONS_PER_CLIENT),
+            max_streams_per_client: nonzero(MAX_STREAMS_PER_CLIENT),
+            trusted_proxies: TrustedProxies::none(),
         }
     }
 }
+
+/// The flags that set an HTTP listener's [`HttpLimits`] (`ladder serve
+/// --http`, `referee serve --http`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct HttpLimitArgs {
+    /// Connections the HTTP listener serves at once (never more than half
+    /// the open-file limit); more wait to be accepted.
+    #[arg(long, value_name = "N", default_value_t = nonzero(MAX_HTTP_CONNECTIONS))]
+    pub http_max_connections: NonZeroUsize,
+    /// Milliseconds an HTTP client has to send a request's headers (also the
+    /// longest a kept-alive connection waits for its next request).
+    #[arg(long, value_name = "MS", default_value_t = duration_ms(HTTP_HEADER_READ_TIMEOUT),
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub http_header_timeout_ms: u64,
+    /// Milliseconds with no bytes moving after which an HTTP connection is
+    /// closed.
+    #[arg(long, value_name = "MS", default_value_t = duration_ms(HTTP_IDLE_TIMEOUT),
+          value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub http_idle_timeout_ms: u64,
+    /// Connections one client address (IPv6: its /64) may hold; one more is
+    /// answered 429 and closed. Not counted for --trusted-proxy peers.
+    #[arg(long, value_name = "N", default_value_t = nonzero(MAX_HTTP_CONNECTIONS_PER_CLIENT))]
+    pub http_max_connections_per_client: NonZeroUsize,
+    /// Event streams (Duel TV, live feeds) one client may hold; one more is
+    /// answered 429.
+    #[arg(long, value_name = "N", default_value_t = nonzero(MAX_STREAMS_PER_CLIENT))]
+    pub http_max_streams_per_client: NonZeroUsize,
+    /// A proxy (address or network, e.g. 10.0.0.0/8) whose X-Forwarded-For
+    /// names the client; repeat for each. Without it the header is ignored.
+    #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = crate::clients::parse_trusted_proxy)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+impl HttpLimitArgs {
+    /// The limits these flags set.
+    pub fn limits(&self) -> HttpLimits {
+        HttpLimits {
+            header_read_timeout: Duration::from_millis(self.http_header_timeout_ms),
+            idle_timeout: Duration::from_millis(self.http_idle_timeout_ms),
+            max_connections: self.http_max_connections,
+            max_connections_per_client: self.http_max_connections_per_client,
+            max_streams_per_client: self.http_max_streams_per_client,
+            trusted_proxies: TrustedProxies::new(self.trusted_proxies.clone()),
+        }
+    }
+}
+
+pub(crate) fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn nonzero(value: usize) -> NonZeroUsize {
+    NonZeroUsize::new(value).unwrap_or(NonZeroUsize::MIN)
+}
+
+/// The answer to a connection beyond its client's cap, written before it
+/// is closed (without reading its request).
+const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\n\
+content-type: application/json\r\nretry-after: 1\r\nconnection: close\r\n\
+content-length: 73\r\n\r\n\
+{\"error\":\"this address holds too many connections: close one and retry\"}\n";
+
+const X_FORWARDED_FOR: &str = "x-forwarded-for";
 
 /// How long the accept loop pauses after an error that is not one
 /// connection's own (out of file descriptors, say) before it tries again.
@@ -67,7 +151,10 @@ pub async fn serve_router(
     limits: HttpLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let places = Arc::new(Semaphore::new(limits.max_connections.get()));
+    let cap = within_open_file_limit(limits.max_connections, "HTTP");
+    let places = Arc::new(Semaphore::new(cap.get()));
+    let per_client = PerClient::new(limits.max_connections_per_client.get());
+    let streams = StreamPlaces(PerClient::new(limits.max_streams_per_client.get()));
     let stop = CancellationToken::new();
     let stopping = stop.clone();
     tokio::spawn(async move {
@@ -93,21 +180,59 @@ pub async fn serve_router(
             },
             () = stop.cancelled() => break,
         };
+        let held = if limits.trusted_proxies.contains(remote.ip()) {
+            None
+        } else {
+            match per_client.try_hold(remote.ip()) {
+                Some(held) => Some(held),
+                None => {
+                    // Best effort: the client may not read it before the close.
+                    let _ = stream.try_write(TOO_MANY_CONNECTIONS);
+                    tracing::debug!(%remote, "over the connections per client: refused");
+                    continue;
+                }
+            }
+        };
         let router = router.clone();
         let stop = stop.clone();
+        let limits = limits.clone();
+        let streams = streams.clone();
         tokio::spawn(async move {
-            serve_connection(stream, remote, router, limits, stop).await;
+            serve_connection(stream, remote, router, &limits, streams, stop).await;
+            drop(held);
             drop(place);
         });
     }
     drop(listener);
     // Every place back means every connection closed.
-    let all = u32::try_from(limits.max_connections.get()).unwrap_or(u32::MAX);
+    let all = u32::try_from(cap.get()).unwrap_or(u32::MAX);
     let _ = places.acquire_many(all).await;
     Ok(())
 }
 
-fn is_connection_error(error: &std::io::Error) -> bool {
+/// `cap`, or half the process's open-file limit if that is lower, so a
+/// listener full of connections leaves descriptors for the process's own
+/// work (databases, replay files, bots' endpoints) and for its other
+/// listeners. Logged when it lowers the cap.
+pub fn within_open_file_limit(cap: NonZeroUsize, listener: &str) -> NonZeroUsize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    let Some(soft) = soft.and_then(|soft| usize::try_from(soft).ok()) else {
+        return cap;
+    };
+    let half = NonZeroUsize::new(soft / 2).unwrap_or(NonZeroUsize::MIN);
+    if half < cap {
+        tracing::info!(
+            configured = cap.get(),
+            open_file_limit = soft,
+            cap = half.get(),
+            "{listener} connection cap lowered to half the open-file limit"
+        );
+        return half;
+    }
+    cap
+}
+
+pub(crate) fn is_connection_error(error: &std::io::Error) -> bool {
     matches!(
         error.kind(),
         std::io::ErrorKind::ConnectionRefused
@@ -120,7 +245,8 @@ async fn serve_connection(
     stream: TcpStream,
     remote: SocketAddr,
     router: Router,
-    limits: HttpLimits,
+    limits: &HttpLimits,
+    streams: StreamPlaces,
     stop: CancellationToken,
 ) {
     let activity = Activity::new();
@@ -128,8 +254,21 @@ async fn serve_connection(
         inner: stream,
         activity: Arc::clone(&activity),
     });
+    let trusted = limits.trusted_proxies.clone();
     let service = hyper::service::service_fn(move |mut request: axum::extract::Request<_>| {
-        request.extensions_mut().insert(ConnectInfo(remote));
+        let client = client_address(
+            remote.ip(),
+            request
+                .headers()
+                .get_all(X_FORWARDED_FOR)
+                .iter()
+                .map(http::HeaderValue::as_bytes),
+            &trusted,
+        );
+        let extensions = request.extensions_mut();
+        extensions.insert(ConnectInfo(remote));
+        extensions.insert(ClientAddress(client));
+        extensions.insert(streams.clone());
         // A Router is always ready: calling it without `poll_ready` is allowed.
         router.clone().call(request)
     });

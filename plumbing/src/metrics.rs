@@ -61,15 +61,19 @@ pub fn metrics_router(render: impl Fn() -> String + Clone + Send + Sync + 'stati
 pub async fn serve_metrics(
     listener: TcpListener,
     render: impl Fn() -> String + Clone + Send + Sync + 'static,
+    limits: HttpLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(metrics_address = %address, "metrics listening");
+    }
     let router = metrics_router(render).fallback(|| async {
         crate::reply::json_error(
             StatusCode::NOT_FOUND,
             "not found: this listener serves /metrics",
         )
     });
-    if let Err(error) = serve_router(listener, router, HttpLimits::default(), shutdown).await {
+    if let Err(error) = serve_router(listener, router, limits, shutdown).await {
         tracing::warn!(%error, "the metrics listener stopped");
     }
 }

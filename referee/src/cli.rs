@@ -333,6 +333,10 @@ pub struct ServeArgs {
     /// Also serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub grpc_limits: duel_plumbing::grpc_listen::GrpcLimitArgs,
+    #[command(flatten)]
+    pub http_limits: duel_plumbing::listen::HttpLimitArgs,
     /// Also serve replays and live feeds over HTTP on ADDR (the routes of
     /// `referee replay serve`): spectators follow a match at
     /// http://ADDR/live/<match_id>/view, then watch its signed replay.

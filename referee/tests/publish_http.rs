@@ -561,12 +561,16 @@ fn every_http_error_is_json() {
     });
 }
 
-/// Limits for the listener tests: `header` and `idle` timeouts, `cap` connections.
+/// Limits for the listener tests: `header` and `idle` timeouts, `cap`
+/// connections, all of which one client (the test, on 127.0.0.1) may hold.
 fn limits(header_ms: u64, idle_ms: u64, cap: usize) -> HttpLimits {
+    let cap = std::num::NonZeroUsize::new(cap).expect("cap");
     HttpLimits {
         header_read_timeout: Duration::from_millis(header_ms),
         idle_timeout: Duration::from_millis(idle_ms),
-        max_connections: std::num::NonZeroUsize::new(cap).expect("cap"),
+        max_connections: cap,
+        max_connections_per_client: cap,
+        ..HttpLimits::default()
     }
 }
 

@@ -847,3 +847,130 @@ async fn serve_plays_wasm_bots_from_its_instance_pool() {
     );
     referee.stop().await;
 }
+
+/// A `referee serve` process under `prlimit --nofile=1024`, with its gRPC
+/// and metrics addresses read from its log.
+struct LimitedReferee {
+    child: std::process::Child,
+    grpc: std::net::SocketAddr,
+    metrics: std::net::SocketAddr,
+}
+
+impl Drop for LimitedReferee {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of `field=` in a log line.
+fn log_field(line: &str, field: &str) -> Option<std::net::SocketAddr> {
+    let rest = line.split(&format!(" {field}=")).nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+fn start_limited_referee(timeout_ms: u64) -> LimitedReferee {
+    use std::io::BufRead;
+    let timeout = timeout_ms.to_string();
+    let mut child = std::process::Command::new("prlimit")
+        .arg("--nofile=1024:1024")
+        .arg(env!("CARGO_BIN_EXE_referee"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        .args(["--grpc-handshake-timeout-ms", &timeout])
+        .args(["--grpc-idle-timeout-ms", &timeout])
+        .args(["--http-header-timeout-ms", &timeout])
+        .args(["--http-idle-timeout-ms", &timeout])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start prlimit referee serve");
+    let stderr = child.stderr.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut grpc, mut metrics, mut sent) = (None, None, false);
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            grpc = grpc.or_else(|| log_field(&line, "address"));
+            metrics = metrics.or_else(|| log_field(&line, "metrics_address"));
+            if !sent && let (Some(grpc), Some(metrics)) = (grpc, metrics) {
+                let _ = sender.send((grpc, metrics));
+                sent = true;
+            }
+            eprintln!("[referee serve] {line}");
+        }
+    });
+    let (grpc, metrics) = receiver
+        .recv_timeout(Duration::from_secs(60))
+        .expect("referee serve logs both addresses");
+    LimitedReferee {
+        child,
+        grpc,
+        metrics,
+    }
+}
+
+/// Opens `count` connections to `address` that never send a byte.
+async fn idle_sockets(address: std::net::SocketAddr, count: usize) -> Vec<tokio::net::TcpStream> {
+    let mut sockets = Vec::with_capacity(count);
+    for _ in 0..count {
+        sockets.push(tokio::net::TcpStream::connect(address).await.unwrap());
+    }
+    sockets
+}
+
+/// Waits until the server has closed every socket.
+async fn all_closed(sockets: Vec<tokio::net::TcpStream>, within: Duration) {
+    use tokio::io::AsyncReadExt;
+    let waits = sockets.into_iter().map(|mut socket| async move {
+        let mut byte = [0u8; 64];
+        loop {
+            match socket.read(&mut byte).await {
+                Ok(0) | Err(_) => return,
+                // An HTTP/2 server's settings or a 408 before the close.
+                Ok(_) => {}
+            }
+        }
+    });
+    tokio::time::timeout(within, futures::future::join_all(waits))
+        .await
+        .expect("every idle socket closed by the server in time");
+}
+
+// Issue 33 item 2: at a 1,024-descriptor limit, 1,030 idle sockets to either
+// listener used to hold the process's descriptors for good, and RunMatch
+// failed with DEADLINE_EXCEEDED. Now each listener takes at most half the
+// limit, closes a socket that sends nothing within its timeout, and a match
+// asked for meanwhile is played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_are_closed_and_matches_still_run_at_the_open_file_limit() {
+    const TIMEOUT_MS: u64 = 1_500;
+    const SOCKETS: usize = 1_030;
+    let referee = start_limited_referee(TIMEOUT_MS);
+    for (listener, address) in [("gRPC", referee.grpc), ("metrics", referee.metrics)] {
+        let started = std::time::Instant::now();
+        let sockets = idle_sockets(address, SOCKETS).await;
+        // Accepted half a limit at a time: three rounds of the timeout at most.
+        let closing = tokio::spawn(all_closed(
+            sockets,
+            Duration::from_millis(3 * TIMEOUT_MS + 5_000),
+        ));
+        let mut client = RefereeClient::connect(format!("http://{}", referee.grpc))
+            .await
+            .unwrap();
+        let mut run = request("builtin:random", "builtin:block", 1_000);
+        run.seed = Some(11);
+        let played = tokio::time::timeout(Duration::from_secs(30), client.run_match(run))
+            .await
+            .unwrap_or_else(|_| panic!("RunMatch behind {SOCKETS} idle {listener} sockets"))
+            .unwrap_or_else(|status| panic!("RunMatch behind idle {listener} sockets: {status:?}"))
+            .into_inner();
+        assert!(!played.match_id.is_empty());
+        let played_ms = started.elapsed().as_millis();
+        closing.await.unwrap();
+        eprintln!(
+            "{SOCKETS} idle {listener} sockets: RunMatch played {played_ms} ms and every \
+             socket closed {} ms after the first connect",
+            started.elapsed().as_millis()
+        );
+    }
+}

@@ -84,6 +84,8 @@ async fn plays_and_is_metered(name: &str, start: impl FnOnce(u16) -> Child) {
         replay_dir: None,
         shutdown_grace: Duration::from_secs(5),
         publishing: None,
+        grpc_limits: duel_referee::grpc::GrpcLimits::default(),
+        http_limits: duel_referee::publish::HttpLimits::default(),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(duel_referee::grpc::serve(listener, config, async {

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use duel_ladder::gate::ApiLimits;
 use duel_ladder::model::OwnerQuotas;
-use duel_referee::publish::HttpLimits;
 
 use crate::client;
 
@@ -108,9 +107,35 @@ pub struct PlayArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub max_log_bytes_per_owner: u64,
+    /// Days ranked matches' transcripts (what bots' models were asked and
+    /// answered) are kept; older ones are dropped every hour. Keep it longer
+    /// than a season for --reveal-transcripts after-season.
+    #[arg(
+        long,
+        value_name = "DAYS",
+        default_value_t = duel_ladder_core::limits::DEFAULT_TRANSCRIPT_RETENTION_DAYS,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(duel_ladder_core::limits::MAX_TRANSCRIPT_RETENTION_DAYS))
+    )]
+    pub transcript_retention_days: u32,
+    /// Bytes of transcripts one owner's bots keep at most; past it, that
+    /// owner's oldest parts go first (the other side's part stays).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = duel_ladder_core::limits::DEFAULT_MAX_TRANSCRIPT_BYTES_PER_OWNER,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_transcript_bytes_per_owner: u64,
 }
 
 impl PlayArgs {
+    pub fn transcript_limits(&self) -> duel_ladder::model::TranscriptLimits {
+        duel_ladder::model::TranscriptLimits {
+            retention_days: self.transcript_retention_days,
+            max_bytes_per_owner: self.max_transcript_bytes_per_owner,
+        }
+    }
+
     pub fn log_limits(&self) -> duel_ladder::model::LogLimits {
         duel_ladder::model::LogLimits {
             retention_days: self.log_retention_days,
@@ -150,18 +175,9 @@ pub struct LimitArgs {
     /// Seconds one owner's uploads may spend compiling per UTC day.
     #[arg(long, default_value_t = OwnerQuotas::default().compile_seconds_per_day)]
     pub compile_seconds_per_day: u64,
-    /// Connections the replay service (--http) serves at once; more wait to be
-    /// accepted.
-    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
-    pub http_max_connections: NonZeroUsize,
-    /// Milliseconds a replay service client has to send a request's headers
-    /// (also the longest a kept-alive connection waits for its next request).
-    #[arg(long, default_value_t = duration_ms(HttpLimits::default().header_read_timeout))]
-    pub http_header_timeout_ms: u64,
-    /// Milliseconds with no bytes moving after which a replay service
-    /// connection is closed.
-    #[arg(long, default_value_t = duration_ms(HttpLimits::default().idle_timeout))]
-    pub http_idle_timeout_ms: u64,
+    /// Connections, timeouts and per-client caps of --http.
+    #[command(flatten)]
+    pub http: duel_plumbing::listen::HttpLimitArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -215,10 +231,6 @@ pub enum LedgerCommand {
     },
 }
 
-pub fn duration_ms(duration: std::time::Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
 const DEFAULT_COMPILES: NonZeroUsize =
     match NonZeroUsize::new(duel_ladder::limits::DEFAULT_MAX_CONCURRENT_COMPILES) {
         Some(compiles) => compiles,
@@ -256,6 +268,9 @@ pub struct WorkerArgs {
     /// Also serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Connections and timeouts of --inference-listen.
+    #[command(flatten)]
+    pub grpc_limits: duel_plumbing::grpc_listen::GrpcLimitArgs,
     #[command(flatten)]
     pub play: PlayArgs,
 }
@@ -311,6 +326,9 @@ pub struct ServeArgs {
     pub reveal_transcripts: duel_ladder::reveal::RevealPolicy,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Connections and timeouts of --listen (the API and Inference).
+    #[command(flatten)]
+    pub grpc_limits: duel_plumbing::grpc_listen::GrpcLimitArgs,
     #[command(flatten)]
     pub play: PlayArgs,
 }

@@ -30,6 +30,21 @@ pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 90;
 pub const MAX_LOG_RETENTION_DAYS: u32 = 3_650;
 pub const DEFAULT_MAX_LOG_BYTES_PER_OWNER: u64 = 64 * 1024 * 1024;
 
+/// Transcripts of ranked matches (what each bot's model was asked and
+/// answered, kept in the replay store, rows in `match_transcripts`): how long
+/// they are kept (`--transcript-retention-days`; longer than a season, so
+/// that `--reveal-transcripts after-season` has something to reveal), and how
+/// many bytes one owner's bots' parts take at most
+/// (`--max-transcript-bytes-per-owner`): past it, that owner's oldest parts
+/// go first. A model-using bot writes ~100 KB to a few MB a match.
+pub const DEFAULT_TRANSCRIPT_RETENTION_DAYS: u32 = 365;
+pub const MAX_TRANSCRIPT_RETENTION_DAYS: u32 = 3_650;
+pub const DEFAULT_MAX_TRANSCRIPT_BYTES_PER_OWNER: u64 = 1024 * 1024 * 1024;
+
+/// Transcript parts past their retention dropped per pass of the hourly
+/// pruner, so one pass holds the store briefly; the next pass takes the rest.
+pub const TRANSCRIPT_PRUNE_BATCH: i64 = 1_000;
+
 /// The longest delay `--reveal-transcripts after-days:N` takes (ten years):
 /// longer is `never`.
 pub const MAX_REVEAL_DAYS: u32 = 3_650;

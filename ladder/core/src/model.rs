@@ -430,8 +430,37 @@ impl Default for LogLimits {
 impl LogLimits {
     /// Logs kept before this instant are past their retention at `now_ms`.
     pub fn cutoff_ms(&self, now_ms: i64) -> i64 {
-        now_ms.saturating_sub(i64::from(self.retention_days).saturating_mul(86_400_000))
+        retention_cutoff_ms(self.retention_days, now_ms)
     }
+}
+
+/// How long ranked matches' transcripts are kept and how many bytes of
+/// them one owner keeps (crate::limits::DEFAULT_TRANSCRIPT_RETENTION_DAYS and
+/// its neighbours).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TranscriptLimits {
+    pub retention_days: u32,
+    pub max_bytes_per_owner: u64,
+}
+
+impl Default for TranscriptLimits {
+    fn default() -> TranscriptLimits {
+        TranscriptLimits {
+            retention_days: crate::limits::DEFAULT_TRANSCRIPT_RETENTION_DAYS,
+            max_bytes_per_owner: crate::limits::DEFAULT_MAX_TRANSCRIPT_BYTES_PER_OWNER,
+        }
+    }
+}
+
+impl TranscriptLimits {
+    /// Transcripts kept before this instant are past their retention at `now_ms`.
+    pub fn cutoff_ms(&self, now_ms: i64) -> i64 {
+        retention_cutoff_ms(self.retention_days, now_ms)
+    }
+}
+
+fn retention_cutoff_ms(retention_days: u32, now_ms: i64) -> i64 {
+    now_ms.saturating_sub(i64::from(retention_days).saturating_mul(86_400_000))
 }
 
 /// What one bot wrote while deciding one exchange of a ranked match.

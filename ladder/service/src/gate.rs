@@ -10,11 +10,12 @@
 //! token, `OUT_OF_RANGE` (tonic's) for a message over its RPC's size.
 
 use std::convert::Infallible;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use duel_plumbing::clients::client_key as peer_key;
 use duel_proto::v1::ladder_server::LadderServer;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -73,18 +74,6 @@ fn is_upload(path: &str) -> bool {
     path.rsplit('/')
         .next()
         .is_some_and(|method| UPLOAD_METHODS.contains(&method))
-}
-
-/// The rate-limit key of a client: its IPv4 address, or the /64 of its IPv6
-/// address (one host is usually given a whole /64).
-fn peer_key(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => {
-            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(Ipv6Addr::from(prefix))
-        }
-    }
 }
 
 struct Shared {

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use duel_plumbing::grpc_listen::{self, GrpcLimits};
 use duel_plumbing::metrics::metrics_router;
 use duel_referee::credentials::Credentials;
 use duel_referee::publish::{self, HttpLimits, LiveFeeds, PublishState, RateConfig};
@@ -27,7 +28,7 @@ use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
 use crate::limits::{LOG_PRUNE_INTERVAL, STORE_GAUGES_REFRESH};
 use crate::metrics::LadderMetrics;
-use crate::model::{LogLimits, OwnerQuotas};
+use crate::model::{LogLimits, OwnerQuotas, TranscriptLimits};
 use crate::store::Store;
 use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 
@@ -64,10 +65,14 @@ pub struct ServeConfig {
     pub max_concurrent_compiles: std::num::NonZeroUsize,
     /// Connections and timeouts of the replay service (`http`).
     pub http_limits: HttpLimits,
+    /// Connections and timeouts of the gRPC API (`listen`).
+    pub grpc_limits: GrpcLimits,
     /// What `http` serves beside the replay service and `/metrics`.
     pub public_site: Option<MountSite>,
     /// How long bots' logs are kept and how much one owner keeps.
     pub log_limits: LogLimits,
+    /// How long transcripts are kept and how much one owner keeps.
+    pub transcript_limits: TranscriptLimits,
 }
 
 /// What the HTTP listener gives the pages mounted beside the replay service:
@@ -154,10 +159,14 @@ fn refresh_store_gauges(
     })
 }
 
-/// Drops bots' logs past their retention now and every
+/// Drops bots' logs and transcript parts past their retention now and every
 /// [`LOG_PRUNE_INTERVAL`] until `shutdown` (every process that plays or
 /// serves does; a second pruner finds nothing to drop).
-fn prune_logs(store: Store, shutdown: watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+fn prune_kept(
+    store: Store,
+    replays: ReplayStore,
+    shutdown: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(LOG_PRUNE_INTERVAL);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -172,6 +181,13 @@ fn prune_logs(store: Store, shutdown: watch::Receiver<bool>) -> tokio::task::Joi
                 Ok(0) => {}
                 Ok(rows) => tracing::info!(rows, "dropped bots' logs past their retention"),
                 Err(error) => tracing::warn!(%error, "cannot drop bots' logs past their retention"),
+            }
+            match store.prune_transcripts(&replays).await {
+                Ok(0) => {}
+                Ok(parts) => tracing::info!(parts, "dropped transcript parts past their retention"),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot drop transcript parts past their retention");
+                }
             }
         }
     })
@@ -211,7 +227,8 @@ pub async fn serve(
 ) -> Result<()> {
     let store = Store::connect(&config.db_url)
         .await?
-        .with_log_limits(config.log_limits);
+        .with_log_limits(config.log_limits)
+        .with_transcript_limits(config.transcript_limits);
     let replays = open_replays(&config.replays)?;
     let credentials = Credentials::new();
     let (listener, grpc_address) = bind(config.listen, "gRPC").await?;
@@ -261,7 +278,11 @@ pub async fn serve(
         config.workers,
         config.allow_private_endpoints,
     );
-    tasks.push(prune_logs(running.store.clone(), running.shutdown.clone()));
+    tasks.push(prune_kept(
+        running.store.clone(),
+        running.replays.clone(),
+        running.shutdown.clone(),
+    ));
     tasks.push(tokio::spawn(wave_timer(
         running.store.clone(),
         config.wave_interval,
@@ -348,7 +369,7 @@ impl Running {
             router = router.merge(mounted.router);
             tasks.extend(mounted.tasks);
         }
-        let (limits, stop) = (config.http_limits, stopped(self.shutdown.clone()));
+        let (limits, stop) = (config.http_limits.clone(), stopped(self.shutdown.clone()));
         tasks.push(tokio::spawn(async move {
             if let Err(error) = publish::serve_router(listener, router, limits, stop).await {
                 tracing::error!(%error, "the replay HTTP service stopped");
@@ -381,15 +402,15 @@ impl Running {
         // Rate limits and the token are checked before a body is read; only
         // uploads are decoded at the upload size (gate.rs).
         let ladder_service = Gate::new(ladder, config.api);
-        tonic::transport::Server::builder()
-            .accept_http1(true)
+        config
+            .grpc_limits
+            .server()
             .add_routes(duel_referee::grpc::gateway_routes(credentials))
             .add_service(health_service)
             .add_service(ladder_service)
             .serve_with_incoming_shutdown(
-                // `serve_with_incoming` ignores `Server::tcp_nodelay`: endpoint
-                // bots' Inference calls are small messages that Nagle would delay.
-                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+                // Capped, with handshake and idle deadlines, no delay per stream.
+                grpc_listen::incoming(listener, config.grpc_limits),
                 stopped(self.shutdown.clone()),
             )
             .await
@@ -420,8 +441,12 @@ pub struct WorkConfig {
     pub public_url: Option<String>,
     /// Serve this process's `/metrics` here.
     pub metrics_listen: Option<SocketAddr>,
+    /// Connections and timeouts of `inference_listen`.
+    pub grpc_limits: GrpcLimits,
     /// How long bots' logs are kept and how much one owner keeps.
     pub log_limits: LogLimits,
+    /// How long transcripts are kept and how much one owner keeps.
+    pub transcript_limits: TranscriptLimits,
 }
 
 /// Runs `ladder worker` until `shutdown` turns true, then lets each worker
@@ -430,10 +455,19 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
     let replays = open_replays(&config.replays)?;
     let store = Store::connect(&config.db_url)
         .await?
-        .with_log_limits(config.log_limits);
+        .with_log_limits(config.log_limits)
+        .with_transcript_limits(config.transcript_limits);
     let inference = match config.inference_listen {
         Some(address) => {
-            Some(serve_inference(address, config.public_url.clone(), shutdown.clone()).await?)
+            Some(
+                serve_inference(
+                    address,
+                    config.public_url.clone(),
+                    config.grpc_limits,
+                    shutdown.clone(),
+                )
+                .await?,
+            )
         }
         None => None,
     };
@@ -447,7 +481,7 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
     )
     .await?;
     let metrics = LadderMetrics::new();
-    let mut tasks = vec![prune_logs(store.clone(), shutdown.clone())];
+    let mut tasks = vec![prune_kept(store.clone(), replays.clone(), shutdown.clone())];
     let mut metrics_address = None;
     if let Some(address) = config.metrics_listen {
         let (listener, bound) = bind(address, "metrics").await?;
@@ -461,6 +495,7 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
         tasks.push(tokio::spawn(duel_plumbing::metrics::serve_metrics(
             listener,
             move || metrics.render(&host.wasm_stats()),
+            HttpLimits::default(),
             stopped(shutdown.clone()),
         )));
     }
@@ -501,13 +536,15 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
 async fn serve_inference(
     address: SocketAddr,
     public_url: Option<String>,
+    limits: GrpcLimits,
     shutdown: watch::Receiver<bool>,
 ) -> Result<InferenceLink> {
     let (listener, local) = bind(address, "Inference").await?;
     let credentials = Credentials::new();
-    tokio::spawn(duel_referee::grpc::serve_inference(
+    tokio::spawn(duel_referee::grpc::serve_inference_within(
         listener,
         credentials.clone(),
+        limits,
         stopped(shutdown),
     ));
     Ok(InferenceLink {

@@ -427,10 +427,8 @@ async fn run_claim(
             // The transcript stays apart from the public replay, under a key
             // the replay service never lists or serves; this run's replay is
             // the published one, so its digests are what the replay signed.
-            if let Some(transcript) = transcript.filter(|kept| !kept.decisions.is_empty())
-                && let Err(error) = config.replays.put_transcript(&transcript).await
-            {
-                tracing::error!(%error, "cannot keep the match's transcript");
+            if let Some(transcript) = transcript.filter(|kept| !kept.decisions.is_empty()) {
+                keep_transcript(store, config, game, &transcript).await;
             }
         }
         // An earlier run of this match published its replay and then lost its
@@ -668,6 +666,29 @@ pub fn spawn_pool(
 /// Keeps each side's logs for its owner (`ladder match logs`). Logs are the
 /// author's debugging aid, not part of the result: a failure to keep them is
 /// logged and the match goes on to settle.
+/// Keeps the match's transcript in the replay store and records each side's
+/// part against its owner's quota (store::transcripts). A failure is logged:
+/// the match settles without it.
+async fn keep_transcript(
+    store: &Store,
+    config: &WorkerConfig,
+    game: &crate::model::Match,
+    transcript: &duel_replays::transcript::Transcript,
+) {
+    if let Err(error) = config.replays.put_transcript(transcript).await {
+        tracing::error!(%error, "cannot keep the match's transcript");
+        return;
+    }
+    match store.keep_transcript(&config.replays, game, transcript).await {
+        Ok(dropped) if !dropped.is_empty() => tracing::info!(
+            parts = dropped.len(),
+            "transcript parts dropped to keep owners within their quota"
+        ),
+        Ok(_) => {}
+        Err(error) => tracing::error!(%error, "cannot record the match's transcript"),
+    }
+}
+
 async fn keep_logs(store: &Store, game: &crate::model::Match, replay: &duel_replays::Replay) {
     for side in [Side::A, Side::B] {
         let logs = logs_of(replay, side);

@@ -609,7 +609,12 @@ pub fn router(tv: DuelTv) -> Router {
         ))
 }
 
-async fn tv_feed(State(tv): State<DuelTv>) -> Response {
+async fn tv_feed(State(tv): State<DuelTv>, parts: axum::http::request::Parts) -> Response {
+    // Held for as long as the stream lives.
+    let place = match duel_plumbing::clients::hold_stream(&parts.extensions) {
+        Ok(place) => place,
+        Err(refusal) => return json_error(StatusCode::TOO_MANY_REQUESTS, refusal.to_string()),
+    };
     let Some(watch) = tv.watch() else {
         return json_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -624,7 +629,10 @@ async fn tv_feed(State(tv): State<DuelTv>) -> Response {
     let live = BroadcastStream::new(watch.receiver).filter_map(|frame| async move { frame.ok() });
     let stream = futures::stream::iter(watch.history)
         .chain(live)
-        .map(|frame| Ok::<Event, Infallible>(Event::default().event(frame.kind).data(&frame.data)))
+        .map(move |frame| {
+            let _place = &place;
+            Ok::<Event, Infallible>(Event::default().event(frame.kind).data(&frame.data))
+        })
         .take_until(off_air);
     (
         [(header::CACHE_CONTROL, "no-cache")],

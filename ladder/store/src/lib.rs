@@ -115,7 +115,7 @@ pub use replay_index::LadderReplayIndex;
 pub use seasons::SeasonChoice;
 pub use settle::SettlementStats;
 pub use sqlite::Sqlite;
-pub use transcripts::readable_transcript;
+pub use transcripts::{TranscriptPart, readable_transcript};
 pub use tv::SettledMatch;
 
 /// The SQL and transaction behaviour that differ between backends.
@@ -189,6 +189,8 @@ pub struct Store {
     checkpoints: Option<Arc<Checkpointer>>,
     /// How long bots' logs are kept, and how much of them one owner keeps.
     log_limits: duel_ladder_core::model::LogLimits,
+    /// How long transcripts are kept, and how much of them one owner keeps.
+    transcript_limits: duel_ladder_core::model::TranscriptLimits,
 }
 
 /// The store's read side: the projections the public site, Duel TV and
@@ -487,12 +489,22 @@ impl Store {
             settlements: Arc::default(),
             checkpoints,
             log_limits: duel_ladder_core::model::LogLimits::default(),
+            transcript_limits: duel_ladder_core::model::TranscriptLimits::default(),
         })
     }
 
     /// The same store keeping bots' logs within `limits`.
     pub fn with_log_limits(mut self, limits: duel_ladder_core::model::LogLimits) -> Store {
         self.log_limits = limits;
+        self
+    }
+
+    /// The same store keeping transcripts within `limits`.
+    pub fn with_transcript_limits(
+        mut self,
+        limits: duel_ladder_core::model::TranscriptLimits,
+    ) -> Store {
+        self.transcript_limits = limits;
         self
     }
 

@@ -66,6 +66,8 @@ pub fn run(args: ServeArgs) -> Result<Outcome> {
         replay_dir: args.replay_dir,
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         publishing,
+        grpc_limits: args.grpc_limits.limits(),
+        http_limits: args.http_limits.limits(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

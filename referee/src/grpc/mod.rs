@@ -19,8 +19,8 @@ use duel_proto::v1::inference_server::InferenceServer;
 use duel_proto::v1::referee_server::RefereeServer;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
-use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
+pub use duel_plumbing::grpc_listen::GrpcLimits;
+use duel_plumbing::grpc_listen;
 
 use crate::bots::InferenceLink;
 use crate::credentials::Credentials;
@@ -55,6 +55,10 @@ pub struct ServeConfig {
     /// Publish every match live and its signed replay into a store (served over
     /// HTTP when [`Listeners::http`] is given).
     pub publishing: Option<Publishing>,
+    /// Connections and timeouts of the gRPC listener.
+    pub grpc_limits: GrpcLimits,
+    /// Connections, timeouts and per-client caps of the replay service.
+    pub http_limits: crate::publish::HttpLimits,
 }
 
 impl std::fmt::Debug for ServeConfig {
@@ -70,6 +74,8 @@ impl std::fmt::Debug for ServeConfig {
             .field("replay_dir", &self.replay_dir)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("publishing", &self.publishing)
+            .field("grpc_limits", &self.grpc_limits)
+            .field("http_limits", &self.http_limits)
             .finish()
     }
 }
@@ -199,11 +205,12 @@ pub async fn serve_listeners(
             tracing::info!(%http_address, store = publishing.store.description(), "replay service listening");
         }
         let stop = http_stop.clone();
+        let limits = config.http_limits.clone();
         tokio::spawn(async move {
             if let Err(error) = crate::publish::serve(
                 http_listener,
                 state,
-                crate::publish::HttpLimits::default(),
+                limits,
                 stop.cancelled_owned(),
             )
             .await
@@ -217,10 +224,12 @@ pub async fn serve_listeners(
     if let Some(metrics_listener) = metrics_listener {
         let matches = matches.clone();
         let stop = metrics_stop.clone();
+        let limits = config.http_limits.clone();
         tokio::spawn(async move {
             duel_plumbing::metrics::serve_metrics(
                 metrics_listener,
                 move || matches.render_metrics(),
+                limits,
                 stop.cancelled_owned(),
             )
             .await;
@@ -246,8 +255,9 @@ pub async fn serve_listeners(
         .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
     let referee = tonic::service::interceptor::InterceptedService::new(referee, auth);
-    // `serve_with_incoming` ignores `Server::tcp_nodelay`: set it on the stream.
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    // Capped, with handshake and idle deadlines; no delay on each stream
+    // (`serve_with_incoming` ignores `Server::tcp_nodelay`).
+    let incoming = grpc_listen::incoming(listener, config.grpc_limits);
     let grace = config.shutdown_grace;
     let drained = {
         let matches = matches.clone();
@@ -265,8 +275,9 @@ pub async fn serve_listeners(
     tracing::info!(%address, max_concurrent_matches = config.max_concurrent_matches, "referee listening");
     // HTTP/1.1 as well as HTTP/2: the OpenAI face's clients (httpx, the
     // official SDKs) speak HTTP/1.1 by default.
-    Server::builder()
-        .accept_http1(true)
+    config
+        .grpc_limits
+        .server()
         .add_routes(gateway_routes(credentials))
         .add_service(health_service)
         .add_service(reflection)
@@ -288,20 +299,27 @@ pub fn gateway_routes(credentials: Credentials) -> tonic::service::Routes {
 }
 
 /// Serves only the metered gateway ([`gateway_routes`]) on `listener` (for
-/// `referee local` with endpoint bots, and ladder workers) until `shutdown`
-/// resolves.
+/// `referee local` with endpoint bots) under the default connection limits
+/// until `shutdown` resolves.
 pub async fn serve_inference(
     listener: TcpListener,
     credentials: Credentials,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
-    Server::builder()
-        .accept_http1(true)
+    serve_inference_within(listener, credentials, GrpcLimits::default(), shutdown).await
+}
+
+/// [`serve_inference`] under `limits` (ladder workers take them from flags).
+pub async fn serve_inference_within(
+    listener: TcpListener,
+    credentials: Credentials,
+    limits: GrpcLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RefereeError> {
+    limits
+        .server()
         .add_routes(gateway_routes(credentials))
-        .serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
-        )
+        .serve_with_incoming_shutdown(grpc_listen::incoming(listener, limits), shutdown)
         .await
         .map_err(|error| RefereeError::Serve(format!("Inference server stopped: {error}")))
 }

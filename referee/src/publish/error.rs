@@ -17,6 +17,8 @@ pub enum ApiError {
     BadRequest(String),
     /// The client asked for listings too fast.
     RateLimited { retry_after_s: u64 },
+    /// The client holds as many event streams as it may.
+    TooManyStreams(String),
     /// The store failed; the detail is logged, not shown.
     Internal(String),
 }
@@ -47,6 +49,7 @@ impl IntoResponse for ApiError {
         let (status, message) = match self {
             ApiError::NotFound(message) => (StatusCode::NOT_FOUND, message),
             ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, message),
+            ApiError::TooManyStreams(message) => (StatusCode::TOO_MANY_REQUESTS, message),
             ApiError::RateLimited { retry_after_s } => {
                 let mut response = json_error(
                     StatusCode::TOO_MANY_REQUESTS,

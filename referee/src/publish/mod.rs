@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, RawQuery, State};
+use duel_plumbing::clients::{ClientAddress, hold_stream};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -322,7 +323,12 @@ fn parse_list_query(raw: Option<&str>) -> Result<ListQuery, ApiError> {
     })
 }
 
+/// The request's client: as the listener resolved it (a trusted proxy's
+/// forwarded address), else the peer.
 fn client_address(parts: &Parts) -> IpAddr {
+    if let Some(ClientAddress(client)) = parts.extensions.get::<ClientAddress>() {
+        return *client;
+    }
     parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
@@ -436,11 +442,15 @@ fn sse_event(event: &LiveEvent) -> Event {
 async fn live_feed(
     State(state): State<PublishState>,
     JsonPath(id): JsonPath<String>,
+    parts: Parts,
 ) -> Result<Response, ApiError> {
     validate_id(&id)?;
     let Some(subscription) = state.inner.live.subscribe(&id) else {
         return Err(ApiError::NotFound(format!("no live match with id {id}")));
     };
+    // Held for as long as the stream lives.
+    let place = hold_stream(&parts.extensions)
+        .map_err(|refusal| ApiError::TooManyStreams(refusal.to_string()))?;
     let history = futures::stream::iter(subscription.history);
     // A lagging spectator skips what it missed rather than stalling the match.
     let live =
@@ -453,7 +463,10 @@ async fn live_feed(
             ended = event.is_last();
             futures::future::ready(go_on)
         })
-        .map(|event| Ok::<Event, Infallible>(sse_event(&event)));
+        .map(move |event| {
+            let _place = &place;
+            Ok::<Event, Infallible>(sse_event(&event))
+        });
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(LIVE_KEEP_ALIVE))
         .into_response())

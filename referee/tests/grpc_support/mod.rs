@@ -490,6 +490,8 @@ pub fn serve_config(max_concurrent_matches: usize, gateway: ModelGateway) -> Ser
         replay_dir: None,
         shutdown_grace: limits::DEFAULT_SHUTDOWN_GRACE,
         publishing: None,
+        grpc_limits: duel_referee::grpc::GrpcLimits::default(),
+        http_limits: duel_referee::publish::HttpLimits::default(),
     }
 }
 

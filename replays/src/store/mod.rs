@@ -566,6 +566,19 @@ impl ReplayStore {
         Ok(())
     }
 
+    /// Keeps `transcript` in place of the match's transcript kept before (a
+    /// retention that drops one side rewrites the other's), or drops the
+    /// match's transcript when `transcript` has no decision left.
+    pub async fn replace_transcript(&self, transcript: &Transcript) -> Result<(), ReplayError> {
+        validate_id(&transcript.match_id)?;
+        let key = transcript_key(&transcript.match_id);
+        if transcript.decisions.is_empty() {
+            return self.backend.delete(&key).await;
+        }
+        let json = transcript.to_json_pretty();
+        self.backend.put(&key, compress(json.as_bytes())?).await
+    }
+
     /// A match's transcript JSON as kept, or `None` when there is none
     /// (no fighter called a model, or the match is unknown).
     pub async fn get_transcript(&self, id: &str) -> Result<Option<Vec<u8>>, ReplayError> {

@@ -13,7 +13,6 @@ use duel_ladder::serve::{MountSite, MountedSite, ServeConfig, SiteParts, WorkCon
 use duel_ladder_site::tv::TvConfig;
 use duel_plumbing::{Outcome, Shutdown};
 use duel_referee::HostConfig;
-use duel_referee::publish::HttpLimits;
 use duel_replays::SigningKey;
 
 use crate::cli::{LimitArgs, PlayArgs, ServeArgs, WorkerArgs};
@@ -36,9 +35,11 @@ pub async fn serve(args: ServeArgs) -> Result<Outcome> {
         api: api_limits(&args.limits),
         quotas: quotas(&args.limits),
         max_concurrent_compiles: args.limits.max_concurrent_compiles,
-        http_limits: http_limits(&args.limits),
+        http_limits: args.limits.http.limits(),
+        grpc_limits: args.grpc_limits.limits(),
         public_site: Some(public_site(tv, args.reveal_transcripts)),
         log_limits: args.play.log_limits(),
+        transcript_limits: args.play.transcript_limits(),
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::serve(config, shutdown.receiver(), None)
@@ -58,7 +59,9 @@ pub async fn worker(args: WorkerArgs) -> Result<Outcome> {
         inference_listen: args.inference_listen,
         public_url: args.public_url,
         metrics_listen: args.metrics_listen,
+        grpc_limits: args.grpc_limits.limits(),
         log_limits: args.play.log_limits(),
+        transcript_limits: args.play.transcript_limits(),
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::work(config, shutdown.receiver())
@@ -111,14 +114,6 @@ fn api_limits(limits: &LimitArgs) -> ApiLimits {
         calls_per_second_per_token: limits.calls_per_second_per_token,
         call_burst_per_token: limits.call_burst_per_token,
         max_concurrent_uploads: limits.max_concurrent_uploads,
-    }
-}
-
-fn http_limits(limits: &LimitArgs) -> HttpLimits {
-    HttpLimits {
-        header_read_timeout: Duration::from_millis(limits.http_header_timeout_ms.max(1)),
-        idle_timeout: Duration::from_millis(limits.http_idle_timeout_ms.max(1)),
-        max_connections: limits.http_max_connections,
     }
 }
 

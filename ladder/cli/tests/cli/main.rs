@@ -24,6 +24,7 @@ mod bench_cli;
 mod bench_site;
 mod cli_continuous;
 mod cli_season;
+mod clients;
 mod metrics;
 mod public_replays;
 mod site;

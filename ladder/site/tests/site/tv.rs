@@ -60,6 +60,7 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
         quotas: OwnerQuotas::default(),
         max_concurrent_compiles: NonZeroUsize::MIN,
         http_limits: HttpLimits::default(),
+        grpc_limits: duel_plumbing::grpc_listen::GrpcLimits::default(),
         public_site: Some(MountSite(Arc::new(move |parts: SiteParts| {
             let (router, broadcast) = duel_ladder_site::mount(
                 parts.reads,
@@ -75,6 +76,7 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
             }
         }))),
         log_limits: Default::default(),
+        transcript_limits: Default::default(),
     };
     let (stop, shutdown) = watch::channel(false);
     let (bound, address) = oneshot::channel::<Bound>();

@@ -16,3 +16,4 @@ mod ledger_property;
 mod logs;
 mod races;
 mod repeats;
+mod transcripts;

@@ -151,7 +151,10 @@ impl PerClient {
     /// back when the [`Held`] drops.
     pub fn try_hold(self: &Arc<PerClient>, client: IpAddr) -> Option<Held> {
         let key = client_key(client);
-        let mut held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let count = held.entry(key).or_insert(0);
         if *count >= self.cap {
             return None;
@@ -165,7 +168,10 @@ impl PerClient {
 
     /// What `client` holds now.
     pub fn held_by(&self, client: IpAddr) -> usize {
-        let held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let held = self
+            .held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         held.get(&client_key(client)).copied().unwrap_or(0)
     }
 }
@@ -240,11 +246,7 @@ mod tests {
     }
 
     fn resolve(peer: &str, lines: &[&str], proxies: &TrustedProxies) -> IpAddr {
-        client_address(
-            ip(peer),
-            lines.iter().map(|line| line.as_bytes()),
-            proxies,
-        )
+        client_address(ip(peer), lines.iter().map(|line| line.as_bytes()), proxies)
     }
 
     #[test]
@@ -259,7 +261,11 @@ mod tests {
             // A client cannot choose its address by prepending one.
             ("10.1.2.3", &["203.0.113.9, 198.51.100.1"], "198.51.100.1"),
             // Chained proxies are skipped, across header lines.
-            ("10.1.2.3", &["198.51.100.1, 10.9.9.9", "10.8.8.8"], "198.51.100.1"),
+            (
+                "10.1.2.3",
+                &["198.51.100.1, 10.9.9.9", "10.8.8.8"],
+                "198.51.100.1",
+            ),
             // Ports and bracketed IPv6.
             ("10.1.2.3", &["198.51.100.1:4711"], "198.51.100.1"),
             ("::1", &["[2001:db8::1]:443"], "2001:db8::1"),
@@ -292,13 +298,22 @@ mod tests {
         hops.extend((0..MAX_FORWARDED_HOPS + 5).map(|i| format!("10.0.{}.{}", i / 250, i % 250)));
         let line = hops.join(",");
         let client = resolve("10.1.2.3", &[&line], &proxies);
-        assert!(proxies.contains(client), "stopped within the proxies: {client}");
+        assert!(
+            proxies.contains(client),
+            "stopped within the proxies: {client}"
+        );
     }
 
     #[test]
     fn trusted_proxy_flags_are_read_or_refused() {
-        assert_eq!(parse_trusted_proxy("10.1.2.3/8").map(|n| n.to_string()), Ok("10.0.0.0/8".to_owned()));
-        assert_eq!(parse_trusted_proxy("::1").map(|n| n.to_string()), Ok("::1/128".to_owned()));
+        assert_eq!(
+            parse_trusted_proxy("10.1.2.3/8").map(|n| n.to_string()),
+            Ok("10.0.0.0/8".to_owned())
+        );
+        assert_eq!(
+            parse_trusted_proxy("::1").map(|n| n.to_string()),
+            Ok("::1/128".to_owned())
+        );
         assert!(parse_trusted_proxy("10.0.0.0/33").is_err());
         assert!(parse_trusted_proxy("localhost").is_err());
     }

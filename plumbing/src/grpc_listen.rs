@@ -32,11 +32,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-use crate::listen::duration_ms;
 use crate::limits::{
     GRPC_HANDSHAKE_TIMEOUT, GRPC_IDLE_TIMEOUT, GRPC_KEEPALIVE_INTERVAL, GRPC_KEEPALIVE_TIMEOUT,
     MAX_GRPC_CONNECTIONS,
 };
+use crate::listen::duration_ms;
 
 /// What a gRPC listener allows each connection, and how many.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,32 +123,29 @@ pub fn incoming(
 ) -> impl Stream<Item = Result<LimitedStream, std::io::Error>> + Send + 'static {
     let cap = crate::listen::within_open_file_limit(limits.max_connections, "gRPC");
     let places = Arc::new(Semaphore::new(cap.get()));
-    futures::stream::unfold(
-        (listener, places),
-        move |(listener, places)| async move {
-            loop {
-                let Ok(place) = Arc::clone(&places).acquire_owned().await else {
-                    return None;
-                };
-                match listener.accept().await {
-                    Ok((stream, _remote)) => {
-                        // Endpoint bots' Inference calls are small messages
-                        // that Nagle would delay.
-                        let _ = stream.set_nodelay(true);
-                        let stream = LimitedStream::new(stream, limits, place);
-                        return Some((Ok(stream), (listener, places)));
-                    }
-                    Err(error) => {
-                        drop(place);
-                        if !crate::listen::is_connection_error(&error) {
-                            tracing::warn!(%error, "gRPC listener cannot accept a connection");
-                            tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
-                        }
+    futures::stream::unfold((listener, places), move |(listener, places)| async move {
+        loop {
+            let Ok(place) = Arc::clone(&places).acquire_owned().await else {
+                return None;
+            };
+            match listener.accept().await {
+                Ok((stream, _remote)) => {
+                    // Endpoint bots' Inference calls are small messages
+                    // that Nagle would delay.
+                    let _ = stream.set_nodelay(true);
+                    let stream = LimitedStream::new(stream, limits, place);
+                    return Some((Ok(stream), (listener, places)));
+                }
+                Err(error) => {
+                    drop(place);
+                    if !crate::listen::is_connection_error(&error) {
+                        tracing::warn!(%error, "gRPC listener cannot accept a connection");
+                        tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
                     }
                 }
             }
-        },
-    )
+        }
+    })
 }
 
 /// One accepted connection: its place under the cap (given back when tonic

@@ -72,4 +72,7 @@ pub const GRPC_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// kernel's listen backlog. Configurable (`--grpc-max-connections`).
 pub const MAX_GRPC_CONNECTIONS: usize = 1_024;
 
-const _: () = assert!(GRPC_KEEPALIVE_INTERVAL.as_secs() + GRPC_KEEPALIVE_TIMEOUT.as_secs() < GRPC_IDLE_TIMEOUT.as_secs());
+const _: () = assert!(
+    GRPC_KEEPALIVE_INTERVAL.as_secs() + GRPC_KEEPALIVE_TIMEOUT.as_secs()
+        < GRPC_IDLE_TIMEOUT.as_secs()
+);

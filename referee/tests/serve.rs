@@ -875,7 +875,13 @@ fn start_limited_referee(timeout_ms: u64) -> LimitedReferee {
     let mut child = std::process::Command::new("prlimit")
         .arg("--nofile=1024:1024")
         .arg(env!("CARGO_BIN_EXE_referee"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
         .args(["--grpc-handshake-timeout-ms", &timeout])
         .args(["--grpc-idle-timeout-ms", &timeout])
         .args(["--http-header-timeout-ms", &timeout])
@@ -889,7 +895,10 @@ fn start_limited_referee(timeout_ms: u64) -> LimitedReferee {
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let (mut grpc, mut metrics, mut sent) = (None, None, false);
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             grpc = grpc.or_else(|| log_field(&line, "address"));
             metrics = metrics.or_else(|| log_field(&line, "metrics_address"));
             if !sent && let (Some(grpc), Some(metrics)) = (grpc, metrics) {

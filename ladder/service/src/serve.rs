@@ -458,17 +458,15 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
         .with_log_limits(config.log_limits)
         .with_transcript_limits(config.transcript_limits);
     let inference = match config.inference_listen {
-        Some(address) => {
-            Some(
-                serve_inference(
-                    address,
-                    config.public_url.clone(),
-                    config.grpc_limits,
-                    shutdown.clone(),
-                )
-                .await?,
+        Some(address) => Some(
+            serve_inference(
+                address,
+                config.public_url.clone(),
+                config.grpc_limits,
+                shutdown.clone(),
             )
-        }
+            .await?,
+        ),
         None => None,
     };
     let inference_url = inference.as_ref().map(|link| link.url.clone());

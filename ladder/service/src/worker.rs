@@ -679,7 +679,10 @@ async fn keep_transcript(
         tracing::error!(%error, "cannot keep the match's transcript");
         return;
     }
-    match store.keep_transcript(&config.replays, game, transcript).await {
+    match store
+        .keep_transcript(&config.replays, game, transcript)
+        .await
+    {
         Ok(dropped) if !dropped.is_empty() => tracing::info!(
             parts = dropped.len(),
             "transcript parts dropped to keep owners within their quota"

@@ -8,10 +8,10 @@
 //! parts past the retention period are cut hourly.
 
 use duel_ladder_core::auth::User;
+use duel_ladder_core::limits::TRANSCRIPT_PRUNE_BATCH;
 use duel_ladder_core::model::Match;
 use duel_ladder_core::reveal::readable_sides;
 use duel_replays::store::ReplayStore;
-use duel_ladder_core::limits::TRANSCRIPT_PRUNE_BATCH;
 use duel_replays::transcript::{FighterName, Transcript, TranscriptDecision};
 use duel_rules::Side;
 use sqlx::AnyConnection;
@@ -147,10 +147,7 @@ impl Store {
         .bind(TRANSCRIPT_PRUNE_BATCH)
         .fetch_all(&mut *self.writer().await?)
         .await?;
-        let parts = rows
-            .iter()
-            .map(part_of_row)
-            .collect::<Result<Vec<_>>>()?;
+        let parts = rows.iter().map(part_of_row).collect::<Result<Vec<_>>>()?;
         self.drop_transcript_parts(replays, &parts).await?;
         Ok(parts.len() as u64)
     }

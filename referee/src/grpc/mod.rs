@@ -15,12 +15,12 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use duel_plumbing::grpc_listen;
+pub use duel_plumbing::grpc_listen::GrpcLimits;
 use duel_proto::v1::inference_server::InferenceServer;
 use duel_proto::v1::referee_server::RefereeServer;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
-pub use duel_plumbing::grpc_listen::GrpcLimits;
-use duel_plumbing::grpc_listen;
 
 use crate::bots::InferenceLink;
 use crate::credentials::Credentials;
@@ -207,13 +207,8 @@ pub async fn serve_listeners(
         let stop = http_stop.clone();
         let limits = config.http_limits.clone();
         tokio::spawn(async move {
-            if let Err(error) = crate::publish::serve(
-                http_listener,
-                state,
-                limits,
-                stop.cancelled_owned(),
-            )
-            .await
+            if let Err(error) =
+                crate::publish::serve(http_listener, state, limits, stop.cancelled_owned()).await
             {
                 tracing::error!(%error, "the replay service stopped");
             }

@@ -27,12 +27,12 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, RawQuery, State};
-use duel_plumbing::clients::{ClientAddress, hold_stream};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use duel_plumbing::clients::{ClientAddress, hold_stream};
 use duel_replays::store::{
     ListQuery, ReplayIndex, ReplayStore, check_query, decompress, validate_id,
 };

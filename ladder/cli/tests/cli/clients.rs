@@ -168,7 +168,10 @@ async fn one_client_cannot_take_the_site(db: &TestDb) {
         if get_status(&mut again, "/tv", None).await == Some(200) {
             break;
         }
-        assert!(Instant::now() < deadline, "the attacker's places never came back");
+        assert!(
+            Instant::now() < deadline,
+            "the attacker's places never came back"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

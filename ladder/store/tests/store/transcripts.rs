@@ -113,9 +113,27 @@ async fn transcripts_within_limits(db: &TestDb) {
     assert_eq!(games[0].sides[0].owner_id, alice.id);
 
     // Two matches where both called a model; Bob's parts are small.
-    assert_eq!(keep(&store, &replays, &games[0], &transcript(&games[0].id, &[(Side::A, 1_000), (Side::B, 100)])).await, 0);
+    assert_eq!(
+        keep(
+            &store,
+            &replays,
+            &games[0],
+            &transcript(&games[0].id, &[(Side::A, 1_000), (Side::B, 100)])
+        )
+        .await,
+        0
+    );
     clock.advance(1);
-    assert_eq!(keep(&store, &replays, &games[1], &transcript(&games[1].id, &[(Side::A, 1_000), (Side::B, 100)])).await, 0);
+    assert_eq!(
+        keep(
+            &store,
+            &replays,
+            &games[1],
+            &transcript(&games[1].id, &[(Side::A, 1_000), (Side::B, 100)])
+        )
+        .await,
+        0
+    );
     let two = store.transcript_bytes(&alice.id).await.expect("bytes");
     assert!(two > 2_000 && two <= QUOTA_BYTES as i64, "{two}");
 
@@ -137,7 +155,10 @@ async fn transcripts_within_limits(db: &TestDb) {
             side: Side::A
         }]
     );
-    assert_eq!(stored_sides(&replays, &games[0]).await, vec![FighterName::B]);
+    assert_eq!(
+        stored_sides(&replays, &games[0]).await,
+        vec![FighterName::B]
+    );
     assert_eq!(
         stored_sides(&replays, &games[1]).await,
         vec![FighterName::A, FighterName::B]
@@ -149,13 +170,22 @@ async fn transcripts_within_limits(db: &TestDb) {
     // A part larger than the whole quota is not kept, and drops nothing else.
     let huge = transcript(&games[3].id, &[(Side::A, 5_000)]);
     assert_eq!(keep(&store, &replays, &games[3], &huge).await, 1);
-    assert!(stored_sides(&replays, &games[3]).await.is_empty(), "nothing left: dropped");
-    assert_eq!(store.transcript_bytes(&alice.id).await.expect("bytes"), after);
+    assert!(
+        stored_sides(&replays, &games[3]).await.is_empty(),
+        "nothing left: dropped"
+    );
+    assert_eq!(
+        store.transcript_bytes(&alice.id).await.expect("bytes"),
+        after
+    );
 
     // Kept again (a re-run of the match): replaced, not counted twice.
     let again = transcript(&games[2].id, &[(Side::A, 1_000)]);
     assert_eq!(keep(&store, &replays, &games[2], &again).await, 0);
-    assert_eq!(store.transcript_bytes(&alice.id).await.expect("bytes"), after);
+    assert_eq!(
+        store.transcript_bytes(&alice.id).await.expect("bytes"),
+        after
+    );
 
     // Past the retention: cut, and transcripts with nothing left dropped;
     // what was kept since stays.
@@ -170,7 +200,10 @@ async fn transcripts_within_limits(db: &TestDb) {
     for game in &games[..3] {
         assert!(stored_sides(&replays, game).await.is_empty(), "{}", game.id);
     }
-    assert_eq!(stored_sides(&replays, &games[4]).await, vec![FighterName::B]);
+    assert_eq!(
+        stored_sides(&replays, &games[4]).await,
+        vec![FighterName::B]
+    );
     assert_eq!(store.transcript_bytes(&alice.id).await.expect("bytes"), 0);
     assert_eq!(store.prune_transcripts(&replays).await.expect("prune"), 0);
 }

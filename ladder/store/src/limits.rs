@@ -6,6 +6,11 @@
 /// connection.
 pub const MAX_SETTLEMENT_BATCH: usize = 16;
 
+/// Rows read at a time while finding the oldest logs or transcript parts
+/// an owner over its quota must give up (most keeps read none: one sum
+/// shows the owner is within it).
+pub const QUOTA_PAGE_ROWS: i64 = 100;
+
 /// SQLite connections that only read (the site, listings, Duel TV, status),
 /// beside the one that writes: in WAL mode readers never wait for the writer.
 pub const SQLITE_READ_CONNECTIONS: u32 = 4;

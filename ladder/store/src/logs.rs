@@ -6,6 +6,7 @@ use sqlx::{AnyConnection, Row};
 
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
+use crate::limits::QUOTA_PAGE_ROWS;
 use duel_ladder_core::model::{ExchangeLog, SideLogs};
 
 impl Store {
@@ -107,15 +108,20 @@ async fn keep_logs_tx(conn: &mut AnyConnection, row: LogRow<'_>, quota: i64) -> 
     };
     let total = owner_log_bytes(conn, row.owner_id).await?;
     let mut over = total.saturating_add(row.size).saturating_sub(quota);
-    if over > 0 {
-        // The owner's oldest logs make room, one row at a time.
+    // The owner's oldest logs make room, a page of rows at a time (each
+    // page is read after the previous one's rows are gone).
+    while over > 0 {
         let oldest = sqlx::query(
             "SELECT match_id, side, size_bytes FROM match_logs WHERE owner_id = $1 \
-             ORDER BY kept_ms, match_id, side",
+             ORDER BY kept_ms, match_id, side LIMIT $2",
         )
         .bind(row.owner_id.to_owned())
+        .bind(QUOTA_PAGE_ROWS)
         .fetch_all(&mut *conn)
         .await?;
+        if oldest.is_empty() {
+            break;
+        }
         for old in &oldest {
             if over <= 0 {
                 break;

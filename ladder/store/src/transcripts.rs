@@ -9,6 +9,8 @@
 
 use duel_ladder_core::auth::User;
 use duel_ladder_core::limits::TRANSCRIPT_PRUNE_BATCH;
+
+use crate::limits::QUOTA_PAGE_ROWS;
 use duel_ladder_core::model::Match;
 use duel_ladder_core::reveal::readable_sides;
 use duel_replays::store::ReplayStore;
@@ -154,14 +156,7 @@ impl Store {
 
     /// Bytes of transcripts kept for `owner_id`'s bots.
     pub async fn transcript_bytes(&self, owner_id: &str) -> Result<i64> {
-        let row = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes \
-             FROM match_transcripts WHERE owner_id = $1",
-        )
-        .bind(owner_id.to_owned())
-        .fetch_one(&mut *self.writer().await?)
-        .await?;
-        get(&row, "bytes")
+        owner_transcript_bytes(&mut *self.writer().await?, owner_id).await
     }
 
     /// Cuts `parts` out of their matches' stored transcripts (a transcript
@@ -209,33 +204,51 @@ fn part_size_bytes(transcript: &Transcript, side: Side) -> i64 {
     i64::try_from(size).unwrap_or(i64::MAX)
 }
 
-/// `owner_id`'s oldest parts that must go for the rest to fit in `quota`.
+/// `owner_id`'s oldest parts that must go for the rest to fit in `quota`:
+/// one sum, then the oldest rows a page at a time only when over it.
 async fn oldest_over_quota(
     conn: &mut AnyConnection,
     owner_id: &str,
     quota: i64,
 ) -> Result<Vec<TranscriptPart>> {
-    let rows = sqlx::query(
-        "SELECT match_id, side, size_bytes FROM match_transcripts WHERE owner_id = $1 \
-         ORDER BY kept_ms, match_id, side",
-    )
-    .bind(owner_id.to_owned())
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut total: i64 = 0;
-    for row in &rows {
-        total = total.saturating_add(get::<i64>(row, "size_bytes")?);
-    }
+    let total = owner_transcript_bytes(conn, owner_id).await?;
     let mut over = total.saturating_sub(quota);
     let mut parts = Vec::new();
-    for row in &rows {
-        if over <= 0 {
+    let mut offset: i64 = 0;
+    while over > 0 {
+        let rows = sqlx::query(
+            "SELECT match_id, side, size_bytes FROM match_transcripts WHERE owner_id = $1 \
+             ORDER BY kept_ms, match_id, side LIMIT $2 OFFSET $3",
+        )
+        .bind(owner_id.to_owned())
+        .bind(QUOTA_PAGE_ROWS)
+        .bind(offset)
+        .fetch_all(&mut *conn)
+        .await?;
+        if rows.is_empty() {
             break;
         }
-        over -= get::<i64>(row, "size_bytes")?;
-        parts.push(part_of_row(row)?);
+        offset += QUOTA_PAGE_ROWS;
+        for row in &rows {
+            if over <= 0 {
+                break;
+            }
+            over -= get::<i64>(row, "size_bytes")?;
+            parts.push(part_of_row(row)?);
+        }
     }
     Ok(parts)
+}
+
+async fn owner_transcript_bytes(conn: &mut AnyConnection, owner_id: &str) -> Result<i64> {
+    let row = sqlx::query(
+        "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes \
+         FROM match_transcripts WHERE owner_id = $1",
+    )
+    .bind(owner_id.to_owned())
+    .fetch_one(&mut *conn)
+    .await?;
+    get(&row, "bytes")
 }
 
 fn part_of_row(row: &AnyRow) -> Result<TranscriptPart> {

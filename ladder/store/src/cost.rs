@@ -1,7 +1,7 @@
 //! What a win cost: each bot's model tokens, dollars and lost decisions over a
-//! season's settled matches in one class, and the standings of the models
-//! that the replays say were called (`match_models`, `match_fallbacks`,
-//! migration 0008). What an owner declares about its bot counts for nothing
+//! season's settled matches in one class (summed at settlement into its
+//! ratings row, migration 0010), and the standings of the models that the
+//! replays say were called (`match_models`, migration 0008). What an owner declares about its bot counts for nothing
 //! here: only what was recorded at settlement.
 
 use duel_rules::WeightClass;
@@ -74,20 +74,6 @@ pub struct ModelLine {
     pub unpriced_matches: i64,
 }
 
-/// One side of every settled match of the season and class (`$1`, `$2`),
-/// as the bot on `side` saw it.
-fn side_rows(side: &str, other: &str) -> String {
-    format!(
-        "SELECT m.bot_{side} AS bot, \
-         CASE WHEN m.winner = '{side}' THEN 1 ELSE 0 END AS won, \
-         CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, \
-         CASE WHEN m.winner = '{other}' THEN 1 ELSE 0 END AS lost, \
-         COALESCE(m.tokens_{side}, 0) AS tokens, m.cost_usd_{side} AS cost, \
-         COALESCE(m.exchanges, 0) AS decisions \
-         FROM matches m WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled'"
-    )
-}
-
 fn per(total: f64, count: i64) -> Option<f64> {
     (count > 0).then(|| total / count as f64)
 }
@@ -96,37 +82,17 @@ impl Reads {
     /// Each bot's spend in `class` over `season`'s settled matches, the
     /// cheapest per match first (then the best rated).
     pub async fn cost_lines(&self, season: &Season, class: WeightClass) -> Result<Vec<CostLine>> {
-        // Summed per bot first (a few hundred rows), then named: joining
-        // names and ratings to every match row cost most of the page.
-        // Fallbacks are rare rows of their own table, summed apart.
-        let sql = format!(
-            "SELECT b.name AS bot_name, u.name AS owner_name, \
-             COALESCE(r.rating, 0.0) AS rating, COALESCE(r.deviation, 0.0) AS deviation, \
-             x.matches, x.wins, x.draws, x.losses, x.tokens, x.cost, x.unpriced, x.priced_wins, \
-             x.decisions, COALESCE(f.f_timeout, 0) AS f_timeout, \
-             COALESCE(f.f_budget, 0) AS f_budget, COALESCE(f.f_fault, 0) AS f_fault \
-             FROM (SELECT bot, COUNT(*) AS matches, CAST(SUM(won) AS BIGINT) AS wins, \
-                   CAST(SUM(drawn) AS BIGINT) AS draws, CAST(SUM(lost) AS BIGINT) AS losses, \
-                   CAST(SUM(tokens) AS BIGINT) AS tokens, \
-                   CAST(COALESCE(SUM(cost), 0.0) AS DOUBLE PRECISION) AS cost, \
-                   CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced, \
-                   CAST(SUM(CASE WHEN cost IS NULL THEN 0 ELSE won END) AS BIGINT) AS priced_wins, \
-                   CAST(SUM(decisions) AS BIGINT) AS decisions \
-                   FROM ({} UNION ALL {}) sides GROUP BY bot) x \
-             JOIN bots b ON b.id = x.bot JOIN users u ON u.id = b.owner_id \
-             LEFT JOIN ratings r ON r.season_id = $1 AND r.bot_id = x.bot \
-             LEFT JOIN (SELECT CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END AS bot, \
-                        CAST(SUM(f.timeout) AS BIGINT) AS f_timeout, \
-                        CAST(SUM(f.budget) AS BIGINT) AS f_budget, \
-                        CAST(SUM(f.fault) AS BIGINT) AS f_fault \
-                        FROM match_fallbacks f JOIN matches m ON m.id = f.match_id \
-                        WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled' \
-                        GROUP BY CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END) f \
-             ON f.bot = x.bot",
-            side_rows("a", "b"),
-            side_rows("b", "a")
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        // Settlement keeps each bot's season sums in its ratings row
+        // (settle::record_spend, migration 0010): one row per bot, never a
+        // pass over the season's matches.
+        let sql = "SELECT b.name AS bot_name, u.name AS owner_name, r.rating, r.deviation, \
+             r.settled AS matches, r.settled_wins AS wins, r.settled_draws AS draws, \
+             r.settled_losses AS losses, r.tokens, r.cost_usd AS cost, r.unpriced, \
+             r.priced_wins, r.decisions, r.fallback_timeout AS f_timeout, \
+             r.fallback_budget AS f_budget, r.fallback_fault AS f_fault \
+             FROM ratings r JOIN bots b ON b.id = r.bot_id JOIN users u ON u.id = b.owner_id \
+             WHERE r.season_id = $1 AND r.class = $2 AND r.settled > 0";
+        let rows = sqlx::query(sql)
             .bind(season.id)
             .bind(class.name())
             .fetch_all(self.store.read_pool())

@@ -487,6 +487,7 @@ async fn apply_plan(
     if let Some(played) = record.played {
         super::settle::record_usage(&mut update, &[(game.id.as_str(), played)]);
     }
+    super::settle::record_spend(&mut update, game, plan.winner, record.played);
     update.run(conn, false).await?;
     let [a, b] = &game.sides;
     ready_after_match_tx(conn, &game.id, [&a.bot_id, &b.bot_id], now).await?;

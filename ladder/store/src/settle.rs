@@ -30,7 +30,7 @@ use crate::error::{LadderError, Result};
 use crate::limits::MAX_SETTLEMENT_BATCH;
 use duel_ladder_core::ledger::Settlement;
 use duel_ladder_core::ledger::{self, Delta, HOUSE_ACCOUNT, Plan, SettleGate, TransferOp};
-use duel_ladder_core::model::{Match, PlayRecord, Winner};
+use duel_ladder_core::model::{Fallbacks, Match, PlayRecord, Winner};
 use duel_ladder_core::rating::{Rating, Score};
 use duel_ladder_core::repeat::{self, KeySide, Verdict};
 
@@ -376,6 +376,13 @@ async fn settle_many_tx(
         };
         // The rake pinned at acceptance, not the setting now.
         let plan = ledger::settle(&game, request.winner, game.rake_bp, before);
+        // Every settled match, rated or not, adds to both bots' season spend.
+        for (side, game_side) in game.sides.iter().enumerate() {
+            if let Some(tally) = ratings.get_mut(&(game.season_id, game_side.bot_id.clone())) {
+                tally.spend.add(side, plan.winner, request.played.as_ref());
+                tally.touched = true;
+            }
+        }
         for change in &plan.ratings {
             if let Some(tally) = ratings.get_mut(&(game.season_id, change.bot_id.clone())) {
                 tally.rating = change.after;
@@ -539,6 +546,7 @@ async fn read_batch(
                 wins: 0,
                 losses: 0,
                 draws: 0,
+                spend: Spend::default(),
                 touched: false,
             },
         );
@@ -550,9 +558,12 @@ async fn read_batch(
 #[derive(Clone, Copy, Debug)]
 struct Tally {
     rating: Rating,
+    /// Rated games only.
     wins: i64,
     losses: i64,
     draws: i64,
+    /// Every settled match.
+    spend: Spend,
     touched: bool,
 }
 
@@ -563,15 +574,18 @@ fn store_ratings(writes: &mut Script, ratings: &BTreeMap<(i64, String), Tally>) 
     if moved.is_empty() {
         return;
     }
+    // One statement per row, spend included: on PostgreSQL the batch's
+    // writes are one statement, where two parts may not change one row.
     let sql = format!(
-        "WITH d(d_season, d_bot, d_rating, d_deviation, d_volatility, d_wins, d_losses, d_draws) AS (VALUES {}) \
+        "WITH d(d_season, d_bot, d_rating, d_deviation, d_volatility, d_wins, d_losses, d_draws, {SPEND_COLUMNS}) \
+         AS (VALUES {}) \
          UPDATE ratings SET rating = d.d_rating, deviation = d.d_deviation, volatility = d.d_volatility, \
          games = games + d.d_wins + d.d_losses + d.d_draws, wins = wins + d.d_wins, \
-         losses = losses + d.d_losses, draws = draws + d.d_draws \
+         losses = losses + d.d_losses, draws = draws + d.d_draws, {SPEND_SETS} \
          FROM d WHERE ratings.season_id = d.d_season AND ratings.bot_id = d.d_bot",
-        placeholder_rows(moved.len(), 8)
+        placeholder_rows(moved.len(), 8 + SPEND_ARGS)
     );
-    let mut args = Vec::with_capacity(moved.len() * 8);
+    let mut args = Vec::with_capacity(moved.len() * (8 + SPEND_ARGS));
     for ((season_id, bot_id), tally) in &moved {
         args.extend([
             Arg::from(*season_id),
@@ -583,6 +597,7 @@ fn store_ratings(writes: &mut Script, ratings: &BTreeMap<(i64, String), Tally>) 
             Arg::from(tally.losses),
             Arg::from(tally.draws),
         ]);
+        args.extend(tally.spend.args());
     }
     writes.push_expecting(sql, args, moved.len(), "ratings");
 }
@@ -737,6 +752,119 @@ pub(crate) fn record_usage(writes: &mut Script, records: &[(&str, &PlayRecord)])
                 placeholder_rows(model_rows, 6)
             ),
             models,
+        );
+    }
+}
+
+/// Every bot's season spend recomputed from the settled matches, as
+/// migration 0010 first filled it (and `bench-site seed` fills it after
+/// writing its matches): the sums, then the fallbacks.
+pub(crate) const SEASON_SPEND_FROM_MATCHES: [&str; 2] = [
+    "UPDATE ratings SET settled = s.settled, settled_wins = s.wins, settled_draws = s.draws, settled_losses = s.losses, tokens = s.tokens, cost_usd = s.cost, unpriced = s.unpriced, priced_wins = s.priced_wins, decisions = s.decisions FROM ( SELECT season_id, bot, COUNT(*) AS settled, SUM(won) AS wins, SUM(drawn) AS draws, SUM(lost) AS losses, SUM(tokens) AS tokens, COALESCE(SUM(cost), 0.0) AS cost, SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS unpriced, SUM(CASE WHEN cost IS NULL THEN 0 ELSE won END) AS priced_wins, SUM(decisions) AS decisions FROM ( SELECT m.season_id, m.bot_a AS bot, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_a, 0) AS tokens, m.cost_usd_a AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' UNION ALL SELECT m.season_id, m.bot_b AS bot, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_b, 0) AS tokens, m.cost_usd_b AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' ) sides GROUP BY season_id, bot ) s WHERE ratings.season_id = s.season_id AND ratings.bot_id = s.bot",
+    "UPDATE ratings SET fallback_timeout = f.f_timeout, fallback_budget = f.f_budget, fallback_fault = f.f_fault FROM ( SELECT m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END AS bot, SUM(f.timeout) AS f_timeout, SUM(f.budget) AS f_budget, SUM(f.fault) AS f_fault FROM match_fallbacks f JOIN matches m ON m.id = f.match_id WHERE m.state = 'settled' GROUP BY m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END ) f WHERE ratings.season_id = f.season_id AND ratings.bot_id = f.bot",
+];
+
+/// What one bot spent over some settled matches of one season: what
+/// settlement adds to its ratings row (the cost page reads it there).
+#[derive(Clone, Copy, Debug, Default)]
+struct Spend {
+    settled: i64,
+    wins: i64,
+    draws: i64,
+    losses: i64,
+    tokens: i64,
+    cost_usd: f64,
+    unpriced: i64,
+    priced_wins: i64,
+    decisions: i64,
+    fallbacks: Fallbacks,
+}
+
+/// The spend's columns in a `WITH d(…)` list, its `SET`s, and how many
+/// arguments [`Spend::args`] gives.
+const SPEND_COLUMNS: &str = "d_settled, d_settled_wins, d_settled_draws, d_settled_losses, d_tokens, \
+     d_cost, d_unpriced, d_priced_wins, d_decisions, d_timeout, d_budget, d_fault";
+const SPEND_SETS: &str = "settled = settled + d.d_settled, \
+     settled_wins = settled_wins + d.d_settled_wins, settled_draws = settled_draws + d.d_settled_draws, \
+     settled_losses = settled_losses + d.d_settled_losses, tokens = tokens + d.d_tokens, \
+     cost_usd = cost_usd + d.d_cost, unpriced = unpriced + d.d_unpriced, \
+     priced_wins = priced_wins + d.d_priced_wins, decisions = decisions + d.d_decisions, \
+     fallback_timeout = fallback_timeout + d.d_timeout, fallback_budget = fallback_budget + d.d_budget, \
+     fallback_fault = fallback_fault + d.d_fault";
+const SPEND_ARGS: usize = 12;
+
+impl Spend {
+    /// Adds one settled match, as the bot on `side` (0 = a) played it.
+    fn add(&mut self, side: usize, winner: Winner, played: Option<&PlayRecord>) {
+        let won = matches!((side, winner), (0, Winner::A) | (1, Winner::B));
+        self.settled += 1;
+        self.wins += i64::from(won);
+        self.draws += i64::from(winner == Winner::Draw);
+        self.losses += i64::from(!won && winner != Winner::Draw);
+        let Some(played) = played else {
+            self.unpriced += 1;
+            return;
+        };
+        self.tokens += played.tokens[side];
+        match played.cost_usd[side].filter(|usd| *usd >= 0.0) {
+            Some(usd) => {
+                self.cost_usd += usd;
+                self.priced_wins += i64::from(won);
+            }
+            None => self.unpriced += 1,
+        }
+        self.decisions += played.exchanges;
+        let lost = played.fallbacks[side];
+        self.fallbacks.timeout += lost.timeout;
+        self.fallbacks.budget += lost.budget;
+        self.fallbacks.fault += lost.fault;
+    }
+
+    /// In [`SPEND_COLUMNS`]' order.
+    fn args(&self) -> [Arg; SPEND_ARGS] {
+        [
+            Arg::from(self.settled),
+            Arg::from(self.wins),
+            Arg::from(self.draws),
+            Arg::from(self.losses),
+            Arg::from(self.tokens),
+            Arg::from(self.cost_usd),
+            Arg::from(self.unpriced),
+            Arg::from(self.priced_wins),
+            Arg::from(self.decisions),
+            Arg::from(self.fallbacks.timeout),
+            Arg::from(self.fallbacks.budget),
+            Arg::from(self.fallbacks.fault),
+        ]
+    }
+}
+
+/// Adds one match settled alone to both bots' season spend (the batch adds
+/// it in `store_ratings`, with the ratings).
+pub(crate) fn record_spend(
+    writes: &mut Script,
+    game: &Match,
+    winner: Winner,
+    played: Option<&PlayRecord>,
+) {
+    for (side, game_side) in game.sides.iter().enumerate() {
+        let mut spend = Spend::default();
+        spend.add(side, winner, played);
+        let mut args = vec![
+            Arg::from(game.season_id),
+            Arg::from(game_side.bot_id.as_str()),
+        ];
+        args.extend(spend.args());
+        writes.push_expecting(
+            format!(
+                "WITH d(d_season, d_bot, {SPEND_COLUMNS}) AS (VALUES {}) \
+                 UPDATE ratings SET {SPEND_SETS} \
+                 FROM d WHERE ratings.season_id = d.d_season AND ratings.bot_id = d.d_bot",
+                placeholder_rows(1, 2 + SPEND_ARGS)
+            ),
+            args,
+            1,
+            "ratings",
         );
     }
 }
@@ -1085,5 +1213,17 @@ mod tests {
             store.game(&first).await.expect("first").state,
             MatchState::Settled
         );
+        // Settled alone, the match still adds to both bots' season spend.
+        let season = store.active_season().await.expect("read").expect("season");
+        let lines = store
+            .reads()
+            .cost_lines(&season, duel_rules::WeightClass::Light)
+            .await
+            .expect("cost");
+        let spent: Vec<(i64, i64, i64, i64)> = lines
+            .iter()
+            .map(|line| (line.matches, line.wins, line.losses, line.unpriced_matches))
+            .collect();
+        assert_eq!(spent, [(1, 1, 0, 1), (1, 0, 1, 1)], "{lines:?}");
     }
 }

@@ -222,6 +222,14 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
             ),
         ),
         (
+            "season spend",
+            crate::settle::SEASON_SPEND_FROM_MATCHES[0].to_owned(),
+        ),
+        (
+            "season fallbacks",
+            crate::settle::SEASON_SPEND_FROM_MATCHES[1].to_owned(),
+        ),
+        (
             "standings",
             format!(
                 "INSERT INTO standings (season_id, bot_id, class, rank, bot_name, owner_name, rating, deviation, \

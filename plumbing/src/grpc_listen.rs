@@ -179,6 +179,27 @@ impl LimitedStream {
         self.last_active = Some(Instant::now());
     }
 
+    /// A write's bookkeeping: bytes written after the client's first bytes
+    /// keep the connection alive (before them, only the client's own bytes
+    /// end the handshake timeout); a write that waits is where the deadline
+    /// is checked.
+    fn after_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        written: Poll<std::io::Result<usize>>,
+    ) -> Poll<std::io::Result<usize>> {
+        match written {
+            Poll::Ready(Ok(written)) => {
+                if written > 0 && self.last_active.is_some() {
+                    self.touch();
+                }
+                Poll::Ready(Ok(written))
+            }
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => self.poll_expired(cx).map(Err),
+        }
+    }
+
     /// Ready with an error once the connection's deadline has passed with
     /// no bytes moving. The timer is moved lazily: bytes only record when
     /// they moved, and a timer that fires early is pushed to the real
@@ -252,16 +273,8 @@ impl AsyncWrite for LimitedStream {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_write(cx, buf) {
-            Poll::Ready(Ok(written)) => {
-                if written > 0 && this.last_active.is_some() {
-                    this.touch();
-                }
-                Poll::Ready(Ok(written))
-            }
-            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-            Poll::Pending => this.poll_expired(cx).map(Err),
-        }
+        let written = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.after_write(cx, written)
     }
 
     fn poll_write_vectored(
@@ -270,16 +283,8 @@ impl AsyncWrite for LimitedStream {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(Ok(written)) => {
-                if written > 0 && this.last_active.is_some() {
-                    this.touch();
-                }
-                Poll::Ready(Ok(written))
-            }
-            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-            Poll::Pending => this.poll_expired(cx).map(Err),
-        }
+        let written = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.after_write(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {

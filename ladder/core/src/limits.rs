@@ -102,6 +102,17 @@ pub const GLICKO2_TAU: f64 = 0.5;
 /// A bot is provisional while its rating deviation is at or above this.
 pub const PROVISIONAL_DEVIATION: f64 = 110.0;
 
+/// The season fit (crate::rating::season_fit) stops when no rating moved more
+/// than this (Glicko-2 scale: 1e-9 is about 2e-7 rating points)...
+pub const SEASON_FIT_TOLERANCE: f64 = 1e-9;
+/// ...or after this many sweeps over the bots. The fit is strictly concave, so
+/// it converges; a few dozen sweeps is typical (ladder/core/tests/glicko2.rs).
+pub const SEASON_FIT_MAX_SWEEPS: usize = 500;
+/// The largest move of one rating in one Newton step (Glicko-2 scale, about
+/// 174 points): keeps a bot with only wins or only losses from overshooting
+/// while its estimate is far in a tail of the logistic.
+pub const SEASON_FIT_MAX_STEP: f64 = 1.0;
+
 /// Standings rank by `rating − CONSERVATIVE_DEVIATIONS × deviation`.
 pub const CONSERVATIVE_DEVIATIONS: f64 = 2.0;
 

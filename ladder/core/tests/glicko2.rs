@@ -69,3 +69,181 @@ fn provisional_until_the_deviation_drops_and_soft_reset() {
     );
     assert!(reset.is_provisional());
 }
+
+mod season_fit {
+    use duel_ladder_core::rating::{self, FitGame, Rating, Score, season_fit};
+    use proptest::prelude::*;
+
+    fn game(a: usize, b: usize, score_a: Score) -> FitGame {
+        FitGame { a, b, score_a }
+    }
+
+    /// Each bot's points over the games, from its own side.
+    fn points(bots: usize, games: &[FitGame]) -> Vec<f64> {
+        let mut points = vec![0.0; bots];
+        for game in games {
+            points[game.a] += game.score_a.points();
+            points[game.b] += 1.0 - game.score_a.points();
+        }
+        points
+    }
+
+    #[test]
+    fn bots_without_games_keep_their_start() {
+        let start = Rating {
+            rating: 1620.0,
+            deviation: 180.0,
+            volatility: 0.058,
+        };
+        let fitted = season_fit(&[start, rating::INITIAL, rating::INITIAL], &[
+            game(1, 2, Score::Win),
+            // Ignored: the same bot twice, and an index past the slice.
+            game(0, 0, Score::Win),
+            game(0, 7, Score::Loss),
+        ]);
+        assert_eq!(fitted[0], start);
+        assert!(fitted[1].rating > 1500.0 && fitted[2].rating < 1500.0);
+        assert!(
+            (fitted[1].rating - 1500.0 + fitted[2].rating - 1500.0).abs() < 1e-6,
+            "one game between equal starts moves both by the same amount: {fitted:?}"
+        );
+        assert!((fitted[1].deviation - fitted[2].deviation).abs() < 1e-9);
+        assert!(fitted[1].deviation < 350.0);
+        assert_eq!(fitted[1].volatility, rating::INITIAL.volatility);
+    }
+
+    #[test]
+    fn a_double_round_robin_is_ranked_by_its_scores() {
+        // 5 bots, every pair twice; bot 0 wins everything, the rest mixed,
+        // with draws. The fit of a complete, balanced schedule from equal
+        // starts orders the bots by their points.
+        use Score::{Draw, Loss, Win};
+        let results = [
+            (0, 1, Win, Win),
+            (0, 2, Win, Win),
+            (0, 3, Win, Win),
+            (0, 4, Win, Win),
+            (1, 2, Win, Draw),
+            (1, 3, Loss, Win),
+            (1, 4, Win, Win),
+            (2, 3, Draw, Draw),
+            (2, 4, Win, Loss),
+            (3, 4, Win, Draw),
+        ];
+        let games: Vec<FitGame> = results
+            .iter()
+            .flat_map(|&(a, b, first, second)| [game(a, b, first), game(b, a, flip(second))])
+            .collect();
+        let fitted = season_fit(&[rating::INITIAL; 5], &games);
+        let points = points(5, &games);
+        for x in 0..5 {
+            for y in 0..5 {
+                if points[x] > points[y] {
+                    assert!(
+                        fitted[x].rating > fitted[y].rating,
+                        "bot {x} ({} points) above bot {y} ({} points): {fitted:?}",
+                        points[x],
+                        points[y]
+                    );
+                }
+            }
+        }
+        // The undefeated bot stays finite (the prior holds it) and is sure of
+        // less than the others: its games told less.
+        assert!(fitted[0].rating.is_finite() && fitted[0].rating < 2500.0);
+        assert!(fitted.iter().all(|r| r.deviation > 0.0 && r.deviation < 350.0));
+    }
+
+    fn flip(score: Score) -> Score {
+        match score {
+            Score::Win => Score::Loss,
+            Score::Loss => Score::Win,
+            Score::Draw => Score::Draw,
+        }
+    }
+
+    #[test]
+    fn the_order_of_the_games_no_longer_decides_the_table() {
+        // Three bots: 0 beats 1 twice, 1 beats 2 twice, 2 beats 0 once and
+        // loses once. Played in two orders, sequential Glicko-2 (one rating
+        // period per match, as settlement does) ends with different ratings;
+        // the fit gives the same in both.
+        use Score::{Loss, Win};
+        let early = [
+            game(2, 0, Win),
+            game(0, 1, Win),
+            game(1, 2, Win),
+            game(0, 1, Win),
+            game(1, 2, Win),
+            game(2, 0, Loss),
+        ];
+        let late: Vec<FitGame> = early.iter().rev().copied().collect();
+        let sequential = |games: &[FitGame]| {
+            let mut ratings = [rating::INITIAL; 3];
+            for game in games {
+                let (a, b) = rating::update(ratings[game.a], ratings[game.b], game.score_a);
+                ratings[game.a] = a;
+                ratings[game.b] = b;
+            }
+            ratings
+        };
+        let (first, second) = (sequential(&early), sequential(&late));
+        assert!(
+            (first[0].rating - second[0].rating).abs() > 10.0,
+            "sequential Glicko-2 depends on the order: {first:?} vs {second:?}"
+        );
+        let (first, second) = (
+            season_fit(&[rating::INITIAL; 3], &early),
+            season_fit(&[rating::INITIAL; 3], &late),
+        );
+        for (x, y) in first.iter().zip(&second) {
+            assert!((x.rating - y.rating).abs() < 1e-6, "{first:?} vs {second:?}");
+            assert!((x.deviation - y.deviation).abs() < 1e-6);
+        }
+    }
+
+    fn any_score() -> impl Strategy<Value = Score> {
+        prop_oneof![Just(Score::Win), Just(Score::Draw), Just(Score::Loss)]
+    }
+
+    fn any_start() -> impl Strategy<Value = Rating> {
+        (800.0..2400.0f64, 60.0..350.0f64).prop_map(|(rating, deviation)| Rating {
+            rating,
+            deviation,
+            volatility: 0.06,
+        })
+    }
+
+    proptest! {
+        /// Whatever the starts and results, the fit is finite, each deviation
+        /// is at most its start, and shuffling the games changes nothing.
+        #[test]
+        fn the_fit_is_finite_and_ignores_the_order_of_games(
+            starts in prop::collection::vec(any_start(), 2..12),
+            picks in prop::collection::vec((0usize..12, 0usize..12, any_score()), 0..80),
+            rotate in 0usize..80,
+        ) {
+            let bots = starts.len();
+            let games: Vec<FitGame> = picks
+                .iter()
+                .map(|&(a, b, score)| game(a % bots, b % bots, score))
+                .collect();
+            let fitted = season_fit(&starts, &games);
+            prop_assert_eq!(fitted.len(), bots);
+            for (fit, start) in fitted.iter().zip(&starts) {
+                prop_assert!(fit.rating.is_finite() && fit.deviation.is_finite());
+                prop_assert!(fit.deviation > 0.0 && fit.deviation <= start.deviation);
+            }
+            let mut shuffled = games.clone();
+            shuffled.reverse();
+            if !shuffled.is_empty() {
+                let len = shuffled.len();
+                shuffled.rotate_left(rotate % len);
+            }
+            let again = season_fit(&starts, &shuffled);
+            for (x, y) in fitted.iter().zip(&again) {
+                prop_assert!((x.rating - y.rating).abs() < 1e-5, "{:?} vs {:?}", fitted, again);
+            }
+        }
+    }
+}

@@ -64,6 +64,15 @@ pub const DEFAULT_WAVE_INTERVAL_MS: u64 = 5_000;
 /// waves as soon as its last match settled (the wave interval paces it).
 pub const DEFAULT_MATCH_INTERVAL_MS: u64 = 0;
 
+/// The standings' season fit (docs/RULES.md) runs after a class's wave, at
+/// most this often per class: with short wave intervals it would otherwise
+/// re-read a season's rated games many times a second.
+pub const SEASON_FIT_MIN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// ...and no sooner after a fit than this many times as long as the fit
+/// took, so that on a large season the fit takes at most a tenth of the
+/// store's time. It runs only when a match settled since the last fit.
+pub const SEASON_FIT_SPACING_FACTOR: u32 = 10;
+
 /// How many of the rulesets an endpoint offers in `Hello` are quoted back, and
 /// how many characters of each, when none is the ladder's: the refusal stays one
 /// short line whatever the endpoint sends.

@@ -9,6 +9,7 @@
 //! the store (and the replay store), so any number of `ladder worker` processes
 //! may share the database.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +27,9 @@ use tokio::sync::watch;
 use crate::error::{LadderError, Result};
 use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
-use crate::limits::{LOG_PRUNE_INTERVAL, STORE_GAUGES_REFRESH};
+use crate::limits::{
+    LOG_PRUNE_INTERVAL, SEASON_FIT_MIN_INTERVAL, SEASON_FIT_SPACING_FACTOR, STORE_GAUGES_REFRESH,
+};
 use crate::metrics::LadderMetrics;
 use crate::model::{LogLimits, OwnerQuotas, TranscriptLimits};
 use crate::store::Store;
@@ -561,6 +564,7 @@ async fn wave_timer(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let match_interval_ms = u64::try_from(match_interval.as_millis()).unwrap_or(u64::MAX);
+    let mut fits: HashMap<WeightClass, FitSchedule> = HashMap::new();
     while !*shutdown.borrow() {
         // Between seasons there is nothing to pair; the queue waits.
         let season_running = match store.active_season().await {
@@ -569,6 +573,15 @@ async fn wave_timer(
                 tracing::error!(%error, "reading the running season");
                 false
             }
+        };
+        // Whether anything settled since each class's last fit.
+        let settled_ms = if season_running {
+            store.latest_settlement_ms().await.unwrap_or_else(|error| {
+                tracing::error!(%error, "reading the latest settlement");
+                None
+            })
+        } else {
+            None
         };
         for class in WeightClass::ALL.into_iter().filter(|_| season_running) {
             match store.run_wave_paced(class, match_interval_ms).await {
@@ -585,12 +598,66 @@ async fn wave_timer(
                     tracing::error!(%error, class = class.name(), "pairing wave failed");
                 }
             }
+            let schedule = fits.entry(class).or_default();
+            if schedule.due(settled_ms) {
+                let took = fit_season(&store, class, &metrics).await;
+                schedule.done(settled_ms, took);
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = shutdown.changed() => {}
         }
     }
+}
+
+/// When a class's standings are fitted again (docs/RULES.md, "Standings:
+/// one fit of the season"): once something settled since the last fit (or
+/// the process started), at most every [`SEASON_FIT_MIN_INTERVAL`] and no
+/// sooner than [`SEASON_FIT_SPACING_FACTOR`] times the last fit's duration.
+#[derive(Debug, Default)]
+struct FitSchedule {
+    /// The latest settlement when the class was last fitted.
+    fitted_through_ms: Option<Option<i64>>,
+    not_before: Option<std::time::Instant>,
+}
+
+impl FitSchedule {
+    fn due(&self, settled_ms: Option<i64>) -> bool {
+        self.fitted_through_ms != Some(settled_ms)
+            && self
+                .not_before
+                .is_none_or(|at| std::time::Instant::now() >= at)
+    }
+
+    fn done(&mut self, settled_ms: Option<i64>, took: Duration) {
+        self.fitted_through_ms = Some(settled_ms);
+        self.not_before = Some(
+            std::time::Instant::now()
+                + SEASON_FIT_MIN_INTERVAL.max(took.saturating_mul(SEASON_FIT_SPACING_FACTOR)),
+        );
+    }
+}
+
+/// Re-fits the class's standings from every rated game of the season;
+/// returns how long it took.
+async fn fit_season(store: &Store, class: WeightClass, metrics: &LadderMetrics) -> Duration {
+    let started = std::time::Instant::now();
+    match store.fit_season(class).await {
+        Ok(report) => tracing::debug!(
+            class = class.name(),
+            bots = report.bots,
+            games = report.games,
+            written = report.written,
+            fit_ms = started.elapsed().as_millis() as u64,
+            "season fit"
+        ),
+        Err(error) => {
+            metrics.error(&error);
+            tracing::error!(%error, class = class.name(), "season fit failed");
+        }
+    }
+    started.elapsed()
 }
 
 /// One line per wave that had anyone to pair (info), else debug.

@@ -75,6 +75,7 @@ macro_rules! claim_next_sql {
 }
 
 mod cost;
+mod fit;
 pub mod error;
 mod ledger_sql;
 pub mod limits;
@@ -109,6 +110,7 @@ use crate::limits::{
 use duel_ladder_core::clock::{Clock, SystemClock};
 
 pub use cost::{CostLine, FallbackShare, ModelLine};
+pub use fit::FitReport;
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
 pub use replay_index::LadderReplayIndex;

@@ -78,3 +78,7 @@ pub const BENCH_SITE_ENDED_SHARE_PERCENT: u64 = 30;
 /// `BENCH_SITE_RIVALRY_EVERY` also meets that bot's rival (the head-to-head).
 pub const BENCH_SITE_BUSY_EVERY: u64 = 100;
 pub const BENCH_SITE_RIVALRY_EVERY: u64 = 1_000;
+
+/// Rows of `ratings` one statement of the season fit writes: 4 values a row
+/// keeps a statement under SQLite's 32,766 bound parameters.
+pub const FIT_WRITE_ROWS: usize = 1_000;

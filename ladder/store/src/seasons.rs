@@ -82,8 +82,8 @@ pub(crate) async fn ensure_rating(
         None => rating::INITIAL,
     };
     sqlx::query(
-        "INSERT INTO ratings (season_id, bot_id, class, rating, deviation, volatility) VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (season_id, bot_id) DO NOTHING",
+        "INSERT INTO ratings (season_id, bot_id, class, rating, deviation, volatility, start_rating, start_deviation) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (season_id, bot_id) DO NOTHING",
     )
     .bind(season_id)
     .bind(bot_id.to_owned())
@@ -91,6 +91,8 @@ pub(crate) async fn ensure_rating(
     .bind(start.rating)
     .bind(start.deviation)
     .bind(start.volatility)
+    .bind(start.rating)
+    .bind(start.deviation)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -247,10 +249,13 @@ fn live_standings(rows: &[AnyRow]) -> Result<Vec<Standing>> {
     Ok(standings)
 }
 
-async fn end_tx(conn: &mut AnyConnection, now: i64) -> Result<Season> {
+async fn end_tx(conn: &mut AnyConnection, row_locks: bool, now: i64) -> Result<Season> {
     let mut season = active_season_tx(conn)
         .await?
         .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
+    // The frozen table is the fit of every rated game, including those
+    // settled since the last wave's fit.
+    super::fit::fit_every_class_tx(conn, row_locks, season.id).await?;
     let rows = sqlx::query(LIVE_STANDINGS)
         .bind(season.id)
         .bind(String::new())
@@ -305,7 +310,8 @@ impl Store {
     /// Ends the running season and freezes its standings. Matches of that season
     /// still in flight settle their stakes but no longer move its ratings.
     pub async fn end_season(&self) -> Result<Season> {
-        write_tx!(self, |conn| end_tx(conn, self.now()))
+        let row_locks = self.dialect().row_locks();
+        write_tx!(self, |conn| end_tx(conn, row_locks, self.now()))
     }
 
     pub async fn active_season(&self) -> Result<Option<Season>> {

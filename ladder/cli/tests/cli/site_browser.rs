@@ -284,3 +284,338 @@ async fn a_person_browses_a_running_season() {
     terminate(&mut server.child, "ladder serve").await;
     db.cleanup().await;
 }
+
+/// A free loopback port (bound, then released for the process that takes it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Kills the process when the test ends, however it ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Every item of a paged JSON listing (`pointer` names its page object).
+async fn every_item(
+    http: &reqwest::Client,
+    base: &str,
+    path: &str,
+    pointer: &str,
+) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut next = path.to_owned();
+    for _ in 0..1_000 {
+        let page: Value = http
+            .get(format!("{base}{next}"))
+            .send()
+            .await
+            .expect("GET")
+            .json()
+            .await
+            .expect("JSON");
+        items.extend(
+            page.pointer(&format!("{pointer}/items"))
+                .and_then(Value::as_array)
+                .unwrap_or_else(|| panic!("{next}: {page}"))
+                .iter()
+                .cloned(),
+        );
+        match page
+            .pointer(&format!("{pointer}/next_cursor"))
+            .and_then(Value::as_str)
+        {
+            Some(cursor) => next = format!("{path}&cursor={cursor}"),
+            None => return items,
+        }
+    }
+    panic!("{path}: the listing never ends")
+}
+
+/// Issue 32's transcripts in the browser: a season played through the
+/// binaries with a model-using endpoint bot (the Rust example with
+/// `--think`, asking the worker's built-in house model, priced in the
+/// catalogue). Its owner reads its model calls on a match page through the
+/// token form; a visitor gets 404 until the season ends; then everyone gets
+/// the transcript, and it proves against the signed replay. The cost table's
+/// tokens and dollars equal what the bot's replays say, and the match Duel TV
+/// airs is never in the lists while it airs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    let thinker_binary = PathBuf::from(common::cli::LADDER).with_file_name("endpoint-bot");
+    assert!(
+        thinker_binary.exists(),
+        "{} is missing: `cargo build -p duel-endpoint-bot` (a workspace test run builds it)",
+        thinker_binary.display()
+    );
+    let db = common::TestDb::sqlite().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| -> PathBuf { dir.path().join(name) };
+    let models = path("models.toml");
+    std::fs::write(
+        &models,
+        "[[model]]\nname = \"house\"\nurl = \"builtin:house\"\n\
+         input_usd_per_mtok = 0.5\noutput_usd_per_mtok = 2.0\ndefault = true\n",
+    )
+    .expect("catalogue");
+    let models = models.to_str().expect("utf-8 path").to_owned();
+    let bot_port = free_port();
+    let _thinker = Reaped(
+        std::process::Command::new(&thinker_binary)
+            .args(["--listen", &format!("127.0.0.1:{bot_port}")])
+            .args(["--think", "--name", "d-thinker"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the example endpoint bot"),
+    );
+    let listening = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", bot_port)).is_err() {
+        assert!(
+            listening.elapsed() < Duration::from_secs(20),
+            "the endpoint bot does not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    init_root(&db.url, dir.path(), true);
+    let mut server = start_server(
+        &db.url,
+        dir.path(),
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--workers",
+            "0",
+            "--match-interval-ms",
+            "200",
+            "--tv-exchange-ms",
+            "60",
+            "--allow-private-endpoints",
+            "--models",
+            &models,
+        ],
+    );
+    let inference = format!("127.0.0.1:{}", free_port());
+    let mut worker = common::cli::start_worker(
+        &db.url,
+        dir.path(),
+        1,
+        &[
+            "--allow-private-endpoints",
+            "--models",
+            &models,
+            "--inference-listen",
+            &inference,
+        ],
+    );
+    let base = server.http.clone().expect("the site runs");
+    let cli = Cli {
+        server: &server.url.clone(),
+    };
+    let root = path("root.token");
+    cli.ok(&root, &["season", "start", "spring"]);
+    let endpoint = format!("grpc://127.0.0.1:{bot_port}");
+    let counter = common::bots::wasm_path("counter");
+    let mut dora = PathBuf::new();
+    for (owner, bot, flag, value) in [
+        ("alice", "a-counter", "--wasm", counter.as_str()),
+        ("carol", "c-random", "--builtin", "builtin:random"),
+        ("dora", "d-thinker", "--endpoint", endpoint.as_str()),
+    ] {
+        let token =
+            common::cli::owner_with_bot(&cli, dir.path(), owner, 5000, bot, [flag, value], Some(10));
+        if owner == "dora" {
+            dora = token;
+        }
+    }
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let http = http.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let response = http.get(&url).send().await.expect("GET");
+            let status = response.status().as_u16();
+            (status, response.text().await.expect("body"))
+        }
+    };
+    let json = |path: String| {
+        let get = get.clone();
+        async move {
+            let (status, body) = get(path.clone()).await;
+            assert_eq!(status, 200, "{path}: {body}");
+            serde_json::from_str::<Value>(&body).expect("JSON")
+        }
+    };
+
+    // Play until the thinker has settled matches in which it called the
+    // model; meanwhile, the match Duel TV airs is in no list while it airs.
+    let started = Instant::now();
+    let mut aired_checks = 0;
+    let thought = loop {
+        assert!(
+            started.elapsed() < PLAY_DEADLINE,
+            "the thinker settled no match with model calls"
+        );
+        let before = json("/tv/now".to_owned()).await;
+        let latest = json("/api/home".to_owned()).await;
+        let listed = json("/api/matches?limit=50".to_owned()).await;
+        let after = json("/tv/now".to_owned()).await;
+        let airing = |now: &Value| {
+            (now["on_air"]["ended"] == false)
+                .then(|| now["on_air"]["match_id"].as_str().map(str::to_owned))
+                .flatten()
+        };
+        if let (Some(on_air), Some(still)) = (airing(&before), airing(&after))
+            && on_air == still
+        {
+            let shown = |page: &Value, pointer: &str| {
+                page.pointer(pointer)
+                    .and_then(Value::as_array)
+                    .is_some_and(|items| items.iter().any(|m| m["id"] == on_air.as_str()))
+            };
+            assert!(
+                !shown(&latest, "/latest/items") && !shown(&listed, "/matches/items"),
+                "{on_air} is listed while Duel TV airs it"
+            );
+            aired_checks += 1;
+        }
+        let mine = json("/api/matches?bot=d-thinker&limit=50".to_owned()).await;
+        let with_calls = mine["matches"]["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|line| {
+                let side = usize::from(line["bot_b"] == "d-thinker");
+                line["tokens"][side].as_i64().is_some_and(|tokens| tokens > 0)
+            })
+            .cloned();
+        if let Some(line) = with_calls
+            && aired_checks >= 3
+        {
+            break line;
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    };
+    let match_id = thought["id"].as_str().expect("an id").to_owned();
+
+    // A visitor: no transcript before the season ends.
+    let (status, body) = get(format!("/matches/{match_id}/transcript")).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("public once its season ends"), "{body}");
+
+    // The owner, on the match page: the token goes in the form's body.
+    wait_for_page(&mut chromium, &format!("{base}/matches/{match_id}"));
+    assert!(text(&mut chromium, "section.owner").contains("Your bot's reasoning"));
+    let token = std::fs::read_to_string(&dora).expect("dora's token");
+    chromium.eval(&format!(
+        "document.querySelector('form.token input[name=token]').value = {}",
+        json!(token.trim())
+    ));
+    chromium.eval("document.querySelector('form.token').requestSubmit()");
+    chromium.wait_for(
+        "document.readyState === 'complete' && document.querySelector('h1') !== null && document.querySelector('h1').textContent.startsWith('Model calls')",
+        &json!(true),
+    );
+    assert_eq!(
+        chromium.eval("location.pathname"),
+        json!(format!("/matches/{match_id}/transcript")),
+        "the token is not in the address"
+    );
+    assert_eq!(chromium.eval("location.search"), json!(""));
+    let decisions = chromium.eval("document.querySelectorAll('section.decision').length");
+    assert!(decisions.as_u64().unwrap_or(0) > 0, "{decisions}");
+    let page = text(&mut chromium, "main");
+    for expected in ["d-thinker", "house", "completion", "JAB HEAVY BLOCK DODGE FEINT RECOVER"] {
+        assert!(page.contains(expected), "the transcript page lacks {expected}: {page}");
+    }
+    let folder = screenshot_folder("site-screenshots");
+    chromium.screenshot(&folder.join("site-transcript.png"));
+
+    // The season ends; once no match runs, what the cost table says of the
+    // thinker is what its replays say.
+    cli.ok(&root, &["season", "end"]);
+    let quiet = Instant::now();
+    loop {
+        let home = json("/api/home".to_owned()).await;
+        if home["live"].as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        assert!(quiet.elapsed() < PLAY_DEADLINE, "matches still running: {home}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The match on air is withheld from listings: let its broadcast end.
+    while json("/tv/now".to_owned()).await["on_air"]["ended"] == false {
+        assert!(quiet.elapsed() < PLAY_DEADLINE, "Duel TV never ends its match");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let played = every_item(&http, &base, "/api/matches?bot=d-thinker&limit=200", "/matches").await;
+    let (mut tokens, mut cost_usd, mut wins) = (0u64, 0.0f64, 0);
+    for line in &played {
+        let id = line["id"].as_str().expect("id");
+        let bytes = http
+            .get(format!("{base}/replays/{id}"))
+            .send()
+            .await
+            .expect("GET replay")
+            .bytes()
+            .await
+            .expect("replay");
+        let replay = duel_replays::Replay::from_slice(&bytes).expect("a replay");
+        let side = if line["bot_a"] == "d-thinker" {
+            duel_rules::Side::A
+        } else {
+            duel_rules::Side::B
+        };
+        tokens += replay.result.tokens_used[side.index()];
+        for spend in replay.model_spend(side) {
+            cost_usd += spend.cost_usd.expect("the house model is priced");
+        }
+        wins += i64::from(line["winner"] == ["a", "b"][side.index()]);
+    }
+    let cost = json("/api/seasons/spring/cost".to_owned()).await;
+    let light = cost["classes"]
+        .as_array()
+        .and_then(|classes| classes.iter().find(|c| c["class"] == "light"))
+        .expect("the light class");
+    let line = light["bots"]
+        .as_array()
+        .and_then(|bots| bots.iter().find(|b| b["bot"] == "d-thinker"))
+        .unwrap_or_else(|| panic!("d-thinker in {light}"));
+    assert_eq!(line["matches"], json!(played.len()), "{line}");
+    assert_eq!(line["wins"], json!(wins), "{line}");
+    assert_eq!(line["tokens"], json!(tokens), "{line}");
+    assert!(tokens > 0);
+    let stated = line["cost_usd"].as_f64().expect("cost_usd");
+    assert!((stated - cost_usd).abs() < 1e-9, "{stated} vs {cost_usd} from the replays");
+
+    // After the season: the transcript is everyone's, and it proves against
+    // the signed replay.
+    let (status, body) = get(format!("/matches/{match_id}/transcript")).await;
+    assert_eq!(status, 200, "{body}");
+    let parsed = duel_replays::transcript::ParsedTranscript::from_slice(body.as_bytes())
+        .expect("a transcript");
+    let replay_bytes = http
+        .get(format!("{base}/replays/{match_id}"))
+        .send()
+        .await
+        .expect("GET replay")
+        .bytes()
+        .await
+        .expect("replay");
+    let replay = duel_replays::Replay::from_slice(&replay_bytes).expect("a replay");
+    duel_replays::verify_transcript(&replay, &parsed).expect("the transcript proves");
+
+    terminate(&mut worker.0, "ladder worker").await;
+    terminate(&mut server.child, "ladder serve").await;
+    db.cleanup().await;
+}

@@ -188,6 +188,17 @@ async fn season_end_to_end(db: &TestDb) {
             assert_eq!(rating, Some(expected), "{name} in {}", game.id);
         }
     }
+    // The wave timer of `ladder serve` refits the class from all its rated
+    // games (not running here); ending the season freezes that fit.
+    db.store
+        .fit_season(WeightClass::Middle)
+        .await
+        .expect("season fit");
+    let (_, live) = ladder
+        .standings(&operator, None, Some(WeightClass::Middle))
+        .await
+        .expect("fitted standings");
+    assert_eq!(live.len(), 8);
     let ended = ladder.end_season(&operator).await.expect("end");
     assert_eq!(ended.id, season.id);
     let (_, frozen) = ladder

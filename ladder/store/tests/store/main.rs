@@ -16,4 +16,5 @@ mod ledger_property;
 mod logs;
 mod races;
 mod repeats;
+mod season_fit;
 mod transcripts;

@@ -102,15 +102,27 @@ pub const GLICKO2_TAU: f64 = 0.5;
 /// A bot is provisional while its rating deviation is at or above this.
 pub const PROVISIONAL_DEVIATION: f64 = 110.0;
 
-/// The season fit (crate::rating::season_fit) stops when no rating moved more
-/// than this (Glicko-2 scale: 1e-9 is about 2e-7 rating points)...
+/// The season fit (crate::rating::season_fit) stops when every bot's
+/// remaining Newton step, |gradient| / curvature, is below this (Glicko-2
+/// scale: 1e-9 is about 2e-7 rating points)...
 pub const SEASON_FIT_TOLERANCE: f64 = 1e-9;
-/// ...or after this many sweeps over the bots. The fit is strictly concave, so
-/// it converges; a few dozen sweeps is typical (ladder/core/tests/glicko2.rs).
-pub const SEASON_FIT_MAX_SWEEPS: usize = 500;
+/// ...or after this many Newton steps. Each solves for a step over all the
+/// bots at once, so the common shift of a well-connected class (which only
+/// the weak priors pin down, and which one bot at a time moves by a fraction
+/// of a point per sweep) is found in one step; a handful is typical.
+pub const SEASON_FIT_MAX_NEWTON_STEPS: usize = 100;
+/// Conjugate-gradient iterations per Newton step (each one pass over the
+/// games); with the curvature's diagonal as preconditioner a few dozen is
+/// typical.
+pub const SEASON_FIT_MAX_CG_ITERATIONS: usize = 2_000;
+/// Halvings of a Newton step that does not raise the objective before the fit
+/// takes the current point as its top (2^-40 of a step is below a double's
+/// resolution of a rating).
+pub const SEASON_FIT_MAX_HALVINGS: usize = 40;
 /// The largest move of one rating in one Newton step (Glicko-2 scale, about
-/// 174 points): keeps a bot with only wins or only losses from overshooting
-/// while its estimate is far in a tail of the logistic.
+/// 174 points; a longer step is scaled down as a whole): keeps a bot with only
+/// wins or only losses from overshooting while its estimate is far in a tail
+/// of the logistic.
 pub const SEASON_FIT_MAX_STEP: f64 = 1.0;
 
 /// Standings rank by `rating − CONSERVATIVE_DEVIATIONS × deviation`.

@@ -7,8 +7,9 @@ use skillratings::Outcomes;
 use skillratings::glicko2::{Glicko2Config, Glicko2Rating, glicko2, glicko2_rating_period};
 
 use crate::limits::{
-    CONSERVATIVE_DEVIATIONS, GLICKO2_TAU, PROVISIONAL_DEVIATION, SEASON_FIT_MAX_STEP,
-    SEASON_FIT_MAX_SWEEPS, SEASON_FIT_TOLERANCE, SOFT_RESET_KEEP, SOFT_RESET_MIN_DEVIATION,
+    CONSERVATIVE_DEVIATIONS, GLICKO2_TAU, PROVISIONAL_DEVIATION, SEASON_FIT_MAX_CG_ITERATIONS,
+    SEASON_FIT_MAX_HALVINGS, SEASON_FIT_MAX_NEWTON_STEPS, SEASON_FIT_MAX_STEP,
+    SEASON_FIT_TOLERANCE, SOFT_RESET_KEEP, SOFT_RESET_MIN_DEVIATION,
 };
 
 /// Rating points per unit of Glicko-2's internal scale (400 / ln 10).
@@ -143,19 +144,22 @@ pub struct FitGame {
 /// standard deviation `deviation`). A bot's deviation is the Laplace
 /// approximation at the fit, 1 / √(curvature), never above its start; its
 /// volatility is kept. The objective is strictly concave, so the answer is
-/// unique; it is found by coordinate Newton steps in index order.
+/// unique. It is found by damped Newton steps, each solved over all bots at
+/// once by conjugate gradients (the curvature is the priors' diagonal plus a
+/// weighted graph Laplacian of the games), each halved until the objective
+/// rises.
 ///
 /// Games naming an index outside `starts`, or the same bot twice, are ignored.
 pub fn season_fit(starts: &[Rating], games: &[FitGame]) -> Vec<Rating> {
-    // Each bot's games as (opponent, points) from its own side.
-    let mut played: Vec<Vec<(usize, f64)>> = vec![Vec::new(); starts.len()];
-    for game in games {
-        if game.a == game.b || game.a >= starts.len() || game.b >= starts.len() {
-            continue;
-        }
-        let points = game.score_a.points();
-        played[game.a].push((game.b, points));
-        played[game.b].push((game.a, 1.0 - points));
+    let games: Vec<(usize, usize, f64)> = games
+        .iter()
+        .filter(|game| game.a != game.b && game.a < starts.len() && game.b < starts.len())
+        .map(|game| (game.a, game.b, game.score_a.points()))
+        .collect();
+    let mut played = vec![false; starts.len()];
+    for &(a, b, _) in &games {
+        played[a] = true;
+        played[b] = true;
     }
     let prior: Vec<(f64, f64)> = starts
         .iter()
@@ -166,47 +170,175 @@ pub fn season_fit(starts: &[Rating], games: &[FitGame]) -> Vec<Rating> {
             (mean, 1.0 / (deviation * deviation))
         })
         .collect();
-    let mut mu: Vec<f64> = prior.iter().map(|(mean, _)| *mean).collect();
-    // Gradient and curvature of the objective in one bot's rating.
-    let slope = |mu: &[f64], bot: usize| -> (f64, f64) {
-        let (mean, precision) = prior[bot];
-        let mut gradient = -(mu[bot] - mean) * precision;
-        let mut curvature = precision;
-        for &(opponent, points) in &played[bot] {
-            let expected = 1.0 / (1.0 + (mu[opponent] - mu[bot]).exp());
-            gradient += points - expected;
-            curvature += expected * (1.0 - expected);
-        }
-        (gradient, curvature)
+    let fit = Fit {
+        prior: &prior,
+        games: &games,
     };
-    for _ in 0..SEASON_FIT_MAX_SWEEPS {
-        let mut largest_step: f64 = 0.0;
-        for bot in 0..starts.len() {
-            if played[bot].is_empty() {
-                continue;
-            }
-            let (gradient, curvature) = slope(&mu, bot);
-            let step = (gradient / curvature).clamp(-SEASON_FIT_MAX_STEP, SEASON_FIT_MAX_STEP);
-            mu[bot] += step;
-            largest_step = largest_step.max(step.abs());
-        }
-        if largest_step < SEASON_FIT_TOLERANCE {
+    let mut mu: Vec<f64> = prior.iter().map(|(mean, _)| *mean).collect();
+    for _ in 0..SEASON_FIT_MAX_NEWTON_STEPS {
+        let (gradient, weights, diagonal) = fit.slope(&mu);
+        let remaining = gradient
+            .iter()
+            .zip(&diagonal)
+            .map(|(gradient, curvature)| (gradient / curvature).abs())
+            .fold(0.0, f64::max);
+        if remaining < SEASON_FIT_TOLERANCE {
             break;
         }
+        let mut step = fit.newton_step(&gradient, &weights, &diagonal);
+        let longest = step.iter().map(|x| x.abs()).fold(0.0, f64::max);
+        if longest > SEASON_FIT_MAX_STEP {
+            step.iter_mut()
+                .for_each(|x| *x *= SEASON_FIT_MAX_STEP / longest);
+        }
+        // Halve until the objective does not fall: Newton's step on a
+        // concave objective rises near the top, but not always far from it.
+        let now = fit.objective(&mu);
+        let mut scale = 1.0;
+        let mut next = mu.clone();
+        let mut rose = false;
+        for _ in 0..SEASON_FIT_MAX_HALVINGS {
+            for ((next, mu), step) in next.iter_mut().zip(&mu).zip(&step) {
+                *next = mu + scale * step;
+            }
+            if fit.objective(&next) >= now {
+                rose = true;
+                break;
+            }
+            scale *= 0.5;
+        }
+        // Nothing representable rises: this is the top, to the last bit.
+        if !rose || next == mu {
+            break;
+        }
+        mu = next;
     }
+    let (_, _, diagonal) = fit.slope(&mu);
     starts
         .iter()
         .enumerate()
         .map(|(bot, start)| {
-            if played[bot].is_empty() {
+            if !played[bot] {
                 return *start;
             }
-            let (_, curvature) = slope(&mu, bot);
             Rating {
                 rating: INITIAL.rating + GLICKO2_SCALE * mu[bot],
-                deviation: (GLICKO2_SCALE / curvature.sqrt()).min(start.deviation),
+                deviation: (GLICKO2_SCALE / diagonal[bot].sqrt()).min(start.deviation),
                 volatility: start.volatility,
             }
         })
         .collect()
+}
+
+/// The season fit's objective on Glicko-2's scale: the log-likelihood of the
+/// games (a, b, a's points) plus each bot's Gaussian prior (mean, precision).
+struct Fit<'a> {
+    prior: &'a [(f64, f64)],
+    games: &'a [(usize, usize, f64)],
+}
+
+impl Fit<'_> {
+    fn objective(&self, mu: &[f64]) -> f64 {
+        // ln σ(x) = −softplus(−x), written so that no exp overflows.
+        let log_sigmoid = |x: f64| -> f64 { x.min(0.0) - (-x.abs()).exp().ln_1p() };
+        let likelihood: f64 = self
+            .games
+            .iter()
+            .map(|&(a, b, points)| {
+                let lead = mu[a] - mu[b];
+                points * log_sigmoid(lead) + (1.0 - points) * log_sigmoid(-lead)
+            })
+            .sum();
+        let prior: f64 = self
+            .prior
+            .iter()
+            .zip(mu)
+            .map(|((mean, precision), mu)| 0.5 * precision * (mu - mean).powi(2))
+            .sum();
+        likelihood - prior
+    }
+
+    /// The gradient, each game's weight p·(1 − p) in the curvature, and the
+    /// curvature's diagonal (the negative Hessian's).
+    fn slope(&self, mu: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let mut gradient: Vec<f64> = self
+            .prior
+            .iter()
+            .zip(mu)
+            .map(|((mean, precision), mu)| -(mu - mean) * precision)
+            .collect();
+        let mut diagonal: Vec<f64> = self.prior.iter().map(|(_, precision)| *precision).collect();
+        let mut weights = Vec::with_capacity(self.games.len());
+        for &(a, b, points) in self.games {
+            let expected = 1.0 / (1.0 + (mu[b] - mu[a]).exp());
+            gradient[a] += points - expected;
+            gradient[b] -= points - expected;
+            let weight = expected * (1.0 - expected);
+            diagonal[a] += weight;
+            diagonal[b] += weight;
+            weights.push(weight);
+        }
+        (gradient, weights, diagonal)
+    }
+
+    /// The curvature times `x`: the priors' diagonal plus, per game, its
+    /// weight times the difference of its bots' entries.
+    fn curvature_times(&self, weights: &[f64], x: &[f64]) -> Vec<f64> {
+        let mut out: Vec<f64> = self
+            .prior
+            .iter()
+            .zip(x)
+            .map(|((_, precision), x)| precision * x)
+            .collect();
+        for (&(a, b, _), weight) in self.games.iter().zip(weights) {
+            let flow = weight * (x[a] - x[b]);
+            out[a] += flow;
+            out[b] -= flow;
+        }
+        out
+    }
+
+    /// Solves curvature · step = gradient by conjugate gradients with the
+    /// diagonal as preconditioner, to a residual 1e-12 of the gradient's.
+    fn newton_step(&self, gradient: &[f64], weights: &[f64], diagonal: &[f64]) -> Vec<f64> {
+        let dot = |x: &[f64], y: &[f64]| -> f64 { x.iter().zip(y).map(|(x, y)| x * y).sum() };
+        let mut step = vec![0.0; gradient.len()];
+        let mut residual = gradient.to_vec();
+        let mut preconditioned: Vec<f64> =
+            residual.iter().zip(diagonal).map(|(r, d)| r / d).collect();
+        let mut direction = preconditioned.clone();
+        let mut fit = dot(&residual, &preconditioned);
+        let goal = dot(gradient, gradient) * 1e-24;
+        for _ in 0..SEASON_FIT_MAX_CG_ITERATIONS {
+            if dot(&residual, &residual) <= goal {
+                break;
+            }
+            let bent = self.curvature_times(weights, &direction);
+            let along = dot(&direction, &bent);
+            if along <= 0.0 || !along.is_finite() {
+                break;
+            }
+            let length = fit / along;
+            for ((step, residual), (direction, bent)) in step
+                .iter_mut()
+                .zip(residual.iter_mut())
+                .zip(direction.iter().zip(&bent))
+            {
+                *step += length * direction;
+                *residual -= length * bent;
+            }
+            for ((preconditioned, residual), diagonal) in
+                preconditioned.iter_mut().zip(&residual).zip(diagonal)
+            {
+                *preconditioned = residual / diagonal;
+            }
+            let next_fit = dot(&residual, &preconditioned);
+            let keep = next_fit / fit;
+            fit = next_fit;
+            for (direction, preconditioned) in direction.iter_mut().zip(&preconditioned) {
+                *direction = preconditioned + keep * *direction;
+            }
+        }
+        step
+    }
 }

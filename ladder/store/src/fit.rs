@@ -63,10 +63,11 @@ pub(crate) async fn fit_every_class_tx(
     row_locks: bool,
     season_id: i64,
 ) -> Result<()> {
-    let classes = sqlx::query("SELECT DISTINCT class FROM ratings WHERE season_id = $1 ORDER BY class")
-        .bind(season_id)
-        .fetch_all(&mut *conn)
-        .await?;
+    let classes =
+        sqlx::query("SELECT DISTINCT class FROM ratings WHERE season_id = $1 ORDER BY class")
+            .bind(season_id)
+            .fetch_all(&mut *conn)
+            .await?;
     for row in &classes {
         let class: String = get(row, "class")?;
         fit_tx(conn, row_locks, season_id, &class).await?;
@@ -86,12 +87,14 @@ pub(crate) async fn fit_tx(
 ) -> Result<FitReport> {
     // Bots by id and games in the order they settled: the same season gives
     // the same fit to the last bit, on either backend.
-    let lock = if row_locks { " FOR UPDATE" } else { "" };
-    let sql = format!(
+    let sql = if row_locks {
         "SELECT bot_id, start_rating, start_deviation, volatility FROM ratings \
-         WHERE season_id = $1 AND class = $2 ORDER BY bot_id{lock}"
-    );
-    let rating_rows = sqlx::query(&sql)
+         WHERE season_id = $1 AND class = $2 ORDER BY bot_id FOR UPDATE"
+    } else {
+        "SELECT bot_id, start_rating, start_deviation, volatility FROM ratings \
+         WHERE season_id = $1 AND class = $2 ORDER BY bot_id"
+    };
+    let rating_rows = sqlx::query(sql)
         .bind(season_id)
         .bind(class.to_owned())
         .fetch_all(&mut *conn)

@@ -75,8 +75,8 @@ macro_rules! claim_next_sql {
 }
 
 mod cost;
-mod fit;
 pub mod error;
+mod fit;
 mod ledger_sql;
 pub mod limits;
 mod logs;

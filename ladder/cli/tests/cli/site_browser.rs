@@ -304,23 +304,19 @@ impl Drop for Reaped {
 }
 
 /// Every item of a paged JSON listing (`pointer` names its page object).
-async fn every_item(
-    http: &reqwest::Client,
-    base: &str,
-    path: &str,
-    pointer: &str,
-) -> Vec<Value> {
+async fn every_item(http: &reqwest::Client, base: &str, path: &str, pointer: &str) -> Vec<Value> {
     let mut items = Vec::new();
     let mut next = path.to_owned();
     for _ in 0..1_000 {
-        let page: Value = http
+        let body = http
             .get(format!("{base}{next}"))
             .send()
             .await
             .expect("GET")
-            .json()
+            .text()
             .await
-            .expect("JSON");
+            .expect("body");
+        let page: Value = serde_json::from_str(&body).expect("JSON");
         items.extend(
             page.pointer(&format!("{pointer}/items"))
                 .and_then(Value::as_array)
@@ -432,8 +428,15 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
         ("carol", "c-random", "--builtin", "builtin:random"),
         ("dora", "d-thinker", "--endpoint", endpoint.as_str()),
     ] {
-        let token =
-            common::cli::owner_with_bot(&cli, dir.path(), owner, 5000, bot, [flag, value], Some(10));
+        let token = common::cli::owner_with_bot(
+            &cli,
+            dir.path(),
+            owner,
+            5000,
+            bot,
+            [flag, value],
+            Some(10),
+        );
         if owner == "dora" {
             dora = token;
         }
@@ -496,7 +499,9 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
             .flatten()
             .find(|line| {
                 let side = usize::from(line["bot_b"] == "d-thinker");
-                line["tokens"][side].as_i64().is_some_and(|tokens| tokens > 0)
+                line["tokens"][side]
+                    .as_i64()
+                    .is_some_and(|tokens| tokens > 0)
             })
             .cloned();
         if let Some(line) = with_calls
@@ -535,8 +540,16 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
     let decisions = chromium.eval("document.querySelectorAll('section.decision').length");
     assert!(decisions.as_u64().unwrap_or(0) > 0, "{decisions}");
     let page = text(&mut chromium, "main");
-    for expected in ["d-thinker", "house", "completion", "JAB HEAVY BLOCK DODGE FEINT RECOVER"] {
-        assert!(page.contains(expected), "the transcript page lacks {expected}: {page}");
+    for expected in [
+        "d-thinker",
+        "house",
+        "completion",
+        "JAB HEAVY BLOCK DODGE FEINT RECOVER",
+    ] {
+        assert!(
+            page.contains(expected),
+            "the transcript page lacks {expected}: {page}"
+        );
     }
     let folder = screenshot_folder("site-screenshots");
     chromium.screenshot(&folder.join("site-transcript.png"));
@@ -550,15 +563,27 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
         if home["live"].as_array().is_some_and(Vec::is_empty) {
             break;
         }
-        assert!(quiet.elapsed() < PLAY_DEADLINE, "matches still running: {home}");
+        assert!(
+            quiet.elapsed() < PLAY_DEADLINE,
+            "matches still running: {home}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // The match on air is withheld from listings: let its broadcast end.
     while json("/tv/now".to_owned()).await["on_air"]["ended"] == false {
-        assert!(quiet.elapsed() < PLAY_DEADLINE, "Duel TV never ends its match");
+        assert!(
+            quiet.elapsed() < PLAY_DEADLINE,
+            "Duel TV never ends its match"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let played = every_item(&http, &base, "/api/matches?bot=d-thinker&limit=200", "/matches").await;
+    let played = every_item(
+        &http,
+        &base,
+        "/api/matches?bot=d-thinker&limit=200",
+        "/matches",
+    )
+    .await;
     let (mut tokens, mut cost_usd, mut wins) = (0u64, 0.0f64, 0);
     for line in &played {
         let id = line["id"].as_str().expect("id");
@@ -596,7 +621,10 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
     assert_eq!(line["tokens"], json!(tokens), "{line}");
     assert!(tokens > 0);
     let stated = line["cost_usd"].as_f64().expect("cost_usd");
-    assert!((stated - cost_usd).abs() < 1e-9, "{stated} vs {cost_usd} from the replays");
+    assert!(
+        (stated - cost_usd).abs() < 1e-9,
+        "{stated} vs {cost_usd} from the replays"
+    );
 
     // After the season: the transcript is everyone's, and it proves against
     // the signed replay.

@@ -334,7 +334,11 @@ impl Model {
             .filter(|(of, _)| *of == season)
             .map(|(_, bot)| bot.clone())
             .collect();
-        let at = |bot: &str| bots.iter().position(|known| known == bot).expect("rated bot");
+        let at = |bot: &str| {
+            bots.iter()
+                .position(|known| known == bot)
+                .expect("rated bot")
+        };
         let starts: Vec<Rating> = bots
             .iter()
             .map(|bot| self.ratings[&(season, bot.clone())].start)
@@ -352,7 +356,10 @@ impl Model {
         let fitted = rating::season_fit(&starts, &games);
         for (bot, fit) in bots.iter().zip(fitted) {
             let tally = self.ratings.get_mut(&(season, bot.clone())).expect("bot");
-            if games.iter().any(|game| bots[game.a] == *bot || bots[game.b] == *bot) {
+            if games
+                .iter()
+                .any(|game| bots[game.a] == *bot || bots[game.b] == *bot)
+            {
                 tally.rating.rating = fit.rating;
                 tally.rating.deviation = fit.deviation;
             }
@@ -637,7 +644,12 @@ async fn replay_against(db: &TestDb) {
                 tally.rating
             );
             assert_eq!(
-                (standing.games, standing.wins, standing.losses, standing.draws),
+                (
+                    standing.games,
+                    standing.wins,
+                    standing.losses,
+                    standing.draws
+                ),
                 (tally.games, tally.wins, tally.losses, tally.draws),
                 "{context}: {bot} in season {season}"
             );

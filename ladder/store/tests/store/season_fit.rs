@@ -38,7 +38,14 @@ async fn settle(store: &Store, bots: [&str; 2], winner: Winner, play_key: &str) 
         models: Vec::new(),
     };
     store
-        .complete(&match_id, &claim.lease_id, winner, "r.json", Some(&played), 1_001)
+        .complete(
+            &match_id,
+            &claim.lease_id,
+            winner,
+            "r.json",
+            Some(&played),
+            1_001,
+        )
         .await
         .expect("settle");
 }
@@ -68,7 +75,8 @@ fn assert_fitted(standings: &[Standing], bots: &[String], starts: &[Rating], gam
             continue;
         };
         assert!(
-            (got.rating - want.rating).abs() < 1e-6 && (got.deviation - want.deviation).abs() < 1e-6,
+            (got.rating - want.rating).abs() < 1e-6
+                && (got.deviation - want.deviation).abs() < 1e-6,
             "{bot}: stored {} ± {}, fit {} ± {}",
             got.rating,
             got.deviation,
@@ -85,7 +93,12 @@ async fn season_fit_read_back(db: &TestDb) {
         let (owner, _) = db.owner(&format!("owner-{name}"), 10_000).await;
         let bot = db
             .store
-            .register_bot(&owner, name, "light", &BotSource::builtin("builtin:random".to_owned()))
+            .register_bot(
+                &owner,
+                name,
+                "light",
+                &BotSource::builtin("builtin:random".to_owned()),
+            )
             .await
             .expect("register");
         bots.push(bot.id);
@@ -132,7 +145,11 @@ async fn season_fit_read_back(db: &TestDb) {
     let x_row = fitted.iter().find(|s| &s.bot_id == x).expect("x");
     assert_eq!((x_row.games, x_row.wins, x_row.losses), (3, 3, 0));
     // Another class has nothing to fit.
-    let heavy = db.store.fit_season(WeightClass::Heavy).await.expect("heavy");
+    let heavy = db
+        .store
+        .fit_season(WeightClass::Heavy)
+        .await
+        .expect("heavy");
     assert_eq!((heavy.bots, heavy.games, heavy.written), (0, 0, 0));
 
     // One more game after the last fit: ending the season fits it in.
@@ -154,7 +171,10 @@ async fn season_fit_read_back(db: &TestDb) {
     // The next season's prior is each bot's soft reset of its frozen standing.
     db.store.start_season("s2").await.expect("season 2");
     settle(&db.store, [w, z], Winner::A, "k8").await;
-    db.store.fit_season(WeightClass::Light).await.expect("fit 2");
+    db.store
+        .fit_season(WeightClass::Light)
+        .await
+        .expect("fit 2");
     let starts: Vec<Rating> = bots
         .iter()
         .map(|bot| {

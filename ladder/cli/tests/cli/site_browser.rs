@@ -452,7 +452,6 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
         }
     };
     let json = |path: String| {
-        let get = get.clone();
         async move {
             let (status, body) = get(path.clone()).await;
             assert_eq!(status, 200, "{path}: {body}");

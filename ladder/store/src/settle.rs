@@ -481,11 +481,13 @@ async fn read_batch(
     );
     // Ratings of every asked match, not only those that turn out runnable: a
     // few rows more, read in the same step. A bot in two matches of the
-    // batch comes back twice.
+    // batch comes back twice. Ended seasons too: a match accepted before its
+    // season ended and settled after is not rated, but it adds to both
+    // bots' spend in that season, as a match settled alone does.
     reads.push(
         format!(
             "SELECT r.season_id, r.bot_id, r.rating, r.deviation, r.volatility \
-             FROM matches m JOIN seasons s ON s.id = m.season_id AND s.ended_ms IS NULL \
+             FROM matches m \
              JOIN ratings r ON r.season_id = m.season_id AND (r.bot_id = m.bot_a OR r.bot_id = m.bot_b) \
              WHERE m.id IN ({ids}){lock_ratings}"
         ),

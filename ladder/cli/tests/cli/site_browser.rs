@@ -451,12 +451,10 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
             (status, response.text().await.expect("body"))
         }
     };
-    let json = |path: String| {
-        async move {
-            let (status, body) = get(path.clone()).await;
-            assert_eq!(status, 200, "{path}: {body}");
-            serde_json::from_str::<Value>(&body).expect("JSON")
-        }
+    let json = |path: String| async move {
+        let (status, body) = get(path.clone()).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str::<Value>(&body).expect("JSON")
     };
 
     // Play until the thinker has settled matches in which it called the

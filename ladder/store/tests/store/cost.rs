@@ -236,3 +236,87 @@ async fn cost_read_back(db: &TestDb) {
     );
 }
 both_backends!(cost_of_a_win_read_back, cost_read_back);
+
+/// Matches accepted before their season ended and settled after it are not
+/// rated, but they add to both bots' spend in that season, settled alone or
+/// in a batch alike (the batch once skipped the ended season's rows).
+async fn spend_after_the_end(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let mut ids = Vec::new();
+    for name in ["x", "y", "z"] {
+        let (owner, _) = db.owner(&format!("owner-{name}"), 10_000).await;
+        let bot = db
+            .store
+            .register_bot(&owner, name, "light", &builtin())
+            .await
+            .expect("register");
+        ids.push(bot.id);
+    }
+    let [x, y, z] = [&ids[0], &ids[1], &ids[2]];
+    let now = 1_000;
+    let mut claims = Vec::new();
+    for (index, bots) in [[x, y], [x, z], [y, z]].into_iter().enumerate() {
+        let match_id = accept(&db.store, [bots[0], bots[1]]).await;
+        let claim = db
+            .store
+            .claim(60_000, now)
+            .await
+            .expect("claim")
+            .expect("queued");
+        assert_eq!(claim.game.id, match_id);
+        let played = PlayRecord {
+            play_key: format!("sha256:{index}"),
+            round_wins: [2, 0],
+            damage: [50, 10],
+            exchanges: 20,
+            tokens: [100, 10],
+            cost_usd: [Some(0.001), Some(0.0001)],
+            fallbacks: [Fallbacks::default(); 2],
+            models: vec![used(0, "mini", 1, 100, Some(0.001))],
+        };
+        claims.push((match_id, claim.lease_id, played));
+    }
+    let season = db.store.end_season().await.expect("end");
+    // The first alone, the other two at once (a settlement batch).
+    let mut settling = tokio::task::JoinSet::new();
+    for (index, (match_id, lease_id, played)) in claims.into_iter().enumerate() {
+        let store = db.store.clone();
+        let settle = async move {
+            store
+                .complete(
+                    &match_id,
+                    &lease_id,
+                    Winner::A,
+                    "r.json",
+                    Some(&played),
+                    now + 1,
+                )
+                .await
+        };
+        if index == 0 {
+            settle.await.expect("settle");
+        } else {
+            settling.spawn(settle);
+        }
+    }
+    while let Some(done) = settling.join_next().await {
+        done.expect("task").expect("settle");
+    }
+    let lines = db
+        .store
+        .reads()
+        .cost_lines(&season, WeightClass::Light)
+        .await
+        .expect("cost lines");
+    let line = |bot: &str| {
+        lines
+            .iter()
+            .find(|line| line.bot == bot)
+            .unwrap_or_else(|| panic!("{bot} in {lines:?}"))
+    };
+    assert_eq!((line("x").matches, line("x").tokens), (2, 200));
+    assert_eq!((line("y").matches, line("y").tokens), (2, 110));
+    assert_eq!((line("z").matches, line("z").tokens), (2, 20));
+    assert!(close(line("x").cost_usd, 0.002), "{lines:?}");
+}
+both_backends!(spend_settled_after_the_season_ended, spend_after_the_end);

@@ -124,6 +124,19 @@ pub const MAX_MODEL_CALLS_PER_DECISION: usize = 32;
 /// both fighters' clocks.
 pub const INLINE_COUNT_MAX_BYTES: usize = 1024;
 
+/// A prompt longer than [`INLINE_COUNT_MAX_BYTES`] and at most this long,
+/// from a call that names its completion cap (`max_tokens`) and whose bytes
+/// plus that cap fit what is left, is forwarded to the model while it is
+/// counted: an o200k token is at least one byte, so it fits whatever its
+/// count, and the cap forwarded is the one asked either way. Counting 8,000
+/// tokens takes ~3 ms, which the model's own time then hides. The bound keeps
+/// the rare count a cut call must finish on the spot (the decision ended
+/// first) to a few milliseconds: 64 KiB is ~16,000 tokens, ~6 ms.
+pub const OVERLAP_COUNT_MAX_BYTES: usize = 64 * 1024;
+
+const _: () = assert!(INLINE_COUNT_MAX_BYTES < OVERLAP_COUNT_MAX_BYTES);
+const _: () = assert!(OVERLAP_COUNT_MAX_BYTES <= MAX_PROMPT_BYTES);
+
 /// Message texts at least this long are counted once per fighter and match
 /// (a system prompt and a history resent with every call): shorter ones cost
 /// less to count again than to look up.

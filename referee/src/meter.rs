@@ -3,7 +3,10 @@
 //! tokens with tiktoken's `o200k_base` (RULES "Token budget", D-7), caps each
 //! call's completion at what is left after the prompt, refuses a call whose
 //! prompt alone does not fit (gassing the fighter out), and forwards the rest to
-//! an OpenAI-compatible chat-completions endpoint.
+//! an OpenAI-compatible chat-completions endpoint. A longer prompt that fits
+//! by its bytes alone (with the cap the call names) is forwarded while it is
+//! counted, so the model's time hides the count; a call that would be refused
+//! while such counts are out waits for them, so refusals rest on exact counts.
 //!
 //! Every call belongs to the decision it was made in. [`FighterMeter::settle`]
 //! ends a decision: a call still running then is cut (its prompt, forwarded
@@ -13,7 +16,7 @@
 //! ([`FighterMeter::open_window`]): outside it, calls are refused.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use duel_replays::{CallOutcome, CallRecord, ModelPrice};
@@ -21,7 +24,7 @@ use tiktoken_rs::CoreBPE;
 
 use crate::limits::{
     INLINE_COUNT_MAX_BYTES, MAX_CACHED_COUNTS, MAX_MODEL_CALLS_PER_DECISION, MAX_PROMPT_BYTES,
-    MAX_PROMPT_MESSAGES, MIN_CACHED_TEXT_BYTES,
+    MAX_PROMPT_MESSAGES, MIN_CACHED_TEXT_BYTES, OVERLAP_COUNT_MAX_BYTES,
 };
 use crate::models::{Model, Resolve};
 pub use crate::models::{ModelConfig, ModelGateway, Sampling};
@@ -43,30 +46,25 @@ pub fn warm_up() {
 /// async threads that count it also run both fighters' clocks. Counting there
 /// would make the *other* fighter late.
 async fn count_prompt_tokens_off_runtime(
-    messages: Vec<ChatMessage>,
+    messages: Arc<Vec<ChatMessage>>,
     cache: Arc<Mutex<CountCache>>,
-) -> Result<(Vec<ChatMessage>, u64), ModelError> {
+) -> Result<u64, ModelError> {
     // A short prompt is counted where it is (tens of microseconds): the hop to
     // the blocking pool and back would cost more than the count.
-    let bytes: usize = messages.iter().map(|message| message.content.len()).sum();
-    if bytes <= INLINE_COUNT_MAX_BYTES {
-        let tokens = messages
-            .iter()
-            .map(|message| count_tokens(&message.content))
-            .sum();
-        return Ok((messages, tokens));
+    if prompt_bytes(&messages) <= INLINE_COUNT_MAX_BYTES {
+        return Ok(count_prompt_tokens(&messages));
     }
-    tokio::task::spawn_blocking(move || {
-        let tokens = messages
-            .iter()
-            .map(|message| CountCache::count(&cache, &message.content))
-            .sum();
-        (messages, tokens)
-    })
-    .await
-    // Counting cannot panic on any text: a join error means the runtime is
-    // shutting down. Nothing was counted, so nothing is charged.
-    .map_err(|_| ModelError::Unavailable("the referee is shutting down".to_owned()))
+    tokio::task::spawn_blocking(move || CountCache::count_prompt(&cache, &messages))
+        .await
+        // Counting cannot panic on any text: a join error means the runtime is
+        // shutting down. Nothing was counted, so nothing is charged.
+        .map_err(|_| ModelError::Unavailable("the referee is shutting down".to_owned()))
+}
+
+/// The bytes of a prompt's message texts: never fewer than its tokens (an
+/// o200k token is at least one byte).
+fn prompt_bytes(messages: &[ChatMessage]) -> usize {
+    messages.iter().map(|message| message.content.len()).sum()
 }
 
 /// [`cut_to_tokens`] on the blocking pool, for the same reason.
@@ -130,6 +128,15 @@ impl CountCache {
         }
         cache.counts.insert(key, tokens);
         tokens
+    }
+
+    /// The tokens of a prompt, message by message through the cache.
+    /// Blocking, like [`CountCache::count`].
+    fn count_prompt(cache: &Mutex<CountCache>, messages: &[ChatMessage]) -> u64 {
+        messages
+            .iter()
+            .map(|message| CountCache::count(cache, &message.content))
+            .sum()
     }
 }
 
@@ -301,6 +308,11 @@ struct MeterInner {
     /// Bumped by every [`FighterMeter::settle`]: calls in flight wake up and
     /// find themselves cut.
     decisions: tokio::sync::watch::Sender<u64>,
+    /// Bumped whenever a call forwarded while counted ([`Prompt::Counting`])
+    /// is counted or ends: a call that would be refused while such a call
+    /// holds more than its count waits for it, so a refusal (which gasses
+    /// the fighter out) is only ever decided on exact counts.
+    counted: tokio::sync::watch::Sender<u64>,
 }
 
 /// Whether calls are refused outside decisions.
@@ -317,13 +329,54 @@ enum Window {
 /// A call between its reservation and its charge.
 #[derive(Clone, Debug)]
 struct InFlight {
-    prompt_tokens: u64,
+    prompt: Prompt,
     cap_tokens: u64,
     model: Arc<Model>,
     /// The messages, when texts are kept: a call cut in flight still shows
     /// what it asked.
     messages: Option<Arc<Vec<ChatMessage>>>,
     started: Instant,
+}
+
+/// A call's prompt as the meter holds it.
+#[derive(Clone, Debug)]
+enum Prompt {
+    /// Counted before the call was forwarded.
+    Counted(u64),
+    /// Forwarded while it is counted (`OVERLAP_COUNT_MAX_BYTES`): its bytes
+    /// are held, which no count exceeds. The counting task fills `count`.
+    Counting {
+        bytes: u64,
+        messages: Arc<Vec<ChatMessage>>,
+        count: Arc<OnceLock<u64>>,
+    },
+}
+
+impl InFlight {
+    /// What the call holds of the budget.
+    fn reserved_tokens(&self) -> u64 {
+        let prompt = match &self.prompt {
+            Prompt::Counted(tokens) => *tokens,
+            Prompt::Counting { bytes, .. } => *bytes,
+        };
+        prompt + self.cap_tokens
+    }
+
+    /// The prompt's tokens. A call cut while its prompt is still being
+    /// counted finishes the count here (bounded by `OVERLAP_COUNT_MAX_BYTES`;
+    /// the counting task, started with the call, has almost always finished).
+    fn prompt_tokens(&self) -> u64 {
+        match &self.prompt {
+            Prompt::Counted(tokens) => *tokens,
+            Prompt::Counting {
+                messages, count, ..
+            } => *count.get_or_init(|| count_prompt_tokens(messages)),
+        }
+    }
+
+    fn counting(&self) -> bool {
+        matches!(self.prompt, Prompt::Counting { .. })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -356,9 +409,7 @@ impl MeterState {
     /// Drops a call's reservation and charges `charged_tokens` for it;
     /// returns what was charged.
     fn charge(&mut self, budget_tokens: u64, call: &InFlight, charged_tokens: u64) -> u64 {
-        self.reserved_tokens = self
-            .reserved_tokens
-            .saturating_sub(call.prompt_tokens + call.cap_tokens);
+        self.reserved_tokens = self.reserved_tokens.saturating_sub(call.reserved_tokens());
         let before = self.used_tokens;
         self.used_tokens = self
             .used_tokens
@@ -372,7 +423,7 @@ impl MeterState {
 
     /// Charges a call cut before its answer (its prompt) and records it.
     fn cut(&mut self, budget_tokens: u64, id: u64, call: &InFlight) {
-        let charged = self.charge(budget_tokens, call, call.prompt_tokens);
+        let charged = self.charge(budget_tokens, call, call.prompt_tokens());
         self.ended.push((
             id,
             ModelCall {
@@ -409,6 +460,14 @@ pub struct Spent {
     pub calls: Vec<ModelCall>,
 }
 
+/// What [`FighterMeter::reserve`] decided.
+enum Admission<'a> {
+    Reserved(Reservation<'a>),
+    /// The prompt does not fit while calls in flight are still being
+    /// counted: ask again once they are (the receiver changes then).
+    AfterCounts(tokio::sync::watch::Receiver<u64>),
+}
+
 /// A call admitted by [`FighterMeter::reserve`].
 struct Reservation<'a> {
     guard: CallGuard<'a>,
@@ -432,6 +491,9 @@ impl Drop for CallGuard<'_> {
         let mut state = self.meter.state();
         if let Some(call) = state.calls.remove(&self.id) {
             state.cut(budget_tokens, self.id, &call);
+            if call.counting() {
+                self.meter.counts_moved();
+            }
         }
     }
 }
@@ -461,8 +523,32 @@ impl FighterMeter {
                 state: Mutex::new(MeterState::default()),
                 counts: Arc::default(),
                 decisions: tokio::sync::watch::channel(0).0,
+                counted: tokio::sync::watch::channel(0).0,
             }),
         }
+    }
+
+    /// Wakes calls waiting for counts in flight ([`Admission::AfterCounts`]).
+    fn counts_moved(&self) {
+        self.inner.counted.send_modify(|moves| *moves += 1);
+    }
+
+    /// A call forwarded while counted (call `id`) has its count: it now holds
+    /// its tokens instead of its bytes, and calls waiting for that are woken.
+    /// Nothing happens when the call ended meanwhile or was counted already.
+    fn prompt_counted(&self, id: u64, prompt_tokens: u64) {
+        let mut state = self.state();
+        let Some(call) = state.calls.get_mut(&id) else {
+            return;
+        };
+        if !call.counting() {
+            return;
+        }
+        let held_tokens = call.reserved_tokens();
+        call.prompt = Prompt::Counted(prompt_tokens);
+        let freed_tokens = held_tokens.saturating_sub(call.reserved_tokens());
+        state.reserved_tokens = state.reserved_tokens.saturating_sub(freed_tokens);
+        self.counts_moved();
     }
 
     fn state(&self) -> MutexGuard<'_, MeterState> {
@@ -522,8 +608,12 @@ impl FighterMeter {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
         let cut: Vec<(u64, InFlight)> = state.calls.drain().collect();
+        let counting = cut.iter().any(|(_, call)| call.counting());
         for (id, call) in cut {
             state.cut(budget_tokens, id, &call);
+        }
+        if counting {
+            self.counts_moved();
         }
         if state.window == Window::Open {
             state.window = Window::Closed;
@@ -710,6 +800,7 @@ impl FighterMeter {
                 );
             }
         };
+        let bytes = prompt_bytes(&messages);
         let invalid = if messages.is_empty() {
             Some("no messages".to_owned())
         } else if messages.len() > MAX_PROMPT_MESSAGES {
@@ -718,9 +809,8 @@ impl FighterMeter {
                 messages.len()
             ))
         } else {
-            let prompt_bytes: usize = messages.iter().map(|message| message.content.len()).sum();
-            (prompt_bytes > MAX_PROMPT_BYTES)
-                .then(|| format!("prompt of {prompt_bytes} bytes, more than {MAX_PROMPT_BYTES}"))
+            (bytes > MAX_PROMPT_BYTES)
+                .then(|| format!("prompt of {bytes} bytes, more than {MAX_PROMPT_BYTES}"))
         };
         if let Some(note) = invalid {
             return refuse(
@@ -732,41 +822,81 @@ impl FighterMeter {
                 &messages,
             );
         }
-        let counted = count_prompt_tokens_off_runtime(messages, self.inner.counts.clone()).await;
-        let (messages, prompt_tokens) = match counted {
-            Ok(counted) => counted,
-            Err(error) => {
-                return refuse(
-                    CallOutcome::Unavailable,
-                    model.name.clone(),
-                    Some(model.price.clone()),
-                    error.to_string(),
-                    error,
-                    &[],
-                );
-            }
-        };
         let messages = Arc::new(messages);
-        let reservation = match self.reserve(
-            in_decision,
-            prompt_tokens,
-            max_tokens,
-            &model,
-            &messages,
-            started,
-        ) {
-            Ok(reservation) => reservation,
-            Err(error @ ModelError::BudgetExhausted { .. }) => {
-                return refuse(
-                    CallOutcome::Refused,
-                    model.name.clone(),
-                    Some(model.price.clone()),
-                    "the token budget is spent".to_owned(),
-                    error,
-                    &messages,
-                );
+        // A prompt that fits by its bytes is forwarded while it is counted
+        // (`OVERLAP_COUNT_MAX_BYTES`): the model's time hides the count.
+        let mut counting = None;
+        if max_tokens > 0 && bytes > INLINE_COUNT_MAX_BYTES && bytes <= OVERLAP_COUNT_MAX_BYTES {
+            let count = Arc::new(OnceLock::new());
+            let prompt = Prompt::Counting {
+                bytes: bytes as u64,
+                messages: messages.clone(),
+                count: count.clone(),
+            };
+            if let Some(reservation) =
+                self.reserve_uncounted(in_decision, prompt, max_tokens, &model, &messages, started)?
+            {
+                let cache = self.inner.counts.clone();
+                let texts = messages.clone();
+                let meter = self.clone();
+                let id = reservation.guard.id;
+                let task = tokio::task::spawn_blocking(move || {
+                    let tokens = *count.get_or_init(|| CountCache::count_prompt(&cache, &texts));
+                    meter.prompt_counted(id, tokens);
+                });
+                counting = Some((reservation, task));
             }
-            Err(error) => return Err(error),
+        }
+        let (reservation, counted) = match counting {
+            Some((reservation, task)) => (reservation, Some(task)),
+            None => {
+                let prompt_tokens = match count_prompt_tokens_off_runtime(
+                    messages.clone(),
+                    self.inner.counts.clone(),
+                )
+                .await
+                {
+                    Ok(tokens) => tokens,
+                    Err(error) => {
+                        return refuse(
+                            CallOutcome::Unavailable,
+                            model.name.clone(),
+                            Some(model.price.clone()),
+                            error.to_string(),
+                            error,
+                            &[],
+                        );
+                    }
+                };
+                let reservation = loop {
+                    match self.reserve(
+                        in_decision,
+                        prompt_tokens,
+                        max_tokens,
+                        &model,
+                        &messages,
+                        started,
+                    ) {
+                        Ok(Admission::Reserved(reservation)) => break reservation,
+                        Ok(Admission::AfterCounts(mut moved)) => {
+                            // The sender lives as long as the meter.
+                            let _ = moved.changed().await;
+                        }
+                        Err(error @ ModelError::BudgetExhausted { .. }) => {
+                            return refuse(
+                                CallOutcome::Refused,
+                                model.name.clone(),
+                                Some(model.price.clone()),
+                                "the token budget is spent".to_owned(),
+                                error,
+                                &messages,
+                            );
+                        }
+                        Err(error) => return Err(error),
+                    }
+                };
+                (reservation, None)
+            }
         };
         let Reservation {
             guard,
@@ -795,6 +925,9 @@ impl FighterMeter {
                     return Err(ModelError::Cut);
                 };
                 state.charge(self.inner.budget_tokens, &call, 0);
+                if call.counting() {
+                    self.counts_moved();
+                }
                 let text = self.inner.keep_texts.then(|| CallText {
                     messages: messages.as_ref().clone(),
                     completion: String::new(),
@@ -815,6 +948,16 @@ impl FighterMeter {
                 return Err(ModelError::Unavailable(reason));
             }
         };
+        if let Some(task) = counted {
+            // Almost always done: it started with the call. A join error (the
+            // runtime shutting down) leaves the count to `prompt_tokens()`.
+            let _ = task.await;
+        }
+        let prompt_tokens = match self.state().calls.get(&guard.id) {
+            Some(call) => call.prompt_tokens(),
+            None => return Err(ModelError::Cut),
+        };
+        self.prompt_counted(guard.id, prompt_tokens);
         let full_bytes = text.len();
         let (text, completion_tokens) = cut_to_tokens_off_runtime(text, cap_tokens).await;
         let mut state = self.state();
@@ -860,7 +1003,9 @@ impl FighterMeter {
 
     /// Holds the prompt and the completion cap; refuses (and gasses out) when
     /// the prompt alone does not fit, and refuses a call outside the decision
-    /// window (or outside `in_decision`, when given).
+    /// window (or outside `in_decision`, when given). A prompt that does not
+    /// fit while calls forwarded uncounted still hold their bytes waits for
+    /// their counts instead ([`Admission::AfterCounts`]).
     fn reserve(
         &self,
         in_decision: Option<u64>,
@@ -869,18 +1014,19 @@ impl FighterMeter {
         model: &Arc<Model>,
         messages: &Arc<Vec<ChatMessage>>,
         started: Instant,
-    ) -> Result<Reservation<'_>, ModelError> {
+    ) -> Result<Admission<'_>, ModelError> {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
-        let current = *self.inner.decisions.borrow();
-        let outside = match in_decision {
-            Some(decision) => state.window != Window::Open || decision != current,
-            None => state.window == Window::Closed,
-        };
-        if outside {
-            return Err(ModelError::NotDeciding);
-        }
+        let current = self.check_window(&state, in_decision)?;
         let left_tokens = state.left(budget_tokens);
+        if !state.gassed_out
+            && prompt_tokens > left_tokens
+            && state.calls.values().any(InFlight::counting)
+        {
+            // Subscribed under the lock that every count's end is announced
+            // under: no announcement can slip between.
+            return Ok(Admission::AfterCounts(self.inner.counted.subscribe()));
+        }
         if state.gassed_out || prompt_tokens > left_tokens {
             state.gassed_out = true;
             return Err(ModelError::BudgetExhausted {
@@ -892,26 +1038,97 @@ impl FighterMeter {
         if max_tokens > 0 {
             cap_tokens = cap_tokens.min(u64::from(max_tokens));
         }
-        state.reserved_tokens += prompt_tokens + cap_tokens;
+        let prompt = Prompt::Counted(prompt_tokens);
+        Ok(Admission::Reserved(self.hold(
+            &mut state, current, prompt, cap_tokens, model, messages, started,
+        )))
+    }
+
+    /// Holds a prompt not yet counted by its bytes, and the cap asked, when
+    /// both fit what is left; `None` (nothing held, nothing refused) when they
+    /// do not, or the fighter is gassed out: the prompt is then counted first.
+    #[allow(clippy::too_many_arguments)]
+    fn reserve_uncounted(
+        &self,
+        in_decision: Option<u64>,
+        prompt: Prompt,
+        max_tokens: u32,
+        model: &Arc<Model>,
+        messages: &Arc<Vec<ChatMessage>>,
+        started: Instant,
+    ) -> Result<Option<Reservation<'_>>, ModelError> {
+        let budget_tokens = self.inner.budget_tokens;
+        let mut state = self.state();
+        let current = self.check_window(&state, in_decision)?;
+        let cap_tokens = u64::from(max_tokens);
+        let held = InFlight {
+            prompt,
+            cap_tokens,
+            model: model.clone(),
+            messages: None,
+            started,
+        };
+        if state.gassed_out || max_tokens == 0 || held.reserved_tokens() > state.left(budget_tokens)
+        {
+            return Ok(None);
+        }
+        Ok(Some(self.hold(
+            &mut state,
+            current,
+            held.prompt,
+            cap_tokens,
+            model,
+            messages,
+            started,
+        )))
+    }
+
+    /// The decision now, when a call made `in_decision` may be admitted.
+    fn check_window(
+        &self,
+        state: &MeterState,
+        in_decision: Option<u64>,
+    ) -> Result<u64, ModelError> {
+        let current = *self.inner.decisions.borrow();
+        let outside = match in_decision {
+            Some(decision) => state.window != Window::Open || decision != current,
+            None => state.window == Window::Closed,
+        };
+        if outside {
+            return Err(ModelError::NotDeciding);
+        }
+        Ok(current)
+    }
+
+    /// Records an admitted call in flight and what it holds.
+    #[allow(clippy::too_many_arguments)]
+    fn hold(
+        &self,
+        state: &mut MeterState,
+        decision: u64,
+        prompt: Prompt,
+        cap_tokens: u64,
+        model: &Arc<Model>,
+        messages: &Arc<Vec<ChatMessage>>,
+        started: Instant,
+    ) -> Reservation<'_> {
+        let call = InFlight {
+            prompt,
+            cap_tokens,
+            model: model.clone(),
+            messages: self.inner.keep_texts.then(|| messages.clone()),
+            started,
+        };
+        state.reserved_tokens += call.reserved_tokens();
         let id = state.next_call;
         state.next_call += 1;
-        state.calls.insert(
-            id,
-            InFlight {
-                prompt_tokens,
-                cap_tokens,
-                model: model.clone(),
-                messages: self.inner.keep_texts.then(|| messages.clone()),
-                started,
-            },
-        );
-        let decisions = self.inner.decisions.subscribe();
-        Ok(Reservation {
+        state.calls.insert(id, call);
+        Reservation {
             guard: CallGuard { meter: self, id },
             cap_tokens,
-            decisions,
-            decision: current,
-        })
+            decisions: self.inner.decisions.subscribe(),
+            decision,
+        }
     }
 }
 
@@ -987,6 +1204,89 @@ mod tests {
         assert_eq!(spent.calls.len(), 1);
         assert_eq!(spent.calls[0].outcome, CallOutcome::Unavailable);
         assert_eq!(spent.calls[0].tokens(), 0);
+    }
+
+    fn house_meter(budget_tokens: u64) -> FighterMeter {
+        let catalogue =
+            crate::models::Catalogue::single(crate::models::HOUSE_URL, None).expect("house");
+        let gateway =
+            ModelGateway::from_catalogue(&catalogue, &|_| None, &crate::tls::Trust::system())
+                .expect("gateway");
+        FighterMeter::new(gateway, budget_tokens)
+    }
+
+    /// A prompt forwarded while it is counted holds its bytes; a call that
+    /// fits only once that count is known waits for it instead of being
+    /// refused (a refusal gasses the fighter out), and is refused only on
+    /// exact counts.
+    #[tokio::test]
+    async fn a_call_that_fits_only_by_counts_waits_for_them() {
+        let meter = house_meter(12_000);
+        let model = meter.gateway().resolve("").expect("the house model");
+        let started = Instant::now();
+        let long = Arc::new(vec![ChatMessage::new("user", "word ".repeat(2_000))]);
+        let long_tokens = count_prompt_tokens(&long);
+        assert!(long_tokens < 10_000, "{long_tokens}");
+        let prompt = Prompt::Counting {
+            bytes: 10_000,
+            messages: long.clone(),
+            count: Arc::default(),
+        };
+        let first = meter
+            .reserve_uncounted(None, prompt, 16, &model, &long, started)
+            .expect("in the window")
+            .expect("fits by its bytes");
+        assert_eq!(first.cap_tokens, 16);
+        assert_eq!(meter.budget_left_tokens(), 12_000 - 10_000 - 16);
+        let second = Arc::new(vec![ChatMessage::new("user", "x")]);
+        let Admission::AfterCounts(mut moved) = meter
+            .reserve(None, 3_000, 16, &model, &second, started)
+            .expect("not refused")
+        else {
+            panic!("3,000 tokens fit by counts: the call must wait for them");
+        };
+        assert!(!meter.gassed_out());
+        meter.prompt_counted(first.guard.id, long_tokens);
+        moved.changed().await.expect("woken by the count");
+        assert_eq!(meter.budget_left_tokens(), 12_000 - long_tokens - 16);
+        let Admission::Reserved(admitted) = meter
+            .reserve(None, 3_000, 16, &model, &second, started)
+            .expect("fits")
+        else {
+            panic!("nothing is counting any more");
+        };
+        assert_eq!(admitted.cap_tokens, 16);
+        // Nothing counting: a prompt that does not fit is refused at once.
+        let refused = meter.reserve(None, 12_000, 16, &model, &second, started);
+        assert!(matches!(refused, Err(ModelError::BudgetExhausted { .. })));
+        assert!(meter.gassed_out());
+        // Cut now, each call is charged its prompt's count, never its bytes.
+        drop((first, admitted));
+        assert_eq!(meter.settle().tokens, long_tokens + 3_000);
+    }
+
+    /// An uncounted prompt is never refused by its bytes: one that does not
+    /// fit by them, or a call that names no cap, is counted first.
+    #[test]
+    fn an_uncounted_prompt_that_does_not_fit_by_its_bytes_is_counted_first() {
+        let meter = house_meter(1_000);
+        let model = meter.gateway().resolve("").expect("the house model");
+        let long = Arc::new(vec![ChatMessage::new("user", "word ".repeat(400))]);
+        let uncounted = |max_tokens| {
+            let prompt = Prompt::Counting {
+                bytes: 2_000,
+                messages: long.clone(),
+                count: Arc::default(),
+            };
+            meter
+                .reserve_uncounted(None, prompt, max_tokens, &model, &long, Instant::now())
+                .expect("in the window")
+                .is_some()
+        };
+        assert!(!uncounted(16));
+        assert!(!uncounted(0));
+        assert!(!meter.gassed_out());
+        assert_eq!(meter.budget_left_tokens(), 1_000);
     }
 
     /// The house model answers through the meter like any model: counted,

@@ -437,3 +437,54 @@ async fn an_endpoint_call_past_the_wall_clock_is_charged_to_the_decision_that_ma
     );
     referee.stop().await;
 }
+
+/// A prompt past 1 KiB from a call that names its cap is forwarded while it
+/// is counted (`OVERLAP_COUNT_MAX_BYTES`): answered or cut, it is charged its
+/// exact count, never the bytes it held meanwhile, and what it held is free
+/// again afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_prompt_forwarded_while_counted_is_charged_its_count() {
+    let prompt = vec![
+        ChatMessage::new("system", SYSTEM),
+        ChatMessage::new("user", "word ".repeat(4_000)),
+    ];
+    let prompt_tokens = count_prompt_tokens(&prompt);
+    let prompt_bytes: u64 = prompt
+        .iter()
+        .map(|message| message.content.len() as u64)
+        .sum();
+    assert!(prompt_tokens < prompt_bytes / 2, "{prompt_tokens}");
+
+    // Answered: the prompt's count and the completion's.
+    let (model, _log) = serve_model(COMPLETION).await;
+    let meter = gateway_for(&model).meter(30_000);
+    let answered = meter
+        .complete_detailed(prompt.clone(), 16)
+        .await
+        .expect("answered");
+    assert_eq!(
+        (answered.prompt_tokens, answered.completion_tokens),
+        (prompt_tokens, COMPLETION_TOKENS)
+    );
+    assert_eq!(
+        answered.budget_left_tokens,
+        30_000 - prompt_tokens - COMPLETION_TOKENS
+    );
+    assert_eq!(meter.budget_left_tokens(), answered.budget_left_tokens);
+
+    // Cut in flight: its prompt's count, no completion.
+    let (slow, slow_log) = serve_slow_model(COMPLETION, Duration::from_secs(600)).await;
+    let meter = gateway_for(&slow).meter(30_000);
+    meter.open_window();
+    let call = tokio::spawn({
+        let meter = meter.clone();
+        let prompt = prompt.clone();
+        async move { meter.complete_detailed(prompt, 16).await }
+    });
+    wait_for_requests(&slow_log, 1).await;
+    let spent = meter.settle();
+    assert_eq!((spent.tokens, spent.gassed_out), (prompt_tokens, false));
+    assert_eq!(spent.calls[0].outcome, CallOutcome::Cut);
+    assert_eq!(call.await.unwrap(), Err(ModelError::Cut));
+    assert_eq!(meter.budget_left_tokens(), 30_000 - prompt_tokens);
+}

@@ -175,7 +175,14 @@ fn gateway() -> ModelGateway {
 
 fn planned_call() -> impl Strategy<Value = PlannedCall> {
     let role = prop::sample::select(vec!["system", "user", "assistant"]);
-    let content = prop_oneof!["[a-zA-Z ,.!?]{0,120}", "[\\PC]{0,40}", Just(String::new()),];
+    // Texts past 1 KiB take the gateway's other path: with a cap named, the
+    // call is forwarded while its prompt is counted (OVERLAP_COUNT_MAX_BYTES).
+    let content = prop_oneof![
+        3 => "[a-zA-Z ,.!?]{0,120}",
+        3 => "[\\PC]{0,40}",
+        1 => Just(String::new()),
+        1 => "[a-z ]{1100,2400}",
+    ];
     (
         prop::sample::select(vec!["", "house", "echo"]),
         prop::collection::vec((role, content), 1..4),

@@ -840,15 +840,18 @@ impl FighterMeter {
                 let texts = messages.clone();
                 let meter = self.clone();
                 let id = reservation.guard.id;
-                let task = tokio::task::spawn_blocking(move || {
-                    let tokens = *count.get_or_init(|| CountCache::count_prompt(&cache, &texts));
-                    meter.prompt_counted(id, tokens);
-                });
-                counting = Some((reservation, task));
+                let count_task = move || {
+                    tokio::task::spawn_blocking(move || {
+                        let tokens =
+                            *count.get_or_init(|| CountCache::count_prompt(&cache, &texts));
+                        meter.prompt_counted(id, tokens);
+                    })
+                };
+                counting = Some((reservation, count_task));
             }
         }
-        let (reservation, counted) = match counting {
-            Some((reservation, task)) => (reservation, Some(task)),
+        let (reservation, mut start_count) = match counting {
+            Some((reservation, count_task)) => (reservation, Some(count_task)),
             None => {
                 let prompt_tokens = match count_prompt_tokens_off_runtime(
                     messages.clone(),
@@ -904,16 +907,38 @@ impl FighterMeter {
             mut decisions,
             decision,
         } = reservation;
+        let mut counted = None;
         let answer = if cap_tokens == 0 {
             Ok(crate::models::UpstreamAnswer {
                 text: String::new(),
             })
         } else {
-            tokio::select! {
-                answer = model.complete(&messages, cap_tokens, &sampling) => answer,
-                // The decision was settled meanwhile: this call is cut (the
-                // guard's drop, or the settlement, records it).
-                _ = decisions.wait_for(|now| *now != decision) => return Err(ModelError::Cut),
+            let mut forward = std::pin::pin!(model.complete(&messages, cap_tokens, &sampling));
+            // The request goes on its way first (one poll hands it to the
+            // connection, a yield lets the connection write it); only then
+            // does the count take a core. Started together, on 2 cores shared
+            // with the upstream, the count delayed the forward by up to its
+            // own length (docs/perf/grpc.md).
+            let mut first =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(forward.as_mut().poll(cx))).await;
+            if let Some(count_task) = start_count.take() {
+                if first.is_pending() {
+                    tokio::task::yield_now().await;
+                    first = std::future::poll_fn(|cx| {
+                        std::task::Poll::Ready(forward.as_mut().poll(cx))
+                    })
+                    .await;
+                }
+                counted = Some(count_task());
+            }
+            match first {
+                std::task::Poll::Ready(answer) => answer,
+                std::task::Poll::Pending => tokio::select! {
+                    answer = forward.as_mut() => answer,
+                    // The decision was settled meanwhile: this call is cut
+                    // (the guard's drop, or the settlement, records it).
+                    _ = decisions.wait_for(|now| *now != decision) => return Err(ModelError::Cut),
+                },
             }
         };
         let text = match answer {

@@ -102,10 +102,15 @@ pub const GLICKO2_TAU: f64 = 0.5;
 /// A bot is provisional while its rating deviation is at or above this.
 pub const PROVISIONAL_DEVIATION: f64 = 110.0;
 
-/// The season fit (crate::rating::season_fit) stops when every bot's
-/// remaining Newton step, |gradient| / curvature, is below this (Glicko-2
+/// The season fit (crate::rating::season_fit) stops once its Newton step,
+/// solved over all bots at once, moves no rating by more than this (Glicko-2
 /// scale: 1e-9 is about 2e-7 rating points)...
 pub const SEASON_FIT_TOLERANCE: f64 = 1e-9;
+/// A Newton step that moves no rating by more than this (Glicko-2 scale,
+/// about 0.17 points) is taken whole, without searching along it: that close
+/// to the top the objective is flat to rounding, and a search on it would
+/// stop short at a point that depends on the order of the games.
+pub const SEASON_FIT_FULL_STEP: f64 = 1e-3;
 /// ...or after this many Newton steps. Each solves for a step over all the
 /// bots at once, so the common shift of a well-connected class (which only
 /// the weak priors pin down, and which one bot at a time moves by a fraction

@@ -7,9 +7,9 @@ use skillratings::Outcomes;
 use skillratings::glicko2::{Glicko2Config, Glicko2Rating, glicko2, glicko2_rating_period};
 
 use crate::limits::{
-    CONSERVATIVE_DEVIATIONS, GLICKO2_TAU, PROVISIONAL_DEVIATION, SEASON_FIT_MAX_CG_ITERATIONS,
-    SEASON_FIT_MAX_HALVINGS, SEASON_FIT_MAX_NEWTON_STEPS, SEASON_FIT_MAX_STEP,
-    SEASON_FIT_TOLERANCE, SOFT_RESET_KEEP, SOFT_RESET_MIN_DEVIATION,
+    CONSERVATIVE_DEVIATIONS, GLICKO2_TAU, PROVISIONAL_DEVIATION, SEASON_FIT_FULL_STEP,
+    SEASON_FIT_MAX_CG_ITERATIONS, SEASON_FIT_MAX_HALVINGS, SEASON_FIT_MAX_NEWTON_STEPS,
+    SEASON_FIT_MAX_STEP, SEASON_FIT_TOLERANCE, SOFT_RESET_KEEP, SOFT_RESET_MIN_DEVIATION,
 };
 
 /// Rating points per unit of Glicko-2's internal scale (400 / ln 10).
@@ -177,16 +177,21 @@ pub fn season_fit(starts: &[Rating], games: &[FitGame]) -> Vec<Rating> {
     let mut mu: Vec<f64> = prior.iter().map(|(mean, _)| *mean).collect();
     for _ in 0..SEASON_FIT_MAX_NEWTON_STEPS {
         let (gradient, weights, diagonal) = fit.slope(&mu);
-        let remaining = gradient
-            .iter()
-            .zip(&diagonal)
-            .map(|(gradient, curvature)| (gradient / curvature).abs())
-            .fold(0.0, f64::max);
-        if remaining < SEASON_FIT_TOLERANCE {
-            break;
-        }
         let mut step = fit.newton_step(&gradient, &weights, &diagonal);
         let longest = step.iter().map(|x| x.abs()).fold(0.0, f64::max);
+        if longest <= SEASON_FIT_FULL_STEP {
+            // Near the top the objective is flat to its last bits, so a
+            // search on it stops short, where the order of its sums decides;
+            // Newton's step, which converges quadratically there, is taken
+            // whole, and it says how far the top still is.
+            for (mu, step) in mu.iter_mut().zip(&step) {
+                *mu += step;
+            }
+            if longest < SEASON_FIT_TOLERANCE {
+                break;
+            }
+            continue;
+        }
         if longest > SEASON_FIT_MAX_STEP {
             step.iter_mut()
                 .for_each(|x| *x *= SEASON_FIT_MAX_STEP / longest);

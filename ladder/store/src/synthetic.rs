@@ -78,6 +78,10 @@ impl Sql {
     }
 }
 
+/// The price the seeded models' calls are charged at, per token (US$ 0.15 per
+/// million, a small hosted model's input price).
+const BENCH_SITE_USD_PER_TOKEN: f64 = 0.15e-6;
+
 /// Seeds an empty ladder database (migrations run by [`Store::connect`]).
 pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
     if bots < BENCH_SITE_MIN_BOTS {
@@ -219,6 +223,20 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
                  ON t.season_id = s.id AND t.bot = b.id",
                 rating = rating_of(bot_number, "s.id"),
                 deviation = deviation_of(bot_number, "s.id"),
+            ),
+        ),
+        (
+            "match_models",
+            // Every other match, side a called one of three models (the
+            // replays' `calls`, as settlement indexes them), so the cost
+            // page's table by model reads rows, not an empty index.
+            format!(
+                "INSERT INTO match_models (match_id, side, model, calls, tokens, cost_usd) \
+                 SELECT id, 'a', CASE seed % 3 WHEN 0 THEN 'bench-mini' WHEN 1 THEN 'bench-large' \
+                 ELSE 'house' END, 2, 200 + seed % 800, \
+                 CASE seed % 3 WHEN 2 THEN NULL ELSE {usd_per_token} * (200 + seed % 800) END \
+                 FROM matches WHERE seed % 2 = 0",
+                usd_per_token = float_sql(BENCH_SITE_USD_PER_TOKEN),
             ),
         ),
         (

@@ -61,6 +61,14 @@ async fn count_prompt_tokens_off_runtime(
         .map_err(|_| ModelError::Unavailable("the referee is shutting down".to_owned()))
 }
 
+/// Polls `future` once: its output if it is ready, else `Pending` (it has
+/// been woken up to make progress meanwhile, like any polled future).
+async fn poll_once<F: std::future::Future>(
+    mut future: std::pin::Pin<&mut F>,
+) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx))).await
+}
+
 /// The bytes of a prompt's message texts: never fewer than its tokens (an
 /// o200k token is at least one byte).
 fn prompt_bytes(messages: &[ChatMessage]) -> usize {
@@ -352,14 +360,21 @@ enum Prompt {
     },
 }
 
+impl Prompt {
+    /// What the prompt holds of the budget: its tokens, or its bytes while
+    /// it is counted.
+    fn held_tokens(&self) -> u64 {
+        match self {
+            Prompt::Counted(tokens) => *tokens,
+            Prompt::Counting { bytes, .. } => *bytes,
+        }
+    }
+}
+
 impl InFlight {
     /// What the call holds of the budget.
     fn reserved_tokens(&self) -> u64 {
-        let prompt = match &self.prompt {
-            Prompt::Counted(tokens) => *tokens,
-            Prompt::Counting { bytes, .. } => *bytes,
-        };
-        prompt + self.cap_tokens
+        self.prompt.held_tokens() + self.cap_tokens
     }
 
     /// The prompt's tokens. A call cut while its prompt is still being
@@ -701,14 +716,7 @@ impl FighterMeter {
     /// the decision's window or past the per-decision call bound.
     fn admit(&self, in_decision: Option<u64>) -> Result<(), ModelError> {
         let mut state = self.state();
-        let current = *self.inner.decisions.borrow();
-        let outside = match in_decision {
-            Some(decision) => state.window != Window::Open || decision != current,
-            None => state.window == Window::Closed,
-        };
-        if outside {
-            return Err(ModelError::NotDeciding);
-        }
+        self.check_window(&state, in_decision)?;
         if state.decision_calls >= MAX_MODEL_CALLS_PER_DECISION {
             return Err(ModelError::TooManyCalls);
         }
@@ -919,15 +927,11 @@ impl FighterMeter {
             // does the count take a core. Started together, on 2 cores shared
             // with the upstream, the count delayed the forward by up to its
             // own length (docs/perf/grpc.md).
-            let mut first =
-                std::future::poll_fn(|cx| std::task::Poll::Ready(forward.as_mut().poll(cx))).await;
+            let mut first = poll_once(forward.as_mut()).await;
             if let Some(count_task) = start_count.take() {
                 if first.is_pending() {
                     tokio::task::yield_now().await;
-                    first = std::future::poll_fn(|cx| {
-                        std::task::Poll::Ready(forward.as_mut().poll(cx))
-                    })
-                    .await;
+                    first = poll_once(forward.as_mut()).await;
                 }
                 counted = Some(count_task());
             }
@@ -1086,25 +1090,14 @@ impl FighterMeter {
         let mut state = self.state();
         let current = self.check_window(&state, in_decision)?;
         let cap_tokens = u64::from(max_tokens);
-        let held = InFlight {
-            prompt,
-            cap_tokens,
-            model: model.clone(),
-            messages: None,
-            started,
-        };
-        if state.gassed_out || max_tokens == 0 || held.reserved_tokens() > state.left(budget_tokens)
+        if state.gassed_out
+            || max_tokens == 0
+            || prompt.held_tokens() + cap_tokens > state.left(budget_tokens)
         {
             return Ok(None);
         }
         Ok(Some(self.hold(
-            &mut state,
-            current,
-            held.prompt,
-            cap_tokens,
-            model,
-            messages,
-            started,
+            &mut state, current, prompt, cap_tokens, model, messages, started,
         )))
     }
 

@@ -40,12 +40,26 @@ pub const MAX_HTTP_CONNECTIONS_PER_CLIENT: usize = 128;
 /// (`--http-max-streams-per-client`).
 pub const MAX_STREAMS_PER_CLIENT: usize = 32;
 
+/// The longest life of one HTTP connection: at this age the listener stops
+/// taking requests on it (one in flight finishes, then it closes), so no
+/// client keeps a place for ever by trickling requests or holding a stream.
+/// Browsers open a new connection for their next request, and Duel TV's and
+/// the live feeds' `EventSource` reconnects and is sent the history again.
+/// Configurable (`--http-max-connection-age-ms`).
+pub const HTTP_MAX_CONNECTION_AGE: Duration = Duration::from_secs(15 * 60);
+
+/// How long a connection past [`HTTP_MAX_CONNECTION_AGE`] may take to finish
+/// the answer in flight (an event stream never does) before it is cut; an
+/// age shorter than this is also its grace.
+pub const HTTP_CONNECTION_AGE_GRACE: Duration = Duration::from_secs(30);
+
 /// `X-Forwarded-For` entries read from the right before giving up: more
 /// proxies than anyone chains.
 pub const MAX_FORWARDED_HOPS: usize = 16;
 
 const _: () = assert!(MAX_HTTP_CONNECTIONS_PER_CLIENT < MAX_HTTP_CONNECTIONS);
 const _: () = assert!(MAX_STREAMS_PER_CLIENT <= MAX_HTTP_CONNECTIONS_PER_CLIENT);
+const _: () = assert!(HTTP_MAX_CONNECTION_AGE.as_secs() > 2 * HTTP_IDLE_TIMEOUT.as_secs());
 
 /// How long a new connection to a gRPC listener has to send its first bytes
 /// (the HTTP/2 preface, or an HTTP/1.1 request head for the OpenAI face).

@@ -20,6 +20,11 @@
 //!   take the listener from the others. Connections from a trusted proxy
 //!   are not counted per client (they carry many clients); their requests
 //!   are, under the forwarded address ([`crate::clients`]).
+//! - **Age** ([`HttpLimits::max_connection_age`]): a connection that old
+//!   takes no new request; the one in flight may finish within
+//!   [`HTTP_CONNECTION_AGE_GRACE`] (or the age, if shorter), then the
+//!   connection is closed, so a
+//!   client that trickles requests or holds a stream gives its place back.
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
@@ -41,8 +46,9 @@ use tower_service::Service;
 
 use crate::clients::{ClientAddress, PerClient, StreamPlaces, TrustedProxies, client_address};
 use crate::limits::{
-    HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, MAX_HTTP_CONNECTIONS,
-    MAX_HTTP_CONNECTIONS_PER_CLIENT, MAX_STREAMS_PER_CLIENT,
+    HTTP_CONNECTION_AGE_GRACE, HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT,
+    HTTP_MAX_CONNECTION_AGE, MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_CLIENT,
+    MAX_STREAMS_PER_CLIENT,
 };
 
 /// What an HTTP listener allows each connection, and how many.
@@ -58,6 +64,8 @@ pub struct HttpLimits {
     pub max_connections_per_client: NonZeroUsize,
     /// Event streams (Duel TV, live feeds) one client holds at once.
     pub max_streams_per_client: NonZeroUsize,
+    /// A connection this old takes no new request and closes.
+    pub max_connection_age: Duration,
     /// Proxies whose `X-Forwarded-For` names the client.
     pub trusted_proxies: TrustedProxies,
 }
@@ -70,6 +78,7 @@ impl Default for HttpLimits {
             max_connections: nonzero(MAX_HTTP_CONNECTIONS),
             max_connections_per_client: nonzero(MAX_HTTP_CONNECTIONS_PER_CLIENT),
             max_streams_per_client: nonzero(MAX_STREAMS_PER_CLIENT),
+            max_connection_age: HTTP_MAX_CONNECTION_AGE,
             trusted_proxies: TrustedProxies::none(),
         }
     }
@@ -101,6 +110,12 @@ pub struct HttpLimitArgs {
     /// answered 429.
     #[arg(long, value_name = "N", default_value_t = nonzero(MAX_STREAMS_PER_CLIENT))]
     pub http_max_streams_per_client: NonZeroUsize,
+    /// Milliseconds after which an HTTP connection takes no new request: the
+    /// answer in flight may finish (30 s at most), then it is closed. Event
+    /// streams (Duel TV, live feeds) reconnect by themselves.
+    #[arg(long, value_name = "MS", default_value_t = duration_ms(HTTP_MAX_CONNECTION_AGE),
+          value_parser = clap::value_parser!(u64).range(1..=604_800_000))]
+    pub http_max_connection_age_ms: u64,
     /// A proxy (address or network, e.g. 10.0.0.0/8) whose X-Forwarded-For
     /// names the client; repeat for each. Without it the header is ignored.
     #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = crate::clients::parse_trusted_proxy)]
@@ -116,6 +131,7 @@ impl HttpLimitArgs {
             max_connections: self.http_max_connections,
             max_connections_per_client: self.http_max_connections_per_client,
             max_streams_per_client: self.http_max_streams_per_client,
+            max_connection_age: Duration::from_millis(self.http_max_connection_age_ms),
             trusted_proxies: TrustedProxies::new(self.trusted_proxies.clone()),
         }
     }
@@ -280,6 +296,9 @@ async fn serve_connection(
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
     let mut draining = false;
+    let old = tokio::time::sleep(limits.max_connection_age);
+    tokio::pin!(old);
+    let mut aged = false;
     loop {
         tokio::select! {
             result = connection.as_mut() => {
@@ -295,6 +314,21 @@ async fn serve_connection(
             () = stop.cancelled(), if !draining => {
                 connection.as_mut().graceful_shutdown();
                 draining = true;
+            }
+            () = old.as_mut() => {
+                if aged {
+                    tracing::debug!(%remote, "replay service connection past its age and grace: cut");
+                    return;
+                }
+                tracing::debug!(%remote, "replay service connection at its age: closing");
+                if !draining {
+                    connection.as_mut().graceful_shutdown();
+                    draining = true;
+                }
+                aged = true;
+                // A short age (a test's) gets as short a grace.
+                let grace = HTTP_CONNECTION_AGE_GRACE.min(limits.max_connection_age);
+                old.as_mut().reset(Instant::now() + grace);
             }
         }
     }

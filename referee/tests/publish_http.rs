@@ -721,6 +721,98 @@ fn an_idle_connection_is_closed_after_the_idle_timeout() {
 }
 
 #[test]
+fn a_connection_is_closed_at_its_age_however_busy() {
+    // Timeouts far off: only the age can close these. The age is also the
+    // grace for the answer in flight.
+    let age = Duration::from_millis(800);
+    let fixture = fixture_with(
+        RateConfig::default(),
+        HttpLimits {
+            max_connection_age: age,
+            ..limits(120_000, 120_000, 16)
+        },
+    );
+    let replay = support::play(
+        "live-age",
+        "2026-03-03T12:00:00Z",
+        WeightClass::Middle,
+        9,
+        "builtin:random",
+        "builtin:counter",
+    );
+    support::runtime().block_on(async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // One request every 100 ms on one kept-alive connection: never idle.
+        let started = std::time::Instant::now();
+        let mut busy = tokio::net::TcpStream::connect(fixture.server.address)
+            .await
+            .expect("connect");
+        let mut received = Vec::new();
+        let mut buffer = [0u8; 8192];
+        let closed = loop {
+            if started.elapsed() > Duration::from_secs(10) {
+                break false;
+            }
+            if busy
+                .write_all(b"GET /public-key HTTP/1.1\r\nHost: test\r\n\r\n")
+                .await
+                .is_err()
+            {
+                break true;
+            }
+            match tokio::time::timeout(Duration::from_millis(100), busy.read(&mut buffer)).await {
+                Ok(Ok(0) | Err(_)) => break true,
+                Ok(Ok(n)) => received.extend_from_slice(&buffer[..n]),
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let lived = started.elapsed();
+        let text = String::from_utf8_lossy(&received);
+        let answers = text.matches("HTTP/1.1 200").count();
+        assert!(closed, "a busy connection was closed at its age");
+        assert!(
+            lived >= age && lived < age * 3,
+            "closed after {lived:?}, age {age:?}"
+        );
+        assert!(answers >= 3, "served until its age: {answers} answers");
+
+        // An event stream never ends its answer: cut after age and grace.
+        let _publisher = fixture
+            .server
+            .live
+            .start("live-age", LiveEvent::start_of(&replay))
+            .expect("start");
+        let opened = std::time::Instant::now();
+        let response = client()
+            .get(fixture.server.url("/live/live-age"))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(response.status(), StatusCode::OK);
+        // Cut mid-stream, the chunked body ends in an error: read to it.
+        let mut response = response;
+        let mut streamed = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while let Ok(Some(chunk)) = response.chunk().await {
+                streamed.extend_from_slice(&chunk);
+            }
+        })
+        .await
+        .expect("the stream was cut");
+        let lived = opened.elapsed();
+        assert!(
+            String::from_utf8_lossy(&streamed).contains("event: start"),
+            "the stream carried its history first"
+        );
+        assert!(
+            lived >= age && lived < age * 4,
+            "stream cut after {lived:?}, age {age:?}"
+        );
+    });
+}
+
+#[test]
 fn headers_sent_slowly_are_cut_after_the_header_read_timeout() {
     // The idle timeout is far off, and bytes keep coming: only the header
     // timeout can cut this client.

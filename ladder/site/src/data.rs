@@ -4,6 +4,7 @@
 use duel_rules::WeightClass;
 use serde::Serialize;
 
+use crate::chart::CostPoint;
 use crate::limits::HOME_TOP_ROWS;
 use duel_ladder_core::model::{Bot, BotVersion, MatchState};
 use duel_ladder_store::error::{LadderError, Result};
@@ -56,8 +57,16 @@ pub struct CostPage {
 #[derive(Clone, Debug, Serialize)]
 pub struct ClassCost {
     pub class: &'static str,
-    /// The cheapest in tokens per match first.
+    /// Bots with a settled match in the class; `bots` is one page of them.
+    pub total_bots: usize,
+    /// The cheapest in tokens per match first, from the page's cursor on.
     pub bots: Vec<CostLine>,
+    /// Fetches the next page of `bots` (with `class=`), if there is one.
+    pub next_cursor: Option<String>,
+    /// Every bot of the class on the chart, whichever page: its model
+    /// tokens per match and rating − 2·RD. Drawn on the HTML page only.
+    #[serde(skip)]
+    pub points: Vec<CostPoint>,
     /// The bots no other bot beats on both counts: fewer or as many tokens per
     /// match for a higher rating − 2·RD. Cheapest first.
     pub frontier: Vec<String>,
@@ -266,26 +275,70 @@ pub async fn season(
     })
 }
 
-pub async fn cost(store: &Reads, name_or_id: &str, class: Option<WeightClass>) -> Result<CostPage> {
+/// Where a page of the cost table starts: the number of bots before it, in
+/// the table's order. The whole table is read for the chart and frontier
+/// anyway, so an offset costs nothing and pages stay in step with the chart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CostCursor(pub usize);
+
+impl CostCursor {
+    pub fn parse(text: &str) -> Result<Self> {
+        text.parse::<usize>().map(CostCursor).map_err(|_| {
+            LadderError::Invalid(format!(
+                "cursor must be a row number, not {:?}",
+                text.chars().take(32).collect::<String>()
+            ))
+        })
+    }
+}
+
+pub async fn cost(
+    store: &Reads,
+    name_or_id: &str,
+    class: Option<WeightClass>,
+    cursor: CostCursor,
+    limit: usize,
+) -> Result<CostPage> {
     let season = store
         .chosen_season(&duel_ladder_store::SeasonChoice::parse(name_or_id))
         .await?;
     let mut classes = Vec::new();
     for class in class.map_or(WeightClass::ALL.to_vec(), |class| vec![class]) {
-        let bots = store.cost_lines(&season, class).await?;
-        let points: Vec<(f64, f64)> = bots
+        let all = store.cost_lines(&season, class).await?;
+        let coordinates: Vec<(f64, f64)> = all
             .iter()
             .map(|line| (line.tokens_per_match, line.conservative))
             .collect();
-        let frontier = crate::chart::frontier(&points)
+        let mut on_frontier = vec![false; all.len()];
+        let frontier: Vec<String> = crate::chart::frontier(&coordinates)
             .into_iter()
-            .map(|index| bots[index].bot.clone())
+            .map(|index| {
+                on_frontier[index] = true;
+                all[index].bot.clone()
+            })
             .collect();
+        let points = all
+            .iter()
+            .zip(&on_frontier)
+            .map(|(line, on_frontier)| CostPoint {
+                bot: line.bot.clone(),
+                tokens_per_match: line.tokens_per_match,
+                conservative: line.conservative,
+                on_frontier: *on_frontier,
+            })
+            .collect();
+        let total_bots = all.len();
+        let end = cursor.0.saturating_add(limit);
+        let next_cursor = (end < total_bots).then(|| end.to_string());
+        let bots = all.into_iter().skip(cursor.0).take(limit).collect();
         classes.push(ClassCost {
             class: class.name(),
             models: store.model_lines(&season, class).await?,
+            total_bots,
             bots,
+            next_cursor,
             frontier,
+            points,
         });
     }
     Ok(CostPage {

@@ -12,7 +12,7 @@
 //! | `/` — Duel TV, latest ranked matches, top of each class | `/api/home` |
 //! | `/seasons` | `/api/seasons` |
 //! | `/seasons/{season}[?class=&cursor=&limit=]` — name or id | `/api/seasons/{season}` |
-//! | `/seasons/{season}/cost[?class=]` — what a win cost, by bot and by model | `/api/seasons/{season}/cost` |
+//! | `/seasons/{season}/cost[?class=&cursor=&limit=]` — what a win cost, by bot and by model | `/api/seasons/{season}/cost` |
 //! | `/bots/{bot}[?cursor=&limit=]` — chart, matches, opponents | `/api/bots/{bot}` |
 //! | `/bots/{a}/vs/{b}[?cursor=&limit=]` | `/api/bots/{a}/vs/{b}` |
 //! | `/matches[?class=&bot=&result=&cursor=&limit=]` — settled ranked matches, filtered | `/api/matches` |
@@ -393,13 +393,19 @@ async fn cost(
     format: Format,
 ) -> Reply {
     let listing = listing(raw.as_deref(), format, Takes::Class)?;
-    if listing.cursor.is_some() {
-        return Err(SiteError::new(
-            format,
-            LadderError::Invalid("this page is not paged: it takes class= only".to_owned()),
-        ));
-    }
-    let page = data::cost(&store, &name, listing.class)
+    let cursor = match (&listing.cursor, listing.class) {
+        (None, _) => data::CostCursor::default(),
+        (Some(cursor), Some(_)) => {
+            data::CostCursor::parse(cursor).map_err(|error| SiteError::new(format, error))?
+        }
+        (Some(_), None) => {
+            return Err(SiteError::new(
+                format,
+                LadderError::Invalid("a cursor pages one class: add class=".to_owned()),
+            ));
+        }
+    };
+    let page = data::cost(&store, &name, listing.class, cursor, listing.limit)
         .await
         .map_err(|error| SiteError::new(format, error))?;
     let href = json_href(

@@ -7,7 +7,7 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::chart::{CostPoint, cost_chart};
+use super::chart::cost_chart;
 use super::data::{
     BotPage, CostPage, HomePage, MatchPage, MatchesPage, MatchesQuery, SeasonPage, SeasonsPage,
     VersusPage,
@@ -355,16 +355,10 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
             @for class in &page.classes {
                 section.cost id=(format!("cost-{}", class.class)) {
                     h2 { (class.class) }
-                    @if class.bots.is_empty() {
+                    @if class.total_bots == 0 {
                         p.empty { "No settled match in this class yet." }
                     } @else {
-                        @let points: Vec<CostPoint> = class.bots.iter().map(|line| CostPoint {
-                            bot: line.bot.clone(),
-                            tokens_per_match: line.tokens_per_match,
-                            conservative: line.conservative,
-                            on_frontier: class.frontier.contains(&line.bot),
-                        }).collect();
-                        @if let Some(svg) = cost_chart(&points, &format!("Tokens per match against rating − 2·RD, {}", class.class), &format!("cost-chart-{}", class.class)) {
+                        @if let Some(svg) = cost_chart(&class.points, &format!("Tokens per match against rating − 2·RD, {}", class.class), &format!("cost-chart-{}", class.class)) {
                             figure.chart {
                                 (PreEscaped(svg))
                                 figcaption {
@@ -404,6 +398,12 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
                                 }
                             }
                         } }
+                        @if class.bots.len() < class.total_bots {
+                            p.note { (class.bots.len()) " of " (class.total_bots) " bots on this page." }
+                        }
+                        @if let Some(cursor) = &class.next_cursor {
+                            p.more { a rel="next" href=(format!("{}/cost?class={}&cursor={cursor}", season_href(season), class.class)) { "Next page →" } }
+                        }
                         h3.plain { "By model" }
                         @if class.models.is_empty() {
                             p.empty { "No bot in this class called a model." }

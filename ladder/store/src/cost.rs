@@ -1,8 +1,9 @@
 //! What a win cost: each bot's model tokens, dollars and lost decisions over a
 //! season's settled matches in one class (summed at settlement into its
 //! ratings row, migration 0010), and the standings of the models that the
-//! replays say were called (`match_models`, migration 0008). What an owner declares about its bot counts for nothing
-//! here: only what was recorded at settlement.
+//! replays say were called (summed at settlement by season, class, model and
+//! bot, migration 0012). What an owner declares about its bot counts for
+//! nothing here: only what was recorded at settlement.
 
 use duel_rules::WeightClass;
 use serde::Serialize;
@@ -110,20 +111,17 @@ impl Reads {
     /// The models called in `class` over `season`'s settled matches, the best
     /// score first.
     pub async fn model_lines(&self, season: &Season, class: WeightClass) -> Result<Vec<ModelLine>> {
+        // Settlement keeps each bot's sums by model (settle::record_usage,
+        // migration 0012): a few rows per model, never a pass over the
+        // season's matches.
         let rows = sqlx::query(
-            "SELECT mm.model, \
-             COUNT(DISTINCT CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END) AS bots, \
-             COUNT(*) AS matches, \
-             CAST(SUM(CASE WHEN m.winner = mm.side THEN 1 ELSE 0 END) AS BIGINT) AS wins, \
-             CAST(SUM(CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END) AS BIGINT) AS draws, \
-             CAST(SUM(mm.calls) AS BIGINT) AS calls, CAST(SUM(mm.tokens) AS BIGINT) AS tokens, \
-             CAST(COALESCE(SUM(mm.cost_usd), 0.0) AS DOUBLE PRECISION) AS cost, \
-             CAST(SUM(CASE WHEN mm.cost_usd IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced, \
-             CAST(SUM(CASE WHEN mm.cost_usd IS NOT NULL AND m.winner = mm.side THEN 1 ELSE 0 END) AS BIGINT) \
-             AS priced_wins \
-             FROM match_models mm JOIN matches m ON m.id = mm.match_id \
-             WHERE m.season_id = $1 AND m.class = $2 AND m.state = 'settled' \
-             GROUP BY mm.model",
+            "SELECT model, COUNT(*) AS bots, CAST(SUM(matches) AS BIGINT) AS matches, \
+             CAST(SUM(wins) AS BIGINT) AS wins, CAST(SUM(draws) AS BIGINT) AS draws, \
+             CAST(SUM(calls) AS BIGINT) AS calls, CAST(SUM(tokens) AS BIGINT) AS tokens, \
+             CAST(SUM(cost_usd) AS DOUBLE PRECISION) AS cost, \
+             CAST(SUM(unpriced) AS BIGINT) AS unpriced, CAST(SUM(priced_wins) AS BIGINT) AS priced_wins \
+             FROM model_spend WHERE season_id = $1 AND class = $2 AND matches > 0 \
+             GROUP BY model",
         )
         .bind(season.id)
         .bind(class.name())

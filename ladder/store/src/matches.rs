@@ -485,7 +485,14 @@ async fn apply_plan(
         "matches",
     );
     if let Some(played) = record.played {
-        super::settle::record_usage(&mut update, &[(game.id.as_str(), played)]);
+        super::settle::record_usage(
+            &mut update,
+            &[super::settle::Usage {
+                game,
+                winner: plan.winner,
+                played,
+            }],
+        );
     }
     super::settle::record_spend(&mut update, game, plan.winner, record.played);
     update.run(conn, false).await?;

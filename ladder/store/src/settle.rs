@@ -406,11 +406,14 @@ async fn settle_many_tx(
     store_ratings(&mut writes, &ratings);
     record_history(&mut writes, requests, &planned);
     mark_settled(&mut writes, requests, &planned);
-    let usage: Vec<(&str, &PlayRecord)> = planned
+    let usage: Vec<Usage<'_>> = planned
         .iter()
         .filter_map(|planned| {
-            let played = requests[planned.index].played.as_ref()?;
-            Some((planned.game.id.as_str(), played))
+            Some(Usage {
+                game: &planned.game,
+                winner: planned.plan.winner,
+                played: requests[planned.index].played.as_ref()?,
+            })
         })
         .collect();
     record_usage(&mut writes, &usage);
@@ -694,24 +697,56 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
     writes.push_expecting(sql, args, planned.len(), "matches");
 }
 
+/// One settled match with a record of its play: what [`record_usage`] reads.
+pub(crate) struct Usage<'a> {
+    pub game: &'a Match,
+    pub winner: Winner,
+    pub played: &'a PlayRecord,
+}
+
+/// One bot's calls to one model over some settled matches of one season and
+/// class: what settlement adds to its `model_spend` row (the cost page's
+/// standings by model read these).
+#[derive(Clone, Copy, Debug, Default)]
+struct ModelSpend {
+    matches: i64,
+    wins: i64,
+    draws: i64,
+    calls: i64,
+    tokens: i64,
+    cost_usd: f64,
+    unpriced: i64,
+    priced_wins: i64,
+}
+
+const MODEL_SPEND_ARGS: usize = 12;
+
 /// What each settled match's sides lost to the fallback and called of which
-/// model (`match_fallbacks`, `match_models`): the cost of a win and the
-/// standings by model are read from these. A side that lost no decision has
-/// no fallback row.
-pub(crate) fn record_usage(writes: &mut Script, records: &[(&str, &PlayRecord)]) {
+/// model (`match_fallbacks`, `match_models`), and the calls added to each
+/// bot's sums by model (`model_spend`): the cost of a win and the standings
+/// by model are read from these. A side that lost no decision has no
+/// fallback row.
+pub(crate) fn record_usage(writes: &mut Script, records: &[Usage<'_>]) {
     let side_name = |side: usize| if side == 0 { "a" } else { "b" };
     let mut fallbacks = Vec::new();
     let mut fallback_rows = 0;
     let mut models = Vec::new();
     let mut model_rows = 0;
-    for (match_id, played) in records {
+    // One row per key, summed here: on PostgreSQL the batch's writes are one
+    // statement, and an upsert may not change one row twice. A side that
+    // names a model twice counts once, as `match_models` keeps it once.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut spend: BTreeMap<(i64, &str, &str, &str), ModelSpend> = BTreeMap::new();
+    for usage in records {
+        let (game, played) = (usage.game, usage.played);
+        let match_id = game.id.as_str();
         for (side, lost) in played.fallbacks.iter().enumerate() {
             if lost.total() == 0 {
                 continue;
             }
             fallback_rows += 1;
             fallbacks.extend([
-                Arg::from(*match_id),
+                Arg::from(match_id),
                 Arg::from(side_name(side)),
                 Arg::from(lost.timeout),
                 Arg::from(lost.budget),
@@ -719,15 +754,43 @@ pub(crate) fn record_usage(writes: &mut Script, records: &[(&str, &PlayRecord)])
             ]);
         }
         for used in &played.models {
+            let Some(game_side) = game.sides.get(used.side) else {
+                continue;
+            };
+            if !seen.insert((match_id, used.side, used.model.as_str())) {
+                continue;
+            }
+            let price = used.cost_usd.filter(|usd| *usd >= 0.0);
             model_rows += 1;
             models.extend([
-                Arg::from(*match_id),
+                Arg::from(match_id),
                 Arg::from(side_name(used.side)),
                 Arg::from(used.model.as_str()),
                 Arg::from(used.calls),
                 Arg::from(used.tokens),
-                Arg::from(used.cost_usd.filter(|usd| *usd >= 0.0).unwrap_or(-1.0)),
+                Arg::from(price.unwrap_or(-1.0)),
             ]);
+            let won = matches!((used.side, usage.winner), (0, Winner::A) | (1, Winner::B));
+            let sums = spend
+                .entry((
+                    game.season_id,
+                    game.class.name(),
+                    used.model.as_str(),
+                    game_side.bot_id.as_str(),
+                ))
+                .or_default();
+            sums.matches += 1;
+            sums.wins += i64::from(won);
+            sums.draws += i64::from(usage.winner == Winner::Draw);
+            sums.calls += used.calls;
+            sums.tokens += used.tokens;
+            match price {
+                Some(usd) => {
+                    sums.cost_usd += usd;
+                    sums.priced_wins += i64::from(won);
+                }
+                None => sums.unpriced += 1,
+            }
         }
     }
     if fallback_rows > 0 {
@@ -756,6 +819,40 @@ pub(crate) fn record_usage(writes: &mut Script, records: &[(&str, &PlayRecord)])
             models,
         );
     }
+    if !spend.is_empty() {
+        let mut args = Vec::with_capacity(spend.len() * MODEL_SPEND_ARGS);
+        for ((season_id, class, model, bot_id), sums) in &spend {
+            args.extend([
+                Arg::from(*season_id),
+                Arg::from(*class),
+                Arg::from(*model),
+                Arg::from(*bot_id),
+                Arg::from(sums.matches),
+                Arg::from(sums.wins),
+                Arg::from(sums.draws),
+                Arg::from(sums.calls),
+                Arg::from(sums.tokens),
+                Arg::from(sums.cost_usd),
+                Arg::from(sums.unpriced),
+                Arg::from(sums.priced_wins),
+            ]);
+        }
+        writes.push(
+            format!(
+                "INSERT INTO model_spend (season_id, class, model, bot_id, matches, wins, draws, \
+                 calls, tokens, cost_usd, unpriced, priced_wins) VALUES {} \
+                 ON CONFLICT (season_id, class, model, bot_id) DO UPDATE SET \
+                 matches = model_spend.matches + excluded.matches, \
+                 wins = model_spend.wins + excluded.wins, draws = model_spend.draws + excluded.draws, \
+                 calls = model_spend.calls + excluded.calls, tokens = model_spend.tokens + excluded.tokens, \
+                 cost_usd = model_spend.cost_usd + excluded.cost_usd, \
+                 unpriced = model_spend.unpriced + excluded.unpriced, \
+                 priced_wins = model_spend.priced_wins + excluded.priced_wins",
+                placeholder_rows(spend.len(), MODEL_SPEND_ARGS)
+            ),
+            args,
+        );
+    }
 }
 
 /// Every bot's season spend recomputed from the settled matches, as
@@ -765,6 +862,11 @@ pub(crate) const SEASON_SPEND_FROM_MATCHES: [&str; 2] = [
     "UPDATE ratings SET settled = s.settled, settled_wins = s.wins, settled_draws = s.draws, settled_losses = s.losses, tokens = s.tokens, cost_usd = s.cost, unpriced = s.unpriced, priced_wins = s.priced_wins, decisions = s.decisions FROM ( SELECT season_id, bot, COUNT(*) AS settled, SUM(won) AS wins, SUM(drawn) AS draws, SUM(lost) AS losses, SUM(tokens) AS tokens, COALESCE(SUM(cost), 0.0) AS cost, SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS unpriced, SUM(CASE WHEN cost IS NULL THEN 0 ELSE won END) AS priced_wins, SUM(decisions) AS decisions FROM ( SELECT m.season_id, m.bot_a AS bot, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_a, 0) AS tokens, m.cost_usd_a AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' UNION ALL SELECT m.season_id, m.bot_b AS bot, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_b, 0) AS tokens, m.cost_usd_b AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' ) sides GROUP BY season_id, bot ) s WHERE ratings.season_id = s.season_id AND ratings.bot_id = s.bot",
     "UPDATE ratings SET fallback_timeout = f.f_timeout, fallback_budget = f.f_budget, fallback_fault = f.f_fault FROM ( SELECT m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END AS bot, SUM(f.timeout) AS f_timeout, SUM(f.budget) AS f_budget, SUM(f.fault) AS f_fault FROM match_fallbacks f JOIN matches m ON m.id = f.match_id WHERE m.state = 'settled' GROUP BY m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END ) f WHERE ratings.season_id = f.season_id AND ratings.bot_id = f.bot",
 ];
+
+/// Every bot's sums by model recomputed from the settled matches, as
+/// migration 0012 first filled them (and `bench-site seed` fills them after
+/// writing its matches' `match_models`).
+pub(crate) const MODEL_SPEND_FROM_MATCHES: &str = "INSERT INTO model_spend (season_id, class, model, bot_id, matches, wins, draws, calls, tokens, cost_usd, unpriced, priced_wins) SELECT m.season_id, m.class, mm.model, CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END, COUNT(*), SUM(CASE WHEN m.winner = mm.side THEN 1 ELSE 0 END), SUM(CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END), SUM(mm.calls), SUM(mm.tokens), COALESCE(SUM(mm.cost_usd), 0.0), SUM(CASE WHEN mm.cost_usd IS NULL THEN 1 ELSE 0 END), SUM(CASE WHEN mm.cost_usd IS NOT NULL AND m.winner = mm.side THEN 1 ELSE 0 END) FROM match_models mm JOIN matches m ON m.id = mm.match_id WHERE m.state = 'settled' GROUP BY m.season_id, m.class, mm.model, CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END";
 
 /// What one bot spent over some settled matches of one season: what
 /// settlement adds to its ratings row (the cost page reads it there).

@@ -248,6 +248,10 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
             crate::settle::SEASON_SPEND_FROM_MATCHES[1].to_owned(),
         ),
         (
+            "model spend",
+            crate::settle::MODEL_SPEND_FROM_MATCHES.to_owned(),
+        ),
+        (
             "standings",
             format!(
                 "INSERT INTO standings (season_id, bot_id, class, rank, bot_name, owner_name, rating, deviation, \

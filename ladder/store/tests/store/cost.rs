@@ -255,7 +255,9 @@ async fn spend_after_the_end(db: &TestDb) {
     let [x, y, z] = [&ids[0], &ids[1], &ids[2]];
     let now = 1_000;
     let mut claims = Vec::new();
-    for (index, bots) in [[x, y], [x, z], [y, z]].into_iter().enumerate() {
+    // The batch holds x's two matches, both calling the same model: one row
+    // of its sums by model changed twice in one statement on PostgreSQL.
+    for (index, bots) in [[y, z], [x, y], [x, z]].into_iter().enumerate() {
         let match_id = accept(&db.store, [bots[0], bots[1]]).await;
         let claim = db
             .store
@@ -318,5 +320,25 @@ async fn spend_after_the_end(db: &TestDb) {
     assert_eq!((line("y").matches, line("y").tokens), (2, 110));
     assert_eq!((line("z").matches, line("z").tokens), (2, 20));
     assert!(close(line("x").cost_usd, 0.002), "{lines:?}");
+    let models = db
+        .store
+        .reads()
+        .model_lines(&season, WeightClass::Light)
+        .await
+        .expect("model lines");
+    assert_eq!(models.len(), 1, "{models:?}");
+    let mini = &models[0];
+    assert_eq!(
+        (
+            mini.model.as_str(),
+            mini.bots,
+            mini.matches,
+            mini.wins,
+            mini.calls,
+            mini.tokens
+        ),
+        ("mini", 2, 3, 3, 3, 300)
+    );
+    assert!(close(mini.cost_usd, 0.003), "{mini:?}");
 }
 both_backends!(spend_settled_after_the_season_ended, spend_after_the_end);

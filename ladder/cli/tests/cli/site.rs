@@ -616,7 +616,12 @@ async fn site_of_a_season(db: &TestDb) {
             400,
             "class must be light",
         ),
-        ("/api/seasons/autumn/cost?cursor=x", 400, "not paged"),
+        ("/api/seasons/autumn/cost?cursor=5", 400, "add class="),
+        (
+            "/api/seasons/autumn/cost?class=light&cursor=x",
+            400,
+            "cursor must be a row number",
+        ),
         ("/api/seasons/spring/cost", 404, "season spring"),
         ("/api/seasons/autumn?cursor=1_0_x", 400, "add class="),
         (

@@ -120,7 +120,7 @@ impl Reads {
              CAST(SUM(calls) AS BIGINT) AS calls, CAST(SUM(tokens) AS BIGINT) AS tokens, \
              CAST(SUM(cost_usd) AS DOUBLE PRECISION) AS cost, \
              CAST(SUM(unpriced) AS BIGINT) AS unpriced, CAST(SUM(priced_wins) AS BIGINT) AS priced_wins \
-             FROM model_spend WHERE season_id = $1 AND class = $2 AND matches > 0 \
+             FROM model_spend WHERE season_id = $1 AND class = $2 \
              GROUP BY model",
         )
         .bind(season.id)

@@ -697,6 +697,11 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
     writes.push_expecting(sql, args, planned.len(), "matches");
 }
 
+/// Whether the bot on `side` (0 = a) won.
+fn won_by(side: usize, winner: Winner) -> bool {
+    matches!((side, winner), (0, Winner::A) | (1, Winner::B))
+}
+
 /// One settled match with a record of its play: what [`record_usage`] reads.
 pub(crate) struct Usage<'a> {
     pub game: &'a Match,
@@ -770,7 +775,7 @@ pub(crate) fn record_usage(writes: &mut Script, records: &[Usage<'_>]) {
                 Arg::from(used.tokens),
                 Arg::from(price.unwrap_or(-1.0)),
             ]);
-            let won = matches!((used.side, usage.winner), (0, Winner::A) | (1, Winner::B));
+            let won = won_by(used.side, usage.winner);
             let sums = spend
                 .entry((
                     game.season_id,
@@ -900,7 +905,7 @@ const SPEND_ARGS: usize = 12;
 impl Spend {
     /// Adds one settled match, as the bot on `side` (0 = a) played it.
     fn add(&mut self, side: usize, winner: Winner, played: Option<&PlayRecord>) {
-        let won = matches!((side, winner), (0, Winner::A) | (1, Winner::B));
+        let won = won_by(side, winner);
         self.settled += 1;
         self.wins += i64::from(won);
         self.draws += i64::from(winner == Winner::Draw);

@@ -2,7 +2,7 @@
 //! so it is written once: how a command ends ([`outcome`]), the stop signal
 //! ([`shutdown`]), log lines ([`logging`]), where the replay signing key is
 //! ([`signing_key`]), the HTTP listener with its connection cap and timeouts
-//! ([`listen`]) and who its clients are ([`clients`]), the gRPC listeners' connection limits ([`grpc_listen`]),
+//! ([`listen`]) and who its clients are ([`clients`], [`proxy_protocol`]), the gRPC listeners' connection limits ([`grpc_listen`]),
 //! the `/metrics` route ([`metrics`]) and how a failure reaches
 //! an HTTP client ([`reply`]).
 //!
@@ -16,6 +16,7 @@ pub mod listen;
 pub mod logging;
 pub mod metrics;
 pub mod outcome;
+pub mod proxy_protocol;
 pub mod reply;
 pub mod shutdown;
 pub mod signing_key;

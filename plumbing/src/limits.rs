@@ -57,6 +57,12 @@ pub const HTTP_CONNECTION_AGE_GRACE: Duration = Duration::from_secs(30);
 /// proxies than anyone chains.
 pub const MAX_FORWARDED_HOPS: usize = 16;
 
+/// The longest PROXY protocol header read from a trusted proxy
+/// (`--proxy-protocol`): version 1 is at most 107 bytes by its spec; version
+/// 2 is 16 bytes plus its addresses and TLVs, and its spec asks receivers to
+/// take 536 bytes at least. A longer header closes the connection.
+pub const PROXY_HEADER_MAX_BYTES: usize = 536;
+
 const _: () = assert!(MAX_HTTP_CONNECTIONS_PER_CLIENT < MAX_HTTP_CONNECTIONS);
 const _: () = assert!(MAX_STREAMS_PER_CLIENT <= MAX_HTTP_CONNECTIONS_PER_CLIENT);
 const _: () = assert!(HTTP_MAX_CONNECTION_AGE.as_secs() > 2 * HTTP_IDLE_TIMEOUT.as_secs());

@@ -25,6 +25,10 @@
 //!   [`HTTP_CONNECTION_AGE_GRACE`] (or the age, if shorter), then the
 //!   connection is closed, so a
 //!   client that trickles requests or holds a stream gives its place back.
+//! - **PROXY protocol** ([`HttpLimits::proxy_protocol`]): a trusted proxy's
+//!   connection starts with a PROXY header ([`crate::proxy_protocol`]) read
+//!   within the header timeout; the client it names is the connection's
+//!   client, counted per client like a direct one.
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
@@ -68,6 +72,9 @@ pub struct HttpLimits {
     pub max_connection_age: Duration,
     /// Proxies whose `X-Forwarded-For` names the client.
     pub trusted_proxies: TrustedProxies,
+    /// Whether a trusted proxy's connections start with a PROXY protocol
+    /// header naming their client (else they are closed).
+    pub proxy_protocol: bool,
 }
 
 impl Default for HttpLimits {
@@ -80,6 +87,7 @@ impl Default for HttpLimits {
             max_streams_per_client: nonzero(MAX_STREAMS_PER_CLIENT),
             max_connection_age: HTTP_MAX_CONNECTION_AGE,
             trusted_proxies: TrustedProxies::none(),
+            proxy_protocol: false,
         }
     }
 }
@@ -120,6 +128,11 @@ pub struct HttpLimitArgs {
     /// names the client; repeat for each. Without it the header is ignored.
     #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = crate::clients::parse_trusted_proxy)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Connections from a --trusted-proxy start with a PROXY protocol header
+    /// (v1 or v2, HAProxy's `send-proxy`/`send-proxy-v2`) naming the client;
+    /// one without it is closed. Other peers send plain HTTP.
+    #[arg(long, requires = "trusted_proxies")]
+    pub proxy_protocol: bool,
 }
 
 impl HttpLimitArgs {
@@ -133,6 +146,7 @@ impl HttpLimitArgs {
             max_streams_per_client: self.http_max_streams_per_client,
             max_connection_age: Duration::from_millis(self.http_max_connection_age_ms),
             trusted_proxies: TrustedProxies::new(self.trusted_proxies.clone()),
+            proxy_protocol: self.proxy_protocol,
         }
     }
 }
@@ -196,17 +210,24 @@ pub async fn serve_router(
             },
             () = stop.cancelled() => break,
         };
-        let held = if limits.trusted_proxies.contains(remote.ip()) {
+        let from_proxy = limits.trusted_proxies.contains(remote.ip());
+        if from_proxy && limits.proxy_protocol {
+            // The header is read on the connection's own task, so a slow
+            // proxy never holds up the accept loop.
+            let (router, stop, limits) = (router.clone(), stop.clone(), limits.clone());
+            let (streams, per_client) = (streams.clone(), Arc::clone(&per_client));
+            tokio::spawn(async move {
+                serve_proxied(stream, remote, router, &limits, streams, per_client, stop).await;
+                drop(place);
+            });
+            continue;
+        }
+        let held = if from_proxy {
             None
         } else {
-            match per_client.try_hold(remote.ip()) {
+            match hold_or_refuse(&per_client, &stream, remote) {
                 Some(held) => Some(held),
-                None => {
-                    // Best effort: the client may not read it before the close.
-                    let _ = stream.try_write(TOO_MANY_CONNECTIONS);
-                    tracing::debug!(%remote, "over the connections per client: refused");
-                    continue;
-                }
+                None => continue,
             }
         };
         let router = router.clone();
@@ -224,6 +245,66 @@ pub async fn serve_router(
     let all = u32::try_from(cap.get()).unwrap_or(u32::MAX);
     let _ = places.acquire_many(all).await;
     Ok(())
+}
+
+/// A place for one more connection of `client`, or `None` once it holds its
+/// cap: the connection is then answered 429 (best effort) to be closed.
+fn hold_or_refuse(
+    per_client: &Arc<PerClient>,
+    stream: &TcpStream,
+    client: SocketAddr,
+) -> Option<crate::clients::Held> {
+    let held = per_client.try_hold(client.ip());
+    if held.is_none() {
+        // Best effort: the client may not read it before the close.
+        let _ = stream.try_write(TOO_MANY_CONNECTIONS);
+        tracing::debug!(%client, "over the connections per client: refused");
+    }
+    held
+}
+
+/// A trusted proxy's connection under `--proxy-protocol`: its header is read
+/// within the header timeout, then it is served as the client the header
+/// names (counted per client), or as the proxy's own when it names none.
+async fn serve_proxied(
+    mut stream: TcpStream,
+    proxy: SocketAddr,
+    router: Router,
+    limits: &HttpLimits,
+    streams: StreamPlaces,
+    per_client: Arc<PerClient>,
+    stop: CancellationToken,
+) {
+    let header = tokio::time::timeout(
+        limits.header_read_timeout,
+        crate::proxy_protocol::read_proxy_header(&mut stream),
+    );
+    let client = match header.await {
+        Ok(Ok(client)) => client,
+        Ok(Err(error)) => {
+            tracing::debug!(%proxy, %error, "PROXY header refused: closed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%proxy, "no PROXY header in time: closed");
+            return;
+        }
+    };
+    let Some(client) = client else {
+        serve_connection(stream, proxy, router, limits, streams, stop).await;
+        return;
+    };
+    // A client that is itself a trusted proxy carries many clients.
+    let held = if limits.trusted_proxies.contains(client.ip()) {
+        None
+    } else {
+        match hold_or_refuse(&per_client, &stream, client) {
+            Some(held) => Some(held),
+            None => return,
+        }
+    };
+    serve_connection(stream, client, router, limits, streams, stop).await;
+    drop(held);
 }
 
 /// `cap`, or half the process's open-file limit if that is lower, so a

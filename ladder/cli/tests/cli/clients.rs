@@ -1,8 +1,9 @@
 //! Issue 33 item 1, through the real binary: one client address cannot take
 //! the site from the others (per-client caps on connections and on event
 //! streams), and behind a trusted proxy clients are told apart by the
-//! address it forwards, while a peer that is not a trusted proxy cannot
-//! choose its address with `X-Forwarded-For`.
+//! address it forwards (`X-Forwarded-For`, or a PROXY protocol header with
+//! `--proxy-protocol`), while a peer that is not a trusted proxy cannot
+//! choose its address either way.
 
 use crate::common;
 
@@ -237,5 +238,106 @@ async fn one_client_cannot_take_the_site_from_the_others() {
 async fn forwarded_for_is_believed_only_from_trusted_proxies() {
     let db = TestDb::sqlite().await;
     forwarded_addresses_only_from_trusted_proxies(&db).await;
+    db.cleanup().await;
+}
+
+/// A PROXY protocol version 2 header for a TCP/IPv4 connection from
+/// `source` (port 4321) to 127.0.0.1:80.
+fn proxy_v2(source: Ipv4Addr) -> Vec<u8> {
+    let mut header = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    header.extend_from_slice(&[0x21, 0x11, 0x00, 0x0c]);
+    header.extend_from_slice(&source.octets());
+    header.extend_from_slice(&[127, 0, 0, 1, 0x10, 0xe1, 0x00, 0x50]);
+    header
+}
+
+/// A connection from `source` that first sends `header`.
+async fn connect_with_header(source: IpAddr, site: SocketAddr, header: &[u8]) -> TcpStream {
+    let mut stream = connect_from(source, site).await.expect("connect");
+    stream.write_all(header).await.expect("header sent");
+    stream
+}
+
+async fn proxy_protocol_from_trusted_proxies(db: &TestDb) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    init_root(&db.url, dir.path(), true);
+    let server = start_server(
+        &db.url,
+        dir.path(),
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--workers",
+            "0",
+            "--trusted-proxy",
+            "127.0.0.3/32",
+            "--proxy-protocol",
+            "--http-max-streams-per-client",
+            "2",
+            "--http-max-connections-per-client",
+            "3",
+        ],
+    );
+    let site = site_address(&server);
+    let mut held = Vec::new();
+    // Version 1: the client it names holds its own two streams...
+    let v1 = b"PROXY TCP4 198.51.100.7 127.0.0.1 4321 80\r\n";
+    for expected in [200, 200, 429] {
+        let mut stream = connect_with_header(PROXY, site, v1).await;
+        assert_eq!(
+            get_status(&mut stream, "/tv", None).await,
+            Some(expected),
+            "v1"
+        );
+        held.push(stream);
+    }
+    // ...and its own three connections: a fourth is refused at once.
+    let mut fourth = connect_with_header(PROXY, site, v1).await;
+    assert_eq!(get(&mut fourth, "/", None).await, Answer::ConnectionRefused);
+    // Version 2 names another client, with places of its own.
+    let mut stream =
+        connect_with_header(PROXY, site, &proxy_v2(Ipv4Addr::new(198, 51, 100, 8))).await;
+    assert_eq!(get_status(&mut stream, "/tv", None).await, Some(200), "v2");
+    held.push(stream);
+    // The proxy's own health check names nobody and is served.
+    let mut stream = connect_with_header(PROXY, site, b"PROXY UNKNOWN\r\n").await;
+    assert_eq!(
+        get_status(&mut stream, "/", None).await,
+        Some(200),
+        "UNKNOWN"
+    );
+    // A trusted proxy's connection without a header is closed unanswered.
+    let mut stream = connect_from(PROXY, site).await.expect("connect");
+    assert_eq!(
+        get(&mut stream, "/", None).await,
+        Answer::Nothing,
+        "no header"
+    );
+    // A peer that is not a trusted proxy cannot name a client: its header
+    // is not HTTP, and it is not served.
+    let mut stream = connect_with_header(
+        ATTACKER,
+        site,
+        b"PROXY TCP4 198.51.100.20 127.0.0.1 1 80\r\n",
+    )
+    .await;
+    assert!(
+        !matches!(get(&mut stream, "/", None).await, Answer::Status(200)),
+        "a header from an untrusted peer is not believed"
+    );
+    // And plain HTTP from it is served as ever.
+    let mut stream = connect_from(SOMEONE_ELSE, site).await.expect("connect");
+    assert_eq!(
+        get_status(&mut stream, "/", None).await,
+        Some(200),
+        "direct"
+    );
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_protocol_names_clients_of_trusted_proxies_only() {
+    let db = TestDb::sqlite().await;
+    proxy_protocol_from_trusted_proxies(&db).await;
     db.cleanup().await;
 }

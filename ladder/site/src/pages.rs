@@ -625,7 +625,7 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
         json_href,
         html! {
             h1 {
-                a href=(bot_href(&line.bot_a)) { (line.bot_a) } " vs " a href=(bot_href(&line.bot_b)) { (line.bot_b) }
+                a.side-a href=(bot_href(&line.bot_a)) { (line.bot_a) } " vs " a.side-b href=(bot_href(&line.bot_b)) { (line.bot_b) }
             }
             p.lead { (result_text(line)) }
             p.actions {

@@ -203,7 +203,8 @@ mod tests {
             line.extend(std::iter::repeat_n(b'1', 120));
             line
         };
-        let cases: Vec<(Vec<u8>, fn(&ProxyHeaderError) -> bool)> = vec![
+        type Expected = fn(&ProxyHeaderError) -> bool;
+        let cases: Vec<(Vec<u8>, Expected)> = vec![
             (b"GET / HTTP/1.1\r\nhost: x\r\n\r\n".to_vec(), |e| {
                 *e == ProxyHeaderError::Missing
             }),

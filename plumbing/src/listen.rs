@@ -222,13 +222,8 @@ pub async fn serve_router(
             });
             continue;
         }
-        let held = if from_proxy {
-            None
-        } else {
-            match hold_or_refuse(&per_client, &stream, remote) {
-                Some(held) => Some(held),
-                None => continue,
-            }
+        let Some(held) = hold_unless_trusted(&limits, &per_client, &stream, remote) else {
+            continue;
         };
         let router = router.clone();
         let stop = stop.clone();
@@ -245,6 +240,22 @@ pub async fn serve_router(
     let all = u32::try_from(cap.get()).unwrap_or(u32::MAX);
     let _ = places.acquire_many(all).await;
     Ok(())
+}
+
+/// Whether a connection of `client` is served: a trusted proxy carries many
+/// clients, so it is never counted (`Some(None)`); any other client takes one
+/// of its places (`Some(Some(_))`) or, once it holds its cap, is refused
+/// (`None`, see [`hold_or_refuse`]).
+fn hold_unless_trusted(
+    limits: &HttpLimits,
+    per_client: &Arc<PerClient>,
+    stream: &TcpStream,
+    client: SocketAddr,
+) -> Option<Option<crate::clients::Held>> {
+    if limits.trusted_proxies.contains(client.ip()) {
+        return Some(None);
+    }
+    hold_or_refuse(per_client, stream, client).map(Some)
 }
 
 /// A place for one more connection of `client`, or `None` once it holds its
@@ -294,14 +305,8 @@ async fn serve_proxied(
         serve_connection(stream, proxy, router, limits, streams, stop).await;
         return;
     };
-    // A client that is itself a trusted proxy carries many clients.
-    let held = if limits.trusted_proxies.contains(client.ip()) {
-        None
-    } else {
-        match hold_or_refuse(&per_client, &stream, client) {
-            Some(held) => Some(held),
-            None => return,
-        }
+    let Some(held) = hold_unless_trusted(limits, &per_client, &stream, client) else {
+        return;
     };
     serve_connection(stream, client, router, limits, streams, stop).await;
     drop(held);

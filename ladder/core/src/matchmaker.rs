@@ -10,7 +10,8 @@
 //! with the opponent it just played, or with one it met
 //! [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON) times this season. Candidates are the
 //! [`MATCHMAKER_NEIGHBOURS`] nearest bots by rating on either side, so a wave is
-//! `O(n log n)` whatever the queue length.
+//! `O(n log n)` whatever the queue length. A pair's sides alternate from one
+//! meeting to the next ([`first_plays_side_a`]).
 
 use std::collections::BTreeSet;
 
@@ -43,6 +44,17 @@ pub fn pair_key(a: &str, b: &str) -> (String, String) {
     } else {
         (b.to_owned(), a.to_owned())
     }
+}
+
+/// Whether `first` plays side A in the pair's next meeting, after it met
+/// `second` `meetings_before` times this season: the bot with the smaller id
+/// plays side A in the pair's 1st, 3rd, 5th… meeting and side B in the 2nd,
+/// 4th…. The rules are the same for both sides, but a bot may play a side
+/// differently, so a deterministic pair plays two different games, one from
+/// each side; alternating makes its two rated games both sides of the pair,
+/// as a double round robin plays it, rather than one game twice.
+pub fn first_plays_side_a(first: &str, second: &str, meetings_before: i64) -> bool {
+    (first <= second) == (meetings_before.rem_euclid(2) == 0)
 }
 
 /// A bot's recent opponents after it is paired with `opponent`: the new one
@@ -225,6 +237,26 @@ mod tests {
             .cloned()
             .collect();
         assert_eq!(recent, expected);
+    }
+
+    #[test]
+    fn a_pairs_sides_alternate_from_meeting_to_meeting() {
+        let sides = |meetings_before| {
+            if first_plays_side_a("b", "a", meetings_before) {
+                ["b", "a"]
+            } else {
+                ["a", "b"]
+            }
+        };
+        let played: Vec<[&str; 2]> = (0..4).map(sides).collect();
+        assert_eq!(played, [["a", "b"], ["b", "a"], ["a", "b"], ["b", "a"]]);
+        // Whichever order the wave found them in.
+        for meetings_before in 0..4 {
+            assert_ne!(
+                first_plays_side_a("a", "b", meetings_before),
+                first_plays_side_a("b", "a", meetings_before)
+            );
+        }
     }
 
     #[test]

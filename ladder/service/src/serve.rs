@@ -649,6 +649,8 @@ async fn fit_season(store: &Store, class: WeightClass, metrics: &LadderMetrics) 
             bots = report.bots,
             games = report.games,
             written = report.written,
+            stale = report.stale,
+            locked = report.locked,
             fit_ms = started.elapsed().as_millis() as u64,
             "season fit"
         ),

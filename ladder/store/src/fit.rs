@@ -10,7 +10,7 @@ use sqlx::AnyConnection;
 use super::script::{Arg, Script, placeholder_rows};
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
-use crate::limits::FIT_WRITE_ROWS;
+use crate::limits::{FIT_UNLOCKED_ATTEMPTS, FIT_WRITE_ROWS};
 use duel_ladder_core::rating::{FitGame, Rating, Score, season_fit};
 use duel_rules::WeightClass;
 
@@ -23,19 +23,106 @@ pub struct FitReport {
     pub games: usize,
     /// Ratings rows it wrote (bots with at least one rated game).
     pub written: usize,
+    /// Fits solved without locks and thrown away because a rated game
+    /// settled before they could be written.
+    pub stale: u32,
+    /// Whether the fit was finally solved with the class's ratings rows
+    /// locked, after [`FIT_UNLOCKED_ATTEMPTS`] stale ones.
+    pub locked: bool,
+}
+
+/// A class's fit solved from a read that held no locks: written by
+/// [`Store::write_season_fit`] only if no rated game settled since the read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SolvedFit {
+    season_id: i64,
+    class: String,
+    /// The class's rated games (the sum of its ratings rows' `games`) when
+    /// the read began: settlement adds to it in the transaction that rates a
+    /// game, so an equal sum under the locks means the same games.
+    rated_games: i64,
+    bots: usize,
+    games: usize,
+    moved: Vec<(String, Rating)>,
 }
 
 impl Store {
     /// Fits the running season's ratings of `class` from all its rated
     /// games. The wave timer runs it; ending a season runs it for every class
     /// before the standings freeze. FAILED_PRECONDITION when no season runs.
+    ///
+    /// The games are read and the fit solved without holding a lock, so
+    /// settlements go on meanwhile (at a million matches solving takes
+    /// seconds); the class's ratings rows are locked only to check that no
+    /// rated game settled since the read and to write. A fit gone stale is
+    /// solved again, [`FIT_UNLOCKED_ATTEMPTS`] times at most, then under the
+    /// locks, so a busy class is still fitted.
     pub async fn fit_season(&self, class: WeightClass) -> Result<FitReport> {
+        let mut stale = 0;
+        while stale < FIT_UNLOCKED_ATTEMPTS {
+            let solved = self.solve_season_fit(class).await?;
+            if let Some(report) = self.write_season_fit(&solved).await? {
+                return Ok(FitReport { stale, ..report });
+            }
+            stale += 1;
+        }
         let row_locks = self.dialect().row_locks();
-        write_tx!(self, |conn| async {
+        let report = write_tx!(self, |conn| async {
             let season = super::seasons::active_season_tx(conn)
                 .await?
                 .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
             fit_tx(conn, row_locks, season.id, class.name()).await
+        })?;
+        Ok(FitReport {
+            stale,
+            locked: true,
+            ..report
+        })
+    }
+
+    /// Reads the running season's rated games of `class` on a reader
+    /// connection, holding no lock, and solves their fit.
+    pub async fn solve_season_fit(&self, class: WeightClass) -> Result<SolvedFit> {
+        let mut conn = self.read_pool().acquire().await?;
+        let season = super::seasons::active_season_tx(&mut *conn)
+            .await?
+            .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
+        let inputs = read_fit_inputs(&mut *conn, false, season.id, class.name()).await?;
+        drop(conn);
+        Ok(SolvedFit {
+            season_id: season.id,
+            class: class.name().to_owned(),
+            rated_games: inputs.rated_games,
+            bots: inputs.bots.len(),
+            games: inputs.games.len(),
+            moved: inputs.solve(),
+        })
+    }
+
+    /// Writes a fit solved by [`Store::solve_season_fit`] if the class's
+    /// rated games are still those it was solved from; `None` (nothing
+    /// written) once another rated game settled, or the season ended.
+    pub async fn write_season_fit(&self, solved: &SolvedFit) -> Result<Option<FitReport>> {
+        let row_locks = self.dialect().row_locks();
+        write_tx!(self, |conn| async {
+            let running = super::seasons::active_season_tx(conn).await?;
+            if running.is_none_or(|season| season.id != solved.season_id) {
+                return Ok(None);
+            }
+            // Locked in bot-id order, as settlement takes them.
+            let rated_games =
+                rated_games_tx(conn, row_locks, solved.season_id, &solved.class).await?;
+            if rated_games != solved.rated_games {
+                return Ok(None);
+            }
+            write_fit(conn, solved.season_id, &solved.moved).await?;
+            Ok(Some(FitReport {
+                bots: solved.bots,
+                games: solved.games,
+                written: solved.moved.len(),
+                stale: 0,
+                locked: false,
+            }))
         })
     }
 }
@@ -85,13 +172,86 @@ pub(crate) async fn fit_tx(
     season_id: i64,
     class: &str,
 ) -> Result<FitReport> {
+    let inputs = read_fit_inputs(conn, row_locks, season_id, class).await?;
+    let moved = inputs.solve();
+    write_fit(conn, season_id, &moved).await?;
+    Ok(FitReport {
+        bots: inputs.bots.len(),
+        games: inputs.games.len(),
+        written: moved.len(),
+        stale: 0,
+        locked: row_locks,
+    })
+}
+
+/// What a fit stands on: the class's bots by id with their starts, and its
+/// rated games in the order they settled.
+struct FitInputs {
+    bots: Vec<String>,
+    starts: Vec<Rating>,
+    games: Vec<FitGame>,
+    /// The sum of the ratings rows' `games` as read.
+    rated_games: i64,
+}
+
+impl FitInputs {
+    /// The fitted ratings of the bots that played (a bot without a rated
+    /// game keeps its row as it is).
+    fn solve(&self) -> Vec<(String, Rating)> {
+        let fitted = season_fit(&self.starts, &self.games);
+        let mut played = vec![false; self.bots.len()];
+        for game in &self.games {
+            played[game.a] = true;
+            played[game.b] = true;
+        }
+        self.bots
+            .iter()
+            .zip(fitted)
+            .zip(played)
+            .filter(|(_, played)| *played)
+            .map(|((bot, rating), _)| (bot.clone(), rating))
+            .collect()
+    }
+}
+
+/// The class's rated games so far, as the sum of its ratings rows' `games`,
+/// with the rows locked in bot-id order where the backend has row locks.
+async fn rated_games_tx(
+    conn: &mut AnyConnection,
+    row_locks: bool,
+    season_id: i64,
+    class: &str,
+) -> Result<i64> {
+    let sql = if row_locks {
+        "SELECT games FROM ratings WHERE season_id = $1 AND class = $2 ORDER BY bot_id FOR UPDATE"
+    } else {
+        "SELECT games FROM ratings WHERE season_id = $1 AND class = $2"
+    };
+    let rows = sqlx::query(sql)
+        .bind(season_id)
+        .bind(class.to_owned())
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut sum: i64 = 0;
+    for row in &rows {
+        sum = sum.saturating_add(get::<i64>(row, "games")?);
+    }
+    Ok(sum)
+}
+
+async fn read_fit_inputs(
+    conn: &mut AnyConnection,
+    row_locks: bool,
+    season_id: i64,
+    class: &str,
+) -> Result<FitInputs> {
     // Bots by id and games in the order they settled: the same season gives
     // the same fit to the last bit, on either backend.
     let sql = if row_locks {
-        "SELECT bot_id, start_rating, start_deviation, volatility FROM ratings \
+        "SELECT bot_id, start_rating, start_deviation, volatility, games FROM ratings \
          WHERE season_id = $1 AND class = $2 ORDER BY bot_id FOR UPDATE"
     } else {
-        "SELECT bot_id, start_rating, start_deviation, volatility FROM ratings \
+        "SELECT bot_id, start_rating, start_deviation, volatility, games FROM ratings \
          WHERE season_id = $1 AND class = $2 ORDER BY bot_id"
     };
     let rating_rows = sqlx::query(sql)
@@ -101,6 +261,7 @@ pub(crate) async fn fit_tx(
         .await?;
     let mut bots = Vec::with_capacity(rating_rows.len());
     let mut starts = Vec::with_capacity(rating_rows.len());
+    let mut rated_games: i64 = 0;
     for row in &rating_rows {
         bots.push(get::<String>(row, "bot_id")?);
         starts.push(Rating {
@@ -108,6 +269,7 @@ pub(crate) async fn fit_tx(
             deviation: get(row, "start_deviation")?,
             volatility: get(row, "volatility")?,
         });
+        rated_games = rated_games.saturating_add(get::<i64>(row, "games")?);
     }
     let index: HashMap<&str, usize> = bots
         .iter()
@@ -148,19 +310,20 @@ pub(crate) async fn fit_tx(
         };
         games.push(FitGame { a, b, score_a });
     }
-    let fitted = season_fit(&starts, &games);
-    let mut played = vec![false; bots.len()];
-    for game in &games {
-        played[game.a] = true;
-        played[game.b] = true;
-    }
-    let moved: Vec<(&str, Rating)> = bots
-        .iter()
-        .zip(&fitted)
-        .zip(&played)
-        .filter(|(_, played)| **played)
-        .map(|((bot, rating), _)| (bot.as_str(), *rating))
-        .collect();
+    Ok(FitInputs {
+        bots,
+        starts,
+        games,
+        rated_games,
+    })
+}
+
+/// Writes the fitted ratings, [`FIT_WRITE_ROWS`] rows a statement.
+async fn write_fit(
+    conn: &mut AnyConnection,
+    season_id: i64,
+    moved: &[(String, Rating)],
+) -> Result<()> {
     let mut writes = Script::default();
     for chunk in moved.chunks(FIT_WRITE_ROWS) {
         let sql = format!(
@@ -173,7 +336,7 @@ pub(crate) async fn fit_tx(
         for (bot, rating) in chunk {
             args.extend([
                 Arg::from(season_id),
-                Arg::from(*bot),
+                Arg::from(bot.as_str()),
                 Arg::from(rating.rating),
                 Arg::from(rating.deviation),
             ]);
@@ -181,9 +344,5 @@ pub(crate) async fn fit_tx(
         writes.push_expecting(sql, args, chunk.len(), "ratings");
     }
     writes.run(conn, false).await?;
-    Ok(FitReport {
-        bots: bots.len(),
-        games: games.len(),
-        written: moved.len(),
-    })
+    Ok(())
 }

@@ -110,7 +110,7 @@ use crate::limits::{
 use duel_ladder_core::clock::{Clock, SystemClock};
 
 pub use cost::{CostLine, FallbackShare, ModelLine};
-pub use fit::FitReport;
+pub use fit::{FitReport, SolvedFit};
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
 pub use replay_index::LadderReplayIndex;

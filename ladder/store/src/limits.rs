@@ -82,3 +82,8 @@ pub const BENCH_SITE_RIVALRY_EVERY: u64 = 1_000;
 /// Rows of `ratings` one statement of the season fit writes: 4 values a row
 /// keeps a statement under SQLite's 32,766 bound parameters.
 pub const FIT_WRITE_ROWS: usize = 1_000;
+
+/// Fits of a class solved without locks and found stale (a rated game
+/// settled between their read and their write) before the next is solved
+/// with the class's ratings rows locked, as settlements then wait on it.
+pub const FIT_UNLOCKED_ATTEMPTS: u32 = 3;

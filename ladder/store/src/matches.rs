@@ -73,6 +73,22 @@ async fn accept_tx(
     let season = active_season_tx(conn)
         .await?
         .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
+    // A wave's pair takes the sides its meetings so far give it; a caller's
+    // pair keeps the sides the caller chose.
+    let (sides, origins) = if origins.contains(&Origin::Direct) {
+        (sides.clone(), origins)
+    } else {
+        let meetings_before = pair_meetings_tx(conn, season.id, sides).await?;
+        if matchmaker::first_plays_side_a(&sides[0].bot_id, &sides[1].bot_id, meetings_before) {
+            (sides.clone(), origins)
+        } else {
+            (
+                [sides[1].clone(), sides[0].clone()],
+                [origins[1], origins[0]],
+            )
+        }
+    };
+    let sides = &sides;
     // Bot rows are taken in bot-id order, as settlement takes ratings.
     let mut order = [0, 1];
     order.sort_by(|&x, &y| sides[x].bot_id.cmp(&sides[y].bot_id));
@@ -206,6 +222,24 @@ async fn accept_tx(
         apply_transfer(conn, &request, now).await?;
     }
     Ok(game)
+}
+
+/// How many times the pair met this season before now.
+async fn pair_meetings_tx(
+    conn: &mut AnyConnection,
+    season_id: i64,
+    sides: &[PairSide; 2],
+) -> Result<i64> {
+    let (low, high) = matchmaker::pair_key(&sides[0].bot_id, &sides[1].bot_id);
+    let row = sqlx::query(
+        "SELECT meetings FROM pair_meetings WHERE season_id = $1 AND bot_low = $2 AND bot_high = $3",
+    )
+    .bind(season_id)
+    .bind(low)
+    .bind(high)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map_or(Ok(0), |row| get::<i64>(&row, "meetings"))
 }
 
 /// What the next waves know of this meeting: each bot's recent opponents

@@ -276,3 +276,78 @@ async fn a_pair_meets_at_most_its_bound(db: &TestDb) {
     assert_eq!(report.matches.len(), 1, "{report:?}");
 }
 both_backends!(pair_bound, a_pair_meets_at_most_its_bound);
+
+/// Claims and settles the next queued match, `game`, as a draw.
+async fn settle_draw(store: &Store, game: &Match) {
+    let claim = store
+        .claim(60_000, 1_000)
+        .await
+        .expect("claim")
+        .expect("queued");
+    assert_eq!(claim.game.id, game.id);
+    store
+        .complete(
+            &game.id,
+            &claim.lease_id,
+            Winner::Draw,
+            "r.json",
+            None,
+            1_000,
+        )
+        .await
+        .expect("settle");
+}
+
+async fn a_pairs_sides_alternate_from_wave_to_wave(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let ([alice, bob], [x, y]) = pair(db, "s").await;
+    let (carol, _) = db.owner("carol-s", 100_000).await;
+    let z = db
+        .store
+        .register_bot(&carol, "z-s", "light", &builtin())
+        .await
+        .expect("z")
+        .id;
+    let (first, second) = if x < y { (&x, &y) } else { (&y, &x) };
+    let mut sides_played = Vec::new();
+    for _ in 0..3 {
+        // Queued in the same order each time: only the pair's meetings decide.
+        db.store
+            .enqueue(&alice, "x-s", STAKE)
+            .await
+            .expect("x queued");
+        db.store
+            .enqueue(&bob, "y-s", STAKE)
+            .await
+            .expect("y queued");
+        // The recent meetings' cost may hold them a wave or two.
+        let mut paired = Vec::new();
+        for _ in 0..10 {
+            paired = db
+                .store
+                .run_wave(WeightClass::Light)
+                .await
+                .expect("wave")
+                .matches;
+            if !paired.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(paired.len(), 1, "paired: {paired:?}");
+        let game = db.store.game(&paired[0]).await.expect("match");
+        sides_played.push([game.sides[0].bot_id.clone(), game.sides[1].bot_id.clone()]);
+        settle_draw(&db.store, &game).await;
+        // Each meets someone else before the pair may meet again.
+        for bot in [&x, &y] {
+            let game = accept(&db.store, [bot, &z]).await;
+            settle_draw(&db.store, &game).await;
+        }
+    }
+    let (a, b) = (first.clone(), second.clone());
+    assert_eq!(
+        sides_played,
+        [[a.clone(), b.clone()], [b.clone(), a.clone()], [a, b]],
+        "the bot whose id sorts first plays side A in the 1st and 3rd meeting"
+    );
+}
+both_backends!(alternating_sides, a_pairs_sides_alternate_from_wave_to_wave);

@@ -152,12 +152,46 @@ async fn season_fit_read_back(db: &TestDb) {
         .expect("heavy");
     assert_eq!((heavy.bots, heavy.games, heavy.written), (0, 0, 0));
 
-    // One more game after the last fit: ending the season fits it in.
+    assert_eq!((report.stale, report.locked), (0, false), "{report:?}");
+
+    // A fit solved before another rated game settled is thrown away, not
+    // written over that game's rating change: the next fit counts it.
+    let solved = db
+        .store
+        .solve_season_fit(WeightClass::Light)
+        .await
+        .expect("solve");
     settle(&db.store, [y, w], Winner::A, "k7").await;
     games.push(FitGame {
         a: 2,
         b: 0,
         score_a: Score::Win,
+    });
+    let settled = standings(&db.store, None).await;
+    assert_eq!(
+        db.store.write_season_fit(&solved).await.expect("write"),
+        None,
+        "a stale fit is not written"
+    );
+    assert_eq!(standings(&db.store, None).await, settled);
+    let report = db.store.fit_season(WeightClass::Light).await.expect("fit");
+    assert_eq!((report.games, report.stale), (7, 0));
+    assert_fitted(&standings(&db.store, None).await, &bots, &starts, &games);
+    // A fit solved now is still current, and written.
+    let solved = db
+        .store
+        .solve_season_fit(WeightClass::Light)
+        .await
+        .expect("solve");
+    let written = db.store.write_season_fit(&solved).await.expect("write");
+    assert_eq!(written.map(|report| report.games), Some(7));
+
+    // One more game after the last fit: ending the season fits it in.
+    settle(&db.store, [x, z], Winner::B, "k9").await;
+    games.push(FitGame {
+        a: 1,
+        b: 3,
+        score_a: Score::Loss,
     });
     db.store.end_season().await.expect("end");
     let frozen = standings(&db.store, Some(season.id)).await;

@@ -84,10 +84,10 @@ impl Store {
     /// connection, holding no lock, and solves their fit.
     pub async fn solve_season_fit(&self, class: WeightClass) -> Result<SolvedFit> {
         let mut conn = self.read_pool().acquire().await?;
-        let season = super::seasons::active_season_tx(&mut *conn)
+        let season = super::seasons::active_season_tx(&mut conn)
             .await?
             .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
-        let inputs = read_fit_inputs(&mut *conn, false, season.id, class.name()).await?;
+        let inputs = read_fit_inputs(&mut conn, false, season.id, class.name()).await?;
         drop(conn);
         Ok(SolvedFit {
             season_id: season.id,

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use sqlx::AnyConnection;
+use sqlx::any::AnyRow;
 
 use super::script::{Arg, Script, placeholder_rows};
 use super::{Store, get, write_tx};
@@ -214,6 +215,26 @@ impl FitInputs {
     }
 }
 
+/// The class's ratings rows of the season in bot-id order, locked where the
+/// backend has row locks (PostgreSQL takes them in that order, so two fits
+/// never wait on each other crosswise).
+async fn class_ratings_rows(
+    conn: &mut AnyConnection,
+    columns: &'static str,
+    row_locks: bool,
+    season_id: i64,
+    class: &str,
+) -> Result<Vec<AnyRow>> {
+    let locks = if row_locks { " FOR UPDATE" } else { "" };
+    Ok(sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {columns} FROM ratings WHERE season_id = $1 AND class = $2 ORDER BY bot_id{locks}"
+    )))
+    .bind(season_id)
+    .bind(class.to_owned())
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
 /// The class's rated games so far, as the sum of its ratings rows' `games`,
 /// with the rows locked in bot-id order where the backend has row locks.
 async fn rated_games_tx(
@@ -222,16 +243,7 @@ async fn rated_games_tx(
     season_id: i64,
     class: &str,
 ) -> Result<i64> {
-    let sql = if row_locks {
-        "SELECT games FROM ratings WHERE season_id = $1 AND class = $2 ORDER BY bot_id FOR UPDATE"
-    } else {
-        "SELECT games FROM ratings WHERE season_id = $1 AND class = $2"
-    };
-    let rows = sqlx::query(sql)
-        .bind(season_id)
-        .bind(class.to_owned())
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows = class_ratings_rows(conn, "games", row_locks, season_id, class).await?;
     let mut sum: i64 = 0;
     for row in &rows {
         sum = sum.saturating_add(get::<i64>(row, "games")?);
@@ -247,18 +259,14 @@ async fn read_fit_inputs(
 ) -> Result<FitInputs> {
     // Bots by id and games in the order they settled: the same season gives
     // the same fit to the last bit, on either backend.
-    let sql = if row_locks {
-        "SELECT bot_id, start_rating, start_deviation, volatility, games FROM ratings \
-         WHERE season_id = $1 AND class = $2 ORDER BY bot_id FOR UPDATE"
-    } else {
-        "SELECT bot_id, start_rating, start_deviation, volatility, games FROM ratings \
-         WHERE season_id = $1 AND class = $2 ORDER BY bot_id"
-    };
-    let rating_rows = sqlx::query(sql)
-        .bind(season_id)
-        .bind(class.to_owned())
-        .fetch_all(&mut *conn)
-        .await?;
+    let rating_rows = class_ratings_rows(
+        conn,
+        "bot_id, start_rating, start_deviation, volatility, games",
+        row_locks,
+        season_id,
+        class,
+    )
+    .await?;
     let mut bots = Vec::with_capacity(rating_rows.len());
     let mut starts = Vec::with_capacity(rating_rows.len());
     let mut rated_games: i64 = 0;

@@ -13,7 +13,7 @@ the same bots; and compares:
   may meet (different owners; goal: at most 3x);
 - how many settled matches were repeats (not rated).
 
-    scripts/ladder-vs-round-robin.py [--matches 300] [--bin DIR] [--bots DIR] [--json]
+    scripts/ladder-vs-round-robin.py [--matches 300] [--rounds 40] [--bin DIR] [--bots DIR] [--json]
 
 Binaries come from --bin (default: $CARGO_TARGET_DIR/debug, else target/debug);
 bots from --bots (default: target/bots, built by scripts/build-bots). Everything
@@ -87,8 +87,12 @@ def main():
     parser.add_argument("--class", dest="weight_class", default="middle",
                         choices=["light", "middle", "heavy"])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="round-robin rounds (each pairing from both sides per round)")
+    # Two rounds left the random bots' pairs to a few seeds: the round robin's
+    # own order of counter and pacer flipped with the order of the bots on its
+    # command line (docs/perf/ladder.md). At 40 its scores move by less than
+    # the tie.
+    parser.add_argument("--rounds", type=int, default=40,
+                        help="round-robin rounds (each pairing from both sides per round; default 40, ~1.5 min)")
     parser.add_argument("--tie", type=float, default=0.02,
                         help="round-robin scores this close count as tied (default 0.02)")
     parser.add_argument("--timeout-s", type=int, default=3600,

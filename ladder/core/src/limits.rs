@@ -91,11 +91,6 @@ pub const RECENT_MEETING_PENALTY: f64 = 50.0;
 /// deterministic bots would otherwise fill a season with one game (docs/RULES.md).
 pub const MAX_PAIR_MEETINGS_PER_SEASON: i64 = 40;
 
-/// How many times two bot versions are rated against each other in one
-/// season (crate::repeat): once from each side, as in a double round robin.
-/// Later meetings settle their stakes without moving ratings.
-pub const RATED_GAMES_PER_PAIR_PER_SEASON: usize = 2;
-
 /// Glicko-2 system constant τ.
 pub const GLICKO2_TAU: f64 = 0.5;
 

@@ -51,8 +51,8 @@ pub fn pair_key(a: &str, b: &str) -> (String, String) {
 /// plays side A in the pair's 1st, 3rd, 5th… meeting and side B in the 2nd,
 /// 4th…. The rules are the same for both sides, but a bot may play a side
 /// differently, so a deterministic pair plays two different games, one from
-/// each side; alternating makes its two rated games both sides of the pair,
-/// as a double round robin plays it, rather than one game twice.
+/// each side; alternating rates both sides of the pair, as a double round
+/// robin plays it, rather than one game and its repeats.
 pub fn first_plays_side_a(first: &str, second: &str, meetings_before: i64) -> bool {
     (first <= second) == (meetings_before.rem_euclid(2) == 0)
 }

@@ -3,6 +3,8 @@
 //! conservative rating standings rank by, and the soft reset between seasons.
 //! Pure functions over plain numbers.
 
+use std::collections::HashMap;
+
 use skillratings::Outcomes;
 use skillratings::glicko2::{Glicko2Config, Glicko2Rating, glicko2, glicko2_rating_period};
 
@@ -156,8 +158,19 @@ pub fn season_fit(starts: &[Rating], games: &[FitGame]) -> Vec<Rating> {
         .filter(|game| game.a != game.b && game.a < starts.len() && game.b < starts.len())
         .map(|game| (game.a, game.b, game.score_a.points()))
         .collect();
-    let mut played = vec![false; starts.len()];
+    // Each pair weighs as one game, its rated games 1/n each: the fit then
+    // ranks by the mean score against each opponent met, as a round robin
+    // does, however often a pair was rated.
+    let mut per_pair: HashMap<(usize, usize), f64> = HashMap::new();
     for &(a, b, _) in &games {
+        *per_pair.entry((a.min(b), a.max(b))).or_default() += 1.0;
+    }
+    let games: Vec<(usize, usize, f64, f64)> = games
+        .into_iter()
+        .map(|(a, b, points)| (a, b, points, 1.0 / per_pair[&(a.min(b), a.max(b))]))
+        .collect();
+    let mut played = vec![false; starts.len()];
+    for &(a, b, _, _) in &games {
         played[a] = true;
         played[b] = true;
     }
@@ -239,7 +252,7 @@ pub fn season_fit(starts: &[Rating], games: &[FitGame]) -> Vec<Rating> {
 /// games (a, b, a's points) plus each bot's Gaussian prior (mean, precision).
 struct Fit<'a> {
     prior: &'a [(f64, f64)],
-    games: &'a [(usize, usize, f64)],
+    games: &'a [(usize, usize, f64, f64)],
 }
 
 impl Fit<'_> {
@@ -249,9 +262,9 @@ impl Fit<'_> {
         let likelihood: f64 = self
             .games
             .iter()
-            .map(|&(a, b, points)| {
+            .map(|&(a, b, points, weight)| {
                 let lead = mu[a] - mu[b];
-                points * log_sigmoid(lead) + (1.0 - points) * log_sigmoid(-lead)
+                weight * (points * log_sigmoid(lead) + (1.0 - points) * log_sigmoid(-lead))
             })
             .sum();
         let prior: f64 = self
@@ -274,11 +287,11 @@ impl Fit<'_> {
             .collect();
         let mut diagonal: Vec<f64> = self.prior.iter().map(|(_, precision)| *precision).collect();
         let mut weights = Vec::with_capacity(self.games.len());
-        for &(a, b, points) in self.games {
+        for &(a, b, points, pair_weight) in self.games {
             let expected = 1.0 / (1.0 + (mu[b] - mu[a]).exp());
-            gradient[a] += points - expected;
-            gradient[b] -= points - expected;
-            let weight = expected * (1.0 - expected);
+            gradient[a] += pair_weight * (points - expected);
+            gradient[b] -= pair_weight * (points - expected);
+            let weight = pair_weight * expected * (1.0 - expected);
             diagonal[a] += weight;
             diagonal[b] += weight;
             weights.push(weight);
@@ -295,7 +308,7 @@ impl Fit<'_> {
             .zip(x)
             .map(|((_, precision), x)| precision * x)
             .collect();
-        for (&(a, b, _), weight) in self.games.iter().zip(weights) {
+        for (&(a, b, _, _), weight) in self.games.iter().zip(weights) {
             let flow = weight * (x[a] - x[b]);
             out[a] += flow;
             out[b] -= flow;

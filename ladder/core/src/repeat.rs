@@ -1,5 +1,4 @@
-//! The repeat rule and the pair's rated games: which settled matches move
-//! ratings.
+//! The repeat rule: which settled matches move ratings.
 //!
 //! Ruleset 1.0.0 has no randomness, so two bot versions that choose the same
 //! actions play the same game, whatever the seed: a deterministic pair meets
@@ -9,13 +8,13 @@
 //! stakes as usual but moves no rating and counts in no W/D/L; the match page
 //! names the match it repeats (docs/RULES.md, "Repeats are not rated").
 //!
-//! Two versions are also rated against each other at most
-//! [`RATED_GAMES_PER_PAIR_PER_SEASON`] times a season, like a double round
-//! robin: otherwise a pair that keeps meeting (a random bot and its rating
-//! neighbour) gives its bots many more rated games, and much narrower
-//! deviations, than pairs of deterministic bots can ever have, and standings
-//! ranked by rating − 2·RD reward meeting the same opponent often rather than
-//! winning.
+//! Every other game is rated, however often the pair met: a pair whose games
+//! differ (a random bot, a model) is measured better by each. That it meets
+//! more often than a deterministic pair does not tilt the standings, since
+//! the season fit weighs each pair as one game
+//! ([`crate::rating::season_fit`]). Matches settled before this rule may
+//! carry `not_rated = "pair_rated"` (a pair's third game, when a pair was
+//! rated twice a season at most); they stay as they were settled.
 //!
 //! The comparison goes through a [`play_key`]: a digest of both versions and
 //! of every exchange's pair of actions, oriented by bot id so that it is the
@@ -23,8 +22,6 @@
 
 use duel_rules::Action;
 use sha2::{Digest, Sha256};
-
-pub use crate::limits::RATED_GAMES_PER_PAIR_PER_SEASON;
 
 /// One side of a match as the key sees it: the bot and the version it played.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,8 +75,6 @@ pub enum Verdict {
     Rated,
     /// The same versions played the same game in this rated match.
     Repeat(String),
-    /// The two versions already played their rated games this season.
-    PairRated,
 }
 
 impl Verdict {
@@ -88,35 +83,28 @@ impl Verdict {
         match self {
             Verdict::Rated => None,
             Verdict::Repeat(_) => Some("repeat"),
-            Verdict::PairRated => Some("pair_rated"),
         }
     }
 
     pub fn repeat_of(&self) -> Option<&str> {
         match self {
             Verdict::Repeat(id) => Some(id),
-            _ => None,
+            Verdict::Rated => None,
         }
     }
 }
 
 /// The verdict on a match from the rated matches of its season between the
 /// same two versions (`(match id, accepted_ms, same game)`): a repeat of the
-/// first with the same game, else rated while the pair has fewer than
-/// [`RATED_GAMES_PER_PAIR_PER_SEASON`] rated games.
+/// first with the same game, else rated.
 pub fn verdict<'a>(rated_of_pair: impl IntoIterator<Item = (&'a str, i64, bool)>) -> Verdict {
-    let rated: Vec<(&str, i64, bool)> = rated_of_pair.into_iter().collect();
-    let same_game = rated
-        .iter()
+    let same_game = rated_of_pair
+        .into_iter()
         .filter(|(_, _, same)| *same)
-        .map(|(id, accepted, _)| (*id, *accepted));
-    if let Some(first) = repeat_of(same_game) {
-        return Verdict::Repeat(first.to_owned());
-    }
-    if rated.len() >= RATED_GAMES_PER_PAIR_PER_SEASON {
-        Verdict::PairRated
-    } else {
-        Verdict::Rated
+        .map(|(id, accepted, _)| (id, accepted));
+    match repeat_of(same_game) {
+        Some(first) => Verdict::Repeat(first.to_owned()),
+        None => Verdict::Rated,
     }
 }
 
@@ -197,19 +185,18 @@ mod tests {
     }
 
     #[test]
-    fn a_pair_is_rated_a_bounded_number_of_times_and_never_twice_for_one_game() {
+    fn a_pair_is_rated_at_every_new_game_and_never_twice_for_one_game() {
         assert_eq!(verdict([]), Verdict::Rated);
         assert_eq!(verdict([("m1", 1, false)]), Verdict::Rated);
         assert_eq!(
-            verdict([("m1", 1, false), ("m2", 2, false)]),
-            Verdict::PairRated
+            verdict([("m1", 1, false), ("m2", 2, false), ("m3", 3, false)]),
+            Verdict::Rated
         );
         assert_eq!(
             verdict([("m1", 1, false), ("m2", 2, true)]),
             Verdict::Repeat("m2".to_owned())
         );
         assert_eq!(verdict([("m3", 3, true)]).not_rated(), Some("repeat"));
-        assert_eq!(Verdict::PairRated.not_rated(), Some("pair_rated"));
         assert_eq!(Verdict::Rated.not_rated(), None);
         assert_eq!(
             pair_key([side("x", 1), side("y", 2)]),

@@ -161,6 +161,44 @@ mod season_fit {
         );
     }
 
+    #[test]
+    fn each_pair_weighs_as_one_game_however_often_it_was_rated() {
+        // The double round robin above, once as played, once with some pairs
+        // rated again and again at the same mean (a random bot's pair is
+        // rated at every meeting, a deterministic pair once): the fit is the
+        // same, so the standings rank by the mean score against each
+        // opponent, as a round robin does, not by how often a pair met.
+        use Score::{Draw, Loss, Win};
+        let results = [
+            (0, 1, Win, Win),
+            (0, 2, Win, Loss),
+            (1, 2, Win, Draw),
+            (1, 3, Loss, Win),
+            (2, 3, Draw, Draw),
+            (0, 3, Win, Draw),
+        ];
+        let pair = |&(a, b, first, second): &(usize, usize, Score, Score)| {
+            [game(a, b, first), game(b, a, flip(second))]
+        };
+        let balanced: Vec<FitGame> = results.iter().flat_map(pair).collect();
+        let uneven: Vec<FitGame> = results
+            .iter()
+            .enumerate()
+            .flat_map(|(at, result)| std::iter::repeat_n(pair(result), 1 + 3 * at).flatten())
+            .collect();
+        assert!(uneven.len() > 4 * balanced.len());
+        let (once, often) = (
+            season_fit(&[rating::INITIAL; 4], &balanced),
+            season_fit(&[rating::INITIAL; 4], &uneven),
+        );
+        for (x, y) in once.iter().zip(&often) {
+            assert!(
+                (x.rating - y.rating).abs() < 1e-6 && (x.deviation - y.deviation).abs() < 1e-6,
+                "{once:?} vs {often:?}"
+            );
+        }
+    }
+
     fn flip(score: Score) -> Score {
         match score {
             Score::Win => Score::Loss,

@@ -12,6 +12,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::limits::COST_CHART_NAMED_BOTS;
 use duel_ladder_store::site::HistoryPoint;
 
 pub const CHART_WIDTH_PX: u32 = 720;
@@ -270,10 +271,14 @@ fn draw_cost(root: &DrawingArea<SVGBackend<'_>, Shift>, points: &[CostPoint]) ->
         steps.push((right, last.conservative));
     }
     chart.draw_series(LineSeries::new(steps, VERSION.stroke_width(2)))?;
+    let name_all = points.len() <= COST_CHART_NAMED_BOTS;
     for point in points {
         let at = (point.tokens_per_match, point.conservative);
         let color = if point.on_frontier { VERSION } else { LINE };
         chart.draw_series(std::iter::once(Circle::new(at, 4, color.filled())))?;
+        if !name_all && !point.on_frontier {
+            continue;
+        }
         chart.draw_series(std::iter::once(Text::new(
             point.bot.clone(),
             at,
@@ -388,5 +393,19 @@ mod tests {
         );
         assert!(svg.contains("<polyline"), "the frontier is drawn: {svg}");
         assert_eq!(cost_chart(&[], "none", "x"), None);
+        // A crowded class names only the bots on its frontier.
+        let crowded: Vec<CostPoint> = (0..=COST_CHART_NAMED_BOTS)
+            .map(|at| CostPoint {
+                bot: format!("bot-{at}"),
+                tokens_per_match: at as f64,
+                conservative: 1500.0 - at as f64,
+                on_frontier: at == 0,
+            })
+            .collect();
+        let svg = cost_chart(&crowded, "light", "cost-light").expect("drawn");
+        assert_eq!(svg.matches("<circle").count(), crowded.len());
+        let named = |bot: &str| svg.lines().any(|line| line.trim() == bot);
+        assert!(named("bot-0"), "{svg}");
+        assert!(!named("bot-1"), "{svg}");
     }
 }

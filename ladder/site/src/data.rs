@@ -304,7 +304,8 @@ pub async fn cost(
         .await?;
     let mut classes = Vec::new();
     for class in class.map_or(WeightClass::ALL.to_vec(), |class| vec![class]) {
-        let all = store.cost_lines(&season, class).await?;
+        let spend = store.class_spend(&season, class).await?;
+        let all = &spend.bots;
         let coordinates: Vec<(f64, f64)> = all
             .iter()
             .map(|line| (line.tokens_per_match, line.conservative))
@@ -330,10 +331,10 @@ pub async fn cost(
         let total_bots = all.len();
         let end = cursor.0.saturating_add(limit);
         let next_cursor = (end < total_bots).then(|| end.to_string());
-        let bots = all.into_iter().skip(cursor.0).take(limit).collect();
+        let bots = all.iter().skip(cursor.0).take(limit).cloned().collect();
         classes.push(ClassCost {
             class: class.name(),
-            models: store.model_lines(&season, class).await?,
+            models: spend.models.clone(),
             total_bots,
             bots,
             next_cursor,

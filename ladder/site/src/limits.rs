@@ -15,6 +15,11 @@ pub const HOME_TOP_ROWS: usize = 10;
 pub const MAX_FORM_TOKEN_BYTES: usize = 512;
 pub const MAX_FORM_BODY_BYTES: usize = 4 * 1024;
 
+/// A class's cost chart names every bot up to this many, and past it only
+/// the bots on the frontier: a thousand overlapping names read as a smudge
+/// and made the page most of a megabyte.
+pub const COST_CHART_NAMED_BOTS: usize = 40;
+
 /// How long browsers and caches may reuse a page or its JSON twin.
 pub const SITE_PAGE_MAX_AGE_S: u32 = 5;
 

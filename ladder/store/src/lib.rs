@@ -77,6 +77,7 @@ macro_rules! claim_next_sql {
 mod cost;
 pub mod error;
 mod fit;
+mod kept;
 mod ledger_sql;
 pub mod limits;
 mod logs;
@@ -109,7 +110,7 @@ use crate::limits::{
 };
 use duel_ladder_core::clock::{Clock, SystemClock};
 
-pub use cost::{CostLine, FallbackShare, ModelLine};
+pub use cost::{ClassSpend, CostLine, FallbackShare, ModelLine};
 pub use fit::{FitReport, SolvedFit};
 pub use matches::{PairSide, WaveReport};
 pub use postgres::Postgres;
@@ -193,6 +194,8 @@ pub struct Store {
     log_limits: duel_ladder_core::model::LogLimits,
     /// How long transcripts are kept, and how much of them one owner keeps.
     transcript_limits: duel_ladder_core::model::TranscriptLimits,
+    /// Pages' reads kept while the database says they hold.
+    kept: Arc<kept::KeptReads>,
 }
 
 /// The store's read side: the projections the public site, Duel TV and
@@ -492,6 +495,7 @@ impl Store {
             checkpoints,
             log_limits: duel_ladder_core::model::LogLimits::default(),
             transcript_limits: duel_ladder_core::model::TranscriptLimits::default(),
+            kept: Arc::default(),
         })
     }
 
@@ -556,6 +560,10 @@ impl Store {
     }
 
     /// The pool for reads outside write transactions (see [`Store::reads`]'s field).
+    pub(crate) fn kept(&self) -> &kept::KeptReads {
+        &self.kept
+    }
+
     pub(crate) fn read_pool(&self) -> &AnyPool {
         &self.reads
     }

@@ -87,3 +87,12 @@ pub const FIT_WRITE_ROWS: usize = 1_000;
 /// settled between their read and their write) before the next is solved
 /// with the class's ratings rows locked, as settlements then wait on it.
 pub const FIT_UNLOCKED_ATTEMPTS: u32 = 3;
+
+/// Spend tables (one per season and class) a process keeps in memory for the
+/// cost page (`kept::KeptReads`): four seasons of three classes, at most
+/// ~1 MB each at 3,333 bots a class.
+pub const KEPT_SPEND_TABLES: usize = 12;
+
+/// Bots whose opponents list (at most [`MAX_OPPONENTS_LISTED`] lines) a
+/// process keeps in memory for their pages: ~5 KB each.
+pub const KEPT_OPPONENT_LISTS: usize = 1_000;

@@ -140,6 +140,19 @@ async fn cost_read_back(db: &TestDb) {
         };
         if index == 0 {
             settle.await.expect("settle");
+            // Read between settlements: the page keeps what it read in
+            // memory, and that must not outlive the next settlement.
+            let reads = db.store.reads();
+            let season = reads.active_season().await.expect("read").expect("season");
+            let first = reads
+                .cost_lines(&season, WeightClass::Light)
+                .await
+                .expect("cost lines");
+            assert_eq!(
+                first.iter().map(|line| line.matches).collect::<Vec<_>>(),
+                [1, 1],
+                "{first:?}"
+            );
         } else {
             settling.spawn(settle);
         }
@@ -226,6 +239,29 @@ async fn cost_read_back(db: &TestDb) {
     );
     assert!(close(mini.score, 0.5) && close(mini.tokens_per_match, 200.0));
     assert!(mini.cost_per_win_usd.is_some_and(|usd| close(usd, 0.004)));
+    // The season fit moves ratings without a settlement: the table shows it.
+    db.store.fit_season(WeightClass::Light).await.expect("fit");
+    let (_, standings) = db
+        .store
+        .standings(Some(season.id), Some(WeightClass::Light))
+        .await
+        .expect("standings");
+    let fitted = reads
+        .cost_lines(&season, WeightClass::Light)
+        .await
+        .expect("cost lines");
+    for line in &fitted {
+        let standing = standings
+            .iter()
+            .find(|standing| standing.bot_name == line.bot)
+            .expect("in the standings");
+        assert_eq!(
+            (line.rating, line.deviation),
+            (standing.rating, standing.deviation),
+            "{}",
+            line.bot
+        );
+    }
     // Another class has nothing.
     assert!(
         reads
@@ -297,6 +333,19 @@ async fn spend_after_the_end(db: &TestDb) {
         };
         if index == 0 {
             settle.await.expect("settle");
+            // Read between settlements: the page keeps what it read in
+            // memory, and that must not outlive the next settlement.
+            let first = db
+                .store
+                .reads()
+                .cost_lines(&season, WeightClass::Light)
+                .await
+                .expect("cost lines");
+            assert_eq!(
+                first.iter().map(|line| line.matches).collect::<Vec<_>>(),
+                [1, 1],
+                "{first:?}"
+            );
         } else {
             settling.spawn(settle);
         }

@@ -11,6 +11,7 @@ mod common {
 
 mod concurrent_settlement;
 mod cost;
+mod kept;
 mod ledger;
 mod ledger_property;
 mod logs;

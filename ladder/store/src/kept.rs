@@ -1,0 +1,131 @@
+//! Reads kept in memory while the database says they still hold: each kept
+//! value carries the fingerprint of the rows it was read from, and a reader
+//! asks for the fingerprint (a cheap aggregate) before it reads again.
+//!
+//! Every process keeps its own and checks the database each time, so a
+//! worker's settlement shows on the next page of every `serve`.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use duel_rules::WeightClass;
+
+use crate::cost::{ClassSpend, SpendFingerprint};
+use crate::limits::{KEPT_OPPONENT_LISTS, KEPT_SPEND_TABLES};
+use crate::site::OpponentLine;
+
+/// What one store keeps: the cost page's tables by season and class, and the
+/// bot pages' opponents by bot (fingerprint: the bot's settled matches).
+#[derive(Debug)]
+pub(crate) struct KeptReads {
+    pub(crate) spend: Kept<(i64, WeightClass), SpendFingerprint, ClassSpend>,
+    pub(crate) opponents: Kept<String, (i64, i64), Vec<OpponentLine>>,
+}
+
+impl Default for KeptReads {
+    fn default() -> Self {
+        KeptReads {
+            spend: Kept::new(KEPT_SPEND_TABLES),
+            opponents: Kept::new(KEPT_OPPONENT_LISTS),
+        }
+    }
+}
+
+/// At most `capacity` values by key, each with its fingerprint.
+#[derive(Debug)]
+pub(crate) struct Kept<K, F, V> {
+    capacity: usize,
+    values: Mutex<HashMap<K, Entry<F, V>>>,
+}
+
+#[derive(Debug)]
+struct Entry<F, V> {
+    fingerprint: F,
+    value: Arc<V>,
+    /// When it was kept, in puts: the oldest goes first when full.
+    kept_at: u64,
+}
+
+impl<K: Eq + Hash + Clone, F: PartialEq, V> Kept<K, F, V> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Kept {
+            capacity: capacity.max(1),
+            values: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The value kept for `key` if it was read from rows with `fingerprint`.
+    pub(crate) fn get(&self, key: &K, fingerprint: &F) -> Option<Arc<V>> {
+        // A panic elsewhere while the lock was held leaves the map whole
+        // (every change is one insert or remove), so its values still hold.
+        let values = self
+            .values
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        values
+            .get(key)
+            .filter(|entry| entry.fingerprint == *fingerprint)
+            .map(|entry| Arc::clone(&entry.value))
+    }
+
+    /// Keeps `value`, read after `fingerprint` was: should the rows change in
+    /// between, the value is newer than its fingerprint and the next reader
+    /// reads again, which is slower but never stale.
+    pub(crate) fn put(&self, key: K, fingerprint: F, value: Arc<V>) {
+        let mut values = self
+            .values
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let kept_at = values
+            .values()
+            .map(|entry| entry.kept_at + 1)
+            .max()
+            .unwrap_or(0);
+        if values.len() >= self.capacity && !values.contains_key(&key) {
+            let oldest = values
+                .iter()
+                .min_by_key(|(_, entry)| entry.kept_at)
+                .map(|(key, _)| key.clone());
+            if let Some(oldest) = oldest {
+                values.remove(&oldest);
+            }
+        }
+        values.insert(
+            key,
+            Entry {
+                fingerprint,
+                value,
+                kept_at,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_holds_while_its_fingerprint_does_and_the_oldest_goes_first() {
+        let kept: Kept<&str, u32, String> = Kept::new(2);
+        kept.put("a", 1, Arc::new("a1".to_owned()));
+        assert_eq!(
+            kept.get(&"a", &1).as_deref().map(String::as_str),
+            Some("a1")
+        );
+        assert_eq!(kept.get(&"a", &2), None, "the rows moved");
+        kept.put("b", 1, Arc::new("b1".to_owned()));
+        kept.put("a", 2, Arc::new("a2".to_owned()));
+        kept.put("c", 1, Arc::new("c1".to_owned()));
+        assert_eq!(kept.get(&"b", &1), None, "b was kept longest ago");
+        assert_eq!(
+            kept.get(&"a", &2).as_deref().map(String::as_str),
+            Some("a2")
+        );
+        assert_eq!(
+            kept.get(&"c", &1).as_deref().map(String::as_str),
+            Some("c1")
+        );
+    }
+}

@@ -350,7 +350,8 @@ pub async fn cost(
 
 pub async fn bot(store: &Reads, name: &str, cursor: &MatchCursor, limit: usize) -> Result<BotPage> {
     let bot: Bot = store.bot(name).await?;
-    let history = store.rating_history(&bot.id).await?;
+    let kept = store.bot_reads(&bot.id).await?;
+    let history = kept.history.clone();
     let rating = match store.active_season().await? {
         Some(season) => store
             .season_rating(season.id, &bot.id)
@@ -385,7 +386,7 @@ pub async fn bot(store: &Reads, name: &str, cursor: &MatchCursor, limit: usize) 
         play_state: bot.play.state_name(),
         play: play_text(&bot.play),
         rating,
-        record: store.bot_record(&bot.id).await?,
+        record: kept.record,
         matches: store
             .settled_matches(
                 &MatchFilter {
@@ -396,7 +397,7 @@ pub async fn bot(store: &Reads, name: &str, cursor: &MatchCursor, limit: usize) 
                 limit,
             )
             .await?,
-        opponents: store.opponents(&bot.id).await?,
+        opponents: kept.opponents.clone(),
         versions: bot.versions.iter().map(VersionLine::from).collect(),
         history,
         name: bot.name,

@@ -12,22 +12,22 @@ use std::sync::{Arc, Mutex};
 use duel_rules::WeightClass;
 
 use crate::cost::{ClassSpend, SpendFingerprint};
-use crate::limits::{KEPT_OPPONENT_LISTS, KEPT_SPEND_TABLES};
-use crate::site::OpponentLine;
+use crate::limits::{KEPT_BOT_PAGES, KEPT_SPEND_TABLES};
+use crate::site::{BotFingerprint, BotReads};
 
-/// What one store keeps: the cost page's tables by season and class, and the
-/// bot pages' opponents by bot (fingerprint: the bot's settled matches).
+/// What one store keeps: the cost page's tables by season and class, and
+/// what a bot's page reads of its record, history and opponents, by bot.
 #[derive(Debug)]
 pub(crate) struct KeptReads {
     pub(crate) spend: Kept<(i64, WeightClass), SpendFingerprint, ClassSpend>,
-    pub(crate) opponents: Kept<String, (i64, i64), Vec<OpponentLine>>,
+    pub(crate) bots: Kept<String, BotFingerprint, BotReads>,
 }
 
 impl Default for KeptReads {
     fn default() -> Self {
         KeptReads {
             spend: Kept::new(KEPT_SPEND_TABLES),
-            opponents: Kept::new(KEPT_OPPONENT_LISTS),
+            bots: Kept::new(KEPT_BOT_PAGES),
         }
     }
 }

@@ -93,6 +93,7 @@ pub const FIT_UNLOCKED_ATTEMPTS: u32 = 3;
 /// ~1 MB each at 3,333 bots a class.
 pub const KEPT_SPEND_TABLES: usize = 12;
 
-/// Bots whose opponents list (at most [`MAX_OPPONENTS_LISTED`] lines) a
-/// process keeps in memory for their pages: ~5 KB each.
-pub const KEPT_OPPONENT_LISTS: usize = 1_000;
+/// Bots whose page reads (record, [`MAX_CHART_POINTS`] of rating history,
+/// [`MAX_OPPONENTS_LISTED`] opponents) a process keeps in memory: ~60 KB
+/// each at most, 30 MB in all.
+pub const KEPT_BOT_PAGES: usize = 500;

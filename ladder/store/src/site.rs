@@ -5,6 +5,8 @@
 //! Every type here is also the JSON twin of its page (`/api/...`), so scripts
 //! read the same data the HTML shows.
 
+use std::sync::Arc;
+
 use duel_rules::WeightClass;
 use serde::Serialize;
 use sqlx::any::AnyRow;
@@ -293,6 +295,24 @@ pub struct OpponentLine {
     pub wins: i64,
     pub draws: i64,
     pub losses: i64,
+}
+
+/// What a bot's page shows that only its own settlements change
+/// ([`Reads::bot_reads`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BotReads {
+    pub record: Record,
+    /// Oldest first, at most [`MAX_CHART_POINTS`].
+    pub history: Vec<HistoryPoint>,
+    pub opponents: Vec<OpponentLine>,
+}
+
+/// The sums of a bot's ratings rows that move with each of its settlements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BotFingerprint {
+    seasons: i64,
+    settled: i64,
+    record: Record,
 }
 
 /// Wins, draws and losses.
@@ -638,23 +658,6 @@ impl Reads {
         Ok(points)
     }
 
-    /// A bot's rated record over every season.
-    pub async fn bot_record(&self, bot_id: &str) -> Result<Record> {
-        let row = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(wins), 0) AS BIGINT) AS wins, \
-             CAST(COALESCE(SUM(draws), 0) AS BIGINT) AS draws, \
-             CAST(COALESCE(SUM(losses), 0) AS BIGINT) AS losses FROM ratings WHERE bot_id = $1",
-        )
-        .bind(bot_id.to_owned())
-        .fetch_one(self.store.read_pool())
-        .await?;
-        Ok(Record {
-            wins: get(&row, "wins")?,
-            draws: get(&row, "draws")?,
-            losses: get(&row, "losses")?,
-        })
-    }
-
     /// A bot's rating in one season, if it played in it.
     pub async fn season_rating(&self, season_id: i64, bot_id: &str) -> Result<Option<Rating>> {
         let row = sqlx::query(
@@ -674,34 +677,54 @@ impl Reads {
         .transpose()
     }
 
-    /// The bots `bot_id` met most often (at most [`MAX_OPPONENTS_LISTED`]),
-    /// with its score against each.
-    pub async fn opponents(&self, bot_id: &str) -> Result<Vec<OpponentLine>> {
-        // Counting them groups every settled match of the bot (5 ms on
-        // PostgreSQL for 3,520 matches, most of its page); settlement adds
-        // one to the bot's `settled` in its season's ratings row in the same
-        // transaction, so the sum over its rows says when to count again.
+    /// What `bot_id`'s page shows that only a settlement of its own changes:
+    /// its rated record, its rating history and its opponents, kept in
+    /// memory between its settlements ([`crate::kept`]).
+    pub async fn bot_reads(&self, bot_id: &str) -> Result<Arc<BotReads>> {
+        // Counting the opponents groups every settled match of the bot (5 ms
+        // on PostgreSQL for 3,520 matches) and the history is 500 rows: most
+        // of the page. Settlement adds one to the bot's `settled` in its
+        // season's ratings row in the transaction that writes the match and
+        // its rating history, so these sums say when to read again; they are
+        // the bot's record besides.
         let row = sqlx::query(
-            "SELECT COUNT(*) AS seasons, CAST(COALESCE(SUM(settled), 0) AS BIGINT) AS settled \
-             FROM ratings WHERE bot_id = $1",
+            "SELECT COUNT(*) AS seasons, CAST(COALESCE(SUM(settled), 0) AS BIGINT) AS settled, \
+             CAST(COALESCE(SUM(wins), 0) AS BIGINT) AS wins, \
+             CAST(COALESCE(SUM(draws), 0) AS BIGINT) AS draws, \
+             CAST(COALESCE(SUM(losses), 0) AS BIGINT) AS losses FROM ratings WHERE bot_id = $1",
         )
         .bind(bot_id.to_owned())
         .fetch_one(self.store.read_pool())
         .await?;
-        let fingerprint: (i64, i64) = (get(&row, "seasons")?, get(&row, "settled")?);
+        let record = Record {
+            wins: get(&row, "wins")?,
+            draws: get(&row, "draws")?,
+            losses: get(&row, "losses")?,
+        };
+        let fingerprint = BotFingerprint {
+            seasons: get(&row, "seasons")?,
+            settled: get(&row, "settled")?,
+            record,
+        };
         let key = bot_id.to_owned();
-        if let Some(lines) = self.store.kept().opponents.get(&key, &fingerprint) {
-            return Ok(lines.as_ref().clone());
+        if let Some(reads) = self.store.kept().bots.get(&key, &fingerprint) {
+            return Ok(reads);
         }
-        let lines = std::sync::Arc::new(self.count_opponents(bot_id).await?);
+        let reads = Arc::new(BotReads {
+            record,
+            history: self.rating_history(bot_id).await?,
+            opponents: self.opponents(bot_id).await?,
+        });
         self.store
             .kept()
-            .opponents
-            .put(key, fingerprint, std::sync::Arc::clone(&lines));
-        Ok(lines.as_ref().clone())
+            .bots
+            .put(key, fingerprint, Arc::clone(&reads));
+        Ok(reads)
     }
 
-    async fn count_opponents(&self, bot_id: &str) -> Result<Vec<OpponentLine>> {
+    /// The bots `bot_id` met most often (at most [`MAX_OPPONENTS_LISTED`]),
+    /// with its score against each.
+    async fn opponents(&self, bot_id: &str) -> Result<Vec<OpponentLine>> {
         let rows = sqlx::query(
             // Counted per opponent id from the bot indexes alone (they carry
             // the opponent, state and winner), then named.

@@ -1,6 +1,6 @@
-//! Reads the site keeps in memory (a bot's opponents, a class's spend) follow
-//! every settlement: a page read between two settlements is never served
-//! after the second. SQLite and PostgreSQL.
+//! Reads the site keeps in memory (a bot page's record, history and
+//! opponents; a class's spend) follow every settlement: a page read between
+//! two settlements is never served after the second. SQLite and PostgreSQL.
 
 use crate::common;
 
@@ -49,18 +49,23 @@ async fn kept_reads_follow_settlements(db: &TestDb) {
     let [x, y, z] = [&ids[0], &ids[1], &ids[2]];
     let reads = db.store.reads();
     let season = reads.active_season().await.expect("read").expect("season");
-    let opponents = |lines: Vec<duel_ladder_store::site::OpponentLine>| {
-        lines
-            .into_iter()
-            .map(|line| (line.bot, line.games, line.wins))
-            .collect::<Vec<_>>()
+    let page = |reads: std::sync::Arc<duel_ladder_store::site::BotReads>| {
+        let opponents: Vec<(String, i64, i64)> = reads
+            .opponents
+            .iter()
+            .map(|line| (line.bot.clone(), line.games, line.wins))
+            .collect();
+        (opponents, reads.record.wins, reads.history.len())
     };
 
-    assert_eq!(opponents(reads.opponents(x).await.expect("read")), []);
+    assert_eq!(
+        page(reads.bot_reads(x).await.expect("read")),
+        (vec![], 0, 0)
+    );
     settle(&db.store, [x, y], Winner::A, 1_000).await;
     assert_eq!(
-        opponents(reads.opponents(x).await.expect("read")),
-        [("y".to_owned(), 1, 1)]
+        page(reads.bot_reads(x).await.expect("read")),
+        (vec![("y".to_owned(), 1, 1)], 1, 1)
     );
     let spend = reads
         .class_spend(&season, WeightClass::Light)
@@ -70,14 +75,14 @@ async fn kept_reads_follow_settlements(db: &TestDb) {
 
     // Read again with nothing settled: the same answer, from memory or not.
     assert_eq!(
-        opponents(reads.opponents(x).await.expect("read")),
-        [("y".to_owned(), 1, 1)]
+        page(reads.bot_reads(x).await.expect("read")),
+        (vec![("y".to_owned(), 1, 1)], 1, 1)
     );
     settle(&db.store, [x, z], Winner::B, 2_000).await;
     settle(&db.store, [y, x], Winner::B, 3_000).await;
     assert_eq!(
-        opponents(reads.opponents(x).await.expect("read")),
-        [("y".to_owned(), 2, 2), ("z".to_owned(), 1, 0)]
+        page(reads.bot_reads(x).await.expect("read")),
+        (vec![("y".to_owned(), 2, 2), ("z".to_owned(), 1, 0)], 2, 3)
     );
     let spend = reads
         .class_spend(&season, WeightClass::Light)

@@ -374,6 +374,8 @@ pub struct LoadTargets {
     pub rival: String,
     /// Matches `bot` played on side a against `rival`.
     pub rivalry: i64,
+    /// `bot`'s latest settled match on side a: a match page.
+    pub latest_match: String,
     pub settled: i64,
     /// The listing page `listing_cursor` opens (1: no cursor) of `last_page`.
     pub listing_page: i64,
@@ -421,6 +423,16 @@ pub async fn load_targets(
     .bind(bot_id.clone())
     .fetch_one(pool)
     .await?;
+    let latest_match: String = get(
+        &sqlx::query(
+            "SELECT id FROM matches WHERE bot_a = $1 AND state = 'settled' \
+             ORDER BY finished_ms DESC, id DESC LIMIT 1",
+        )
+        .bind(bot_id.clone())
+        .fetch_one(pool)
+        .await?,
+        "id",
+    )?;
     let bot_matches: i64 = get(
         &sqlx::query(
             "SELECT COUNT(*) AS n FROM matches WHERE (bot_a = $1 OR bot_b = $1) AND state = 'settled'",
@@ -496,6 +508,7 @@ pub async fn load_targets(
         bot_matches,
         rival: get(&rival_row, "name")?,
         rivalry: get(&rival_row, "n")?,
+        latest_match,
         settled,
         listing_page,
         last_page,

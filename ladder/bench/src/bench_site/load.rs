@@ -218,6 +218,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
         bot_matches,
         rival,
         rivalry,
+        latest_match,
         settled,
         listing_page,
         last_page,
@@ -255,6 +256,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
         ),
         Target::new("bot (chart)", format!("/bots/{bot}"), None),
         Target::new("head-to-head", format!("/bots/{bot}/vs/{rival}"), None),
+        Target::new("match", format!("/matches/{latest_match}"), None),
         Target::new(
             &format!("matches p{listing_page}"),
             "/matches".to_owned(),

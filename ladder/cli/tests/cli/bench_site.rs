@@ -141,8 +141,8 @@ async fn seeds_serves_and_loads_every_page() {
     let pages = report["pages"].as_array().expect("pages");
     assert_eq!(
         pages.len(),
-        16,
-        "eight pages, each in HTML and JSON: {report}"
+        18,
+        "nine pages, each in HTML and JSON: {report}"
     );
     for page in pages {
         assert_eq!(page["errors"], 0, "{page}");
@@ -159,6 +159,7 @@ async fn seeds_serves_and_loads_every_page() {
         "standings p1",
         "bot (chart)",
         "head-to-head",
+        "match",
         "matches p10",
         "matches bot won",
         "win cost (class)",
@@ -174,7 +175,7 @@ async fn seeds_serves_and_loads_every_page() {
         .collect();
     assert_eq!(
         formats.iter().filter(|format| **format == "json").count(),
-        8
+        9
     );
     // The bot page is the busiest bot's, with its chart.
     let bot = pages

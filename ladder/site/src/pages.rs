@@ -137,7 +137,7 @@ fn match_rows(lines: &[MatchLine]) -> Markup {
                                 @if let Some(score) = round_score(line) { " " span.score { (score) } }
                                 @match line.not_rated.as_deref() {
                                     Some("repeat") => { " " span.tag title="Repeats a rated match move for move: not rated" { "repeat" } }
-                                    Some(_) => { " " span.tag title="Not rated: this pair's rated games of the season were played" { "not rated" } }
+                                    Some(_) => { " " span.tag title="Not rated: settled while a pair was rated at most twice a season" { "not rated" } }
                                     None => {}
                                 }
                             }
@@ -679,7 +679,7 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                                 " this season, so this game adds nothing to either rating (its stakes settled as usual)."
                             }
                             (Some(_), _) => {
-                                "No: these two versions already played their rated games against each other this season (its stakes settled as usual)."
+                                "No: settled while a pair was rated at most twice a season, and these two versions had played their two rated games (its stakes settled as usual)."
                             }
                             (None, _) => { "Yes" }
                         }

@@ -136,7 +136,7 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
         "" => String::new(),
         "repeat" => format!(" (not rated: repeats {})", game.repeat_of),
         "pair_rated" => {
-            " (not rated: this pair's rated games of the season were played)".to_owned()
+            " (not rated: settled while a pair was rated at most twice a season)".to_owned()
         }
         other => format!(" (not rated: {other})"),
     };

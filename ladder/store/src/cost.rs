@@ -115,23 +115,20 @@ impl Reads {
         season: &Season,
         class: WeightClass,
     ) -> Result<Arc<ClassSpend>> {
-        let key = (season.id, class);
-        let fingerprint = self.spend_fingerprint(season, class).await?;
         // At 10,000 bots a class's table is 3,333 rows joined to their names
         // plus the class's model sums; the fingerprint is one aggregate over
         // its ratings rows, no join.
-        if let Some(spend) = self.store.kept().spend.get(&key, &fingerprint) {
-            return Ok(spend);
-        }
-        let spend = Arc::new(ClassSpend {
-            bots: self.read_cost_lines(season, class).await?,
-            models: self.read_model_lines(season, class).await?,
-        });
+        let fingerprint = self.spend_fingerprint(season, class).await?;
         self.store
             .kept()
             .spend
-            .put(key, fingerprint, Arc::clone(&spend));
-        Ok(spend)
+            .get_or_read((season.id, class), fingerprint, async {
+                Ok(ClassSpend {
+                    bots: self.read_cost_lines(season, class).await?,
+                    models: self.read_model_lines(season, class).await?,
+                })
+            })
+            .await
     }
 
     /// Each bot's spend in `class` over `season`'s settled matches, the

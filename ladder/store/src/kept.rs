@@ -6,12 +6,14 @@
 //! worker's settlement shows on the next page of every `serve`.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use duel_rules::WeightClass;
 
 use crate::cost::{ClassSpend, SpendFingerprint};
+use crate::error::Result;
 use crate::limits::{KEPT_BOT_PAGES, KEPT_SPEND_TABLES};
 use crate::site::{BotFingerprint, BotReads};
 
@@ -36,7 +38,14 @@ impl Default for KeptReads {
 #[derive(Debug)]
 pub(crate) struct Kept<K, F, V> {
     capacity: usize,
-    values: Mutex<HashMap<K, Entry<F, V>>>,
+    inner: Mutex<Inner<K, F, V>>,
+}
+
+#[derive(Debug)]
+struct Inner<K, F, V> {
+    values: HashMap<K, Entry<F, V>>,
+    /// Puts so far: each entry's `kept_at`.
+    puts: u64,
 }
 
 #[derive(Debug)]
@@ -51,47 +60,61 @@ impl<K: Eq + Hash + Clone, F: PartialEq, V> Kept<K, F, V> {
     pub(crate) fn new(capacity: usize) -> Self {
         Kept {
             capacity: capacity.max(1),
-            values: Mutex::new(HashMap::new()),
+            inner: Mutex::new(Inner {
+                values: HashMap::new(),
+                puts: 0,
+            }),
         }
     }
 
-    /// The value kept for `key` if it was read from rows with `fingerprint`.
-    pub(crate) fn get(&self, key: &K, fingerprint: &F) -> Option<Arc<V>> {
+    fn lock(&self) -> MutexGuard<'_, Inner<K, F, V>> {
         // A panic elsewhere while the lock was held leaves the map whole
         // (every change is one insert or remove), so its values still hold.
-        let values = self
-            .values
+        self.inner
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        values
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The value kept for `key` if it was read from rows with `fingerprint`,
+    /// else what `read` reads, kept for the next reader. `fingerprint` must
+    /// be taken before `read` runs: should the rows change in between, the
+    /// value is newer than its fingerprint and the next reader reads again,
+    /// which is slower but never stale.
+    pub(crate) async fn get_or_read<R>(&self, key: K, fingerprint: F, read: R) -> Result<Arc<V>>
+    where
+        R: Future<Output = Result<V>>,
+    {
+        if let Some(value) = self.get(&key, &fingerprint) {
+            return Ok(value);
+        }
+        let value = Arc::new(read.await?);
+        self.put(key, fingerprint, Arc::clone(&value));
+        Ok(value)
+    }
+
+    fn get(&self, key: &K, fingerprint: &F) -> Option<Arc<V>> {
+        self.lock()
+            .values
             .get(key)
             .filter(|entry| entry.fingerprint == *fingerprint)
             .map(|entry| Arc::clone(&entry.value))
     }
 
-    /// Keeps `value`, read after `fingerprint` was: should the rows change in
-    /// between, the value is newer than its fingerprint and the next reader
-    /// reads again, which is slower but never stale.
-    pub(crate) fn put(&self, key: K, fingerprint: F, value: Arc<V>) {
-        let mut values = self
-            .values
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let kept_at = values
-            .values()
-            .map(|entry| entry.kept_at + 1)
-            .max()
-            .unwrap_or(0);
-        if values.len() >= self.capacity && !values.contains_key(&key) {
-            let oldest = values
+    fn put(&self, key: K, fingerprint: F, value: Arc<V>) {
+        let mut inner = self.lock();
+        inner.puts += 1;
+        let kept_at = inner.puts;
+        if inner.values.len() >= self.capacity && !inner.values.contains_key(&key) {
+            let oldest = inner
+                .values
                 .iter()
                 .min_by_key(|(_, entry)| entry.kept_at)
                 .map(|(key, _)| key.clone());
             if let Some(oldest) = oldest {
-                values.remove(&oldest);
+                inner.values.remove(&oldest);
             }
         }
-        values.insert(
+        inner.values.insert(
             key,
             Entry {
                 fingerprint,

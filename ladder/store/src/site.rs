@@ -706,20 +706,17 @@ impl Reads {
             settled: get(&row, "settled")?,
             record,
         };
-        let key = bot_id.to_owned();
-        if let Some(reads) = self.store.kept().bots.get(&key, &fingerprint) {
-            return Ok(reads);
-        }
-        let reads = Arc::new(BotReads {
-            record,
-            history: self.rating_history(bot_id).await?,
-            opponents: self.opponents(bot_id).await?,
-        });
         self.store
             .kept()
             .bots
-            .put(key, fingerprint, Arc::clone(&reads));
-        Ok(reads)
+            .get_or_read(bot_id.to_owned(), fingerprint, async {
+                Ok(BotReads {
+                    record,
+                    history: self.rating_history(bot_id).await?,
+                    opponents: self.opponents(bot_id).await?,
+                })
+            })
+            .await
     }
 
     /// The bots `bot_id` met most often (at most [`MAX_OPPONENTS_LISTED`]),

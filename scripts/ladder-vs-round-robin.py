@@ -234,7 +234,7 @@ def main():
                   f"{row['conservative']:>10.1f} {row['round_robin_score']:>11.3f}")
         print(f"Kendall tau-b {tau:.3f} (scores within {args.tie} tied); goal >= 0.8")
         print(f"{len(matches)} settled, {len(matches) - unrated} rated ({repeats} repeats "
-              f"and {unrated - repeats} past their pair's rated games not rated); "
+              f"and {unrated - repeats} others not rated); "
               f"{len(per_pair)} of {len(may_meet)} pairs met, mean {mean:.1f} per pair, "
               f"busiest {busiest[0][0]}-{busiest[0][1]} {busiest[1]} "
               f"({busiest[1] / mean:.2f}x the mean; goal <= 3x)")

@@ -191,6 +191,11 @@ pub enum BenchSiteCommand {
         bots: u64,
         #[arg(long, default_value_t = 1_000_000)]
         matches: u64,
+        /// Also write transcripts of the ended season's newest heavy matches
+        /// into this replay store (give `ladder serve` the same --replays),
+        /// so the load reads /matches/ID/transcript.
+        #[arg(long, value_name = "URL")]
+        replays: Option<String>,
         #[arg(long)]
         json: bool,
     },

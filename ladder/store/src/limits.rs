@@ -79,6 +79,14 @@ pub const BENCH_SITE_ENDED_SHARE_PERCENT: u64 = 30;
 pub const BENCH_SITE_BUSY_EVERY: u64 = 100;
 pub const BENCH_SITE_RIVALRY_EVERY: u64 = 1_000;
 
+/// With a replay store, `bench-site seed` writes transcripts for this many
+/// of the ended season's newest heavy matches in which side a called a
+/// model: the class whose transcripts are largest, each
+/// `BENCH_SITE_TRANSCRIPT_DECISIONS` calls that spend the class's whole
+/// budget (about 2 MB of JSON, half the referee's cap per match).
+pub const BENCH_SITE_TRANSCRIPTS: i64 = 8;
+pub const BENCH_SITE_TRANSCRIPT_DECISIONS: u64 = 24;
+
 /// Rows of `ratings` one statement of the season fit writes: 4 values a row
 /// keeps a statement under SQLite's 32,766 bound parameters.
 pub const FIT_WRITE_ROWS: usize = 1_000;

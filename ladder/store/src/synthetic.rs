@@ -7,9 +7,13 @@
 //! frozen `standings` and a running one, a `ratings` row per bot and season
 //! (its W/D/L counted from its matches), settled matches between bots of one
 //! class and different owners with `finished_ms` spread over
-//! [`BENCH_SITE_SPAN_DAYS`], and two `rating_history` rows per match. The
+//! [`BENCH_SITE_SPAN_DAYS`] and the facts settlement records (round score,
+//! damage, exchanges, tokens and cost, rating change; side a calls a model in
+//! every other match), and two `rating_history` rows per match. The
 //! ledger (accounts, transfers) stays empty: the site never reads it. Replay
-//! files are not written (`replay_path` is set, so pages link them).
+//! files are not written (`replay_path` is set, so pages link them); given a
+//! replay store, transcripts are, for [`BENCH_SITE_TRANSCRIPTS`] of the ended
+//! season's heavy matches ([`transcript_matches`]).
 //!
 //! Bot `n` is `bot-n` of class `n mod 3`; within its class it is number
 //! `k = n div 3`. Class bot `k = 0` is the busiest (one match in
@@ -17,6 +21,11 @@
 
 use std::time::{Duration, Instant};
 
+use duel_replays::CallOutcome;
+use duel_replays::store::ReplayStore;
+use duel_replays::transcript::{
+    FighterName, Transcript, TranscriptCall, TranscriptDecision, TranscriptMessage,
+};
 use duel_rules::{Ruleset, WeightClass};
 use serde::Serialize;
 
@@ -26,6 +35,7 @@ use crate::error::{LadderError, Result};
 use crate::limits::{
     BENCH_SITE_BOTS_PER_OWNER, BENCH_SITE_BUSY_EVERY, BENCH_SITE_ENDED_SHARE_PERCENT,
     BENCH_SITE_MIN_BOTS, BENCH_SITE_RIVALRY_EVERY, BENCH_SITE_SPAN_DAYS, BENCH_SITE_STAKE,
+    BENCH_SITE_TRANSCRIPT_DECISIONS, BENCH_SITE_TRANSCRIPTS,
 };
 use crate::site::{MatchCursor, StandingCursor};
 use crate::{Store, get};
@@ -42,6 +52,8 @@ pub struct SeedReport {
     pub owners: u64,
     pub matches: u64,
     pub rating_history_rows: u64,
+    /// Transcripts written to the replay store (0 without one).
+    pub transcripts: u64,
     /// Each step's name and seconds, in order.
     pub steps: Vec<(String, f64)>,
     pub total_s: f64,
@@ -82,8 +94,15 @@ impl Sql {
 /// million, a small hosted model's input price).
 const BENCH_SITE_USD_PER_TOKEN: f64 = 0.15e-6;
 
-/// Seeds an empty ladder database (migrations run by [`Store::connect`]).
-pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
+/// Seeds an empty ladder database (migrations run by [`Store::connect`]),
+/// and transcripts into `replays` when given (the store `ladder serve
+/// --replays` will read).
+pub async fn seed(
+    db_url: &str,
+    bots: u64,
+    matches: u64,
+    replays: Option<&ReplayStore>,
+) -> Result<SeedReport> {
     if bots < BENCH_SITE_MIN_BOTS {
         return Err(LadderError::Invalid(format!(
             "--bots must be at least {BENCH_SITE_MIN_BOTS}"
@@ -178,14 +197,23 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
             format!(
                 "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, \
                  stake_a, bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, finished_ms, \
-                 winner, replay_path, rake_bp) \
+                 winner, replay_path, rake_bp, round_wins_a, round_wins_b, damage_a, damage_b, exchanges, \
+                 tokens_a, tokens_b, cost_usd_a, cost_usd_b, rating_change_a, rating_change_b) \
                  SELECT 'm' || {id}, CASE WHEN n < {split} THEN 1 ELSE 2 END, {class}, '{ruleset}', \
                  CASE c WHEN 0 THEN {b0} WHEN 1 THEN {b1} ELSE {b2} END, n, \
                  'b' || (3 * ka + c), 1, 'u' || ((3 * ka + c) / {per_owner}), {stake}, \
                  'b' || (3 * kb + c), 1, 'u' || ((3 * kb + c) / {per_owner}), {stake}, \
                  'settled', 1, {origin} + n * {step} - 1500, {origin} + n * {step}, \
                  CASE WHEN w < 45 THEN 'a' WHEN w < 90 THEN 'b' ELSE 'draw' END, \
-                 'm' || {id} || '.json', 500 \
+                 'm' || {id} || '.json', 500, \
+                 CASE WHEN w < 45 THEN 2 WHEN w < 90 THEN n % 2 ELSE 1 END, \
+                 CASE WHEN w < 45 THEN n % 2 WHEN w < 90 THEN 2 ELSE 1 END, \
+                 40 + n % 61, 40 + (n * 7) % 61, 10 + n % 31, \
+                 CASE WHEN n % 2 = 0 THEN 200 + n % 800 ELSE 0 END, 0, \
+                 CASE WHEN n % 2 = 1 THEN {zero} WHEN n % 3 = 2 THEN NULL \
+                   ELSE {usd_per_token} * CAST(200 + n % 800 AS DOUBLE PRECISION) END, {zero}, \
+                 CAST(CASE WHEN w < 45 THEN 4 + n % 16 WHEN w < 90 THEN -4 - n % 16 ELSE 0 END AS DOUBLE PRECISION), \
+                 CAST(CASE WHEN w < 45 THEN -4 - n % 16 WHEN w < 90 THEN 4 + n % 16 ELSE 0 END AS DOUBLE PRECISION) \
                  FROM (SELECT n, c, ka, w, \
                    CASE WHEN n % {rivalry} = 0 THEN 2 ELSE (ka + 2 + (h / 7) % ({k} - 3)) % {k} END AS kb \
                    FROM (SELECT n, n % 3 AS c, (n * 2654435761) % 1000003 AS h, (n * 40503) % 100 AS w, \
@@ -204,6 +232,8 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
                 busy = BENCH_SITE_BUSY_EVERY,
                 k = per_class,
                 series = sql.series(matches),
+                zero = float_sql(0.0),
+                usd_per_token = float_sql(BENCH_SITE_USD_PER_TOKEN),
             ),
         ),
         (
@@ -293,7 +323,19 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
 
     let started = Instant::now();
     let mut timings = Vec::new();
+    let mut transcripts = 0;
     for (name, statement) in steps {
+        if name == "season spend"
+            && let Some(replays) = replays
+        {
+            // Before the sums: the transcripts' matches spend more than
+            // the others, and the sums must count it.
+            let began = Instant::now();
+            transcripts = seed_transcripts(&store, replays).await?;
+            let seconds = secs(began.elapsed());
+            tracing::info!(step = "transcripts", seconds, transcripts, "seeded");
+            timings.push(("transcripts".to_owned(), seconds));
+        }
         if name == "analyze" {
             // The running season's standings as `ladder serve` will have
             // them: its wave timer fits every class once it starts, and a
@@ -345,9 +387,143 @@ pub async fn seed(db_url: &str, bots: u64, matches: u64) -> Result<SeedReport> {
         owners,
         matches,
         rating_history_rows: u64::try_from(history).unwrap_or(0),
+        transcripts,
         steps: timings,
         total_s: secs(started.elapsed()),
     })
+}
+
+/// The ended season's newest heavy matches in which side a called a model,
+/// newest first, at most `limit`, with the model: those [`seed`] writes
+/// transcripts for, the first of which a load reads.
+pub async fn transcript_matches(store: &Store, limit: i64) -> Result<Vec<(String, String)>> {
+    let rows = sqlx::query(
+        "SELECT m.id, mm.model FROM matches m \
+         JOIN match_models mm ON mm.match_id = m.id AND mm.side = 'a' \
+         WHERE m.state = 'settled' AND m.class = $1 \
+         AND m.season_id = (SELECT MAX(id) FROM seasons WHERE ended_ms IS NOT NULL) \
+         ORDER BY m.finished_ms DESC, m.id DESC LIMIT $2",
+    )
+    .bind(WeightClass::Heavy.name())
+    .bind(limit)
+    .fetch_all(store.read_pool())
+    .await?;
+    rows.iter()
+        .map(|row| Ok((get(row, "id")?, get(row, "model")?)))
+        .collect()
+}
+
+/// Writes the transcripts of [`transcript_matches`] and records what their
+/// calls spent in the matches' rows and model index.
+async fn seed_transcripts(store: &Store, replays: &ReplayStore) -> Result<u64> {
+    let budget_tokens = Ruleset::CURRENT.budget_tokens(WeightClass::Heavy);
+    let mut written = 0;
+    for (id, model) in transcript_matches(store, BENCH_SITE_TRANSCRIPTS).await? {
+        let transcript = synthetic_transcript(&id, &model, budget_tokens);
+        let calls = transcript
+            .decisions
+            .iter()
+            .flat_map(|decision| &decision.calls);
+        let tokens: u64 = calls
+            .map(|call| call.prompt_tokens + call.completion_tokens)
+            .sum();
+        replays.put_transcript(&transcript).await?;
+        let tokens = i64::try_from(tokens).unwrap_or(i64::MAX);
+        let cost = BENCH_SITE_USD_PER_TOKEN * tokens as f64;
+        let mut writer = store.writer().await?;
+        sqlx::query(
+            "UPDATE match_models SET calls = $1, tokens = $2, \
+             cost_usd = CASE WHEN cost_usd IS NULL THEN NULL ELSE $3 END \
+             WHERE match_id = $4 AND side = 'a'",
+        )
+        .bind(i64::try_from(transcript.decisions.len()).unwrap_or(i64::MAX))
+        .bind(tokens)
+        .bind(cost)
+        .bind(id.clone())
+        .execute(&mut *writer)
+        .await?;
+        sqlx::query(
+            "UPDATE matches SET tokens_a = $1, \
+             cost_usd_a = CASE WHEN cost_usd_a IS NULL THEN NULL ELSE $2 END WHERE id = $3",
+        )
+        .bind(tokens)
+        .bind(cost)
+        .bind(id)
+        .execute(&mut *writer)
+        .await?;
+        written += 1;
+    }
+    Ok(written)
+}
+
+/// What a bot's model is told about the game, resent with every call.
+const SYSTEM_PROMPT: &str = "You are a fighter in a Ruleset 1.0.0 duel. Each exchange both \
+    fighters commit one action at once: JAB, CROSS, HOOK, FEINT, BLOCK, SLIP or REST. Heavier \
+    strikes cost more stamina and beat the lighter ones they meet; BLOCK and SLIP answer \
+    strikes; FEINT punishes a fighter who covers up. Answer with one action and one line \
+    of reasoning. ";
+
+/// Text of about `chars` bytes: `pattern` repeated, cut on a character
+/// boundary (the patterns are ASCII).
+fn filler(pattern: &str, chars: usize) -> String {
+    pattern.chars().cycle().take(chars).collect()
+}
+
+/// A heavy fighter's transcript that spends `budget_tokens` over
+/// [`BENCH_SITE_TRANSCRIPT_DECISIONS`] calls, at about four bytes a token: a
+/// system prompt, the state with the fight so far, a short answer.
+fn synthetic_transcript(id: &str, model: &str, budget_tokens: u64) -> Transcript {
+    const BYTES_PER_TOKEN: u64 = 4;
+    const EXCHANGES_PER_ROUND: u64 = 8;
+    let decisions = BENCH_SITE_TRANSCRIPT_DECISIONS;
+    let call_tokens = budget_tokens / decisions;
+    let completion_tokens = (call_tokens / 50).max(16);
+    let prompt_tokens = call_tokens.saturating_sub(completion_tokens);
+    let system_bytes = (prompt_tokens * BYTES_PER_TOKEN / 4) as usize;
+    let state_bytes = (prompt_tokens * BYTES_PER_TOKEN) as usize - system_bytes;
+    let mut transcript = Transcript::new(id.to_owned());
+    for decision in 0..decisions {
+        let round = 1 + decision / EXCHANGES_PER_ROUND;
+        let exchange = 1 + decision % EXCHANGES_PER_ROUND;
+        let state = format!(
+            "Round {round}, exchange {exchange}. Your HP 71, stamina 40; theirs 64 and 52. \
+             Budget left {} tokens. The fight so far: ",
+            budget_tokens - call_tokens * decision
+        );
+        let history = filler(
+            "r1e1 JAB vs BLOCK; r1e2 FEINT vs SLIP; r1e3 CROSS vs JAB; ",
+            state_bytes.saturating_sub(state.len()),
+        );
+        transcript.decisions.push(TranscriptDecision {
+            round: u8::try_from(round).unwrap_or(u8::MAX),
+            exchange: u8::try_from(exchange).unwrap_or(u8::MAX),
+            fighter: FighterName::A,
+            calls: vec![TranscriptCall {
+                model: model.to_owned(),
+                messages: vec![
+                    TranscriptMessage {
+                        role: "system".to_owned(),
+                        content: filler(SYSTEM_PROMPT, system_bytes),
+                    },
+                    TranscriptMessage {
+                        role: "user".to_owned(),
+                        content: state + &history,
+                    },
+                ],
+                completion: filler(
+                    "CROSS: they rested last exchange and their stamina is up, so a JAB \
+                     will not land; ",
+                    (completion_tokens * BYTES_PER_TOKEN) as usize,
+                ),
+                prompt_tokens,
+                completion_tokens,
+                latency_us: 400_000 + 10_000 * decision,
+                outcome: CallOutcome::Ok,
+                truncated: false,
+            }],
+        });
+    }
+    transcript
 }
 
 fn secs(elapsed: Duration) -> f64 {
@@ -384,6 +560,9 @@ pub struct LoadTargets {
     /// The standings page `standings_cursor` opens (1: no cursor), near 90 %.
     pub standings_page: i64,
     pub standings_cursor: Option<StandingCursor>,
+    /// The newest of [`transcript_matches`]: its transcript, when the seed
+    /// wrote them.
+    pub transcript_match: Option<String>,
 }
 
 /// The pages of a seeded ladder, listing pages `page_rows` long, the deep
@@ -515,5 +694,10 @@ pub async fn load_targets(
         listing_cursor,
         standings_page,
         standings_cursor,
+        transcript_match: transcript_matches(store, 1)
+            .await?
+            .into_iter()
+            .next()
+            .map(|(id, _)| id),
     })
 }

@@ -4,7 +4,9 @@
 //! p50/p95/p99/max latency and requests per second. The pages' addresses
 //! (the busiest bot, its rival, the cursors of a deep standings page and of
 //! listing page [`BENCH_SITE_DEEP_LISTING_PAGE`]) are computed in SQL from the
-//! database, not by walking pages. Then [`BENCH_SITE_SSE_WATCHERS`]-style
+//! database, not by walking pages. A seed given a replay store also wrote
+//! transcripts, and the newest is read as the public reads it once revealed
+//! (`/matches/{id}/transcript`, JSON only). Then [`BENCH_SITE_SSE_WATCHERS`]-style
 //! concurrent watchers of Duel TV (`/tv`) with the server's RSS before and
 //! after, when the server has Duel TV.
 
@@ -161,11 +163,13 @@ impl LoadReport {
     }
 }
 
-/// A page to measure: its name and its HTML path (the JSON twin is `/api…`).
+/// A page to measure: its name and its HTML path (the JSON twin is `/api…`),
+/// or a JSON document with no twin (a transcript).
 struct Target {
     page: String,
     path: String,
     query: Option<String>,
+    json_only: bool,
 }
 
 impl Target {
@@ -174,11 +178,31 @@ impl Target {
             page: page.to_owned(),
             path,
             query,
+            json_only: false,
+        }
+    }
+
+    /// A JSON document at `path`, measured once (it has no HTML twin).
+    fn json_only(page: &str, path: String) -> Target {
+        Target {
+            json_only: true,
+            ..Target::new(page, path, None)
+        }
+    }
+
+    /// The formats measured: HTML and JSON, or JSON alone.
+    fn formats(&self) -> &'static [bool] {
+        if self.json_only {
+            &[true]
+        } else {
+            &[false, true]
         }
     }
 
     fn address(&self, json: bool) -> String {
-        let prefix = if json && self.path == "/" {
+        let prefix = if self.json_only {
+            ""
+        } else if json && self.path == "/" {
             return self.with_query("/api/home".to_owned());
         } else if json {
             "/api"
@@ -273,6 +297,18 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
             Some(query(&[("class", class)])?),
         ),
     ];
+    let mut targets = targets;
+    let mut notes = notes;
+    match &found.transcript_match {
+        Some(id) => targets.push(Target::json_only(
+            "transcript (heavy)",
+            format!("/matches/{id}/transcript"),
+        )),
+        None => notes.push(
+            "transcript: the ended season has no heavy match in which a model was called"
+                .to_owned(),
+        ),
+    }
     Ok((targets, notes))
 }
 
@@ -505,8 +541,23 @@ pub async fn load(config: &LoadConfig) -> Result<LoadReport> {
         .build()
         .map_err(|error| LadderError::Io(format!("cannot build an HTTP client: {error}")))?;
     let mut pages = Vec::new();
+    let mut notes = notes;
     for target in &targets {
-        for json in [false, true] {
+        if target.json_only {
+            // A transcript exists only when the seed was given the replay
+            // store the server reads; without one, say so and skip it.
+            let url = format!("{base}{}", target.address(true));
+            if let Some(error) = fetch(&client, &url).await.error {
+                notes.push(format!(
+                    "{}: not measured, {} answered {error} (seed with --replays, the store \
+                     `ladder serve --replays` reads)",
+                    target.page,
+                    target.address(true)
+                ));
+                continue;
+            }
+        }
+        for &json in target.formats() {
             let figures = measure(&client, &base, target, json, config).await;
             tracing::info!(page = %figures.page, format = figures.format, p95_ms = figures.p95_ms, "measured");
             pages.push(figures);

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use duel_ladder_bench::bench::{BenchReport, settle_bench};
 use duel_ladder_bench::bench_site::{self, LoadConfig};
 use duel_plumbing::Outcome;
+use duel_replays::store::ReplayStore;
 
 use super::say;
 use crate::cli::{BenchArgs, BenchSiteCommand};
@@ -81,8 +82,9 @@ pub async fn site(command: BenchSiteCommand) -> Result<Outcome> {
             db,
             bots,
             matches,
+            replays,
             json,
-        } => seed(&db, bots, matches, json).await,
+        } => seed(&db, bots, matches, replays.as_deref(), json).await,
         BenchSiteCommand::Load {
             url,
             db,
@@ -113,8 +115,20 @@ pub async fn site(command: BenchSiteCommand) -> Result<Outcome> {
     }
 }
 
-async fn seed(db: &str, bots: u64, matches: u64, json: bool) -> Result<Outcome> {
-    let report = bench_site::seed(db, bots, matches)
+async fn seed(
+    db: &str,
+    bots: u64,
+    matches: u64,
+    replays: Option<&str>,
+    json: bool,
+) -> Result<Outcome> {
+    let replays = match replays {
+        Some(url) => Some(
+            ReplayStore::open(url).with_context(|| format!("opening the replay store {url}"))?,
+        ),
+        None => None,
+    };
+    let report = bench_site::seed(db, bots, matches, replays.as_ref())
         .await
         .with_context(|| format!("seeding {db}"))?;
     if json {
@@ -130,8 +144,14 @@ async fn seed(db: &str, bots: u64, matches: u64, json: bool) -> Result<Outcome> 
         report.rating_history_rows,
         report.total_s
     );
+    if report.transcripts > 0 {
+        say!(
+            "  and {} transcripts of heavy matches of the ended season",
+            report.transcripts
+        );
+    }
     for (step, seconds) in &report.steps {
-        say!("  {step:<16} {seconds:>8.1} s");
+        say!("  {step:<30} {seconds:>8.1} s");
     }
     Ok(Outcome::Done)
 }

@@ -1,7 +1,8 @@
 //! `ladder bench-site` at a tiny scale, so the benchmark cannot rot: seed a
-//! SQLite file (50 bots, 500 matches), check the seeded ladder is consistent,
-//! serve it over loopback, and load every page and JSON twin a few times:
-//! each answers 200 and the report names every page.
+//! SQLite file (50 bots, 500 matches) and a replay store (8 transcripts),
+//! check the seeded ladder is consistent, serve it over loopback, and load
+//! every page, JSON twin and the newest transcript a few times: each answers
+//! 200 and the report names every page.
 
 use crate::common;
 
@@ -23,6 +24,8 @@ async fn count(db: &sqlx::AnyPool, sql: &str) -> i64 {
 #[tokio::test]
 async fn seeds_serves_and_loads_every_page() {
     let db = TestDb::sqlite().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let replays = dir.path().join("replays");
     let seed = Command::new(LADDER)
         .args([
             "bench-site",
@@ -35,6 +38,8 @@ async fn seeds_serves_and_loads_every_page() {
             "500",
             "--json",
         ])
+        .arg("--replays")
+        .arg(&replays)
         .output()
         .expect("ladder bench-site seed");
     assert!(
@@ -46,6 +51,7 @@ async fn seeds_serves_and_loads_every_page() {
     assert_eq!(report["bots"], 48, "{report}");
     assert_eq!(report["matches"], 500, "{report}");
     assert_eq!(report["rating_history_rows"], 1000, "{report}");
+    assert_eq!(report["transcripts"], 8, "{report}");
 
     // A consistent ladder: same-class pairs of different owners, W/D/L that
     // add up, a frozen table for the ended season.
@@ -76,6 +82,37 @@ async fn seeds_serves_and_loads_every_page() {
         0
     );
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM standings").await, 48);
+    // What the matches' rows say was spent is what the model index says,
+    // and the transcripts' heavy matches spent the whole heavy budget.
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT COUNT(*) FROM matches m LEFT JOIN match_models mm ON mm.match_id = m.id \
+             WHERE m.tokens_a <> COALESCE(mm.tokens, 0) OR m.exchanges IS NULL \
+             OR m.round_wins_a IS NULL OR m.rating_change_a IS NULL"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT COUNT(*) FROM match_models mm JOIN matches m ON m.id = mm.match_id \
+             WHERE m.class = 'heavy' AND m.season_id = 1 AND mm.calls = 24 \
+             AND mm.tokens > 500000 AND mm.tokens <= 512000"
+        )
+        .await,
+        8
+    );
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT SUM(tokens) - (SELECT SUM(tokens) FROM match_models) FROM ratings"
+        )
+        .await,
+        0,
+        "the season sums count the transcripts' spend"
+    );
     assert_eq!(
         count(&pool, "SELECT COUNT(*) FROM seasons WHERE ended_ms IS NULL").await,
         1
@@ -103,7 +140,6 @@ async fn seeds_serves_and_loads_every_page() {
 
     pool.close().await;
 
-    let dir = tempfile::tempdir().expect("temp dir");
     let mut server = start_server(
         &db.url,
         dir.path(),
@@ -141,8 +177,8 @@ async fn seeds_serves_and_loads_every_page() {
     let pages = report["pages"].as_array().expect("pages");
     assert_eq!(
         pages.len(),
-        18,
-        "nine pages, each in HTML and JSON: {report}"
+        19,
+        "nine pages, each in HTML and JSON, and a transcript: {report}"
     );
     for page in pages {
         assert_eq!(page["errors"], 0, "{page}");
@@ -163,6 +199,7 @@ async fn seeds_serves_and_loads_every_page() {
         "matches p10",
         "matches bot won",
         "win cost (class)",
+        "transcript (heavy)",
     ] {
         assert!(
             names.contains(&expected),
@@ -175,7 +212,24 @@ async fn seeds_serves_and_loads_every_page() {
         .collect();
     assert_eq!(
         formats.iter().filter(|format| **format == "json").count(),
-        9
+        10
+    );
+    // The transcript is public (its season ended) and as large as a heavy
+    // fighter's whole budget makes it.
+    let transcript = pages
+        .iter()
+        .find(|page| page["page"] == "transcript (heavy)")
+        .expect("transcript page");
+    assert!(
+        transcript["path"]
+            .as_str()
+            .expect("path")
+            .ends_with("/transcript"),
+        "{transcript}"
+    );
+    assert!(
+        transcript["body_bytes"].as_u64().expect("bytes") > 1_500_000,
+        "{transcript}"
     );
     // The bot page is the busiest bot's, with its chart.
     let bot = pages

@@ -206,15 +206,21 @@ pub struct Reads {
     store: Store,
 }
 
+// Every read below is on the read pool: on SQLite the writer is one
+// connection, and a page that queued for it waited behind settlements.
 impl Reads {
+    async fn reader(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Any>> {
+        Ok(self.store.read_pool().acquire().await?)
+    }
+
     /// The running season, if any.
     pub async fn active_season(&self) -> Result<Option<duel_ladder_core::model::Season>> {
-        self.store.active_season().await
+        seasons::active_season_tx(&mut *self.reader().await?).await
     }
 
     /// The season that ended last, if any.
     pub async fn last_ended_season(&self) -> Result<Option<duel_ladder_core::model::Season>> {
-        self.store.last_ended_season().await
+        seasons::last_ended_season_on(&mut *self.reader().await?).await
     }
 
     /// The season `choice` names (see [`Store::chosen_season`]).
@@ -222,17 +228,17 @@ impl Reads {
         &self,
         choice: &SeasonChoice,
     ) -> Result<duel_ladder_core::model::Season> {
-        self.store.chosen_season(choice).await
+        seasons::chosen_season_on(&mut *self.reader().await?, choice).await
     }
 
     /// A bot by name.
     pub async fn bot(&self, name: &str) -> Result<duel_ladder_core::model::Bot> {
-        self.store.bot(name).await
+        rows::load_bot(&mut *self.reader().await?, name).await
     }
 
     /// A match with its sides (bots, versions and owners).
     pub async fn game(&self, id: &str) -> Result<duel_ladder_core::model::Match> {
-        self.store.game(id).await
+        matches::load_match(&mut *self.reader().await?, id).await
     }
 
     /// The account a token belongs to (the owner's form on a match page:
@@ -701,6 +707,50 @@ mod tests {
             .await
             .expect("pragma");
         assert_eq!(pages, i64::from(SQLITE_WRITER_CHECKPOINT_PAGES));
+        drop(writer);
+        store.close().await;
+    }
+
+    /// The site's reads take a connection of the read pool: while the one
+    /// writer of a SQLite file is held (a settlement being written), a
+    /// page's season, bot and match lookups still answer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pages_do_not_queue_behind_the_writer() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("ladder.db");
+        let store = Store::connect(&format!("sqlite://{}", file.display()))
+            .await
+            .expect("store");
+        store.start_season("first").await.expect("season");
+        let reads = store.reads();
+        let writer = store.writer().await.expect("writer");
+        let soon = std::time::Duration::from_secs(5);
+        let season = tokio::time::timeout(soon, reads.active_season())
+            .await
+            .expect("the running season while the writer is held")
+            .expect("read");
+        assert_eq!(season.map(|season| season.name), Some("first".to_owned()));
+        let chosen = tokio::time::timeout(soon, reads.chosen_season(&SeasonChoice::Current))
+            .await
+            .expect("the chosen season while the writer is held")
+            .expect("read");
+        assert_eq!(chosen.name, "first");
+        let ended = tokio::time::timeout(soon, reads.last_ended_season())
+            .await
+            .expect("the last ended season while the writer is held")
+            .expect("read");
+        assert!(ended.is_none());
+        for missing in [
+            tokio::time::timeout(soon, reads.bot("nobody"))
+                .await
+                .map(|read| read.err()),
+            tokio::time::timeout(soon, reads.game("m-none"))
+                .await
+                .map(|read| read.err()),
+        ] {
+            let error = missing.expect("a lookup while the writer is held");
+            assert!(matches!(error, Some(LadderError::NotFound(_))), "{error:?}");
+        }
         drop(writer);
         store.close().await;
     }

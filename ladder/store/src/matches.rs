@@ -29,7 +29,7 @@ use duel_ladder_core::repeat::Verdict;
 const MATCH_SELECT: &str = "SELECT m.*, ba.name AS name_a, bb.name AS name_b FROM matches m \
      JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b";
 
-async fn load_match(conn: &mut AnyConnection, id: &str) -> Result<Match> {
+pub(crate) async fn load_match(conn: &mut AnyConnection, id: &str) -> Result<Match> {
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "{MATCH_SELECT} WHERE m.id = $1"
     )))

@@ -41,6 +41,53 @@ fn season_from_row(row: &AnyRow) -> Result<Season> {
     })
 }
 
+pub(crate) async fn season_on(conn: &mut AnyConnection, id: i64) -> Result<Season> {
+    let row = sqlx::query("SELECT * FROM seasons WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("season {id}")))?;
+    season_from_row(&row)
+}
+
+pub(crate) async fn season_named_on(conn: &mut AnyConnection, name: &str) -> Result<Season> {
+    let row = sqlx::query("SELECT * FROM seasons WHERE name = $1")
+        .bind(name.to_owned())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| LadderError::NotFound(format!("season {name}")))?;
+    season_from_row(&row)
+}
+
+pub(crate) async fn last_ended_season_on(conn: &mut AnyConnection) -> Result<Option<Season>> {
+    let row = sqlx::query(
+        "SELECT * FROM seasons WHERE ended_ms IS NOT NULL ORDER BY ended_ms DESC, id DESC LIMIT 1",
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.as_ref().map(season_from_row).transpose()
+}
+
+/// The season `choice` names, read on `conn` (see [`Store::chosen_season`]).
+pub(crate) async fn chosen_season_on(
+    conn: &mut AnyConnection,
+    choice: &SeasonChoice,
+) -> Result<Season> {
+    match choice {
+        SeasonChoice::Id(id) => season_on(conn, *id).await,
+        SeasonChoice::Name(name) => season_named_on(conn, name).await,
+        SeasonChoice::Current => match active_season_tx(conn).await? {
+            Some(season) => Ok(season),
+            None => last_ended_season_on(conn).await?.ok_or_else(|| {
+                LadderError::NotFound(
+                    "no season yet: an operator starts one with `ladder season start NAME`"
+                        .to_owned(),
+                )
+            }),
+        },
+    }
+}
+
 pub(crate) async fn active_season_tx(conn: &mut AnyConnection) -> Result<Option<Season>> {
     let row = sqlx::query("SELECT * FROM seasons WHERE ended_ms IS NULL ORDER BY id DESC LIMIT 1")
         .fetch_optional(&mut *conn)
@@ -328,49 +375,22 @@ impl Store {
     }
 
     pub async fn season(&self, id: i64) -> Result<Season> {
-        let row = sqlx::query("SELECT * FROM seasons WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&mut *self.writer().await?)
-            .await?
-            .ok_or_else(|| LadderError::NotFound(format!("season {id}")))?;
-        season_from_row(&row)
+        season_on(&mut *self.writer().await?, id).await
     }
 
     pub async fn season_named(&self, name: &str) -> Result<Season> {
-        let row = sqlx::query("SELECT * FROM seasons WHERE name = $1")
-            .bind(name.to_owned())
-            .fetch_optional(&mut *self.writer().await?)
-            .await?
-            .ok_or_else(|| LadderError::NotFound(format!("season {name}")))?;
-        season_from_row(&row)
+        season_named_on(&mut *self.writer().await?, name).await
     }
 
     /// The season that ended last, if any ever did.
     pub async fn last_ended_season(&self) -> Result<Option<Season>> {
-        let row = sqlx::query(
-            "SELECT * FROM seasons WHERE ended_ms IS NOT NULL ORDER BY ended_ms DESC, id DESC LIMIT 1",
-        )
-        .fetch_optional(&mut *self.writer().await?)
-        .await?;
-        row.as_ref().map(season_from_row).transpose()
+        last_ended_season_on(&mut *self.writer().await?).await
     }
 
     /// The season a choice names: the running one, else the one that ended
     /// last (its frozen table); NOT_FOUND only when there never was a season.
     pub async fn chosen_season(&self, choice: &SeasonChoice) -> Result<Season> {
-        match choice {
-            SeasonChoice::Id(id) => self.season(*id).await,
-            SeasonChoice::Name(name) => self.season_named(name).await,
-            SeasonChoice::Current => match self.active_season().await? {
-                Some(season) => Ok(season),
-                None => self.last_ended_season().await?.ok_or_else(|| {
-                    LadderError::NotFound(
-                        "no season yet: an operator starts one with `ladder season start NAME`"
-                            .to_owned(),
-                    )
-                }),
-            },
-        }
+        chosen_season_on(&mut *self.writer().await?, choice).await
     }
 
     /// Standings of a season (the running one if `None`, else the last ended

@@ -82,6 +82,7 @@ mod ledger_sql;
 pub mod limits;
 mod logs;
 mod matches;
+mod params;
 mod play;
 mod postgres;
 mod registry;
@@ -209,7 +210,8 @@ pub struct Reads {
 // Every read below is on the read pool: on SQLite the writer is one
 // connection, and a page that queued for it waited behind settlements.
 impl Reads {
-    async fn reader(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Any>> {
+    /// A connection of the read pool, for the store's `…_on(conn)` reads.
+    pub(crate) async fn reader(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Any>> {
         Ok(self.store.read_pool().acquire().await?)
     }
 
@@ -244,7 +246,7 @@ impl Reads {
     /// The account a token belongs to (the owner's form on a match page:
     /// a read, it changes nothing).
     pub async fn authenticate(&self, token: &str) -> Result<duel_ladder_core::auth::User> {
-        self.store.authenticate(token).await
+        registry::authenticate_on(&mut *self.reader().await?, token).await
     }
 }
 
@@ -713,7 +715,8 @@ mod tests {
 
     /// The site's reads take a connection of the read pool: while the one
     /// writer of a SQLite file is held (a settlement being written), a
-    /// page's season, bot and match lookups still answer.
+    /// page's seasons, bot and match lookups and an owner's token still
+    /// answer.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn pages_do_not_queue_behind_the_writer() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -740,6 +743,18 @@ mod tests {
             .expect("the last ended season while the writer is held")
             .expect("read");
         assert!(ended.is_none());
+        let seasons = tokio::time::timeout(soon, reads.season_lines())
+            .await
+            .expect("the seasons while the writer is held")
+            .expect("read");
+        assert_eq!(seasons.len(), 1);
+        let stranger = tokio::time::timeout(soon, reads.authenticate("no-such-token"))
+            .await
+            .expect("a token's account while the writer is held");
+        assert!(
+            matches!(stranger, Err(LadderError::Unauthenticated(_))),
+            "{stranger:?}"
+        );
         for missing in [
             tokio::time::timeout(soon, reads.bot("nobody"))
                 .await

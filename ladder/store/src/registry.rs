@@ -332,14 +332,7 @@ impl Store {
 
     /// The account a token belongs to.
     pub async fn authenticate(&self, token: &str) -> Result<User> {
-        let row = sqlx::query("SELECT id, name, role FROM users WHERE token_hash = $1")
-            .bind(auth::token_hash(token))
-            .fetch_optional(&mut *self.writer().await?)
-            .await?
-            .ok_or_else(|| {
-                LadderError::Unauthenticated("the token matches no account".to_owned())
-            })?;
-        user_from_row(&row)
+        authenticate_on(&mut *self.writer().await?, token).await
     }
 
     pub async fn user_by_name(&self, name: &str) -> Result<User> {
@@ -563,4 +556,14 @@ impl Store {
             .await?;
         Ok(())
     }
+}
+
+/// The account `token` belongs to, read on `conn`.
+pub(crate) async fn authenticate_on(conn: &mut AnyConnection, token: &str) -> Result<User> {
+    let row = sqlx::query("SELECT id, name, role FROM users WHERE token_hash = $1")
+        .bind(auth::token_hash(token))
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| LadderError::Unauthenticated("the token matches no account".to_owned()))?;
+    user_from_row(&row)
 }

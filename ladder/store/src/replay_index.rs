@@ -10,6 +10,7 @@ use sqlx::any::AnyRow;
 
 use super::{Reads, get};
 use crate::error::{LadderError, Result};
+use crate::params::Params;
 use duel_ladder_core::model::class_from_name;
 
 const REPLAY_LISTING: &str = "SELECT m.id, m.accepted_ms, m.class, m.winner, s.name AS season_name, \
@@ -63,44 +64,36 @@ impl Reads {
             None => (i64::MAX, String::new()),
         };
         let limit = i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX);
-        // Only the filters given go into the SQL, numbered after the cursor
-        // and the limit: with `$n = '' OR …` for absent ones PostgreSQL's
-        // generic plan (a prepared statement's from its sixth run) cannot use
-        // the order of the index (docs/perf/site.md, "generic plans").
-        let class = query
-            .class
-            .map(|class| duel_rules::WeightClass::from(class).name());
-        let mut filters: Vec<(&str, String)> = Vec::new();
-        // An empty value is no filter, as it always was.
-        if let Some(season) = query.season.as_deref().filter(|season| !season.is_empty()) {
-            filters.push(("s.name = {}", season.to_owned()));
-        }
-        if let Some(class) = class {
-            filters.push(("m.class = {}", class.to_owned()));
-        }
-        if let Some(bot) = query.bot.as_deref().filter(|bot| !bot.is_empty()) {
-            filters.push((
-                "(ba.name = {} OR bb.name = {} OR va.digest = {} OR vb.digest = {})",
-                bot.to_owned(),
-            ));
-        }
+        // Only the filters given go into the SQL (crate::params); an empty
+        // value is no filter, as it always was.
+        let mut params = Params::after(3);
         let mut sql = format!(
             "{REPLAY_LISTING} WHERE m.state = 'settled' AND m.replay_path IS NOT NULL \
              AND (m.accepted_ms, m.id) < ($1, $2)"
         );
-        for (at, (condition, _)) in filters.iter().enumerate() {
-            sql.push_str(" AND ");
-            sql.push_str(&condition.replace("{}", &format!("${}", at + 4)));
+        if let Some(season) = query.season.as_deref().filter(|season| !season.is_empty()) {
+            sql.push_str(&format!(" AND s.name = {}", params.placeholder(season)));
+        }
+        if let Some(class) = query.class {
+            let class = duel_rules::WeightClass::from(class).name();
+            sql.push_str(&format!(" AND m.class = {}", params.placeholder(class)));
+        }
+        if let Some(bot) = query.bot.as_deref().filter(|bot| !bot.is_empty()) {
+            let bot = params.placeholder(bot);
+            sql.push_str(&format!(
+                " AND (ba.name = {bot} OR bb.name = {bot} OR va.digest = {bot} OR vb.digest = {bot})"
+            ));
         }
         sql.push_str(" ORDER BY m.accepted_ms DESC, m.id DESC LIMIT $3");
-        let mut listing = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(accepted_ms)
-            .bind(id)
-            .bind(limit);
-        for (_, value) in filters {
-            listing = listing.bind(value);
-        }
-        let rows = listing.fetch_all(self.store.read_pool()).await?;
+        let rows = params
+            .bind(
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(accepted_ms)
+                    .bind(id)
+                    .bind(limit),
+            )
+            .fetch_all(self.store.read_pool())
+            .await?;
         let more = rows.len() > query.limit;
         let mut replays = Vec::with_capacity(rows.len().min(query.limit));
         let mut next_cursor = None;

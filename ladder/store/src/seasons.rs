@@ -41,6 +41,15 @@ fn season_from_row(row: &AnyRow) -> Result<Season> {
     })
 }
 
+/// The seasons, oldest first, read on `conn`.
+pub(crate) async fn seasons_on(conn: &mut AnyConnection) -> Result<Vec<Season>> {
+    let rows = sqlx::query("SELECT * FROM seasons ORDER BY id LIMIT $1")
+        .bind(MAX_LIST_ROWS)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter().map(season_from_row).collect()
+}
+
 pub(crate) async fn season_on(conn: &mut AnyConnection, id: i64) -> Result<Season> {
     let row = sqlx::query("SELECT * FROM seasons WHERE id = $1")
         .bind(id)
@@ -367,11 +376,7 @@ impl Store {
     }
 
     pub async fn seasons(&self) -> Result<Vec<Season>> {
-        let rows = sqlx::query("SELECT * FROM seasons ORDER BY id LIMIT $1")
-            .bind(MAX_LIST_ROWS)
-            .fetch_all(&mut *self.writer().await?)
-            .await?;
-        rows.iter().map(season_from_row).collect()
+        seasons_on(&mut *self.writer().await?).await
     }
 
     pub async fn season(&self, id: i64) -> Result<Season> {

@@ -14,6 +14,7 @@ use sqlx::any::AnyRow;
 use super::{Reads, get};
 use crate::error::{LadderError, Result};
 use crate::limits::{MAX_CHART_POINTS, MAX_OPPONENTS_LISTED};
+use crate::params::Params;
 use duel_ladder_core::model::{
     MatchState, Play, Season, Winner, class_from_name, winner_from_name,
 };
@@ -430,23 +431,21 @@ impl Reads {
         // joins in one query SQLite picked a plan that scanned far down the
         // index for small limits (the home page's 10: 300 ms at 100,000
         // matches; docs/perf/site.md).
-        // The class filter only when given (see `bot_matches`: generic plans).
-        let class = if filter.class.is_some() {
-            "AND class = $4"
-        } else {
-            ""
-        };
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{MATCH_LINE} WHERE m.id IN (SELECT id FROM matches WHERE state = 'settled' {class} \
-             AND (finished_ms, id) < ($1, $2) ORDER BY finished_ms DESC, id DESC LIMIT $3) \
-             ORDER BY m.finished_ms DESC, m.id DESC LIMIT $3"
-        )))
-        .bind(cursor.finished_ms)
-        .bind(cursor.id.clone())
-        .bind(fetch_limit(limit));
-        if let Some(class) = filter.class {
-            query = query.bind(class.name());
-        }
+        // The class filter only when given (crate::params).
+        let mut params = Params::after(3);
+        let class = filter.class.map_or(String::new(), |class| {
+            format!("AND class = {}", params.placeholder(class.name()))
+        });
+        let query = params.bind(
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "{MATCH_LINE} WHERE m.id IN (SELECT id FROM matches WHERE state = 'settled' {class} \
+                 AND (finished_ms, id) < ($1, $2) ORDER BY finished_ms DESC, id DESC LIMIT $3) \
+                 ORDER BY m.finished_ms DESC, m.id DESC LIMIT $3"
+            )))
+            .bind(cursor.finished_ms)
+            .bind(cursor.id.clone())
+            .bind(fetch_limit(limit)),
+        );
         let rows = query.fetch_all(self.store.read_pool()).await?;
         let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;
         Ok(match_page(lines, limit))
@@ -489,20 +488,18 @@ impl Reads {
     ) -> Result<Page<MatchLine>> {
         // One index range per side (bot_a…, bot_b…), merged; each side is cut at
         // the page size before the merge. Only the filters given are written
-        // into the SQL (one statement per combination): with `$n = '' OR …`
-        // for the absent ones, PostgreSQL's generic plan, which a prepared
-        // statement gets from its sixth run, read every match of the bot and
-        // sorted them (6–11 ms for 3,500 matches, against 1–2 ms).
-        let mut extra: Vec<String> = Vec::new();
-        let mut placeholder = |value: &str| -> String {
-            extra.push(value.to_owned());
-            format!("${}", 4 + extra.len())
+        // into the SQL, one statement per combination (crate::params): with
+        // `$n = '' OR …` the generic plan read all 3,500 of a bot's matches
+        // and sorted them (6–11 ms, against 1–2 ms).
+        let mut params = Params::after(4);
+        let opponent = filter.opponent_id.map(|id| params.placeholder(id));
+        let mut winner_as = |side: Winner| {
+            filter
+                .result
+                .map(|result| params.placeholder(result.winner_as(side).name()))
         };
-        let opponent = filter.opponent_id.map(&mut placeholder);
-        let winner_as = |side: Winner| filter.result.map(|result| result.winner_as(side).name());
-        let winner_a = winner_as(Winner::A).map(&mut placeholder);
-        let winner_b = winner_as(Winner::B).map(&mut placeholder);
-        let class = filter.class.map(WeightClass::name).map(&mut placeholder);
+        let (winner_a, winner_b) = (winner_as(Winner::A), winner_as(Winner::B));
+        let class = filter.class.map(|class| params.placeholder(class.name()));
         let side = |this: &str, other: &str, winner: &Option<String>| {
             let mut conditions =
                 format!("{this} = $1 AND state = 'settled' AND (finished_ms, id) < ($2, $3)");
@@ -521,22 +518,23 @@ impl Reads {
             side("bot_a", "bot_b", &winner_a),
             side("bot_b", "bot_a", &winner_b)
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(filter.bot_id.unwrap_or("").to_owned())
-            .bind(cursor.finished_ms)
-            .bind(cursor.id.clone())
-            .bind(fetch_limit(limit));
-        for value in extra {
-            query = query.bind(value);
-        }
-        let rows = query.fetch_all(self.store.read_pool()).await?;
+        let rows = params
+            .bind(
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(filter.bot_id.unwrap_or("").to_owned())
+                    .bind(cursor.finished_ms)
+                    .bind(cursor.id.clone())
+                    .bind(fetch_limit(limit)),
+            )
+            .fetch_all(self.store.read_pool())
+            .await?;
         let lines = rows.iter().map(match_line).collect::<Result<Vec<_>>>()?;
         Ok(match_page(lines, limit))
     }
 
     /// The seasons, newest first.
     pub async fn season_lines(&self) -> Result<Vec<SeasonLine>> {
-        let mut seasons = self.store.seasons().await?;
+        let mut seasons = crate::seasons::seasons_on(&mut *self.reader().await?).await?;
         seasons.reverse();
         Ok(seasons.into_iter().map(SeasonLine::from).collect())
     }

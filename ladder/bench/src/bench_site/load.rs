@@ -257,7 +257,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
         None => query(&[("class", class)])?,
     };
     let standings_page = found.standings_page;
-    let notes = vec![
+    let mut notes = vec![
         format!(
             "season {season}; class {class}: {in_class} bots, deep standings page {standings_page}"
         ),
@@ -266,7 +266,7 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
     ];
     let season_path = format!("/seasons/{season}");
     let cost_path = format!("{season_path}/cost");
-    let targets = vec![
+    let mut targets = vec![
         Target::new("home", "/".to_owned(), None),
         Target::new(
             "standings p1",
@@ -297,8 +297,6 @@ async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
             Some(query(&[("class", class)])?),
         ),
     ];
-    let mut targets = targets;
-    let mut notes = notes;
     match &found.transcript_match {
         Some(id) => targets.push(Target::json_only(
             "transcript (heavy)",
@@ -533,7 +531,7 @@ pub async fn load(config: &LoadConfig) -> Result<LoadReport> {
     }
     let base = config.url.trim_end_matches('/').to_owned();
     let store = Store::connect(&config.db_url).await?;
-    let (targets, notes) = targets(&store).await?;
+    let (targets, mut notes) = targets(&store).await?;
     store.close().await;
     let client = reqwest::Client::builder()
         .timeout(BENCH_SITE_REQUEST_TIMEOUT)
@@ -541,7 +539,6 @@ pub async fn load(config: &LoadConfig) -> Result<LoadReport> {
         .build()
         .map_err(|error| LadderError::Io(format!("cannot build an HTTP client: {error}")))?;
     let mut pages = Vec::new();
-    let mut notes = notes;
     for target in &targets {
         if target.json_only {
             // A transcript exists only when the seed was given the replay

@@ -15,6 +15,7 @@ use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating
 use super::{ClaimSql, Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_LIST_ROWS;
+use crate::params::Params;
 use duel_ladder_core::ledger::{
     self, Plan, SettleGate, Settlement, escrow_account, owner_account, rake_transfer_id,
 };
@@ -153,6 +154,11 @@ async fn accept_tx(
         .map(|row| get::<i64>(&row, "value"))
         .transpose()?
         .unwrap_or(DEFAULT_RAKE_BP);
+    let pair_key =
+        duel_ladder_core::repeat::pair_key([0, 1].map(|index| duel_ladder_core::repeat::KeySide {
+            bot_id: &sides[index].bot_id,
+            version: rows[index].2,
+        }));
     sqlx::query(
         "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, stake_a, \
          bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp, pair_key) \
@@ -174,12 +180,7 @@ async fn accept_tx(
     .bind(sides[1].stake)
     .bind(now)
     .bind(rake_bp)
-    .bind(duel_ladder_core::repeat::pair_key([0, 1].map(|index| {
-        duel_ladder_core::repeat::KeySide {
-            bot_id: &sides[index].bot_id,
-            version: rows[index].2,
-        }
-    })))
+    .bind(pair_key.clone())
     .execute(&mut *conn)
     .await?;
     let escrow = escrow_account(match_id);
@@ -187,7 +188,15 @@ async fn accept_tx(
     for side in sides {
         ensure_rating(conn, season.id, &side.bot_id, class.name()).await?;
     }
-    remember_meeting(conn, season.id, class, [&rows[0].4, &rows[1].4], sides).await?;
+    remember_meeting(
+        conn,
+        season.id,
+        class,
+        [&rows[0].4, &rows[1].4],
+        sides,
+        &pair_key,
+    )
+    .await?;
     let side = |index: usize| MatchSide {
         bot_id: sides[index].bot_id.clone(),
         bot_name: rows[index].3.clone(),
@@ -243,13 +252,15 @@ async fn pair_meetings_tx(
 }
 
 /// What the next waves know of this meeting: each bot's recent opponents
-/// (latest first) and the pair's count this season.
+/// (latest first), the pair's count this season, and whether these versions
+/// of the pair (`pair_key`) already repeated a game this season.
 async fn remember_meeting(
     conn: &mut AnyConnection,
     season_id: i64,
     class: WeightClass,
     recent: [&Vec<String>; 2],
     sides: &[PairSide; 2],
+    pair_key: &str,
 ) -> Result<()> {
     for (index, side) in sides.iter().enumerate() {
         let opponent = &sides[1 - index].bot_id;
@@ -262,15 +273,21 @@ async fn remember_meeting(
             .await?;
     }
     let (low, high) = matchmaker::pair_key(&sides[0].bot_id, &sides[1].bot_id);
+    // A pair's first meeting cannot have repeated anything; at a later one,
+    // a repeat among the settled games of these versions (by `pair_key`'s
+    // index) says the next game will most likely be the same again.
     sqlx::query(
-        "INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings) \
-         VALUES ($1, $2, $3, $4, 1) ON CONFLICT (season_id, bot_low, bot_high) \
-         DO UPDATE SET meetings = pair_meetings.meetings + 1",
+        "INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings, repeated) \
+         VALUES ($1, $2, $3, $4, 1, 0) ON CONFLICT (season_id, bot_low, bot_high) \
+         DO UPDATE SET meetings = pair_meetings.meetings + 1, \
+         repeated = CASE WHEN EXISTS (SELECT 1 FROM matches WHERE pair_key = $5 \
+         AND season_id = $1 AND not_rated = 'repeat') THEN 1 ELSE 0 END",
     )
     .bind(season_id)
     .bind(low)
     .bind(high)
     .bind(class.name())
+    .bind(pair_key.to_owned())
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -707,8 +724,8 @@ impl Store {
             origins.push(Origin::Active { cutoff_ms });
         }
         report.waiting = waiting.len();
-        let exhausted = self.exhausted_pairs(season.id, class).await?;
-        for (first, second) in matchmaker::pair_wave(&waiting, &exhausted) {
+        let history = self.pair_history(season.id, class).await?;
+        for (first, second) in matchmaker::pair_wave(&waiting, &history) {
             let sides = [first, second].map(|index| PairSide {
                 bot_id: waiting[index].bot_id.clone(),
                 stake: stakes[index],
@@ -770,24 +787,40 @@ impl Store {
     }
 
     /// The pairs of `class` that met [`MAX_PAIR_MEETINGS_PER_SEASON`] times
-    /// this season: few, and found by index.
-    async fn exhausted_pairs(
+    /// this season, and those that repeated a game when they last met: few,
+    /// and each found by an index of its own.
+    async fn pair_history(
         &self,
         season_id: i64,
         class: WeightClass,
-    ) -> Result<matchmaker::ExhaustedPairs> {
-        let rows = sqlx::query(
+    ) -> Result<matchmaker::PairHistory> {
+        let mut conn = self.writer().await?;
+        let exhausted = sqlx::query(
             "SELECT bot_low, bot_high FROM pair_meetings \
              WHERE season_id = $1 AND class = $2 AND meetings >= $3",
         )
         .bind(season_id)
         .bind(class.name())
         .bind(MAX_PAIR_MEETINGS_PER_SEASON)
-        .fetch_all(&mut *self.writer().await?)
+        .fetch_all(&mut *conn)
         .await?;
-        rows.iter()
-            .map(|row| Ok((get(row, "bot_low")?, get(row, "bot_high")?)))
-            .collect()
+        let repeated = sqlx::query(
+            "SELECT bot_low, bot_high FROM pair_meetings \
+             WHERE season_id = $1 AND class = $2 AND repeated = 1",
+        )
+        .bind(season_id)
+        .bind(class.name())
+        .fetch_all(&mut *conn)
+        .await?;
+        let pairs = |rows: Vec<AnyRow>| -> Result<matchmaker::PairSet> {
+            rows.iter()
+                .map(|row| Ok((get(row, "bot_low")?, get(row, "bot_high")?)))
+                .collect()
+        };
+        Ok(matchmaker::PairHistory {
+            exhausted: pairs(exhausted)?,
+            repeated: pairs(repeated)?,
+        })
     }
 
     /// Claims the oldest claimable match for `lease_ms`, voiding on the way any
@@ -987,15 +1020,30 @@ impl Store {
         state: Option<MatchState>,
         bot_id: Option<&str>,
     ) -> Result<Vec<Match>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{MATCH_SELECT} WHERE ($1 = '' OR m.state = $1) AND ($2 = '' OR m.bot_a = $2 OR m.bot_b = $2) \
-             ORDER BY m.accepted_ms DESC, m.id LIMIT $3"
-        )))
-        .bind(state.map(MatchState::name).unwrap_or("").to_owned())
-        .bind(bot_id.unwrap_or("").to_owned())
-        .bind(MAX_LIST_ROWS)
-        .fetch_all(&mut *self.writer().await?)
-        .await?;
+        // Only the filters given (crate::params).
+        let mut params = Params::after(1);
+        let mut filters = Vec::new();
+        if let Some(state) = state {
+            filters.push(format!("m.state = {}", params.placeholder(state.name())));
+        }
+        if let Some(bot_id) = bot_id {
+            let bot = params.placeholder(bot_id);
+            filters.push(format!("(m.bot_a = {bot} OR m.bot_b = {bot})"));
+        }
+        let filters = if filters.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", filters.join(" AND "))
+        };
+        let rows = params
+            .bind(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "{MATCH_SELECT} {filters} ORDER BY m.accepted_ms DESC, m.id LIMIT $1"
+                )))
+                .bind(MAX_LIST_ROWS),
+            )
+            .fetch_all(&mut *self.writer().await?)
+            .await?;
         rows.iter().map(match_from_row).collect()
     }
 

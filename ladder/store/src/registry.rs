@@ -9,6 +9,7 @@ use super::seasons::ensure_rating;
 use super::{Store, count_of, get, is_unique_violation, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::{MAX_LIST_ROWS, MAX_QUEUE_PER_CLASS};
+use crate::params::Params;
 use duel_ladder_core::auth::{self, Role, User};
 use duel_ladder_core::ledger::{
     ISSUANCE_ACCOUNT, TransferOp, TransferOutcome, TransferRequest, owner_account,
@@ -462,16 +463,22 @@ impl Store {
 
     /// Bots, optionally of one owner, by name.
     pub async fn bots(&self, owner_id: Option<&str>) -> Result<Vec<Bot>> {
-        let rows = sqlx::query(
-            "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
-             b.active_stake, b.active_since, b.paused_reason, b.description, b.author, b.source_url \
-             FROM bots b JOIN users u ON u.id = b.owner_id \
-             WHERE ($1 = '' OR b.owner_id = $1) ORDER BY b.name LIMIT $2",
-        )
-        .bind(owner_id.unwrap_or("").to_owned())
-        .bind(MAX_LIST_ROWS)
-        .fetch_all(&mut *self.writer().await?)
-        .await?;
+        // The owner filter only when given (crate::params).
+        let mut params = Params::after(1);
+        let owner = owner_id.map_or(String::new(), |owner_id| {
+            format!("WHERE b.owner_id = {}", params.placeholder(owner_id))
+        });
+        let rows = params
+            .bind(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT b.id, b.name, b.owner_id, u.name AS owner_name, b.class, b.current_version, \
+                     b.active_stake, b.active_since, b.paused_reason, b.description, b.author, b.source_url \
+                     FROM bots b JOIN users u ON u.id = b.owner_id {owner} ORDER BY b.name LIMIT $1"
+                )))
+                .bind(MAX_LIST_ROWS),
+            )
+            .fetch_all(&mut *self.writer().await?)
+            .await?;
         rows.iter().map(bot_from_row).collect()
     }
 
@@ -523,15 +530,22 @@ impl Store {
     }
 
     pub async fn queue(&self, class: Option<&str>) -> Result<Vec<QueueEntry>> {
-        let rows = sqlx::query(
-            "SELECT q.bot_id, b.name AS bot_name, q.owner_id, q.class, q.stake, q.enqueued_ms, q.waves_waited \
-             FROM queue q JOIN bots b ON b.id = q.bot_id WHERE ($1 = '' OR q.class = $1) \
-             ORDER BY q.enqueued_ms, b.name LIMIT $2",
-        )
-        .bind(class.unwrap_or("").to_owned())
-        .bind(MAX_LIST_ROWS)
-        .fetch_all(&mut *self.writer().await?)
-        .await?;
+        // The class filter only when given (crate::params).
+        let mut params = Params::after(1);
+        let class = class.map_or(String::new(), |class| {
+            format!("WHERE q.class = {}", params.placeholder(class))
+        });
+        let rows = params
+            .bind(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT q.bot_id, b.name AS bot_name, q.owner_id, q.class, q.stake, q.enqueued_ms, q.waves_waited \
+                     FROM queue q JOIN bots b ON b.id = q.bot_id {class} \
+                     ORDER BY q.enqueued_ms, b.name LIMIT $1"
+                )))
+                .bind(MAX_LIST_ROWS),
+            )
+            .fetch_all(&mut *self.writer().await?)
+            .await?;
         rows.iter()
             .map(|row| {
                 Ok(QueueEntry {

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use super::{Store, get, is_unique_violation, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_LIST_ROWS;
+use crate::params::Params;
 use duel_ladder_core::model::{Season, Standing, check_name};
 use duel_ladder_core::rating::{self, Rating};
 
@@ -256,7 +257,7 @@ async fn start_tx(conn: &mut AnyConnection, name: &str, now: i64) -> Result<Seas
 const LIVE_STANDINGS: &str = "SELECT r.bot_id, b.name AS bot_name, u.name AS owner_name, r.class, r.rating, \
      r.deviation, r.volatility, r.games, r.wins, r.losses, r.draws \
      FROM ratings r JOIN bots b ON b.id = r.bot_id JOIN users u ON u.id = b.owner_id \
-     WHERE r.season_id = $1 AND ($2 = '' OR r.class = $2)";
+     WHERE r.season_id = $1";
 
 fn live_standings(rows: &[AnyRow]) -> Result<Vec<Standing>> {
     let mut standings = rows
@@ -314,7 +315,6 @@ async fn end_tx(conn: &mut AnyConnection, row_locks: bool, now: i64) -> Result<S
     super::fit::fit_every_class_tx(conn, row_locks, season.id).await?;
     let rows = sqlx::query(LIVE_STANDINGS)
         .bind(season.id)
-        .bind(String::new())
         .fetch_all(&mut *conn)
         .await?;
     for standing in live_standings(&rows)? {
@@ -418,22 +418,34 @@ impl Store {
         class: Option<WeightClass>,
     ) -> Result<(Season, Vec<Standing>)> {
         let season = self.chosen_season(choice).await?;
-        let class_name = class.map(WeightClass::name).unwrap_or("").to_owned();
+        // The class filter only when given (crate::params).
         if season.ended_ms.is_none() {
-            let rows = sqlx::query(LIVE_STANDINGS)
-                .bind(season.id)
-                .bind(class_name)
+            let mut params = Params::after(1);
+            let class = class.map_or(String::new(), |class| {
+                format!("AND r.class = {}", params.placeholder(class.name()))
+            });
+            let rows = params
+                .bind(
+                    sqlx::query(sqlx::AssertSqlSafe(format!("{LIVE_STANDINGS} {class}")))
+                        .bind(season.id),
+                )
                 .fetch_all(&mut *self.writer().await?)
                 .await?;
             let standings = live_standings(&rows)?;
             return Ok((season, standings));
         }
-        let rows = sqlx::query(
-            "SELECT * FROM standings WHERE season_id = $1 AND ($2 = '' OR class = $2) ORDER BY class, rank LIMIT $3",
-        )
-        .bind(season.id)
-        .bind(class_name)
-        .bind(MAX_LIST_ROWS)
+        let mut params = Params::after(2);
+        let class = class.map_or(String::new(), |class| {
+            format!("AND class = {}", params.placeholder(class.name()))
+        });
+        let rows = params
+            .bind(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT * FROM standings WHERE season_id = $1 {class} ORDER BY class, rank LIMIT $2"
+                )))
+                .bind(season.id)
+                .bind(MAX_LIST_ROWS),
+            )
         .fetch_all(&mut *self.writer().await?)
         .await?;
         let standings = rows

@@ -98,6 +98,9 @@ def main():
     parser.add_argument("--timeout-s", type=int, default=3600,
                         help="give up on the season after this long")
     parser.add_argument("--keep", help="keep the ladder's folder here")
+    parser.add_argument("--reference",
+                        help="compare with this saved `referee tournament --json` of the same bots "
+                             "instead of playing the round robin again")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
 
@@ -170,18 +173,31 @@ def main():
         log.close()
 
     started = time.monotonic()
-    tournament = subprocess.run(
-        [referee_bin, "tournament", *(os.path.join(args.bots, f"{bot}.wasm") for bot in bots),
-         "--class", args.weight_class, "--rounds", str(args.rounds), "--jobs", "2",
-         "--models", models, "--json"],
-        capture_output=True, text=True)
-    if tournament.returncode != 0:
-        sys.exit(f"ladder-vs-round-robin: referee tournament: {tournament.stderr.strip()}")
+    if args.reference:
+        try:
+            with open(args.reference) as saved:
+                reference = json.load(saved)
+        except (OSError, ValueError) as error:
+            sys.exit(f"ladder-vs-round-robin: --reference {args.reference}: {error}")
+    else:
+        tournament = subprocess.run(
+            [referee_bin, "tournament", *(os.path.join(args.bots, f"{bot}.wasm") for bot in bots),
+             "--class", args.weight_class, "--rounds", str(args.rounds), "--jobs", "2",
+             "--models", models, "--json"],
+            capture_output=True, text=True)
+        if tournament.returncode != 0:
+            sys.exit(f"ladder-vs-round-robin: referee tournament: {tournament.stderr.strip()}")
+        reference = json.loads(tournament.stdout)
     round_robin_s = time.monotonic() - started
-    scores = {row["bot"]: row["score"]
-              for row in json.loads(tournament.stdout)["standings"]["bots"]}
+    try:
+        scores = {row["bot"]: row["score"] for row in reference["standings"]["bots"]}
+    except (KeyError, TypeError) as error:
+        sys.exit(f"ladder-vs-round-robin: not a tournament's standings: {error}")
 
     conservative = {row["bot"]: row["conservative"] for row in standings}
+    rating_of = {row["bot"]: row.get("rating") for row in standings}
+    deviation = {row["bot"]: row.get("deviation") for row in standings}
+    provisional = sorted(row["bot"] for row in standings if row.get("provisional"))
     missing = [bot for bot in bots if bot not in conservative or bot not in scores]
     if missing:
         sys.exit(f"ladder-vs-round-robin: not in both tables: {missing}")
@@ -207,6 +223,10 @@ def main():
         "not_rated": unrated,
         "rated": len(matches) - unrated,
         "kendall_tau_b": round(tau, 3),
+        "kendall_tau_b_by_rating": round(
+            kendall_tau_b([rating_of[bot] or 0.0 for bot in bots], [scores[bot] for bot in bots],
+                          args.tie), 3),
+        "provisional": provisional,
         "tie": args.tie,
         "pairs_that_may_meet": len(may_meet),
         "pairs_met": len(per_pair),
@@ -221,6 +241,8 @@ def main():
             {"bot": bot, "owner": owner_of[bot],
              "ladder_rank": sorted(bots, key=lambda b: -conservative[b]).index(bot) + 1,
              "conservative": round(conservative[bot], 1),
+             "rating": rating_of[bot] and round(rating_of[bot], 1),
+             "deviation": deviation[bot] and round(deviation[bot], 1),
              "round_robin_score": round(scores[bot], 3)}
             for bot in sorted(bots, key=lambda b: -conservative[b])
         ],
@@ -232,7 +254,9 @@ def main():
         for row in figures["table"]:
             print(f"{row['bot']:<12} {row['owner']:<6} {row['ladder_rank']:>6} "
                   f"{row['conservative']:>10.1f} {row['round_robin_score']:>11.3f}")
-        print(f"Kendall tau-b {tau:.3f} (scores within {args.tie} tied); goal >= 0.8")
+        print(f"Kendall tau-b {tau:.3f} (scores within {args.tie} tied); goal >= 0.8; "
+              f"by rating alone {figures['kendall_tau_b_by_rating']:.3f}")
+        print(f"provisional at the season's end: {', '.join(provisional) or 'none'}")
         print(f"{len(matches)} settled, {len(matches) - unrated} rated ({repeats} repeats "
               f"and {unrated - repeats} others not rated); "
               f"{len(per_pair)} of {len(may_meet)} pairs met, mean {mean:.1f} per pair, "

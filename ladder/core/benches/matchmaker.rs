@@ -3,7 +3,7 @@
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use duel_ladder_core::limits::RECENT_OPPONENTS;
-use duel_ladder_core::matchmaker::{ExhaustedPairs, Waiting, pair_key, pair_wave};
+use duel_ladder_core::matchmaker::{PairHistory, Waiting, pair_key, pair_wave};
 
 fn waiting(count: usize) -> Vec<Waiting> {
     // SplitMix64: reproducible ratings without pulling the referee in for its rng.
@@ -35,12 +35,19 @@ fn bench(c: &mut Criterion) {
     for count in [1_000, 10_000, 50_000] {
         let bots = waiting(count);
         // One pair in ten of neighbours has met its season's bound.
-        let exhausted: ExhaustedPairs = (10..count)
-            .step_by(10)
-            .map(|index| pair_key(&format!("bot{index}"), &format!("bot{}", index - 10)))
-            .collect();
+        // and one in ten repeated a game.
+        let history = PairHistory {
+            exhausted: (10..count)
+                .step_by(10)
+                .map(|index| pair_key(&format!("bot{index}"), &format!("bot{}", index - 10)))
+                .collect(),
+            repeated: (5..count)
+                .step_by(10)
+                .map(|index| pair_key(&format!("bot{index}"), &format!("bot{}", index - 3)))
+                .collect(),
+        };
         group.bench_with_input(BenchmarkId::new("wave", count), &bots, |b, bots| {
-            b.iter(|| pair_wave(bots, &exhausted))
+            b.iter(|| pair_wave(bots, &history))
         });
         group.bench_with_input(
             BenchmarkId::new("sort_baseline", count),

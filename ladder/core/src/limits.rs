@@ -87,6 +87,13 @@ pub const MATCHMAKER_NEIGHBOURS: usize = 16;
 pub const RECENT_OPPONENTS: usize = 24;
 pub const RECENT_MEETING_PENALTY: f64 = 50.0;
 
+/// Matchmaking: what a pair whose versions already repeated a game this season
+/// pays on top, in rating points, to meet again (a repeat is not rated, so
+/// the season's matches go to pairs that play new games while any are within
+/// reach). Five recent meetings' worth: a bot still meets such a partner
+/// when its other opponents are far or met far more often.
+pub const REPEATED_PAIR_PENALTY: f64 = 250.0;
+
 /// The most times two bots meet in one season. A backstop behind the penalty:
 /// deterministic bots would otherwise fill a season with one game (docs/RULES.md).
 pub const MAX_PAIR_MEETINGS_PER_SEASON: i64 = 40;

@@ -5,8 +5,11 @@
 //! [`RECENT_MEETING_PENALTY`] for each time the two met in either bot's last
 //! [`RECENT_OPPONENTS`] matches, as lichess's pools penalise recent opponents:
 //! without it the nearest neighbours meet again and again, and a deterministic
-//! pair replays one game. Each bot accepts a cost that widens with the waves it
-//! has waited. A bot is never paired with itself, with a bot of the same owner,
+//! pair replays one game. A pair whose versions already repeated a game this
+//! season costs [`REPEATED_PAIR_PENALTY`] more: its next game would most likely
+//! be that game again, which settles stakes but is not rated, so it meets only
+//! when no partner that would play a new game is within reach. Each bot
+//! accepts a cost that widens with the waves it has waited. A bot is never paired with itself, with a bot of the same owner,
 //! with the opponent it just played, or with one it met
 //! [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON) times this season. Candidates are the
 //! [`MATCHMAKER_NEIGHBOURS`] nearest bots by rating on either side, so a wave is
@@ -17,7 +20,7 @@ use std::collections::BTreeSet;
 
 use crate::limits::{
     BASE_RATING_GAP, MATCHMAKER_NEIGHBOURS, MAX_RATING_GAP, RATING_GAP_WIDEN_PER_WAVE,
-    RECENT_MEETING_PENALTY, RECENT_OPPONENTS,
+    RECENT_MEETING_PENALTY, RECENT_OPPONENTS, REPEATED_PAIR_PENALTY,
 };
 
 /// One bot waiting in the queue.
@@ -34,10 +37,21 @@ pub struct Waiting {
     pub recent_opponents: Vec<String>,
 }
 
-/// Pairs that may not meet again this season, each as (smaller bot id, larger).
-pub type ExhaustedPairs = BTreeSet<(String, String)>;
+/// Pairs, each as (smaller bot id, larger): see [`pair_key`].
+pub type PairSet = BTreeSet<(String, String)>;
 
-/// The key of a pair in [`ExhaustedPairs`].
+/// What a wave knows of the season's pairs besides each bot's recent opponents.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PairHistory {
+    /// Pairs that met [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON)
+    /// times this season: they do not meet again.
+    pub exhausted: PairSet,
+    /// Pairs whose versions already repeated a game this season: each meeting
+    /// costs [`REPEATED_PAIR_PENALTY`] more.
+    pub repeated: PairSet,
+}
+
+/// The key of a pair in a [`PairSet`].
 pub fn pair_key(a: &str, b: &str) -> (String, String) {
     if a <= b {
         (a.to_owned(), b.to_owned())
@@ -76,28 +90,38 @@ fn just_met(a: &Waiting, b: &Waiting) -> bool {
     a.recent_opponents.first() == Some(&b.bot_id) || b.recent_opponents.first() == Some(&a.bot_id)
 }
 
-fn compatible(a: &Waiting, b: &Waiting, exhausted: &ExhaustedPairs) -> bool {
+fn known(pairs: &PairSet, a: &Waiting, b: &Waiting) -> bool {
+    !pairs.is_empty() && pairs.contains(&pair_key(&a.bot_id, &b.bot_id))
+}
+
+fn compatible(a: &Waiting, b: &Waiting, history: &PairHistory) -> bool {
     a.bot_id != b.bot_id
         && a.owner_id != b.owner_id
         && !just_met(a, b)
-        && (exhausted.is_empty() || !exhausted.contains(&pair_key(&a.bot_id, &b.bot_id)))
+        && !known(&history.exhausted, a, b)
 }
 
 /// What meeting again costs the pair, in rating points: the penalty for each
-/// recent meeting, counted in whichever bot's list holds more of them.
-pub fn recent_meeting_cost(a: &Waiting, b: &Waiting) -> f64 {
+/// recent meeting, counted in whichever bot's list holds more of them, and the
+/// penalty of a pair that repeated a game this season.
+pub fn meeting_again_cost(a: &Waiting, b: &Waiting, history: &PairHistory) -> f64 {
     let met = |x: &Waiting, y: &Waiting| {
         x.recent_opponents
             .iter()
             .filter(|opponent| **opponent == y.bot_id)
             .count()
     };
-    met(a, b).max(met(b, a)) as f64 * RECENT_MEETING_PENALTY
+    let repeated = if known(&history.repeated, a, b) {
+        REPEATED_PAIR_PENALTY
+    } else {
+        0.0
+    };
+    met(a, b).max(met(b, a)) as f64 * RECENT_MEETING_PENALTY + repeated
 }
 
 /// Pairs bots of one wave; returns index pairs into `waiting`, each bot at most
 /// once. Deterministic: ties break on the position in `waiting`.
-pub fn pair_wave(waiting: &[Waiting], exhausted: &ExhaustedPairs) -> Vec<(usize, usize)> {
+pub fn pair_wave(waiting: &[Waiting], history: &PairHistory) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..waiting.len()).collect();
     order.sort_by(|&x, &y| {
         waiting[x]
@@ -118,10 +142,11 @@ pub fn pair_wave(waiting: &[Waiting], exhausted: &ExhaustedPairs) -> Vec<(usize,
                 break;
             }
             // Either bot's widened window suffices: the one that waited longer
-            // accepts. A recent meeting counts as distance, so the pair meets
-            // again only when nobody nearer is free or after some waiting.
-            let cost = gap + recent_meeting_cost(a, b);
-            if cost <= window_a.max(allowed_gap(b.waves_waited)) && compatible(a, b, exhausted) {
+            // accepts. A recent meeting, or a repeated game, counts as
+            // distance, so the pair meets again only when nobody nearer is
+            // free or after some waiting.
+            let cost = gap + meeting_again_cost(a, b, history);
+            if cost <= window_a.max(allowed_gap(b.waves_waited)) && compatible(a, b, history) {
                 edges.push((cost, first.min(second), first.max(second)));
             }
         }
@@ -161,7 +186,7 @@ mod tests {
     }
 
     fn pair(waiting: &[Waiting]) -> Vec<(usize, usize)> {
-        pair_wave(waiting, &ExhaustedPairs::new())
+        pair_wave(waiting, &PairHistory::default())
     }
 
     #[test]
@@ -222,6 +247,52 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_that_repeated_a_game_waits_for_a_new_game() {
+        // a and b are nearest, met once lately, and would replay a game they
+        // already played; c, further away and met more lately, would play a
+        // new one: the wave prefers c.
+        let waiting = [
+            with_recent("a", "o1", 1500.0, 0, &["x", "b", "c", "c"]),
+            with_recent("b", "o2", 1505.0, 0, &["y", "a"]),
+            // b's stablemate, so that a is the one to pair.
+            with_recent("c", "o2", 1490.0, 0, &["z", "a", "a"]),
+        ];
+        let repeated = PairHistory {
+            repeated: [pair_key("b", "a")].into_iter().collect(),
+            ..PairHistory::default()
+        };
+        let waited: Vec<Waiting> = waiting
+            .iter()
+            .map(|bot| Waiting {
+                waves_waited: 2,
+                ..bot.clone()
+            })
+            .collect();
+        assert_eq!(pair(&waited), vec![(0, 1)], "without the repeat, a meets b");
+        assert_eq!(pair_wave(&waited, &repeated), vec![(0, 2)]);
+        // Alone together, they still meet once the window covers the penalty.
+        let alone: Vec<Waiting> = waiting[..2]
+            .iter()
+            .map(|bot| Waiting {
+                waves_waited: 2,
+                ..bot.clone()
+            })
+            .collect();
+        assert!(pair_wave(&alone, &repeated).is_empty());
+        let waves = ((REPEATED_PAIR_PENALTY + RECENT_MEETING_PENALTY + 5.0 - BASE_RATING_GAP)
+            / RATING_GAP_WIDEN_PER_WAVE)
+            .ceil() as i64;
+        let patient: Vec<Waiting> = alone
+            .iter()
+            .map(|bot| Waiting {
+                waves_waited: waves,
+                ..bot.clone()
+            })
+            .collect();
+        assert_eq!(pair_wave(&patient, &repeated), vec![(0, 1)]);
+    }
+
+    #[test]
     fn a_bot_remembers_its_latest_opponents_only() {
         let mut recent: Vec<String> = Vec::new();
         let opponents: Vec<String> = (0..RECENT_OPPONENTS + 3)
@@ -265,7 +336,10 @@ mod tests {
             bot("a", "o1", 1500.0, 1_000, None),
             bot("b", "o2", 1500.0, 1_000, None),
         ];
-        let exhausted = ExhaustedPairs::from([pair_key("b", "a")]);
+        let exhausted = PairHistory {
+            exhausted: PairSet::from([pair_key("b", "a")]),
+            ..PairHistory::default()
+        };
         assert!(pair_wave(&waiting, &exhausted).is_empty());
         assert_eq!(pair(&waiting), vec![(0, 1)]);
     }

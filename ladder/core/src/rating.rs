@@ -158,16 +158,24 @@ pub fn season_fit(starts: &[Rating], games: &[FitGame]) -> Vec<Rating> {
         .filter(|game| game.a != game.b && game.a < starts.len() && game.b < starts.len())
         .map(|game| (game.a, game.b, game.score_a.points()))
         .collect();
-    // Each pair weighs as one game, its rated games 1/n each: the fit then
-    // ranks by the mean score against each opponent met, as a round robin
-    // does, however often a pair was rated.
+    // Every pair met weighs the same, the class's rated games shared evenly
+    // between its pairs: a pair rated n times counts (games ÷ pairs) / n per
+    // game. Equal weights make the fit rank by the mean score against each
+    // opponent met, as a round robin does, however often a pair was rated;
+    // the share keeps the evidence as heavy as the games rated, so that
+    // deviations narrow as a season goes on. Weighed as one game each, a
+    // class's pairs told the fit no more than its priors did: in an 8-bot
+    // class every deviation stayed above the provisional line all season,
+    // and the owner with fewer bots (more possible opponents) ranked higher
+    // on the deviation alone (docs/perf/ladder.md).
     let mut per_pair: HashMap<(usize, usize), f64> = HashMap::new();
     for &(a, b, _) in &games {
         *per_pair.entry((a.min(b), a.max(b))).or_default() += 1.0;
     }
+    let share = games.len() as f64 / per_pair.len().max(1) as f64;
     let games: Vec<(usize, usize, f64, f64)> = games
         .into_iter()
-        .map(|(a, b, points)| (a, b, points, 1.0 / per_pair[&(a.min(b), a.max(b))]))
+        .map(|(a, b, points)| (a, b, points, share / per_pair[&(a.min(b), a.max(b))]))
         .collect();
     let mut played = vec![false; starts.len()];
     for &(a, b, _, _) in &games {

@@ -11,7 +11,7 @@
 //! Every other game is rated, however often the pair met: a pair whose games
 //! differ (a random bot, a model) is measured better by each. That it meets
 //! more often than a deterministic pair does not tilt the standings, since
-//! the season fit weighs each pair as one game
+//! the season fit weighs every pair the same
 //! ([`crate::rating::season_fit`]). Matches settled before this rule may
 //! carry `not_rated = "pair_rated"` (a pair's third game, when a pair was
 //! rated twice a season at most); they stay as they were settled.

@@ -162,12 +162,13 @@ mod season_fit {
     }
 
     #[test]
-    fn each_pair_weighs_as_one_game_however_often_it_was_rated() {
-        // The double round robin above, once as played, once with some pairs
-        // rated again and again at the same mean (a random bot's pair is
-        // rated at every meeting, a deterministic pair once): the fit is the
-        // same, so the standings rank by the mean score against each
-        // opponent, as a round robin does, not by how often a pair met.
+    fn every_pair_weighs_the_same_however_often_it_was_rated() {
+        // The double round robin above, played four times over, and the same
+        // number of games spread unevenly over its pairs at the same means (a
+        // random bot's pair is rated at every meeting, a deterministic pair
+        // once): the fit is the same, so the standings rank by the mean score
+        // against each opponent, as a round robin does, not by how often a
+        // pair met.
         use Score::{Draw, Loss, Win};
         let results = [
             (0, 1, Win, Win),
@@ -180,23 +181,60 @@ mod season_fit {
         let pair = |&(a, b, first, second): &(usize, usize, Score, Score)| {
             [game(a, b, first), game(b, a, flip(second))]
         };
-        let balanced: Vec<FitGame> = results.iter().flat_map(pair).collect();
-        let uneven: Vec<FitGame> = results
-            .iter()
-            .enumerate()
-            .flat_map(|(at, result)| std::iter::repeat_n(pair(result), 1 + 3 * at).flatten())
-            .collect();
-        assert!(uneven.len() > 4 * balanced.len());
-        let (once, often) = (
+        let repeated = |times: &[usize]| -> Vec<FitGame> {
+            results
+                .iter()
+                .zip(times)
+                .flat_map(|(result, &times)| std::iter::repeat_n(pair(result), times).flatten())
+                .collect()
+        };
+        let balanced = repeated(&[4; 6]);
+        let uneven = repeated(&[1, 2, 3, 4, 6, 8]);
+        assert_eq!(uneven.len(), balanced.len());
+        let (even, skewed) = (
             season_fit(&[rating::INITIAL; 4], &balanced),
             season_fit(&[rating::INITIAL; 4], &uneven),
         );
-        for (x, y) in once.iter().zip(&often) {
+        for (x, y) in even.iter().zip(&skewed) {
             assert!(
                 (x.rating - y.rating).abs() < 1e-6 && (x.deviation - y.deviation).abs() < 1e-6,
-                "{once:?} vs {often:?}"
+                "{even:?} vs {skewed:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_longer_season_pins_ratings_down_further() {
+        // The same pairs at the same means, each played once and each played
+        // four times: four times the evidence narrows every deviation and
+        // moves the ratings further from the priors, in the same order.
+        use Score::{Draw, Loss, Win};
+        let once = [
+            game(0, 1, Win),
+            game(0, 2, Win),
+            game(1, 2, Draw),
+            game(1, 3, Loss),
+            game(2, 3, Win),
+            game(0, 3, Win),
+        ];
+        let four_times: Vec<FitGame> = once.iter().flat_map(|g| [*g; 4]).collect();
+        let (short, long) = (
+            season_fit(&[rating::INITIAL; 4], &once),
+            season_fit(&[rating::INITIAL; 4], &four_times),
+        );
+        for (x, y) in short.iter().zip(&long) {
+            assert!(y.deviation < x.deviation, "{short:?} vs {long:?}");
+            assert!(
+                (y.rating - 1500.0).abs() > (x.rating - 1500.0).abs(),
+                "{short:?} vs {long:?}"
+            );
+        }
+        let order = |fit: &[Rating]| {
+            let mut bots: Vec<usize> = (0..fit.len()).collect();
+            bots.sort_by(|&x, &y| fit[y].rating.total_cmp(&fit[x].rating));
+            bots
+        };
+        assert_eq!(order(&short), order(&long));
     }
 
     fn flip(score: Score) -> Score {

@@ -352,3 +352,94 @@ async fn a_pairs_sides_alternate_from_wave_to_wave(db: &TestDb) {
     );
 }
 both_backends!(alternating_sides, a_pairs_sides_alternate_from_wave_to_wave);
+
+/// Accepts `bots` directly and settles their match as a draw that played the
+/// game `key`.
+async fn play_draw(store: &Store, bots: [&str; 2], key: &str) {
+    let game = accept(store, bots).await;
+    let claim = store
+        .claim(60_000, 1_000)
+        .await
+        .expect("claim")
+        .expect("queued");
+    assert_eq!(claim.game.id, game.id);
+    store
+        .complete(
+            &game.id,
+            &claim.lease_id,
+            Winner::Draw,
+            "r.json",
+            Some(&played(key)),
+            1_000,
+        )
+        .await
+        .expect("settle");
+}
+
+async fn a_pair_that_repeated_a_game_waits_for_a_new_one(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let ([alice, bob], [x, y]) = pair(db, "w").await;
+    let mut others = Vec::new();
+    for name in ["carol-w", "dave-w"] {
+        let (owner, _) = db.owner(name, 100_000).await;
+        let bot = db
+            .store
+            .register_bot(&owner, &format!("{}-bot", &name[..1]), "light", &builtin())
+            .await
+            .expect("bot");
+        others.push((owner, bot.id));
+    }
+    let ((carol, z), (_, w)) = (&others[0], &others[1]);
+    // x and y play one game three times (the second and third are repeats);
+    // z met each of them four times, in different games; both x and y last
+    // met w. Every game is a draw, so every rating stays 1,500.
+    for _ in 0..3 {
+        play_draw(&db.store, [&x, &y], "sha256:xy").await;
+    }
+    for (bot, tag) in [(&x, "x"), (&y, "y")] {
+        for game in 0..4 {
+            play_draw(&db.store, [bot, z], &format!("sha256:{tag}z{game}")).await;
+        }
+    }
+    play_draw(&db.store, [&x, w], "sha256:xw").await;
+    play_draw(&db.store, [&y, w], "sha256:yw").await;
+    // x, y and z wait. x and y met three times lately (150 points), x and z
+    // four (200); y and z just met. Were it not for the repeats, x and y
+    // would meet as soon as their window covers 150; they would replay their
+    // game, so x meets z once the window covers 200.
+    db.store
+        .enqueue(&alice, "x-w", STAKE)
+        .await
+        .expect("x queued");
+    db.store
+        .enqueue(&bob, "y-w", STAKE)
+        .await
+        .expect("y queued");
+    db.store
+        .enqueue(carol, "c-bot", STAKE)
+        .await
+        .expect("z queued");
+    let mut paired = Vec::new();
+    for _ in 0..10 {
+        paired = db
+            .store
+            .run_wave(WeightClass::Light)
+            .await
+            .expect("wave")
+            .matches;
+        if !paired.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(paired.len(), 1, "paired: {paired:?}");
+    let game = db.store.game(&paired[0]).await.expect("match");
+    let mut met = [game.sides[0].bot_id.clone(), game.sides[1].bot_id.clone()];
+    met.sort();
+    let mut expected = [x.clone(), z.clone()];
+    expected.sort();
+    assert_eq!(met, expected, "x meets z, not the pair that repeats itself");
+}
+both_backends!(
+    repeated_pair_waits,
+    a_pair_that_repeated_a_game_waits_for_a_new_one
+);

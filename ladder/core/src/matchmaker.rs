@@ -16,7 +16,7 @@
 //! `O(n log n)` whatever the queue length. A pair's sides alternate from one
 //! meeting to the next ([`first_plays_side_a`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::limits::{
     BASE_RATING_GAP, MATCHMAKER_NEIGHBOURS, MAX_RATING_GAP, RATING_GAP_WIDEN_PER_WAVE,
@@ -90,32 +90,42 @@ fn just_met(a: &Waiting, b: &Waiting) -> bool {
     a.recent_opponents.first() == Some(&b.bot_id) || b.recent_opponents.first() == Some(&a.bot_id)
 }
 
-fn known(pairs: &PairSet, a: &Waiting, b: &Waiting) -> bool {
-    !pairs.is_empty() && pairs.contains(&pair_key(&a.bot_id, &b.bot_id))
+/// The pairs of `pairs` whose bots both wait in this wave, by their indexes
+/// in `waiting` (smaller first): a wave looks each candidate up by two
+/// integers instead of building its key of two ids.
+fn wave_pairs(waiting: &[Waiting], pairs: &PairSet) -> HashSet<(usize, usize)> {
+    if pairs.is_empty() {
+        return HashSet::new();
+    }
+    let index: HashMap<&str, usize> = waiting
+        .iter()
+        .enumerate()
+        .map(|(at, bot)| (bot.bot_id.as_str(), at))
+        .collect();
+    pairs
+        .iter()
+        .filter_map(|(low, high)| {
+            let (x, y) = (*index.get(low.as_str())?, *index.get(high.as_str())?);
+            Some((x.min(y), x.max(y)))
+        })
+        .collect()
 }
 
-fn compatible(a: &Waiting, b: &Waiting, history: &PairHistory) -> bool {
-    a.bot_id != b.bot_id
-        && a.owner_id != b.owner_id
-        && !just_met(a, b)
-        && !known(&history.exhausted, a, b)
+fn compatible(a: &Waiting, b: &Waiting, exhausted: bool) -> bool {
+    a.bot_id != b.bot_id && a.owner_id != b.owner_id && !just_met(a, b) && !exhausted
 }
 
 /// What meeting again costs the pair, in rating points: the penalty for each
-/// recent meeting, counted in whichever bot's list holds more of them, and the
-/// penalty of a pair that repeated a game this season.
-pub fn meeting_again_cost(a: &Waiting, b: &Waiting, history: &PairHistory) -> f64 {
+/// recent meeting, counted in whichever bot's list holds more of them, and
+/// [`REPEATED_PAIR_PENALTY`] if the pair `repeated` a game this season.
+fn meeting_again_cost(a: &Waiting, b: &Waiting, repeated: bool) -> f64 {
     let met = |x: &Waiting, y: &Waiting| {
         x.recent_opponents
             .iter()
             .filter(|opponent| **opponent == y.bot_id)
             .count()
     };
-    let repeated = if known(&history.repeated, a, b) {
-        REPEATED_PAIR_PENALTY
-    } else {
-        0.0
-    };
+    let repeated = if repeated { REPEATED_PAIR_PENALTY } else { 0.0 };
     met(a, b).max(met(b, a)) as f64 * RECENT_MEETING_PENALTY + repeated
 }
 
@@ -129,6 +139,8 @@ pub fn pair_wave(waiting: &[Waiting], history: &PairHistory) -> Vec<(usize, usiz
             .total_cmp(&waiting[y].rating)
             .then(x.cmp(&y))
     });
+    let exhausted = wave_pairs(waiting, &history.exhausted);
+    let repeated = wave_pairs(waiting, &history.repeated);
     let mut edges: Vec<(f64, usize, usize)> =
         Vec::with_capacity(waiting.len() * MATCHMAKER_NEIGHBOURS);
     for (position, &first) in order.iter().enumerate() {
@@ -145,9 +157,14 @@ pub fn pair_wave(waiting: &[Waiting], history: &PairHistory) -> Vec<(usize, usiz
             // accepts. A recent meeting, or a repeated game, counts as
             // distance, so the pair meets again only when nobody nearer is
             // free or after some waiting.
-            let cost = gap + meeting_again_cost(a, b, history);
-            if cost <= window_a.max(allowed_gap(b.waves_waited)) && compatible(a, b, history) {
-                edges.push((cost, first.min(second), first.max(second)));
+            let key = (first.min(second), first.max(second));
+            // Most waves know few pairs: an empty set is not even hashed into.
+            let known = |pairs: &HashSet<(usize, usize)>| !pairs.is_empty() && pairs.contains(&key);
+            let cost = gap + meeting_again_cost(a, b, known(&repeated));
+            if cost <= window_a.max(allowed_gap(b.waves_waited))
+                && compatible(a, b, known(&exhausted))
+            {
+                edges.push((cost, key.0, key.1));
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use duel_ladder_core::limits::RECENT_OPPONENTS;
-use duel_ladder_core::matchmaker::{PairHistory, Waiting, pair_key, pair_wave};
+use duel_ladder_core::matchmaker::{ExhaustedPairs, Waiting, pair_key, pair_wave};
 
 fn waiting(count: usize) -> Vec<Waiting> {
     // SplitMix64: reproducible ratings without pulling the referee in for its rng.
@@ -21,10 +21,14 @@ fn waiting(count: usize) -> Vec<Waiting> {
             owner_id: format!("owner{}", index / 3),
             rating: 1000.0 + below(1_000) as f64,
             waves_waited: below(6) as i64,
-            // A full list of recent opponents each, as a busy season leaves them.
+            // A full list of recent opponents each, as a busy season leaves
+            // them, one meeting in ten marked as a pair that repeated a game.
             recent_opponents: (1..=RECENT_OPPONENTS)
                 .filter(|back| index >= *back)
-                .map(|back| format!("bot{}", index - back))
+                .map(|back| {
+                    let mark = if (index + back) % 10 == 0 { "!" } else { "" };
+                    format!("bot{}{mark}", index - back)
+                })
                 .collect(),
         })
         .collect()
@@ -35,19 +39,12 @@ fn bench(c: &mut Criterion) {
     for count in [1_000, 10_000, 50_000] {
         let bots = waiting(count);
         // One pair in ten of neighbours has met its season's bound.
-        // and one in ten repeated a game.
-        let history = PairHistory {
-            exhausted: (10..count)
-                .step_by(10)
-                .map(|index| pair_key(&format!("bot{index}"), &format!("bot{}", index - 10)))
-                .collect(),
-            repeated: (5..count)
-                .step_by(10)
-                .map(|index| pair_key(&format!("bot{index}"), &format!("bot{}", index - 3)))
-                .collect(),
-        };
+        let exhausted: ExhaustedPairs = (10..count)
+            .step_by(10)
+            .map(|index| pair_key(&format!("bot{index}"), &format!("bot{}", index - 10)))
+            .collect();
         group.bench_with_input(BenchmarkId::new("wave", count), &bots, |b, bots| {
-            b.iter(|| pair_wave(bots, &history))
+            b.iter(|| pair_wave(bots, &exhausted))
         });
         group.bench_with_input(
             BenchmarkId::new("sort_baseline", count),

@@ -5,11 +5,12 @@
 //! [`RECENT_MEETING_PENALTY`] for each time the two met in either bot's last
 //! [`RECENT_OPPONENTS`] matches, as lichess's pools penalise recent opponents:
 //! without it the nearest neighbours meet again and again, and a deterministic
-//! pair replays one game. A pair whose versions already repeated a game this
-//! season costs [`REPEATED_PAIR_PENALTY`] more: its next game would most likely
-//! be that game again, which settles stakes but is not rated, so it meets only
-//! when no partner that would play a new game is within reach. Each bot
-//! accepts a cost that widens with the waves it has waited. A bot is never paired with itself, with a bot of the same owner,
+//! pair replays one game. A pair whose versions had already repeated a game
+//! this season when they last met (marked with [`REPEATED_MARK`] in the recent
+//! opponents) costs [`REPEATED_PAIR_PENALTY`] more: its next game would most
+//! likely be that game again, which settles stakes but is not rated, so it
+//! meets only when no partner that would play a new game is within reach. Each
+//! bot accepts a cost that widens with the waves it has waited. A bot is never paired with itself, with a bot of the same owner,
 //! with the opponent it just played, or with one it met
 //! [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON) times this season. Candidates are the
 //! [`MATCHMAKER_NEIGHBOURS`] nearest bots by rating on either side, so a wave is
@@ -32,26 +33,33 @@ pub struct Waiting {
     /// Waves this bot sat through without a partner.
     pub waves_waited: i64,
     /// The opponents of its last matches, the latest first (at most
-    /// [`crate::limits::RECENT_OPPONENTS`]). The first it may not meet again
-    /// at once; each other meeting costs [`RECENT_MEETING_PENALTY`].
+    /// [`crate::limits::RECENT_OPPONENTS`]), each a bot id, followed by
+    /// [`REPEATED_MARK`] when the pair had already repeated a game this season
+    /// as they met ([`remember_opponent`]). The first it may not meet again at
+    /// once; each other meeting costs [`RECENT_MEETING_PENALTY`].
     pub recent_opponents: Vec<String>,
 }
 
-/// Pairs, each as (smaller bot id, larger): see [`pair_key`].
-pub type PairSet = BTreeSet<(String, String)>;
+/// Follows an opponent's id in a bot's recent opponents when the pair's
+/// versions had already repeated a game this season as they met. Bot ids are
+/// generated without it. Carried in the list the wave reads anyway, so a wave
+/// asks the store for nothing more (a set of such pairs read per wave was tens
+/// of thousands of rows for a class of 10,000 deterministic bots).
+pub const REPEATED_MARK: char = '!';
 
-/// What a wave knows of the season's pairs besides each bot's recent opponents.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PairHistory {
-    /// Pairs that met [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON)
-    /// times this season: they do not meet again.
-    pub exhausted: PairSet,
-    /// Pairs whose versions already repeated a game this season: each meeting
-    /// costs [`REPEATED_PAIR_PENALTY`] more.
-    pub repeated: PairSet,
+/// An entry of a bot's recent opponents: the opponent's id, and whether the
+/// pair had repeated a game as they met.
+fn recent_entry(entry: &str) -> (&str, bool) {
+    match entry.strip_suffix(REPEATED_MARK) {
+        Some(id) => (id, true),
+        None => (entry, false),
+    }
 }
 
-/// The key of a pair in a [`PairSet`].
+/// Pairs that may not meet again this season, each as (smaller bot id, larger).
+pub type ExhaustedPairs = BTreeSet<(String, String)>;
+
+/// The key of a pair in [`ExhaustedPairs`].
 pub fn pair_key(a: &str, b: &str) -> (String, String) {
     if a <= b {
         (a.to_owned(), b.to_owned())
@@ -72,9 +80,15 @@ pub fn first_plays_side_a(first: &str, second: &str, meetings_before: i64) -> bo
 }
 
 /// A bot's recent opponents after it is paired with `opponent`: the new one
-/// first, the oldest forgotten past [`RECENT_OPPONENTS`].
-pub fn remember_opponent(recent: &[String], opponent: &str) -> Vec<String> {
-    std::iter::once(opponent.to_owned())
+/// first, marked if the pair had already `repeated` a game this season, the
+/// oldest forgotten past [`RECENT_OPPONENTS`].
+pub fn remember_opponent(recent: &[String], opponent: &str, repeated: bool) -> Vec<String> {
+    let entry = if repeated {
+        format!("{opponent}{REPEATED_MARK}")
+    } else {
+        opponent.to_owned()
+    };
+    std::iter::once(entry)
         .chain(recent.iter().cloned())
         .take(RECENT_OPPONENTS)
         .collect()
@@ -87,13 +101,18 @@ pub fn allowed_gap(waves_waited: i64) -> f64 {
 }
 
 fn just_met(a: &Waiting, b: &Waiting) -> bool {
-    a.recent_opponents.first() == Some(&b.bot_id) || b.recent_opponents.first() == Some(&a.bot_id)
+    let last_met = |x: &Waiting, y: &Waiting| {
+        x.recent_opponents
+            .first()
+            .is_some_and(|entry| recent_entry(entry).0 == y.bot_id)
+    };
+    last_met(a, b) || last_met(b, a)
 }
 
 /// The pairs of `pairs` whose bots both wait in this wave, by their indexes
 /// in `waiting` (smaller first): a wave looks each candidate up by two
 /// integers instead of building its key of two ids.
-fn wave_pairs(waiting: &[Waiting], pairs: &PairSet) -> HashSet<(usize, usize)> {
+fn wave_pairs(waiting: &[Waiting], pairs: &ExhaustedPairs) -> HashSet<(usize, usize)> {
     if pairs.is_empty() {
         return HashSet::new();
     }
@@ -117,21 +136,35 @@ fn compatible(a: &Waiting, b: &Waiting, exhausted: bool) -> bool {
 
 /// What meeting again costs the pair, in rating points: the penalty for each
 /// recent meeting, counted in whichever bot's list holds more of them, and
-/// [`REPEATED_PAIR_PENALTY`] if the pair `repeated` a game this season.
-fn meeting_again_cost(a: &Waiting, b: &Waiting, repeated: bool) -> f64 {
-    let met = |x: &Waiting, y: &Waiting| {
-        x.recent_opponents
-            .iter()
-            .filter(|opponent| **opponent == y.bot_id)
-            .count()
+/// [`REPEATED_PAIR_PENALTY`] if, at their latest meeting either list holds,
+/// the pair had already repeated a game this season.
+pub fn meeting_again_cost(a: &Waiting, b: &Waiting) -> f64 {
+    // How often `x` met `y` lately, and whether their latest meeting was marked.
+    let meetings = |x: &Waiting, y: &Waiting| -> (usize, bool) {
+        let mut met = 0;
+        let mut latest_repeated = None;
+        for entry in &x.recent_opponents {
+            let (opponent, repeated) = recent_entry(entry);
+            if opponent == y.bot_id {
+                met += 1;
+                latest_repeated.get_or_insert(repeated);
+            }
+        }
+        (met, latest_repeated.unwrap_or(false))
     };
-    let repeated = if repeated { REPEATED_PAIR_PENALTY } else { 0.0 };
-    met(a, b).max(met(b, a)) as f64 * RECENT_MEETING_PENALTY + repeated
+    let (met_ab, repeated_ab) = meetings(a, b);
+    let (met_ba, repeated_ba) = meetings(b, a);
+    let repeated = if repeated_ab || repeated_ba {
+        REPEATED_PAIR_PENALTY
+    } else {
+        0.0
+    };
+    met_ab.max(met_ba) as f64 * RECENT_MEETING_PENALTY + repeated
 }
 
 /// Pairs bots of one wave; returns index pairs into `waiting`, each bot at most
 /// once. Deterministic: ties break on the position in `waiting`.
-pub fn pair_wave(waiting: &[Waiting], history: &PairHistory) -> Vec<(usize, usize)> {
+pub fn pair_wave(waiting: &[Waiting], exhausted: &ExhaustedPairs) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..waiting.len()).collect();
     order.sort_by(|&x, &y| {
         waiting[x]
@@ -139,8 +172,7 @@ pub fn pair_wave(waiting: &[Waiting], history: &PairHistory) -> Vec<(usize, usiz
             .total_cmp(&waiting[y].rating)
             .then(x.cmp(&y))
     });
-    let exhausted = wave_pairs(waiting, &history.exhausted);
-    let repeated = wave_pairs(waiting, &history.repeated);
+    let exhausted = wave_pairs(waiting, exhausted);
     let mut edges: Vec<(f64, usize, usize)> =
         Vec::with_capacity(waiting.len() * MATCHMAKER_NEIGHBOURS);
     for (position, &first) in order.iter().enumerate() {
@@ -158,11 +190,10 @@ pub fn pair_wave(waiting: &[Waiting], history: &PairHistory) -> Vec<(usize, usiz
             // distance, so the pair meets again only when nobody nearer is
             // free or after some waiting.
             let key = (first.min(second), first.max(second));
-            // Most waves know few pairs: an empty set is not even hashed into.
-            let known = |pairs: &HashSet<(usize, usize)>| !pairs.is_empty() && pairs.contains(&key);
-            let cost = gap + meeting_again_cost(a, b, known(&repeated));
+            let cost = gap + meeting_again_cost(a, b);
+            // Most waves know no exhausted pair: an empty set is not hashed into.
             if cost <= window_a.max(allowed_gap(b.waves_waited))
-                && compatible(a, b, known(&exhausted))
+                && compatible(a, b, !exhausted.is_empty() && exhausted.contains(&key))
             {
                 edges.push((cost, key.0, key.1));
             }
@@ -203,7 +234,7 @@ mod tests {
     }
 
     fn pair(waiting: &[Waiting]) -> Vec<(usize, usize)> {
-        pair_wave(waiting, &PairHistory::default())
+        pair_wave(waiting, &ExhaustedPairs::new())
     }
 
     #[test]
@@ -265,48 +296,62 @@ mod tests {
 
     #[test]
     fn a_pair_that_repeated_a_game_waits_for_a_new_game() {
-        // a and b are nearest, met once lately, and would replay a game they
-        // already played; c, further away and met more lately, would play a
-        // new one: the wave prefers c.
-        let waiting = [
-            with_recent("a", "o1", 1500.0, 0, &["x", "b", "c", "c"]),
-            with_recent("b", "o2", 1505.0, 0, &["y", "a"]),
-            // b's stablemate, so that a is the one to pair.
-            with_recent("c", "o2", 1490.0, 0, &["z", "a", "a"]),
-        ];
-        let repeated = PairHistory {
-            repeated: [pair_key("b", "a")].into_iter().collect(),
-            ..PairHistory::default()
+        // a and b are nearest and met once lately, c is further and met a
+        // twice: a meets b, unless a and b had repeated a game when they met
+        // (b's list marks it), and then a meets c, which plays a new game.
+        let waiting = |b_saw_a: &str| {
+            [
+                with_recent("a", "o1", 1500.0, 2, &["x", "b", "c", "c"]),
+                with_recent("b", "o2", 1505.0, 2, &["y", b_saw_a]),
+                // b's stablemate, so that a is the one to pair.
+                with_recent("c", "o2", 1490.0, 2, &["z", "a", "a"]),
+            ]
         };
-        let waited: Vec<Waiting> = waiting
-            .iter()
-            .map(|bot| Waiting {
-                waves_waited: 2,
-                ..bot.clone()
-            })
-            .collect();
-        assert_eq!(pair(&waited), vec![(0, 1)], "without the repeat, a meets b");
-        assert_eq!(pair_wave(&waited, &repeated), vec![(0, 2)]);
+        assert_eq!(pair(&waiting("a")), vec![(0, 1)]);
+        assert_eq!(pair(&waiting("a!")), vec![(0, 2)]);
         // Alone together, they still meet once the window covers the penalty.
-        let alone: Vec<Waiting> = waiting[..2]
-            .iter()
-            .map(|bot| Waiting {
-                waves_waited: 2,
-                ..bot.clone()
-            })
-            .collect();
-        assert!(pair_wave(&alone, &repeated).is_empty());
+        let alone = |waves: i64| {
+            waiting("a!")[..2]
+                .iter()
+                .map(|bot| Waiting {
+                    waves_waited: waves,
+                    ..bot.clone()
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(pair(&alone(2)).is_empty());
         let waves = ((REPEATED_PAIR_PENALTY + RECENT_MEETING_PENALTY + 5.0 - BASE_RATING_GAP)
             / RATING_GAP_WIDEN_PER_WAVE)
             .ceil() as i64;
-        let patient: Vec<Waiting> = alone
-            .iter()
-            .map(|bot| Waiting {
-                waves_waited: waves,
-                ..bot.clone()
-            })
-            .collect();
-        assert_eq!(pair_wave(&patient, &repeated), vec![(0, 1)]);
+        assert_eq!(pair(&alone(waves)), vec![(0, 1)]);
+        // What counts is their latest meeting: a new game since (unmarked,
+        // earlier in the list) lifts the surcharge.
+        let renewed = [
+            with_recent("a", "o1", 1500.0, 2, &["x", "b", "b!"]),
+            with_recent("b", "o2", 1505.0, 2, &["y", "a", "a!"]),
+        ];
+        assert_eq!(
+            meeting_again_cost(&renewed[0], &renewed[1]),
+            2.0 * RECENT_MEETING_PENALTY
+        );
+        let marked = waiting("a!");
+        assert_eq!(
+            meeting_again_cost(&marked[0], &marked[1]),
+            RECENT_MEETING_PENALTY + REPEATED_PAIR_PENALTY
+        );
+        // A marked last opponent is still the last opponent.
+        let last = [
+            with_recent("a", "o1", 1500.0, 1_000, &["b!"]),
+            with_recent("b", "o2", 1500.0, 1_000, &[]),
+        ];
+        assert!(pair(&last).is_empty());
+    }
+
+    #[test]
+    fn a_marked_meeting_is_remembered_with_its_mark() {
+        let recent = remember_opponent(&["x".to_owned()], "b", true);
+        assert_eq!(recent, ["b!", "x"]);
+        assert_eq!(remember_opponent(&recent, "c", false), ["c", "b!", "x"]);
     }
 
     #[test]
@@ -316,7 +361,7 @@ mod tests {
             .map(|index| format!("bot{index}"))
             .collect();
         for opponent in &opponents {
-            recent = remember_opponent(&recent, opponent);
+            recent = remember_opponent(&recent, opponent, false);
         }
         let expected: Vec<String> = opponents
             .iter()
@@ -353,10 +398,7 @@ mod tests {
             bot("a", "o1", 1500.0, 1_000, None),
             bot("b", "o2", 1500.0, 1_000, None),
         ];
-        let exhausted = PairHistory {
-            exhausted: PairSet::from([pair_key("b", "a")]),
-            ..PairHistory::default()
-        };
+        let exhausted = ExhaustedPairs::from([pair_key("b", "a")]);
         assert!(pair_wave(&waiting, &exhausted).is_empty());
         assert_eq!(pair(&waiting), vec![(0, 1)]);
     }

@@ -251,9 +251,10 @@ async fn pair_meetings_tx(
     row.map_or(Ok(0), |row| get::<i64>(&row, "meetings"))
 }
 
-/// What the next waves know of this meeting: each bot's recent opponents
-/// (latest first), the pair's count this season, and whether these versions
-/// of the pair (`pair_key`) already repeated a game this season.
+/// What the next waves know of this meeting: the pair's count this season,
+/// whether these versions of the pair (`pair_key`) already repeated a game
+/// this season, and each bot's recent opponents (latest first), this one
+/// marked if they did (`matchmaker::REPEATED_MARK`).
 async fn remember_meeting(
     conn: &mut AnyConnection,
     season_id: i64,
@@ -262,9 +263,29 @@ async fn remember_meeting(
     sides: &[PairSide; 2],
     pair_key: &str,
 ) -> Result<()> {
+    let (low, high) = matchmaker::pair_key(&sides[0].bot_id, &sides[1].bot_id);
+    // A pair's first meeting cannot have repeated anything; at a later one,
+    // a repeat among the settled games of these versions (by `pair_key`'s
+    // index) says the next game will most likely be the same again.
+    let row = sqlx::query(
+        "INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings, repeated) \
+         VALUES ($1, $2, $3, $4, 1, 0) ON CONFLICT (season_id, bot_low, bot_high) \
+         DO UPDATE SET meetings = pair_meetings.meetings + 1, \
+         repeated = CASE WHEN EXISTS (SELECT 1 FROM matches WHERE pair_key = $5 \
+         AND season_id = $1 AND not_rated = 'repeat') THEN 1 ELSE 0 END \
+         RETURNING repeated",
+    )
+    .bind(season_id)
+    .bind(low)
+    .bind(high)
+    .bind(class.name())
+    .bind(pair_key.to_owned())
+    .fetch_one(&mut *conn)
+    .await?;
+    let repeated = get::<i64>(&row, "repeated")? != 0;
     for (index, side) in sides.iter().enumerate() {
         let opponent = &sides[1 - index].bot_id;
-        let remembered = matchmaker::remember_opponent(recent[index], opponent);
+        let remembered = matchmaker::remember_opponent(recent[index], opponent, repeated);
         sqlx::query("UPDATE bots SET last_opponent = $1, recent_opponents = $2 WHERE id = $3")
             .bind(opponent.clone())
             .bind(remembered.join(" "))
@@ -272,24 +293,6 @@ async fn remember_meeting(
             .execute(&mut *conn)
             .await?;
     }
-    let (low, high) = matchmaker::pair_key(&sides[0].bot_id, &sides[1].bot_id);
-    // A pair's first meeting cannot have repeated anything; at a later one,
-    // a repeat among the settled games of these versions (by `pair_key`'s
-    // index) says the next game will most likely be the same again.
-    sqlx::query(
-        "INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings, repeated) \
-         VALUES ($1, $2, $3, $4, 1, 0) ON CONFLICT (season_id, bot_low, bot_high) \
-         DO UPDATE SET meetings = pair_meetings.meetings + 1, \
-         repeated = CASE WHEN EXISTS (SELECT 1 FROM matches WHERE pair_key = $5 \
-         AND season_id = $1 AND not_rated = 'repeat') THEN 1 ELSE 0 END",
-    )
-    .bind(season_id)
-    .bind(low)
-    .bind(high)
-    .bind(class.name())
-    .bind(pair_key.to_owned())
-    .execute(&mut *conn)
-    .await?;
     Ok(())
 }
 
@@ -724,8 +727,8 @@ impl Store {
             origins.push(Origin::Active { cutoff_ms });
         }
         report.waiting = waiting.len();
-        let history = self.pair_history(season.id, class).await?;
-        for (first, second) in matchmaker::pair_wave(&waiting, &history) {
+        let exhausted = self.exhausted_pairs(season.id, class).await?;
+        for (first, second) in matchmaker::pair_wave(&waiting, &exhausted) {
             let sides = [first, second].map(|index| PairSide {
                 bot_id: waiting[index].bot_id.clone(),
                 stake: stakes[index],
@@ -787,40 +790,24 @@ impl Store {
     }
 
     /// The pairs of `class` that met [`MAX_PAIR_MEETINGS_PER_SEASON`] times
-    /// this season, and those that repeated a game when they last met: few,
-    /// and each found by an index of its own.
-    async fn pair_history(
+    /// this season: few, and found by index.
+    async fn exhausted_pairs(
         &self,
         season_id: i64,
         class: WeightClass,
-    ) -> Result<matchmaker::PairHistory> {
-        let mut conn = self.writer().await?;
-        let exhausted = sqlx::query(
+    ) -> Result<matchmaker::ExhaustedPairs> {
+        let rows = sqlx::query(
             "SELECT bot_low, bot_high FROM pair_meetings \
              WHERE season_id = $1 AND class = $2 AND meetings >= $3",
         )
         .bind(season_id)
         .bind(class.name())
         .bind(MAX_PAIR_MEETINGS_PER_SEASON)
-        .fetch_all(&mut *conn)
+        .fetch_all(&mut *self.writer().await?)
         .await?;
-        let repeated = sqlx::query(
-            "SELECT bot_low, bot_high FROM pair_meetings \
-             WHERE season_id = $1 AND class = $2 AND repeated = 1",
-        )
-        .bind(season_id)
-        .bind(class.name())
-        .fetch_all(&mut *conn)
-        .await?;
-        let pairs = |rows: Vec<AnyRow>| -> Result<matchmaker::PairSet> {
-            rows.iter()
-                .map(|row| Ok((get(row, "bot_low")?, get(row, "bot_high")?)))
-                .collect()
-        };
-        Ok(matchmaker::PairHistory {
-            exhausted: pairs(exhausted)?,
-            repeated: pairs(repeated)?,
-        })
+        rows.iter()
+            .map(|row| Ok((get(row, "bot_low")?, get(row, "bot_high")?)))
+            .collect()
     }
 
     /// Claims the oldest claimable match for `lease_ms`, voiding on the way any

@@ -22,28 +22,28 @@ since), or a number W (each pair weighs W games).
     python3 scripts/season-fit-sim.py ROUND_ROBIN.json [--games 7 15 30] [--seasons 300]
 """
 import argparse
+import importlib.util
 import itertools
 import json
 import math
+import os
 import random
 
 SCALE = 173.7178  # rating points per unit of Glicko-2's scale
-OWNERS = 3
 
 
-def tau_b(xs, ys, tie):
-    """Kendall's tau-b; round-robin scores within `tie` count as tied."""
-    concordant = discordant = tied_x = tied_y = pairs = 0
-    for i, j in itertools.combinations(range(len(xs)), 2):
-        pairs += 1
-        dx = (xs[i] > xs[j]) - (xs[i] < xs[j])
-        dy = 0 if abs(ys[i] - ys[j]) <= tie else (ys[i] > ys[j]) - (ys[i] < ys[j])
-        tied_x += dx == 0
-        tied_y += dy == 0
-        concordant += dx * dy > 0
-        discordant += dx * dy < 0
-    denominator = math.sqrt((pairs - tied_x) * (pairs - tied_y))
-    return (concordant - discordant) / denominator if denominator else 0.0
+def _season_script():
+    """scripts/ladder-vs-round-robin.py, for its tau-b and its owners (one definition of each)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ladder-vs-round-robin.py")
+    spec = importlib.util.spec_from_file_location("ladder_vs_round_robin", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_LADDER = _season_script()
+tau_b = _LADDER.kendall_tau_b
+OWNERS = len(_LADDER.OWNERS)
 
 
 def solve(matrix, vector):

@@ -10,9 +10,11 @@
 //! opponents) costs [`REPEATED_PAIR_PENALTY`] more: its next game would most
 //! likely be that game again, which settles stakes but is not rated, so it
 //! meets only when no partner that would play a new game is within reach. Each
-//! bot accepts a cost that widens with the waves it has waited. A bot is never paired with itself, with a bot of the same owner,
-//! with the opponent it just played, or with one it met
-//! [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON) times this season. Candidates are the
+//! bot accepts a cost that widens with the waves it has waited. A bot is never
+//! paired with itself, with a bot of the same owner, with the opponent it just
+//! played, or with one it met
+//! [`MAX_PAIR_MEETINGS_PER_SEASON`](crate::limits::MAX_PAIR_MEETINGS_PER_SEASON)
+//! times this season. Candidates are the
 //! [`MATCHMAKER_NEIGHBOURS`] nearest bots by rating on either side, so a wave is
 //! `O(n log n)` whatever the queue length. A pair's sides alternate from one
 //! meeting to the next ([`first_plays_side_a`]).
@@ -138,7 +140,7 @@ fn compatible(a: &Waiting, b: &Waiting, exhausted: bool) -> bool {
 /// recent meeting, counted in whichever bot's list holds more of them, and
 /// [`REPEATED_PAIR_PENALTY`] if, at their latest meeting either list holds,
 /// the pair had already repeated a game this season.
-pub fn meeting_again_cost(a: &Waiting, b: &Waiting) -> f64 {
+fn meeting_again_cost(a: &Waiting, b: &Waiting) -> f64 {
     // How often `x` met `y` lately, and whether their latest meeting was marked.
     let meetings = |x: &Waiting, y: &Waiting| -> (usize, bool) {
         let mut met = 0;

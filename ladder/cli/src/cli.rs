@@ -126,9 +126,24 @@ pub struct PlayArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub max_transcript_bytes_per_owner: u64,
+    /// Milliseconds a worker holds a match between heartbeats (it heartbeats
+    /// six times per lease). A worker that dies, or whose run fails, leaves
+    /// the match to be run again once its lease runs out.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = duel_ladder::limits::DEFAULT_LEASE_MS,
+        value_parser = clap::value_parser!(i64).range(duel_ladder::limits::MIN_LEASE_MS..=duel_ladder::limits::MAX_LEASE_MS)
+    )]
+    pub lease_ms: i64,
 }
 
 impl PlayArgs {
+    /// `--lease-ms`.
+    pub fn lease_ms(&self) -> i64 {
+        self.lease_ms
+    }
+
     pub fn transcript_limits(&self) -> duel_ladder::model::TranscriptLimits {
         duel_ladder::model::TranscriptLimits {
             retention_days: self.transcript_retention_days,

@@ -931,6 +931,7 @@ mod tests {
             winner: None,
             replay_path: None,
             note: None,
+            last_failure: None,
             repeat_of: None,
             not_rated: None,
         }

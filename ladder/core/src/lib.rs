@@ -10,6 +10,7 @@
 pub mod auth;
 pub mod clock;
 pub mod error;
+pub mod failure;
 pub mod ledger;
 pub mod limits;
 pub mod matchmaker;
@@ -18,5 +19,6 @@ pub mod profile;
 pub mod rating;
 pub mod repeat;
 pub mod reveal;
+pub mod text;
 
 pub use error::{CoreError, Result};

@@ -68,6 +68,12 @@ pub const MAX_RAKE_BP: i64 = 5_000;
 /// settled (its third) voids it (stakes returned) instead of running it again.
 pub const MAX_MATCH_RUNS: i64 = 2;
 
+/// The cause of a failed run recorded on its match (`matches.last_failure`,
+/// crate::failure) keeps at most this many characters, on one line: enough
+/// for a step and the error a replay store or the referee gave (a replay too
+/// large, a refused write), never a whole log.
+pub const MAX_RUN_FAILURE_CHARS: usize = 300;
+
 /// Matchmaking: the rating gap every bot accepts on its first wave, and how much
 /// it widens for each wave it waited without a partner.
 pub const BASE_RATING_GAP: f64 = 100.0;

@@ -232,6 +232,9 @@ pub struct Match {
     pub winner: Option<Winner>,
     pub replay_path: Option<String>,
     pub note: Option<String>,
+    /// Why its last run failed, as its owners may read it
+    /// (crate::failure::public_cause); `None` while no run failed.
+    pub last_failure: Option<String>,
     /// The rated match of its season this one repeats move for move: then it
     /// moved no rating (crate::repeat). `None` for a rated or unsettled match.
     pub repeat_of: Option<String>,

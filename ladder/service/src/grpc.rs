@@ -230,6 +230,7 @@ fn match_pb(game: Match, caller: &User) -> pb::LadderMatch {
             String::new()
         },
         note: game.note.unwrap_or_default(),
+        last_failure: game.last_failure.unwrap_or_default(),
         repeat_of: game.repeat_of.unwrap_or_default(),
         not_rated: game.not_rated.unwrap_or_default(),
     }
@@ -795,6 +796,7 @@ mod tests {
                     winner,
                     replay_path: Some("replays/m1.json".to_owned()),
                     note: None,
+                    last_failure: None,
                     repeat_of: None,
                     not_rated: None,
                 };

@@ -57,6 +57,16 @@ pub const DEFAULT_LEASE_MS: i64 = 30_000;
 /// How often a worker extends its lease while a match runs.
 pub const DEFAULT_HEARTBEAT_MS: i64 = 5_000;
 
+/// `--lease-ms` of `ladder serve` and `ladder worker`: from one second (a
+/// failed run is run again that soon after; each heartbeat a database write)
+/// to an hour (a dead worker's match waits that long).
+pub const MIN_LEASE_MS: i64 = 1_000;
+pub const MAX_LEASE_MS: i64 = 3_600_000;
+
+/// A worker heartbeats this many times per lease (`--lease-ms`), so two
+/// heartbeats may be late before the lease runs out.
+pub const HEARTBEATS_PER_LEASE: i64 = 6;
+
 /// Default time between pairing waves in `ladder serve`.
 pub const DEFAULT_WAVE_INTERVAL_MS: u64 = 5_000;
 
@@ -97,6 +107,8 @@ pub const LEASE_LEFT_TO_PUBLISH_PERMILLE: i64 = 900;
 pub const WORKER_IDLE_POLL_MS: u64 = 200;
 
 const _: () = assert!(DEFAULT_HEARTBEAT_MS * 3 <= DEFAULT_LEASE_MS);
+const _: () = assert!(DEFAULT_HEARTBEAT_MS == DEFAULT_LEASE_MS / HEARTBEATS_PER_LEASE);
+const _: () = assert!(MIN_LEASE_MS <= DEFAULT_LEASE_MS && DEFAULT_LEASE_MS <= MAX_LEASE_MS);
 
 const _: () = assert!(MAX_RPC_MESSAGE_BYTES < MAX_UPLOAD_MESSAGE_BYTES);
 

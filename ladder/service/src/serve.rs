@@ -76,6 +76,9 @@ pub struct ServeConfig {
     pub log_limits: LogLimits,
     /// How long transcripts are kept and how much one owner keeps.
     pub transcript_limits: TranscriptLimits,
+    /// How long the in-process workers hold a match between heartbeats
+    /// (`--lease-ms`; [`crate::limits::DEFAULT_LEASE_MS`]).
+    pub lease_ms: i64,
 }
 
 /// What the HTTP listener gives the pages mounted beside the replay service:
@@ -276,11 +279,7 @@ pub async fn serve(
         metrics: LadderMetrics::new(),
         shutdown,
     };
-    let mut tasks = running.workers(
-        &config.signing_key,
-        config.workers,
-        config.allow_private_endpoints,
-    );
+    let mut tasks = running.workers(&config);
     tasks.push(prune_kept(
         running.store.clone(),
         running.replays.clone(),
@@ -316,28 +315,30 @@ struct Running {
 
 impl Running {
     /// The in-process workers (none for 0), publishing into the live feeds.
-    fn workers(
-        &self,
-        signing_key: &Arc<SigningKey>,
-        count: usize,
-        allow_private_endpoints: bool,
-    ) -> Vec<tokio::task::JoinHandle<()>> {
-        if count == 0 {
+    fn workers(&self, serve: &ServeConfig) -> Vec<tokio::task::JoinHandle<()>> {
+        if serve.workers == 0 {
             return Vec::new();
         }
         let factory: Arc<dyn BotFactory> = Arc::new(LadderFactory::new(
             self.store.clone(),
             self.host.clone(),
-            allow_private_endpoints,
+            serve.allow_private_endpoints,
         ));
         let mut config = WorkerConfig::new(
             self.host.clone(),
             self.replays.clone(),
-            Arc::clone(signing_key),
-        );
+            Arc::clone(&serve.signing_key),
+        )
+        .with_lease(serve.lease_ms);
         config.live = Some(self.live.clone());
         config.metrics = Some(Arc::clone(&self.metrics));
-        worker::spawn_pool(&self.store, &factory, &config, count, &self.shutdown)
+        worker::spawn_pool(
+            &self.store,
+            &factory,
+            &config,
+            serve.workers,
+            &self.shutdown,
+        )
     }
 
     /// The replay service on `listener`, this process's `/metrics` beside it,
@@ -450,6 +451,8 @@ pub struct WorkConfig {
     pub log_limits: LogLimits,
     /// How long transcripts are kept and how much one owner keeps.
     pub transcript_limits: TranscriptLimits,
+    /// How long each worker holds a match between heartbeats (`--lease-ms`).
+    pub lease_ms: i64,
 }
 
 /// Runs `ladder worker` until `shutdown` turns true, then lets each worker
@@ -516,7 +519,8 @@ pub async fn work(config: WorkConfig, shutdown: watch::Receiver<bool>) -> Result
         public_key = %duel_replays::public_key_text(&config.signing_key.verifying_key()),
         "ladder worker started"
     );
-    let mut worker_config = WorkerConfig::new(host, replays, config.signing_key);
+    let mut worker_config =
+        WorkerConfig::new(host, replays, config.signing_key).with_lease(config.lease_ms);
     worker_config.metrics = Some(metrics);
     tasks.extend(worker::spawn_pool(
         &store,

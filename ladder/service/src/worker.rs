@@ -5,8 +5,11 @@
 //! budget the match row pins, sign the replay and publish it to the replay
 //! store, settle. A worker that dies simply stops heartbeating; its lease
 //! expires and the next claim re-runs the match from scratch (or voids it after
-//! [`crate::limits::MAX_MATCH_RUNS`] runs: its third claim). Settlement only counts for the lease
-//! holder, so a stale worker can never settle.
+//! [`crate::limits::MAX_MATCH_RUNS`] runs: its third claim). A run that ends in
+//! an error records its cause on the match first (`record_failure`: the step
+//! and the error, public as core::failure makes it), so a void names it.
+//! Settlement only counts for the lease holder, so a stale worker can never
+//! settle.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,7 +31,7 @@ use tokio::sync::watch;
 use crate::error::{LadderError, Result};
 use crate::ledger::Settlement;
 use crate::limits::{
-    DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LEASE_LEFT_TO_PUBLISH_PERMILLE,
+    DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, HEARTBEATS_PER_LEASE, LEASE_LEFT_TO_PUBLISH_PERMILLE,
     PUBLISH_LEASE_SHARE_PERMILLE, WORKER_IDLE_POLL_MS,
 };
 use crate::metrics::{LadderMetrics, Step};
@@ -169,6 +172,14 @@ impl WorkerConfig {
             metrics: None,
         }
     }
+
+    /// The same configuration holding each match for `lease_ms` (`--lease-ms`),
+    /// heartbeating [`HEARTBEATS_PER_LEASE`] times per lease.
+    pub fn with_lease(mut self, lease_ms: i64) -> WorkerConfig {
+        self.lease_ms = lease_ms.max(1);
+        self.heartbeat_ms = (self.lease_ms / HEARTBEATS_PER_LEASE).max(1);
+        self
+    }
 }
 
 /// Runs `work`, timing it into `step`'s histogram when the worker has metrics.
@@ -244,10 +255,22 @@ pub async fn work_once(
         .metrics
         .as_ref()
         .map(|metrics| metrics.claimed(class));
+    let (match_id, lease_id) = (claim.game.id.clone(), claim.lease_id.clone());
     // Instrumented, not entered: a guard held across awaits would nest spans.
-    let span = tracing::info_span!("match", match_id = %claim.game.id);
-    let worked =
-        tracing::Instrument::instrument(run_claim(store, factory, config, claim), span).await;
+    let span = tracing::info_span!("match", match_id = %match_id);
+    let worked = match tracing::Instrument::instrument(
+        run_claim(store, factory, config, claim),
+        span.clone(),
+    )
+    .await
+    {
+        Ok(worked) => Ok(worked),
+        Err(failed) => {
+            let recording = record_failure(store, &match_id, &lease_id, &failed);
+            tracing::Instrument::instrument(recording, span).await;
+            Err(failed.error)
+        }
+    };
     drop(running);
     match (&config.metrics, &worked) {
         (Some(metrics), Ok(Worked::Settled(settlement))) if !settlement.already_settled => {
@@ -257,6 +280,42 @@ pub async fn work_once(
         _ => {}
     }
     worked
+}
+
+/// A run that ended in an error, and the step it failed in.
+#[derive(Debug)]
+struct RunFailure {
+    /// What the worker was doing, as owners read it (`publishing the replay`).
+    during: &'static str,
+    error: LadderError,
+}
+
+/// Tags an error with the step it ended the run in.
+fn failed(during: &'static str) -> impl FnOnce(LadderError) -> RunFailure {
+    move |error| RunFailure { during, error }
+}
+
+/// Records the cause of a failed run on its match for its owners (and for the
+/// void's note, should the last run fail too): the step and, for a failure of
+/// the replay store or the referee, the error's words without server paths
+/// (core::failure); a failure of the database or of stored data only as a
+/// correlation id, whose details go to the operator's log. Best effort: a
+/// cause that cannot be recorded is logged.
+async fn record_failure(store: &Store, match_id: &str, lease_id: &str, failed: &RunFailure) {
+    let RunFailure { during, error } = failed;
+    tracing::warn!(%error, during, "the run failed; the match runs again after its lease");
+    let detail = match error {
+        LadderError::Database(_) | LadderError::Migrate(_) | LadderError::Corrupt(_) => {
+            duel_plumbing::reply::internal("a ranked match's run failed", error)
+        }
+        other => other.to_string(),
+    };
+    let cause = duel_ladder_core::failure::public_cause(during, &detail);
+    match store.record_run_failure(match_id, lease_id, &cause).await {
+        Ok(true) => {}
+        Ok(false) => tracing::info!("the lease was taken meanwhile: the cause is not recorded"),
+        Err(error) => tracing::warn!(%error, "cannot record why the run failed"),
+    }
 }
 
 /// The match options the row pins: ruleset, class and budget must agree, or
@@ -327,7 +386,7 @@ async fn run_claim(
     factory: &dyn BotFactory,
     config: &WorkerConfig,
     claim: Claim,
-) -> Result<Worked> {
+) -> Result<Worked, RunFailure> {
     let game = &claim.game;
     let times = config.metrics.as_deref();
     let session = match timed(times, Step::Prepare, prepare(factory, config, &claim)).await {
@@ -338,7 +397,8 @@ async fn run_claim(
             tracing::warn!(%reason, "voiding a match that cannot be run");
             store
                 .void_claimed(&game.id, &claim.lease_id, &reason, store.clock().now_ms())
-                .await?;
+                .await
+                .map_err(failed("voiding the match"))?;
             return Ok(Worked::Voided {
                 match_id: game.id.clone(),
                 reason,
@@ -346,7 +406,7 @@ async fn run_claim(
         }
         // Anything else (the database, say) may pass: the lease expires and the
         // match is run again, or voided after its last attempt.
-        Err(error) => return Err(error),
+        Err(error) => return Err(failed("preparing the match")(error)),
     };
     // Heartbeat beside the match; losing the lease abandons the match.
     let (lost_tx, mut lost_rx) = watch::channel(false);
@@ -435,17 +495,23 @@ async fn run_claim(
         // lease before settling. A published replay is never replaced (it is
         // served as immutable), so that run's result is the one settled.
         Ok(Err(duel_referee::RefereeError::Replay(duel_replays::ReplayError::Conflict(_)))) => {
-            replay = published_replay(config, &game.id).await?;
+            replay = published_replay(config, &game.id)
+                .await
+                .map_err(failed("reading the replay an earlier run published"))?;
             tracing::warn!(
                 "this match's replay was published by an earlier run; settling with its result"
             );
         }
-        Ok(Err(error)) => return Err(LadderError::Io(error.to_string())),
+        Ok(Err(error)) => {
+            return Err(failed("publishing the replay")(LadderError::Io(
+                error.to_string(),
+            )));
+        }
         Err(_) => {
-            return Err(LadderError::Io(format!(
+            return Err(failed("publishing the replay")(LadderError::Io(format!(
                 "publishing the replay to {} took more than {publish_ms} ms",
                 config.replays.description()
-            )));
+            ))));
         }
     }
     if let Some(live) = live {
@@ -478,7 +544,7 @@ async fn run_claim(
         Err(LadderError::LeaseLost(_)) => Ok(Worked::LostLease {
             match_id: game.id.clone(),
         }),
-        Err(error) => Err(error),
+        Err(error) => Err(failed("settling the match")(error)),
     }
 }
 

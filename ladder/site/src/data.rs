@@ -9,8 +9,8 @@ use crate::limits::HOME_TOP_ROWS;
 use duel_ladder_core::model::{Bot, BotVersion, MatchState};
 use duel_ladder_store::error::{LadderError, Result};
 use duel_ladder_store::site::{
-    ClassTable, HeadToHead, HistoryPoint, MatchCursor, MatchFilter, MatchLine, MatchResult,
-    OpponentLine, Page, Record, SeasonLine, StandingCursor, play_text,
+    ClassTable, HeadToHead, HistoryPoint, MatchCursor, MatchFilter, MatchLine, MatchNotes,
+    MatchResult, OpponentLine, Page, Record, SeasonLine, StandingCursor, play_text,
 };
 use duel_ladder_store::{CostLine, ModelLine, Reads};
 
@@ -197,7 +197,10 @@ fn result_name<S: serde::Serializer>(
 pub struct MatchPage {
     #[serde(flatten)]
     pub line: MatchLine,
-    pub note: Option<String>,
+    /// Why it was voided (naming the last run's cause when a run failed), and
+    /// why its last run failed: both null when neither happened.
+    #[serde(flatten)]
+    pub notes: MatchNotes,
     /// Where to watch it: the viewer of its replay, or of its live feed.
     pub viewer: Option<String>,
     pub replay: Option<String>,
@@ -464,7 +467,7 @@ pub async fn matches(
 }
 
 pub async fn match_page(store: &Reads, id: &str) -> Result<MatchPage> {
-    let (line, note) = store.match_line(id).await?;
+    let (line, notes) = store.match_line(id).await?;
     let (viewer, replay) = if line.replay {
         (
             Some(format!("/replays/{id}/view")),
@@ -477,7 +480,7 @@ pub async fn match_page(store: &Reads, id: &str) -> Result<MatchPage> {
     };
     Ok(MatchPage {
         line,
-        note,
+        notes,
         viewer,
         replay,
     })

@@ -685,7 +685,12 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                         }
                     }
                 }
-                @if let Some(note) = &page.note { dt { "Note" } dd { (note) } }
+                @if let Some(note) = &page.notes.note { dt { "Note" } dd { (note) } }
+                @if let Some(cause) = &page.notes.last_failure {
+                    @if line.state != MatchState::Voided {
+                        dt { "Last failed run" } dd { (cause) }
+                    }
+                }
             }
             p { a href=(versus_href(&line.bot_a, &line.bot_b)) { "Head-to-head of " (line.bot_a) " and " (line.bot_b) " →" } }
             @if line.state == MatchState::Settled {

@@ -16,6 +16,7 @@ use super::{ClaimSql, Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_LIST_ROWS;
 use crate::params::Params;
+use duel_ladder_core::failure;
 use duel_ladder_core::ledger::{
     self, Plan, SettleGate, Settlement, escrow_account, owner_account, rake_transfer_id,
 };
@@ -220,6 +221,7 @@ async fn accept_tx(
         winner: None,
         replay_path: None,
         note: None,
+        last_failure: None,
         repeat_of: None,
         not_rated: None,
     };
@@ -339,16 +341,8 @@ async fn claim_tx(
     // `attempts` counts the runs so far: the claim after the last run voids.
     if attempts >= MAX_MATCH_RUNS {
         let game = load_match(conn, &id).await?;
-        void_tx(
-            conn,
-            &game,
-            &format!(
-                "voided at claim {} after {attempts} runs without a result",
-                attempts + 1
-            ),
-            now,
-        )
-        .await?;
+        let note = failure::void_note(attempts + 1, attempts, game.last_failure.as_deref());
+        void_tx(conn, &game, &note, now).await?;
         return Ok(ClaimStep::Voided);
     }
     sqlx::query(
@@ -996,6 +990,30 @@ impl Store {
         ))
     }
 
+    /// Records why the run of `match_id` under `lease_id` failed (`cause`, as
+    /// [`failure::public_cause`] made it; made public again here), for its
+    /// owners and for the void's note should no run succeed. Only the lease
+    /// holder of a running match records; `false` when this lease no longer
+    /// holds it. The lease is left to expire: the match is run again after it,
+    /// as after a worker that died.
+    pub async fn record_run_failure(
+        &self,
+        match_id: &str,
+        lease_id: &str,
+        cause: &str,
+    ) -> Result<bool> {
+        let recorded = sqlx::query(
+            "UPDATE matches SET last_failure = $1 \
+             WHERE id = $2 AND state = 'running' AND lease_id = $3",
+        )
+        .bind(failure::public_line(cause))
+        .bind(match_id.to_owned())
+        .bind(lease_id.to_owned())
+        .execute(&mut *self.writer().await?)
+        .await?;
+        Ok(recorded.rows_affected() == 1)
+    }
+
     pub async fn game(&self, match_id: &str) -> Result<Match> {
         let mut conn = self.writer().await?;
         load_match(&mut conn, match_id).await
@@ -1085,5 +1103,6 @@ async fn void_claimed_tx(
         )));
     }
     let game = load_match(conn, match_id).await?;
-    void_tx(conn, &game, note, now).await
+    // The note is public: one bounded line without server paths.
+    void_tx(conn, &game, &failure::public_line(note), now).await
 }

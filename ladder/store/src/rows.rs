@@ -61,6 +61,7 @@ pub(crate) fn match_from_row(row: &AnyRow) -> Result<Match> {
             .transpose()?,
         replay_path: get(row, "replay_path")?,
         note: get(row, "note")?,
+        last_failure: get(row, "last_failure")?,
         repeat_of: get(row, "repeat_of")?,
         not_rated: get(row, "not_rated")?,
     })

@@ -20,6 +20,16 @@ use duel_ladder_core::model::{
 };
 use duel_ladder_core::rating::Rating;
 
+/// What a match's page says beside its line.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MatchNotes {
+    /// Why it was voided (naming the last run's cause when a run failed).
+    pub note: Option<String>,
+    /// Why its last run failed (duel_ladder_core::failure); null while no
+    /// run failed.
+    pub last_failure: Option<String>,
+}
+
 /// One match in a listing.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MatchLine {
@@ -465,17 +475,22 @@ impl Reads {
         rows.iter().map(match_line).collect()
     }
 
-    /// One match as listings show it, with its note (why it was voided).
-    pub async fn match_line(&self, match_id: &str) -> Result<(MatchLine, Option<String>)> {
+    /// One match as listings show it, with its notes (why it was voided, why
+    /// its last run failed).
+    pub async fn match_line(&self, match_id: &str) -> Result<(MatchLine, MatchNotes)> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{} WHERE m.id = $1",
-            MATCH_LINE.replacen("SELECT ", "SELECT m.note, ", 1)
+            MATCH_LINE.replacen("SELECT ", "SELECT m.note, m.last_failure, ", 1)
         )))
         .bind(match_id.to_owned())
         .fetch_optional(self.store.read_pool())
         .await?
         .ok_or_else(|| LadderError::NotFound(format!("match {}", shorten(match_id))))?;
-        Ok((match_line(&row)?, get(&row, "note")?))
+        let notes = MatchNotes {
+            note: get(&row, "note")?,
+            last_failure: get(&row, "last_failure")?,
+        };
+        Ok((match_line(&row)?, notes))
     }
 
     /// A bot's settled matches (`filter.bot_id`), newest first, after

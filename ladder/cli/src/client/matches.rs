@@ -117,6 +117,7 @@ fn match_json(game: &pb::LadderMatch) -> Result<Value> {
         "winner": (!game.winner.is_empty()).then_some(&game.winner),
         "replay_path": (!game.replay_path.is_empty()).then_some(&game.replay_path),
         "note": (!game.note.is_empty()).then_some(&game.note),
+        "last_failure": (!game.last_failure.is_empty()).then_some(&game.last_failure),
         "repeat_of": (!game.repeat_of.is_empty()).then_some(&game.repeat_of),
         "not_rated": (!game.not_rated.is_empty()).then_some(&game.not_rated),
     }))
@@ -140,6 +141,14 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
         }
         other => format!(" (not rated: {other})"),
     };
+    // Why it was voided, or why its last run failed while it waits for the next.
+    let why = if !game.note.is_empty() {
+        format!(" ({})", game.note)
+    } else if !game.last_failure.is_empty() && game.state != "settled" {
+        format!(" (last run: {})", game.last_failure)
+    } else {
+        String::new()
+    };
     // When it ended, or when it was paired while it has not.
     let when = if game.finished_ms > 0 {
         game.finished_ms
@@ -147,7 +156,7 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
         game.accepted_ms
     };
     Ok(format!(
-        "{} {} {} {} vs {} {}{}{}\n",
+        "{} {} {} {} vs {} {}{}{}{}\n",
         duel_ladder_core::model::utc_text(when),
         game.id,
         game.weight_class,
@@ -155,7 +164,8 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
         side(b),
         game.state,
         result,
-        repeat
+        repeat,
+        why
     ))
 }
 
@@ -311,6 +321,7 @@ mod tests {
             winner: "a".into(),
             replay_path: "replays/m1.json".into(),
             note: String::new(),
+            last_failure: String::new(),
             repeat_of: String::new(),
             not_rated: String::new(),
         }
@@ -341,7 +352,38 @@ mod tests {
         assert_eq!(value[0]["a"]["stake"], 10);
         assert_eq!(value[0]["finished_ms"], 200);
         assert!(value[0]["note"].is_null());
+        assert!(value[0]["last_failure"].is_null());
         assert_eq!(render_list(&[], false).expect("text"), "");
+        // A void names its cause, in the line and in the JSON.
+        let cause = "publishing the replay failed: replay is 17000000 bytes";
+        let voided = pb::LadderMatch {
+            state: "voided".into(),
+            winner: String::new(),
+            note: format!(
+                "voided at claim 3 after 2 runs without a result; the last run failed: {cause}"
+            ),
+            last_failure: cause.into(),
+            ..game()
+        };
+        let line = render_list(std::slice::from_ref(&voided), false).expect("text");
+        assert!(
+            line.ends_with(&format!("voided (voided at claim 3 after 2 runs without a result; the last run failed: {cause})\n")),
+            "{line}"
+        );
+        let value: Value =
+            serde_json::from_str(&render_list(&[voided], true).expect("json")).expect("JSON");
+        assert_eq!(value[0]["last_failure"], cause);
+        let waiting = pb::LadderMatch {
+            state: "queued".into(),
+            winner: String::new(),
+            last_failure: cause.into(),
+            ..game()
+        };
+        let line = render_list(&[waiting], false).expect("text");
+        assert!(
+            line.ends_with(&format!("queued (last run: {cause})\n")),
+            "{line}"
+        );
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub async fn serve(args: ServeArgs) -> Result<Outcome> {
         public_site: Some(public_site(tv, args.reveal_transcripts)),
         log_limits: args.play.log_limits(),
         transcript_limits: args.play.transcript_limits(),
+        lease_ms: args.play.lease_ms(),
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::serve(config, shutdown.receiver(), None)
@@ -62,6 +63,7 @@ pub async fn worker(args: WorkerArgs) -> Result<Outcome> {
         grpc_limits: args.grpc_limits.limits(),
         log_limits: args.play.log_limits(),
         transcript_limits: args.play.transcript_limits(),
+        lease_ms: args.play.lease_ms(),
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::work(config, shutdown.receiver())

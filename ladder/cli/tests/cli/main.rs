@@ -30,3 +30,4 @@ mod public_replays;
 mod site;
 mod site_browser;
 pub mod support;
+mod voids;

@@ -1,7 +1,9 @@
 //! Workers against real databases: a worker killed mid-match (its lease expires,
 //! the match is re-run, exactly one settlement), two workers racing for one
 //! match (one wins), a match with a bot the worker cannot run (voided, stakes
-//! returned), and the third claim of a match that never settled voiding it.
+//! returned), the third claim of a match that never settled voiding it, and
+//! runs that fail (a replay store refusing writes) naming their cause on the
+//! match and in the void's note.
 //! Lease time is a `ManualClock` the test moves: no test sleeps for a lease.
 
 use crate::common;
@@ -371,6 +373,108 @@ async fn third_claim_voids(db: &TestDb) {
 both_backends!(
     third_claim_of_an_unsettled_match_voids_it,
     third_claim_voids
+);
+
+/// A replay store that refuses every write: its temporary folder, where each
+/// replay is written before it is linked into place, replaced by a file (a
+/// read-only folder would not stop a test run as root).
+fn refuse_writes(replays: &tempfile::TempDir) {
+    let temporary = replays.path().join(".tmp");
+    std::fs::remove_dir_all(&temporary).expect("the store's temporary folder");
+    std::fs::write(&temporary, b"not a folder").expect("a file in its place");
+}
+
+/// Each run that fails names its cause on the match (one public line, no
+/// server path), and the void after the last run names the last cause:
+/// before, the note said only "voided at claim 3 after 2 runs without a
+/// result" and the cause was in the operator's log alone.
+async fn failed_runs_name_their_cause(db: &TestDb) {
+    let match_id = one_match(db, builtin("builtin:block")).await;
+    let clock = ManualClock::new(duel_ladder::store::now_ms());
+    let store = db.store.clone().with_clock(Arc::new(clock.clone()));
+    let replays = tempfile::tempdir().expect("replays dir");
+    let config = worker_config(&replays);
+    refuse_writes(&replays);
+    let server_path = replays.path().display().to_string();
+    for run in 1..=2 {
+        let error = work_once(&store, &BuiltinFactory, &config)
+            .await
+            .expect_err("the replay cannot be published");
+        assert!(error.to_string().contains("Not a directory"), "{error}");
+        let game = db.store.game(&match_id).await.expect("match");
+        assert_eq!((game.state, game.attempts), (MatchState::Running, run));
+        let cause = game.last_failure.expect("the cause is recorded");
+        assert!(
+            cause.starts_with("publishing the replay failed: ")
+                && cause.contains("Not a directory"),
+            "{cause}"
+        );
+        assert!(
+            !cause.contains(&server_path) && !cause.contains('/'),
+            "{cause}"
+        );
+        assert!(cause.chars().count() <= duel_ladder::limits::MAX_RUN_FAILURE_CHARS);
+        assert_eq!(game.note, None, "not voided yet");
+        clock.advance(config.lease_ms + 1);
+    }
+    assert_eq!(
+        work_once(&store, &BuiltinFactory, &config)
+            .await
+            .expect("the third claim voids"),
+        Worked::Idle
+    );
+    let game = db.store.game(&match_id).await.expect("match");
+    assert_eq!((game.state, game.attempts), (MatchState::Voided, 2));
+    let note = game.note.expect("a void has a note");
+    let cause = game.last_failure.expect("the last cause stays");
+    assert_eq!(
+        note,
+        format!("voided at claim 3 after 2 runs without a result; the last run failed: {cause}")
+    );
+    let owner = db.store.user_by_name("bob").await.expect("bob");
+    assert_eq!(
+        db.store.available(&owner.id).await.expect("balance"),
+        1_000,
+        "stake returned"
+    );
+    db.store
+        .ledger_check()
+        .await
+        .expect("check")
+        .expect("clean");
+}
+both_backends!(
+    failed_runs_name_their_cause_and_the_void_the_last,
+    failed_runs_name_their_cause
+);
+
+/// Only the lease holder records a cause.
+async fn only_the_lease_holder_records_a_cause(db: &TestDb) {
+    let match_id = one_match(db, builtin("builtin:block")).await;
+    let claim = db
+        .store
+        .claim(1_000, 5_000)
+        .await
+        .expect("claim")
+        .expect("a match");
+    assert!(
+        !db.store
+            .record_run_failure(&match_id, "another lease", "x failed: y")
+            .await
+            .expect("write")
+    );
+    assert!(
+        db.store
+            .record_run_failure(&match_id, &claim.lease_id, "x failed: /srv/y\nsecond line")
+            .await
+            .expect("write")
+    );
+    let game = db.store.game(&match_id).await.expect("match");
+    assert_eq!(game.last_failure.as_deref(), Some("x failed: [path]"));
+}
+both_backends!(
+    only_the_lease_holder_records_why_its_run_failed,
+    only_the_lease_holder_records_a_cause
 );
 
 /// Claims take the oldest claimable match first, whether queued or running

@@ -77,6 +77,7 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
         }))),
         log_limits: Default::default(),
         transcript_limits: Default::default(),
+        lease_ms: duel_ladder::limits::DEFAULT_LEASE_MS,
     };
     let (stop, shutdown) = watch::channel(false);
     let (bound, address) = oneshot::channel::<Bound>();

@@ -235,6 +235,7 @@ impl Model {
                     winner: None,
                     replay_path: None,
                     note: None,
+                    last_failure: None,
                     repeat_of: None,
                     not_rated: None,
                 };

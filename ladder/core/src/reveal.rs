@@ -93,12 +93,21 @@ impl RevealPolicy {
     }
 }
 
-/// The sides of a match whose transcript `caller` reads before the reveal:
-/// an owner, the sides its bots fought on; an operator, both.
-pub fn readable_sides(caller: &User, owner_ids: [&str; 2]) -> Vec<Side> {
+/// The sides of a match whose transcript `reader` reads (`None`: someone
+/// without a token, the site's public route), the one rule the API
+/// (`MatchTranscript`) and the site both follow. Once `revealed` (the policy's
+/// [`RevealPolicy::revealed`] for a settled match), everyone reads both;
+/// before, an owner the sides its bots fought on, an operator both, and
+/// anyone else nothing.
+pub fn readable_sides(reader: Option<&User>, owner_ids: [&str; 2], revealed: bool) -> Vec<Side> {
     [Side::A, Side::B]
         .into_iter()
-        .filter(|side| caller.role == Role::Operator || owner_ids[side.index()] == caller.id)
+        .filter(|side| {
+            revealed
+                || reader.is_some_and(|reader| {
+                    reader.role == Role::Operator || owner_ids[side.index()] == reader.id
+                })
+        })
         .collect()
 }
 
@@ -138,20 +147,29 @@ mod tests {
             role,
         };
         let owners = ["alice", "bob"];
+        let (alice, bob) = (user("alice", Role::Owner), user("bob", Role::Owner));
+        let (carol, root) = (user("carol", Role::Owner), user("root", Role::Operator));
+        assert_eq!(readable_sides(Some(&alice), owners, false), [Side::A]);
+        assert_eq!(readable_sides(Some(&bob), owners, false), [Side::B]);
         assert_eq!(
-            readable_sides(&user("alice", Role::Owner), owners),
-            [Side::A]
-        );
-        assert_eq!(readable_sides(&user("bob", Role::Owner), owners), [Side::B]);
-        assert_eq!(
-            readable_sides(&user("alice", Role::Owner), ["alice", "alice"]),
+            readable_sides(Some(&alice), ["alice", "alice"], false),
             [Side::A, Side::B]
         );
-        assert!(readable_sides(&user("carol", Role::Owner), owners).is_empty());
+        assert!(readable_sides(Some(&carol), owners, false).is_empty());
+        assert!(readable_sides(None, owners, false).is_empty());
         assert_eq!(
-            readable_sides(&user("root", Role::Operator), owners),
+            readable_sides(Some(&root), owners, false),
             [Side::A, Side::B]
         );
+        // After the reveal, everyone reads both sides: a stranger, someone
+        // without a token, an owner the other side too.
+        for reader in [Some(&alice), Some(&carol), Some(&root), None] {
+            assert_eq!(
+                readable_sides(reader, owners, true),
+                [Side::A, Side::B],
+                "{reader:?}"
+            );
+        }
     }
 
     #[test]

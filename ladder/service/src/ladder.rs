@@ -19,6 +19,7 @@ use crate::model::{
     SideLogs, Standing, check_name, class_from_name,
 };
 use crate::profile::ProfileEdit;
+use crate::reveal::RevealPolicy;
 use crate::store::{SeasonChoice, Store, WaveReport};
 use crate::validate::{check_endpoint, validate_wasm};
 use duel_referee::MatchHost;
@@ -48,6 +49,9 @@ pub struct Ladder {
     /// Where the workers keep replays and transcripts (`None`: this ladder
     /// serves no transcript).
     replays: Option<ReplayStore>,
+    /// When transcripts become public (`--reveal-transcripts`), as the site
+    /// reads it: after the reveal `MatchTranscript` answers every caller.
+    reveal: RevealPolicy,
 }
 
 impl Ladder {
@@ -60,7 +64,14 @@ impl Ladder {
             quotas: OwnerQuotas::default(),
             compiles: Arc::new(Semaphore::new(DEFAULT_MAX_CONCURRENT_COMPILES)),
             replays: None,
+            reveal: RevealPolicy::default(),
         }
+    }
+
+    /// The same ladder revealing transcripts to every caller as `reveal` says.
+    pub fn with_reveal(mut self, reveal: RevealPolicy) -> Ladder {
+        self.reveal = reveal;
+        self
     }
 
     /// The same ladder reading transcripts from `replays`.
@@ -411,9 +422,10 @@ impl Ladder {
 
     /// The logs of the caller's bots in a ranked match: only an owner whose bot
     /// fought sees them, and only their own bot's side.
-    /// A match's transcript as `caller` may read it: an owner, the decisions
-    /// of its bots in the match (of `bot` alone when named); an operator,
-    /// every decision (or `bot`'s).
+    /// A match's transcript as `caller` may read it: once revealed (the
+    /// operator's policy, as the site reads it), every decision; before, an
+    /// owner the decisions of its bots in the match, an operator every
+    /// decision, and either `bot`'s alone when named.
     pub async fn match_transcript(
         &self,
         caller: &User,
@@ -424,7 +436,12 @@ impl Ladder {
             LadderError::Precondition("this server keeps no transcripts".to_owned())
         })?;
         let game = self.store.game(id).await?;
-        crate::store::readable_transcript(replays, &game, caller, bot).await
+        let revealed = self
+            .store
+            .reads()
+            .transcript_revealed(self.reveal, &game, self.store.clock().now_ms())
+            .await?;
+        crate::store::readable_transcript(replays, &game, caller, bot, revealed).await
     }
 
     pub async fn match_logs(&self, caller: &User, id: &str) -> Result<(Match, Vec<SideLogs>)> {

@@ -32,6 +32,7 @@ use crate::limits::{
 };
 use crate::metrics::LadderMetrics;
 use crate::model::{LogLimits, OwnerQuotas, TranscriptLimits};
+use crate::reveal::RevealPolicy;
 use crate::store::Store;
 use crate::worker::{self, BotFactory, LadderFactory, WorkerConfig};
 
@@ -79,6 +80,9 @@ pub struct ServeConfig {
     /// How long the in-process workers hold a match between heartbeats
     /// (`--lease-ms`; [`crate::limits::DEFAULT_LEASE_MS`]).
     pub lease_ms: i64,
+    /// When transcripts become public (`--reveal-transcripts`): the API and
+    /// the site read it alike (core::reveal).
+    pub reveal: RevealPolicy,
 }
 
 /// What the HTTP listener gives the pages mounted beside the replay service:
@@ -399,7 +403,8 @@ impl Running {
             )
             .with_quotas(config.quotas)
             .with_max_concurrent_compiles(config.max_concurrent_compiles.get())
-            .with_replays(self.replays.clone()),
+            .with_replays(self.replays.clone())
+            .with_reveal(config.reveal),
         );
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_serving::<Gate>().await;

@@ -14,8 +14,9 @@ use axum::routing::get;
 
 use duel_ladder_core::model::MatchState;
 use duel_ladder_core::reveal::RevealPolicy;
+use duel_ladder_core::reveal::readable_sides;
 use duel_ladder_store::error::LadderError;
-use duel_ladder_store::{Reads, SeasonChoice, readable_transcript};
+use duel_ladder_store::{Reads, readable_transcript};
 use duel_replays::store::ReplayStore;
 
 use crate::limits::{MAX_FORM_BODY_BYTES, MAX_FORM_TOKEN_BYTES, SITE_PAGE_MAX_AGE_S};
@@ -63,23 +64,22 @@ async fn transcript(State(site): State<Transcripts>, Path(id): Path<String>) -> 
 async fn revealed_transcript(site: &Transcripts, id: &str) -> Result<Vec<u8>, LadderError> {
     duel_replays::store::validate_id(id)
         .map_err(|_| LadderError::Invalid("not a match id".to_owned()))?;
-    let (line, _) = site.reads.match_line(id).await?;
+    let game = site.reads.game(id).await?;
     let not_public =
         |why: String| LadderError::NotFound(format!("the transcript of match {id} {why}"));
-    if line.state != MatchState::Settled {
+    if game.state != MatchState::Settled {
         return Err(not_public(
             "is not public: the match is not settled".to_owned(),
         ));
     }
-    let season = site
+    // The rule `MatchTranscript` follows too: someone without a token reads
+    // both sides once revealed, nothing before.
+    let revealed = site
         .reads
-        .chosen_season(&SeasonChoice::parse(&line.season))
+        .transcript_revealed(site.reveal, &game, duel_ladder_core::clock::now_ms())
         .await?;
-    if !site.reveal.revealed(
-        line.finished_ms,
-        season.ended_ms,
-        duel_ladder_core::clock::now_ms(),
-    ) {
+    let [a, b] = &game.sides;
+    if readable_sides(None, [&a.owner_id, &b.owner_id], revealed).is_empty() {
         return Err(not_public(format!(
             "is not public yet: transcripts are {}",
             site.reveal.describe()
@@ -127,7 +127,11 @@ async fn owner_view(site: &Transcripts, id: &str, token: &str) -> Result<String,
     }
     let user = site.reads.authenticate(token).await?;
     let game = site.reads.game(id).await?;
-    let transcript = readable_transcript(&site.replays, &game, &user, None).await?;
+    let revealed = site
+        .reads
+        .transcript_revealed(site.reveal, &game, duel_ladder_core::clock::now_ms())
+        .await?;
+    let transcript = readable_transcript(&site.replays, &game, &user, None, revealed).await?;
     let (line, _) = site.reads.match_line(id).await?;
     Ok(crate::pages::transcript_page(&line, &transcript, &user.name).into_string())
 }

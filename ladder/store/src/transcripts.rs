@@ -1,8 +1,8 @@
-//! Ranked matches' transcripts: as one reader may see them before the
-//! reveal (an owner, the decisions of its bots in the match, of `bot` alone
-//! when named; an operator, every decision: core::reveal::readable_sides),
-//! which the API (`MatchTranscript`) and the match page's owner form both
-//! read here; and kept within limits (`TranscriptLimits`): each side's part
+//! Ranked matches' transcripts: as one reader may see them (before the
+//! reveal an owner, the decisions of its bots in the match, of `bot` alone
+//! when named; an operator, every decision; after it, everyone every
+//! decision: core::reveal::readable_sides, with [`Reads::transcript_revealed`]),
+//! which the API (`MatchTranscript`) and the site both read here; and kept within limits (`TranscriptLimits`): each side's part
 //! is a row of `match_transcripts` counted against its owner's quota, past
 //! which that owner's oldest parts are cut out of their transcripts, and
 //! parts past the retention period are cut hourly.
@@ -20,18 +20,41 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use crate::error::{LadderError, Result};
-use crate::{Store, get};
+use crate::seasons::season_on;
+use crate::{Reads, Store, get};
+use duel_ladder_core::model::MatchState;
+use duel_ladder_core::reveal::RevealPolicy;
 
-/// `game`'s transcript from `replays`, cut to what `caller` may read.
+impl Reads {
+    /// Whether `game`'s transcript is public at `now_ms` under `policy`: a
+    /// settled match whose season and settlement time the policy reveals
+    /// (core::reveal::RevealPolicy::revealed).
+    pub async fn transcript_revealed(
+        &self,
+        policy: RevealPolicy,
+        game: &Match,
+        now_ms: i64,
+    ) -> Result<bool> {
+        if game.state != MatchState::Settled {
+            return Ok(false);
+        }
+        let season = season_on(&mut *self.reader().await?, game.season_id).await?;
+        Ok(policy.revealed(game.finished_ms, season.ended_ms, now_ms))
+    }
+}
+
+/// `game`'s transcript from `replays`, cut to what `caller` may read, whether
+/// it is `revealed` ([`Reads::transcript_revealed`]) or not.
 pub async fn readable_transcript(
     replays: &ReplayStore,
     game: &Match,
     caller: &User,
     bot: Option<&str>,
+    revealed: bool,
 ) -> Result<Transcript> {
     let id = &game.id;
     let [a, b] = &game.sides;
-    let mut sides = readable_sides(caller, [&a.owner_id, &b.owner_id]);
+    let mut sides = readable_sides(Some(caller), [&a.owner_id, &b.owner_id], revealed);
     if sides.is_empty() {
         return Err(LadderError::PermissionDenied(format!(
             "match {id}: {} owns neither of its bots, and only their owners read its transcript \

@@ -41,6 +41,7 @@ pub async fn serve(args: ServeArgs) -> Result<Outcome> {
         log_limits: args.play.log_limits(),
         transcript_limits: args.play.transcript_limits(),
         lease_ms: args.play.lease_ms(),
+        reveal: args.reveal_transcripts,
     };
     let shutdown = Shutdown::install()?;
     duel_ladder::serve::serve(config, shutdown.receiver(), None)

@@ -205,3 +205,117 @@ async fn transcripts_revealed(db: &TestDb) {
     assert_eq!(status, 400, "{body}");
 }
 both_backends!(transcripts_after_the_reveal, transcripts_revealed);
+
+/// The sides whose decisions a transcript page shows (its sections' ids end
+/// in the fighter's letter).
+fn sides_on_page(page: &str) -> Vec<&'static str> {
+    ["a", "b"]
+        .into_iter()
+        .filter(|side| page.contains(&format!("id=\"r1e1{side}\"")))
+        .collect()
+}
+
+fn sides_of(transcript: &Transcript) -> Vec<&'static str> {
+    ["a", "b"]
+        .into_iter()
+        .filter(|side| {
+            transcript
+                .decisions
+                .iter()
+                .any(|decision| (decision.fighter == FighterName::A) == (*side == "a"))
+        })
+        .collect()
+}
+
+/// After the reveal the site served a match's transcript to anyone while the
+/// API's `MatchTranscript` still refused a stranger (issue 47). Now one rule
+/// decides (core::reveal::readable_sides, with `Reads::transcript_revealed`):
+/// for every policy, before and after the season's end, each reader (both
+/// owners, a stranger, an operator, someone without a token) reads the same
+/// sides from the site as from the API, or is refused alike.
+async fn the_api_and_the_site_agree(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let replays = ReplayStore::open(&dir.path().display().to_string()).expect("store");
+    let (id, tokens) = settled_match(db, "both").await;
+    let (stranger, stranger_token) = db.owner("stranger", 0).await;
+    let (root, root_token) = db
+        .store
+        .create_user("root", duel_ladder_core::auth::Role::Operator)
+        .await
+        .expect("operator");
+    let mut kept = transcript_of(&id);
+    let mut other = kept.decisions[0].clone();
+    other.fighter = FighterName::B;
+    kept.decisions.push(other);
+    replays.put_transcript(&kept).await.expect("keep");
+    let owner_a = db.store.authenticate(&tokens[0]).await.expect("owner a");
+    let owner_b = db.store.authenticate(&tokens[1]).await.expect("owner b");
+    let readers = [
+        ("owner a", &owner_a, tokens[0].as_str()),
+        ("owner b", &owner_b, tokens[1].as_str()),
+        ("a stranger", &stranger, stranger_token.as_str()),
+        ("an operator", &root, root_token.as_str()),
+    ];
+    let policies = [
+        RevealPolicy::Never,
+        RevealPolicy::AfterSeason,
+        RevealPolicy::AfterDays(0),
+    ];
+    let client = reqwest::Client::new();
+    for season_ended in [false, true] {
+        if season_ended {
+            db.store.end_season().await.expect("end");
+        }
+        for policy in policies {
+            let site = serve(db, &replays, policy).await;
+            let api = duel_ladder::ladder::Ladder::new(db.store.clone(), common::host(), true)
+                .with_replays(replays.clone())
+                .with_reveal(policy);
+            let revealed = season_ended && policy == RevealPolicy::AfterSeason
+                || policy == RevealPolicy::AfterDays(0);
+            let context = format!("{policy:?}, season ended: {season_ended}");
+            for (who, user, token) in readers {
+                let posted = client
+                    .post(format!("{site}/matches/{id}/transcript"))
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(format!("token={token}"))
+                    .send()
+                    .await
+                    .expect("post");
+                let status = posted.status().as_u16();
+                let page = posted.text().await.expect("page");
+                let from_site = match status {
+                    200 => Ok(sides_on_page(&page)),
+                    refused => Err(refused),
+                };
+                let from_api = match api.match_transcript(user, &id, None).await {
+                    Ok(transcript) => Ok(sides_of(&transcript)),
+                    Err(duel_ladder::LadderError::PermissionDenied(_)) => Err(403),
+                    Err(duel_ladder::LadderError::NotFound(_)) => Err(404),
+                    Err(error) => panic!("{context}, {who}: {error}"),
+                };
+                assert_eq!(from_site, from_api, "{context}, {who}: {page}");
+                let expected = match (who, revealed) {
+                    (_, true) | ("an operator", false) => Ok(vec!["a", "b"]),
+                    ("owner a", false) => Ok(vec!["a"]),
+                    ("owner b", false) => Ok(vec!["b"]),
+                    _ => Err(403),
+                };
+                assert_eq!(from_api, expected, "{context}, {who}");
+            }
+            // Without a token, the site's public route: both sides once
+            // revealed, a 404 before.
+            let (status, body) = get(&site, &format!("/matches/{id}/transcript")).await;
+            assert_eq!(
+                status,
+                if revealed { 200 } else { 404 },
+                "{context}: {body}"
+            );
+        }
+    }
+}
+both_backends!(
+    the_api_and_the_site_agree_on_who_reads_a_transcript,
+    the_api_and_the_site_agree
+);

@@ -78,6 +78,7 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
         log_limits: Default::default(),
         transcript_limits: Default::default(),
         lease_ms: duel_ladder::limits::DEFAULT_LEASE_MS,
+        reveal: duel_ladder_core::reveal::RevealPolicy::default(),
     };
     let (stop, shutdown) = watch::channel(false);
     let (bound, address) = oneshot::channel::<Bound>();

@@ -30,6 +30,7 @@ pub mod runner;
 pub mod spec;
 pub mod terminal;
 pub mod tls;
+pub mod tokens;
 pub mod verify;
 pub mod wasm;
 

@@ -103,12 +103,30 @@ const _: () = assert!(MAX_LOG_BYTES_PER_DECISION < MAX_BOT_RESPONSE_BYTES);
 pub const MAX_GRPC_MESSAGE_BYTES: usize = 1024 * 1024;
 
 /// The largest prompt forwarded to the model in one call, in bytes of message
-/// text (before counting tokens, so counting stays cheap). 512,000 tokens, the
-/// heavy budget, is at most ~4 MiB of text.
-pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
+/// text, checked before anything is counted. A count costs at most ~60 ms a
+/// MiB on this 2-core machine whatever the text (docs/perf/grpc.md,
+/// "Adversarial prompts"), so no one call costs the referee more than ~30 ms
+/// of counting. 512 KiB is ~128,000 tokens of English: a whole context
+/// window of today's models, a quarter of the heavy budget; a bot spends a
+/// larger budget over several calls. (It was 4 MiB, which let one call take
+/// 0.4-2 s of CPU to count.)
+pub const MAX_PROMPT_BYTES: usize = 512 * 1024;
 
 /// The most messages in one model call.
 pub const MAX_PROMPT_MESSAGES: usize = 256;
+
+/// The roles a message may have (OpenAI's chat roles; `function` is
+/// deprecated). Roles are framing, not counted (D-7), so a bot cannot carry
+/// uncounted text in them: anything else is refused.
+pub const MESSAGE_ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
+
+/// The most stop strings a call may forward (OpenAI's own limit).
+pub const MAX_STOP_STRINGS: usize = 4;
+
+/// The longest stop string forwarded, in bytes. Stop strings reach the
+/// model, so their tokens are counted with the prompt; the bound keeps them
+/// what they are for (a few characters that end an answer).
+pub const MAX_STOP_BYTES: usize = 256;
 
 /// The most model calls one decision may make. Later calls are refused
 /// (429 `too_many_calls`, RESOURCE_EXHAUSTED) before they reach the meter:
@@ -157,14 +175,27 @@ pub const MAX_TRANSCRIPT_BYTES_PER_DECISION: usize = 256 * 1024;
 /// `duel_replays::MAX_TRANSCRIPT_BYTES` with room for JSON framing.
 pub const MAX_TRANSCRIPT_BYTES_PER_MATCH: usize = 4 * 1024 * 1024;
 
+/// What each transcript message costs against the transcript's bounds
+/// beyond its texts: its JSON framing (`{"content":"","role":""},`), so
+/// that a call of 256 empty messages is bounded too.
+pub const TRANSCRIPT_MESSAGE_FRAMING_BYTES: usize = 32;
+
 /// The largest models file (`--models`) read, in bytes.
 pub const MAX_CATALOGUE_BYTES: usize = 256 * 1024;
 
 /// The most `[[model]]` tables a catalogue may have.
 pub const MAX_CATALOGUE_MODELS: usize = 64;
 
-/// The longest model name (catalogue and upstream), in bytes.
+/// The longest model name (catalogue and upstream), in bytes. A name a bot
+/// sends that is longer is refused without being looked up.
 pub const MAX_MODEL_NAME_BYTES: usize = 128;
+
+/// The longest model name a record keeps (replay `calls[].model`, the
+/// transcript, logs, error bodies): a name of the catalogue as it is, a
+/// bot's unknown name by its first [`MAX_MODEL_NAME_BYTES`] with control
+/// characters replaced, then `…[N bytes]` when it was longer
+/// (`models::recorded_name`).
+pub const MAX_RECORDED_MODEL_NAME_BYTES: usize = MAX_MODEL_NAME_BYTES + 32;
 
 /// The highest price a catalogue accepts, in US dollars per million tokens.
 pub const MAX_PRICE_USD_PER_MTOK: f64 = 1_000_000.0;

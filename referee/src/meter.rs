@@ -1,64 +1,51 @@
 //! The token meter and the model gateway: one seam that both the WASM `model`
 //! import and `duel.v1.Inference` go through. It counts prompt and completion
-//! tokens with tiktoken's `o200k_base` (RULES "Token budget", D-7), caps each
-//! call's completion at what is left after the prompt, refuses a call whose
-//! prompt alone does not fit (gassing the fighter out), and forwards the rest to
-//! an OpenAI-compatible chat-completions endpoint. A longer prompt that fits
-//! by its bytes alone (with the cap the call names) is forwarded while it is
-//! counted, so the model's time hides the count; a call that would be refused
-//! while such counts are out waits for them, so refusals rest on exact counts.
+//! tokens with `o200k_base` (RULES "Token budget", D-7; [`crate::tokens`]),
+//! caps each call's completion at what is left after the prompt, refuses a
+//! call whose prompt alone does not fit (gassing the fighter out), and
+//! forwards the rest to an OpenAI-compatible chat-completions endpoint.
+//!
+//! A call goes through named stages ([`FighterMeter::complete_request`]):
+//! it is **admitted** into its decision (and from then on recorded, however
+//! it ends), its model **resolved**, the request **validated** (every text
+//! a bot sends is bounded before it is recorded, logged or echoed), **sized
+//! by its bytes** (a prompt that cannot fit even at the longest token's
+//! bytes each is refused uncounted), **counted** (one count per fighter at a
+//! time, stopped once it cannot fit, cancelled when its decision ends),
+//! **reserved**, **forwarded**, and **charged and recorded**. A longer
+//! prompt that fits by its bytes alone (with the cap the call names) is
+//! forwarded while it is counted, so the model's time hides the count; a
+//! call that would be refused while such counts are out waits for them, so
+//! refusals rest on exact counts.
 //!
 //! Every call belongs to the decision it was made in. [`FighterMeter::settle`]
-//! ends a decision: a call still running then is cut (its prompt, forwarded
-//! already, is charged; no completion reaches the bot), so what a decision spent
-//! is final when it is recorded, even for a decision the runner abandoned at the
-//! wall clock. An endpoint bot's meter also has a decision window
+//! ends a decision: a call still running then is cut (a prompt forwarded
+//! already is charged; one not yet counted is not forwarded and costs
+//! nothing; no completion reaches the bot), so what a decision spent is
+//! final when it is recorded, even for a decision the runner abandoned at
+//! the wall clock. An endpoint bot's meter also has a decision window
 //! ([`FighterMeter::open_window`]): outside it, calls are refused.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use duel_replays::{CallOutcome, CallRecord, ModelPrice};
-use tiktoken_rs::CoreBPE;
 
 use crate::limits::{
     INLINE_COUNT_MAX_BYTES, MAX_CACHED_COUNTS, MAX_MODEL_CALLS_PER_DECISION, MAX_PROMPT_BYTES,
-    MAX_PROMPT_MESSAGES, MIN_CACHED_TEXT_BYTES, OVERLAP_COUNT_MAX_BYTES,
+    MAX_PROMPT_MESSAGES, MAX_STOP_BYTES, MAX_STOP_STRINGS, MESSAGE_ROLES, MIN_CACHED_TEXT_BYTES,
+    OVERLAP_COUNT_MAX_BYTES,
 };
 use crate::models::{Model, Resolve};
 pub use crate::models::{ModelConfig, ModelGateway, Sampling};
-
-/// The process-wide `o200k_base` tables: loading costs ~200 ms, so it happens
-/// once per process (tiktoken-rs keeps a singleton).
-fn encoder() -> &'static CoreBPE {
-    tiktoken_rs::o200k_base_singleton()
-}
+use crate::tokens::{Count, min_tokens};
 
 /// Loads the tokenizer now, so the first metered call of a match does not pay
 /// for it. The match host calls it once, before any match starts.
 pub fn warm_up() {
-    let _ = encoder().encode_ordinary("warm up");
-}
-
-/// [`count_prompt_tokens`] on the blocking pool, through the fighter's
-/// [`CountCache`]: a prompt of megabytes takes a second to count, and the
-/// async threads that count it also run both fighters' clocks. Counting there
-/// would make the *other* fighter late.
-async fn count_prompt_tokens_off_runtime(
-    messages: Arc<Vec<ChatMessage>>,
-    cache: Arc<Mutex<CountCache>>,
-) -> Result<u64, ModelError> {
-    // A short prompt is counted where it is (tens of microseconds): the hop to
-    // the blocking pool and back would cost more than the count.
-    if prompt_bytes(&messages) <= INLINE_COUNT_MAX_BYTES {
-        return Ok(count_prompt_tokens(&messages));
-    }
-    tokio::task::spawn_blocking(move || CountCache::count_prompt(&cache, &messages))
-        .await
-        // Counting cannot panic on any text: a join error means the runtime is
-        // shutting down. Nothing was counted, so nothing is charged.
-        .map_err(|_| ModelError::Unavailable("the referee is shutting down".to_owned()))
+    crate::tokens::warm_up();
 }
 
 /// Polls `future` once: its output if it is ready, else `Pending` (it has
@@ -73,16 +60,6 @@ async fn poll_once<F: std::future::Future>(
 /// o200k token is at least one byte).
 fn prompt_bytes(messages: &[ChatMessage]) -> usize {
     messages.iter().map(|message| message.content.len()).sum()
-}
-
-/// [`cut_to_tokens`] on the blocking pool, for the same reason.
-async fn cut_to_tokens_off_runtime(text: String, cap_tokens: u64) -> (String, u64) {
-    if text.len() <= INLINE_COUNT_MAX_BYTES {
-        return cut_to_tokens(text, cap_tokens);
-    }
-    tokio::task::spawn_blocking(move || cut_to_tokens(text, cap_tokens))
-        .await
-        .unwrap_or((String::new(), 0))
 }
 
 /// The counts of one fighter's longer message texts, so that a system prompt
@@ -107,11 +84,17 @@ impl Default for CountCache {
 }
 
 impl CountCache {
-    /// The tokens of `text`, from the cache when it was counted before.
-    /// Blocking (it counts): call it off the async threads.
-    fn count(cache: &Mutex<CountCache>, text: &str) -> u64 {
+    /// The tokens of `text` when at most `limit_tokens`, from the cache when
+    /// it was counted before. Blocking (it counts): call it off the async
+    /// threads.
+    fn count_within(
+        cache: &Mutex<CountCache>,
+        text: &str,
+        limit_tokens: u64,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Count {
         if text.len() < MIN_CACHED_TEXT_BYTES {
-            return count_tokens(text);
+            return crate::tokens::count_within(text, limit_tokens, cancelled);
         }
         let lock = || {
             cache
@@ -124,34 +107,65 @@ impl CountCache {
                 std::hash::BuildHasher::hash_one(&cache.key, text),
                 text.len(),
             );
-            if let Some(tokens) = cache.counts.get(&key) {
-                return *tokens;
+            if let Some(&tokens) = cache.counts.get(&key) {
+                return if tokens > limit_tokens {
+                    Count::OverLimit
+                } else {
+                    Count::Tokens(tokens)
+                };
             }
             key
         };
-        let tokens = count_tokens(text);
-        let mut cache = lock();
-        if cache.counts.len() >= MAX_CACHED_COUNTS {
-            cache.counts.clear();
+        let count = crate::tokens::count_within(text, limit_tokens, cancelled);
+        if let Count::Tokens(tokens) = count {
+            let mut cache = lock();
+            if cache.counts.len() >= MAX_CACHED_COUNTS {
+                cache.counts.clear();
+            }
+            cache.counts.insert(key, tokens);
         }
-        cache.counts.insert(key, tokens);
-        tokens
+        count
     }
 
-    /// The tokens of a prompt, message by message through the cache.
-    /// Blocking, like [`CountCache::count`].
+    /// The tokens of a prompt when at most `limit_tokens`, message by
+    /// message through the cache. Blocking, like [`CountCache::count_within`].
+    fn count_prompt_within(
+        cache: &Mutex<CountCache>,
+        messages: &[ChatMessage],
+        limit_tokens: u64,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Count {
+        let mut tokens = 0u64;
+        for message in messages {
+            if cancelled() {
+                return Count::Cancelled;
+            }
+            match CountCache::count_within(
+                cache,
+                &message.content,
+                limit_tokens - tokens,
+                cancelled,
+            ) {
+                Count::Tokens(message_tokens) => tokens += message_tokens,
+                other => return other,
+            }
+        }
+        Count::Tokens(tokens)
+    }
+
+    /// The tokens of a prompt, whatever their number. Blocking.
     fn count_prompt(cache: &Mutex<CountCache>, messages: &[ChatMessage]) -> u64 {
-        messages
-            .iter()
-            .map(|message| CountCache::count(cache, &message.content))
-            .sum()
+        match CountCache::count_prompt_within(cache, messages, u64::MAX, &|| false) {
+            Count::Tokens(tokens) => tokens,
+            // Neither a limit nor a cancellation was given.
+            Count::OverLimit | Count::Cancelled => count_prompt_tokens(messages),
+        }
     }
 }
 
-/// Tokens of `text` under `o200k_base`. Special-token text is counted as plain
-/// text: bot input never gets special meaning.
+/// Tokens of `text` under `o200k_base` ([`crate::tokens::count`]).
 pub fn count_tokens(text: &str) -> u64 {
-    encoder().encode_ordinary(text).len() as u64
+    crate::tokens::count(text)
 }
 
 /// The prompt's tokens: the sum over the message texts forwarded (roles and
@@ -183,8 +197,12 @@ impl ChatMessage {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
     /// The prompt alone does not fit what is left of the budget, or the budget
-    /// is already spent: the fighter is gassed out.
-    #[error("token budget exhausted ({left_tokens} tokens left, prompt needs {prompt_tokens})")]
+    /// is already spent: the fighter is gassed out. `prompt_tokens` is the
+    /// prompt's count, or what it was known to exceed when counting stopped
+    /// once it could not fit.
+    #[error(
+        "token budget exhausted ({left_tokens} tokens left, the prompt needs at least {prompt_tokens})"
+    )]
     BudgetExhausted {
         prompt_tokens: u64,
         left_tokens: u64,
@@ -195,7 +213,8 @@ pub enum ModelError {
     /// The request itself is unusable (no messages, too large); nothing was counted.
     #[error("invalid model request: {0}")]
     Invalid(String),
-    /// The catalogue has no model of this name; nothing was counted.
+    /// The catalogue has no model of this name (as recorded: bounded, see
+    /// [`crate::models::recorded_name`]); nothing was counted.
     #[error("the model `{0}` does not exist here (GET /v1/models lists the catalogue)")]
     ModelNotFound(String),
     /// Made while the fighter is not deciding; nothing was counted.
@@ -206,8 +225,9 @@ pub enum ModelError {
     #[error("at most {MAX_MODEL_CALLS_PER_DECISION} model calls per decision")]
     TooManyCalls,
     /// The decision ended (answered, or abandoned at the wall clock) before the
-    /// model answered: the prompt was charged to that decision, no completion.
-    #[error("the decision ended before the model answered; its prompt was charged")]
+    /// model answered: a prompt forwarded already was charged to that
+    /// decision, no completion.
+    #[error("the decision ended before the model answered; a prompt forwarded was charged")]
     Cut,
 }
 
@@ -260,7 +280,8 @@ pub struct Completion {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelCall {
     /// The catalogue name, or the name the bot sent for a model the
-    /// catalogue does not have (empty when it sent none and none applies).
+    /// catalogue does not have, as [`crate::models::recorded_name`] bounds
+    /// it (empty when it sent none and none applies).
     pub model: Arc<str>,
     /// The catalogue's entry and prices, when the call named one.
     pub price: Option<ModelPrice>,
@@ -316,6 +337,13 @@ struct MeterInner {
     /// Bumped by every [`FighterMeter::settle`]: calls in flight wake up and
     /// find themselves cut.
     decisions: tokio::sync::watch::Sender<u64>,
+    /// The same number, for counts on the blocking pool to see that their
+    /// decision ended (and stop).
+    decision_now: AtomicU64,
+    /// One count of this fighter's texts at a time: a bot that sends many
+    /// long prompts at once gets them counted one after another, on at most
+    /// one core, and what its decision did not reach is never counted.
+    count_turn: Arc<tokio::sync::Semaphore>,
     /// Bumped whenever a call forwarded while counted ([`Prompt::Counting`])
     /// is counted or ends: a call that would be refused while such a call
     /// holds more than its count waits for it, so a refusal (which gasses
@@ -334,12 +362,14 @@ enum Window {
     Closed,
 }
 
-/// A call between its reservation and its charge.
+/// A call from its admission to its end.
 #[derive(Clone, Debug)]
 struct InFlight {
     prompt: Prompt,
     cap_tokens: u64,
-    model: Arc<Model>,
+    /// The model's name as recorded (the bot's, bounded, until resolved).
+    model: Arc<str>,
+    price: Option<ModelPrice>,
     /// The messages, when texts are kept: a call cut in flight still shows
     /// what it asked.
     messages: Option<Arc<Vec<ChatMessage>>>,
@@ -349,12 +379,17 @@ struct InFlight {
 /// A call's prompt as the meter holds it.
 #[derive(Clone, Debug)]
 enum Prompt {
-    /// Counted before the call was forwarded.
+    /// Admitted, not yet counted and not forwarded: holds nothing; cut now,
+    /// it costs nothing.
+    Waiting,
+    /// Counted before the call was forwarded (stop strings included).
     Counted(u64),
     /// Forwarded while it is counted (`OVERLAP_COUNT_MAX_BYTES`): its bytes
-    /// are held, which no count exceeds. The counting task fills `count`.
+    /// (and its stop strings' tokens) are held, which no count exceeds. The
+    /// counting task fills `count`, the messages' tokens.
     Counting {
         bytes: u64,
+        stop_tokens: u64,
         messages: Arc<Vec<ChatMessage>>,
         count: Arc<OnceLock<u64>>,
     },
@@ -365,8 +400,21 @@ impl Prompt {
     /// it is counted.
     fn held_tokens(&self) -> u64 {
         match self {
+            Prompt::Waiting => 0,
             Prompt::Counted(tokens) => *tokens,
-            Prompt::Counting { bytes, .. } => *bytes,
+            Prompt::Counting {
+                bytes, stop_tokens, ..
+            } => bytes + stop_tokens,
+        }
+    }
+
+    /// The least the prompt will hold once counted.
+    fn held_at_least_tokens(&self) -> u64 {
+        match self {
+            Prompt::Counting {
+                bytes, stop_tokens, ..
+            } => min_tokens(usize::try_from(*bytes).unwrap_or(usize::MAX)) + stop_tokens,
+            other => other.held_tokens(),
         }
     }
 }
@@ -382,10 +430,14 @@ impl InFlight {
     /// the counting task, started with the call, has almost always finished).
     fn prompt_tokens(&self) -> u64 {
         match &self.prompt {
+            Prompt::Waiting => 0,
             Prompt::Counted(tokens) => *tokens,
             Prompt::Counting {
-                messages, count, ..
-            } => *count.get_or_init(|| count_prompt_tokens(messages)),
+                messages,
+                count,
+                stop_tokens,
+                ..
+            } => *count.get_or_init(|| count_prompt_tokens(messages)) + stop_tokens,
         }
     }
 
@@ -421,6 +473,21 @@ impl MeterState {
             .saturating_sub(self.reserved_tokens)
     }
 
+    /// The most that can be left for a new prompt once every call in flight
+    /// is counted: what is left now, plus what calls forwarded uncounted
+    /// hold beyond the least their counts can be. A prompt with more tokens
+    /// than this is refused whatever those counts turn out to be.
+    fn left_at_most(&self, budget_tokens: u64) -> u64 {
+        let held_at_least: u64 = self
+            .calls
+            .values()
+            .map(|call| call.prompt.held_at_least_tokens() + call.cap_tokens)
+            .sum();
+        budget_tokens
+            .saturating_sub(self.used_tokens)
+            .saturating_sub(held_at_least)
+    }
+
     /// Drops a call's reservation and charges `charged_tokens` for it;
     /// returns what was charged.
     fn charge(&mut self, budget_tokens: u64, call: &InFlight, charged_tokens: u64) -> u64 {
@@ -436,19 +503,26 @@ impl MeterState {
         self.used_tokens - before
     }
 
-    /// Charges a call cut before its answer (its prompt) and records it.
+    /// Charges a call cut before its answer (its prompt, if it was
+    /// forwarded) and records it.
     fn cut(&mut self, budget_tokens: u64, id: u64, call: &InFlight) {
         let charged = self.charge(budget_tokens, call, call.prompt_tokens());
+        let note = match call.prompt {
+            Prompt::Waiting => {
+                "the decision ended before the prompt was counted; nothing was forwarded or charged"
+            }
+            _ => "the decision ended before the model answered",
+        };
         self.ended.push((
             id,
             ModelCall {
-                model: call.model.name.clone(),
-                price: Some(call.model.price.clone()),
+                model: call.model.clone(),
+                price: call.price.clone(),
                 prompt_tokens: charged,
                 completion_tokens: 0,
                 outcome: CallOutcome::Cut,
                 latency_us: micros_since(call.started),
-                note: Some("the decision ended before the model answered".to_owned()),
+                note: Some(note.to_owned()),
                 text: call.messages.as_ref().map(|messages| CallText {
                     messages: messages.as_ref().clone(),
                     completion: String::new(),
@@ -476,28 +550,27 @@ pub struct Spent {
 }
 
 /// What [`FighterMeter::reserve`] decided.
-enum Admission<'a> {
-    Reserved(Reservation<'a>),
+#[derive(Debug)]
+enum Admission {
+    /// The prompt and this completion cap are held.
+    Reserved { cap_tokens: u64 },
+    /// The prompt does not fit what is left (or the fighter is gassed out):
+    /// the call is refused on the budget.
+    Refused { left_tokens: u64 },
     /// The prompt does not fit while calls in flight are still being
     /// counted: ask again once they are (the receiver changes then).
     AfterCounts(tokio::sync::watch::Receiver<u64>),
 }
 
-/// A call admitted by [`FighterMeter::reserve`].
-struct Reservation<'a> {
-    guard: CallGuard<'a>,
-    cap_tokens: u64,
-    /// The decision counter, and the decision the call was made in: the call is
-    /// cut once the counter moves on.
-    decisions: tokio::sync::watch::Receiver<u64>,
-    decision: u64,
-}
-
-/// A call's claim on the meter. Dropped before it is finished (its future was
-/// dropped with an abandoned decision), the call counts as cut.
+/// A call admitted into its decision ([`FighterMeter::admit`]). Dropped
+/// before it is finished (its future was dropped with an abandoned
+/// decision), the call counts as cut.
 struct CallGuard<'a> {
     meter: &'a FighterMeter,
     id: u64,
+    /// The decision the call was made in: it is cut once the counter moves on.
+    decision: u64,
+    started: Instant,
 }
 
 impl Drop for CallGuard<'_> {
@@ -513,12 +586,181 @@ impl Drop for CallGuard<'_> {
     }
 }
 
-/// What a call that never reached a model is recorded with.
+/// A call admitted into an endpoint bot's decision before its request was
+/// read ([`FighterMeter::open_call`]): from now on it is recorded, however
+/// it ends.
+pub struct OpenCall<'a> {
+    guard: CallGuard<'a>,
+}
+
+impl std::fmt::Debug for OpenCall<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenCall")
+            .field("id", &self.guard.id)
+            .field("decision", &self.guard.decision)
+            .finish()
+    }
+}
+
+impl OpenCall<'_> {
+    /// Meters the call, now that its request is read.
+    pub async fn complete(self, request: ModelRequest) -> Result<Completion, ModelError> {
+        let meter = self.guard.meter;
+        meter.complete_admitted(self.guard, request).await
+    }
+
+    /// Records the call as `invalid` (a request that could not even be
+    /// read as a chat completion; `model` is what it named, bounded before
+    /// it is recorded) and returns the error to answer with.
+    pub fn refuse_unread(self, model: &str, reason: String) -> ModelError {
+        let meter = self.guard.meter;
+        let refusal = Refusal {
+            model: crate::models::recorded_name(model).into(),
+            price: None,
+            outcome: CallOutcome::Invalid,
+            note: reason.clone(),
+            error: ModelError::Invalid(reason),
+            gasses_out: false,
+        };
+        match meter.refuse::<()>(&self.guard, refusal, &[]) {
+            Err(error) => error,
+            Ok(()) => ModelError::Cut,
+        }
+    }
+}
+
+/// A call that ended without reaching a model: what it is recorded with
+/// and the error the bot gets.
 struct Refusal {
     model: Arc<str>,
     price: Option<ModelPrice>,
     outcome: CallOutcome,
     note: String,
+    error: ModelError,
+    /// A refusal on the budget gasses the fighter out.
+    gasses_out: bool,
+}
+
+impl Refusal {
+    fn invalid(model: &Model, note: String) -> Refusal {
+        Refusal {
+            model: model.name.clone(),
+            price: Some(model.price.clone()),
+            outcome: CallOutcome::Invalid,
+            note: note.clone(),
+            error: ModelError::Invalid(note),
+            gasses_out: false,
+        }
+    }
+
+    fn budget(model: &Model, prompt_tokens: u64, left_tokens: u64) -> Refusal {
+        Refusal {
+            model: model.name.clone(),
+            price: Some(model.price.clone()),
+            outcome: CallOutcome::Refused,
+            note: "the token budget is spent".to_owned(),
+            error: ModelError::BudgetExhausted {
+                prompt_tokens,
+                left_tokens,
+            },
+            gasses_out: true,
+        }
+    }
+
+    /// The stage that resolves the model: why a name resolves to none.
+    fn unresolved(requested: &str, why: Resolve) -> Refusal {
+        match why {
+            Resolve::NoModels => {
+                let note = "no model is configured (--model-url or --models)".to_owned();
+                Refusal {
+                    model: crate::models::recorded_name(requested).into(),
+                    price: None,
+                    outcome: CallOutcome::Unavailable,
+                    note: note.clone(),
+                    error: ModelError::Unavailable(note),
+                    gasses_out: false,
+                }
+            }
+            Resolve::NotFound(name) => Refusal {
+                model: name.as_str().into(),
+                price: None,
+                outcome: CallOutcome::Invalid,
+                note: format!("no model `{name}`"),
+                error: ModelError::ModelNotFound(name),
+                gasses_out: false,
+            },
+            Resolve::NameTooLong(length_bytes) => {
+                let note = format!(
+                    "the model name is {length_bytes} bytes; names are at most {} (GET /v1/models lists them)",
+                    crate::limits::MAX_MODEL_NAME_BYTES
+                );
+                Refusal {
+                    model: crate::models::recorded_name(requested).into(),
+                    price: None,
+                    outcome: CallOutcome::Invalid,
+                    note: note.clone(),
+                    error: ModelError::Invalid(note),
+                    gasses_out: false,
+                }
+            }
+            Resolve::NoDefault(names) => {
+                let note = format!("name a model: one of {}", names.join(", "));
+                Refusal {
+                    model: "".into(),
+                    price: None,
+                    outcome: CallOutcome::Invalid,
+                    note: note.clone(),
+                    error: ModelError::Invalid(note),
+                    gasses_out: false,
+                }
+            }
+        }
+    }
+}
+
+/// The stage that validates a request: why the gateway cannot take it, in
+/// words the bot's author can act on; `None` when it can.
+fn invalid_request(messages: &[ChatMessage], sampling: &Sampling) -> Option<String> {
+    if messages.is_empty() {
+        return Some("no messages".to_owned());
+    }
+    if messages.len() > MAX_PROMPT_MESSAGES {
+        return Some(format!(
+            "{} messages, more than {MAX_PROMPT_MESSAGES}",
+            messages.len()
+        ));
+    }
+    if let Some((index, _)) = messages
+        .iter()
+        .enumerate()
+        .find(|(_, message)| !MESSAGE_ROLES.contains(&message.role.as_str()))
+    {
+        return Some(format!(
+            "messages[{index}].role must be one of {}",
+            MESSAGE_ROLES.join(", ")
+        ));
+    }
+    let bytes = prompt_bytes(messages);
+    if bytes > MAX_PROMPT_BYTES {
+        return Some(format!(
+            "the prompt's texts are {bytes} bytes, more than {MAX_PROMPT_BYTES}"
+        ));
+    }
+    if sampling.stop.len() > MAX_STOP_STRINGS {
+        return Some(format!("at most {MAX_STOP_STRINGS} stop strings"));
+    }
+    if let Some((index, stop)) = sampling
+        .stop
+        .iter()
+        .enumerate()
+        .find(|(_, stop)| stop.is_empty() || stop.len() > MAX_STOP_BYTES)
+    {
+        return Some(format!(
+            "stop[{index}] is {} bytes; a stop string is 1 to {MAX_STOP_BYTES}",
+            stop.len()
+        ));
+    }
+    None
 }
 
 impl FighterMeter {
@@ -538,6 +780,8 @@ impl FighterMeter {
                 state: Mutex::new(MeterState::default()),
                 counts: Arc::default(),
                 decisions: tokio::sync::watch::channel(0).0,
+                decision_now: AtomicU64::new(0),
+                count_turn: Arc::new(tokio::sync::Semaphore::new(1)),
                 counted: tokio::sync::watch::channel(0).0,
             }),
         }
@@ -548,19 +792,20 @@ impl FighterMeter {
         self.inner.counted.send_modify(|moves| *moves += 1);
     }
 
-    /// A call forwarded while counted (call `id`) has its count: it now holds
-    /// its tokens instead of its bytes, and calls waiting for that are woken.
-    /// Nothing happens when the call ended meanwhile or was counted already.
-    fn prompt_counted(&self, id: u64, prompt_tokens: u64) {
+    /// A call forwarded while counted (call `id`) has its count (its
+    /// messages' tokens): it now holds its tokens instead of its bytes, and
+    /// calls waiting for that are woken. Nothing happens when the call ended
+    /// meanwhile or was counted already.
+    fn prompt_counted(&self, id: u64, message_tokens: u64) {
         let mut state = self.state();
         let Some(call) = state.calls.get_mut(&id) else {
             return;
         };
-        if !call.counting() {
+        let Prompt::Counting { stop_tokens, .. } = call.prompt else {
             return;
-        }
+        };
         let held_tokens = call.reserved_tokens();
-        call.prompt = Prompt::Counted(prompt_tokens);
+        call.prompt = Prompt::Counted(message_tokens + stop_tokens);
         let freed_tokens = held_tokens.saturating_sub(call.reserved_tokens());
         state.reserved_tokens = state.reserved_tokens.saturating_sub(freed_tokens);
         self.counts_moved();
@@ -615,10 +860,10 @@ impl FighterMeter {
         self.state().window == Window::Open
     }
 
-    /// Ends the current decision: cuts the calls still in flight (charging their
-    /// prompts), closes the window if one is used, and returns what the decision
-    /// spent and every call it made. Call it once per decision, answered or
-    /// abandoned.
+    /// Ends the current decision: cuts the calls still in flight (charging
+    /// the prompts forwarded), closes the window if one is used, and returns
+    /// what the decision spent and every call it made. Call it once per
+    /// decision, answered or abandoned.
     pub fn settle(&self) -> Spent {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
@@ -638,8 +883,10 @@ impl FighterMeter {
         state.decision_calls = 0;
         let mut ended = std::mem::take(&mut state.ended);
         ended.sort_by_key(|(id, _)| *id);
-        // Under the lock, so a call reserving now sees the new number.
+        // Under the lock, so a call admitted now sees the new number; counts
+        // of the decision that ended see it and stop.
         self.inner.decisions.send_modify(|decision| *decision += 1);
+        self.inner.decision_now.fetch_add(1, Ordering::AcqRel);
         Spent {
             tokens: spent,
             gassed_out: state.gassed_out,
@@ -676,7 +923,8 @@ impl FighterMeter {
 
     /// One metered call, of the model the request names.
     pub async fn complete_request(&self, request: ModelRequest) -> Result<Completion, ModelError> {
-        self.complete_inner(None, request).await
+        let call = self.admit(None)?;
+        self.complete_admitted(call, request).await
     }
 
     /// [`FighterMeter::complete_request`] for a call made in decision
@@ -687,240 +935,272 @@ impl FighterMeter {
         decision: u64,
         request: ModelRequest,
     ) -> Result<Completion, ModelError> {
-        self.complete_inner(Some(decision), request).await
+        self.open_call(decision)?.complete(request).await
     }
 
-    /// Records a call of decision `decision` that could not even be read (a
-    /// request body that is not a chat completion), as `invalid`, and
-    /// returns the error to answer with. Not recorded, like any call, when
-    /// the decision is not open.
-    pub fn refuse_in_decision(&self, decision: u64, model: &str, reason: String) -> ModelError {
+    /// Admits a call of decision `decision` before its request is read, so
+    /// that a call refused outside its decision (or past the per-decision
+    /// bound) costs the gateway nothing, and a call admitted is recorded
+    /// however it ends, even when its decision ends while its request is
+    /// still arriving.
+    pub fn open_call(&self, decision: u64) -> Result<OpenCall<'_>, ModelError> {
+        Ok(OpenCall {
+            guard: self.admit(Some(decision))?,
+        })
+    }
+
+    /// The stage that admits a call into its decision: refused (and not
+    /// recorded) outside the decision's window or past the per-decision call
+    /// bound; from here on the call is recorded however it ends.
+    fn admit(&self, in_decision: Option<u64>) -> Result<CallGuard<'_>, ModelError> {
         let started = Instant::now();
-        if let Err(error) = self.admit(Some(decision)) {
-            return error;
-        }
-        self.record_refusal(
-            Refusal {
-                model: model.into(),
-                price: None,
-                outcome: CallOutcome::Invalid,
-                note: reason.clone(),
-            },
-            &[],
-            started,
-        );
-        ModelError::Invalid(reason)
-    }
-
-    /// Admits a call into the decision: refused (and not recorded) outside
-    /// the decision's window or past the per-decision call bound.
-    fn admit(&self, in_decision: Option<u64>) -> Result<(), ModelError> {
         let mut state = self.state();
-        self.check_window(&state, in_decision)?;
+        let decision = self.check_window(&state, in_decision)?;
         if state.decision_calls >= MAX_MODEL_CALLS_PER_DECISION {
             return Err(ModelError::TooManyCalls);
         }
         state.decision_calls += 1;
-        Ok(())
+        let id = state.next_call;
+        state.next_call += 1;
+        state.calls.insert(
+            id,
+            InFlight {
+                prompt: Prompt::Waiting,
+                cap_tokens: 0,
+                model: "".into(),
+                price: None,
+                messages: None,
+                started,
+            },
+        );
+        Ok(CallGuard {
+            meter: self,
+            id,
+            decision,
+            started,
+        })
     }
 
-    /// Records a call that ended without reaching a model, charging nothing.
-    fn record_refusal(&self, refusal: Refusal, messages: &[ChatMessage], started: Instant) {
+    /// Ends a call that never reached a model, charging nothing (and
+    /// gassing the fighter out when the refusal is on the budget). A call
+    /// its decision already cut stays cut.
+    fn refuse<T>(
+        &self,
+        call: &CallGuard<'_>,
+        refusal: Refusal,
+        messages: &[ChatMessage],
+    ) -> Result<T, ModelError> {
+        let budget_tokens = self.inner.budget_tokens;
+        let mut state = self.state();
+        let Some(flight) = state.calls.remove(&call.id) else {
+            return Err(ModelError::Cut);
+        };
+        state.charge(budget_tokens, &flight, 0);
+        if refusal.gasses_out {
+            state.gassed_out = true;
+        }
         let text = self.inner.keep_texts.then(|| CallText {
             messages: messages.to_vec(),
             completion: String::new(),
         });
-        let call = ModelCall {
-            model: refusal.model,
-            price: refusal.price,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            outcome: refusal.outcome,
-            latency_us: micros_since(started),
-            note: Some(refusal.note),
-            text,
-        };
-        let mut state = self.state();
-        let id = state.next_call;
-        state.next_call += 1;
-        state.ended.push((id, call));
+        state.ended.push((
+            call.id,
+            ModelCall {
+                model: refusal.model,
+                price: refusal.price,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                outcome: refusal.outcome,
+                latency_us: micros_since(call.started),
+                note: Some(refusal.note),
+                text,
+            },
+        ));
+        Err(refusal.error)
     }
 
-    async fn complete_inner(
+    /// Names the call's model (and keeps its messages, when texts are
+    /// kept) in its record, so a call cut from here on shows them.
+    fn name_call(&self, call: &CallGuard<'_>, model: &Model, messages: &Arc<Vec<ChatMessage>>) {
+        let keep_texts = self.inner.keep_texts;
+        let mut state = self.state();
+        if let Some(flight) = state.calls.get_mut(&call.id) {
+            flight.model = model.name.clone();
+            flight.price = Some(model.price.clone());
+            if keep_texts {
+                flight.messages = Some(messages.clone());
+            }
+        }
+    }
+
+    /// The stage that counts a prompt's messages off the async threads,
+    /// one count per fighter at a time, stopping once they are more than
+    /// `limit_tokens` ([`Count::OverLimit`]); a count its decision's end
+    /// overtakes stops, and the call is cut.
+    async fn count_messages(
         &self,
-        in_decision: Option<u64>,
+        call: &CallGuard<'_>,
+        messages: &Arc<Vec<ChatMessage>>,
+        limit_tokens: u64,
+    ) -> Result<Count, ModelError> {
+        // A short prompt is counted where it is (tens of microseconds): the
+        // hop to the blocking pool and back would cost more than the count.
+        if prompt_bytes(messages) <= INLINE_COUNT_MAX_BYTES {
+            let tokens = count_prompt_tokens(messages);
+            return Ok(if tokens > limit_tokens {
+                Count::OverLimit
+            } else {
+                Count::Tokens(tokens)
+            });
+        }
+        let mut decisions = self.inner.decisions.subscribe();
+        let turn = tokio::select! {
+            turn = self.inner.count_turn.clone().acquire_owned() => turn.map_err(|_| {
+                ModelError::Unavailable("the referee is shutting down".to_owned())
+            })?,
+            _ = decisions.wait_for(|now| *now != call.decision) => return Err(ModelError::Cut),
+        };
+        let cache = self.inner.counts.clone();
+        let texts = messages.clone();
+        let meter = self.inner.clone();
+        let decision = call.decision;
+        let counted = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            let cancelled = || meter.decision_now.load(Ordering::Acquire) != decision;
+            CountCache::count_prompt_within(&cache, &texts, limit_tokens, &cancelled)
+        })
+        .await;
+        match counted {
+            Ok(Count::Cancelled) => Err(ModelError::Cut),
+            Ok(count) => Ok(count),
+            Err(error) if error.is_panic() => {
+                // Counting is linear and total on every text (tokens.rs, its
+                // fuzz target); should it ever fail, the call is refused
+                // uncharged rather than the referee brought down.
+                tracing::error!(%error, "counting a prompt failed");
+                Err(ModelError::Invalid(
+                    "the referee could not count this prompt; nothing was charged".to_owned(),
+                ))
+            }
+            // The runtime is shutting down. Nothing was counted, so nothing
+            // is charged.
+            Err(_) => Err(ModelError::Unavailable(
+                "the referee is shutting down".to_owned(),
+            )),
+        }
+    }
+
+    /// [`crate::tokens::cut`] off the async threads, in the fighter's count turn.
+    async fn cut_completion(&self, text: String, cap_tokens: u64) -> (String, u64) {
+        if text.len() <= INLINE_COUNT_MAX_BYTES {
+            return crate::tokens::cut(text, cap_tokens);
+        }
+        let turn = self.inner.count_turn.clone().acquire_owned().await;
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            crate::tokens::cut(text, cap_tokens)
+        })
+        .await
+        .unwrap_or((String::new(), 0))
+    }
+
+    async fn complete_admitted(
+        &self,
+        call: CallGuard<'_>,
         request: ModelRequest,
     ) -> Result<Completion, ModelError> {
-        let started = Instant::now();
-        self.admit(in_decision)?;
+        let budget_tokens = self.inner.budget_tokens;
         let ModelRequest {
             model: requested,
             messages,
             max_tokens,
             sampling,
         } = request;
-        let refuse =
-            |outcome, model: Arc<str>, price, note: String, error, messages: &[ChatMessage]| {
-                self.record_refusal(
-                    Refusal {
-                        model,
-                        price,
-                        outcome,
-                        note,
-                    },
-                    messages,
-                    started,
-                );
-                Err(error)
-            };
+        // Resolve: the model, or why none (a name past the catalogue's bound
+        // is refused without being compared, and recorded by its bound
+        // prefix and length).
         let model = match self.inner.gateway.resolve(&requested) {
             Ok(model) => model,
-            Err(Resolve::NoModels) => {
-                let note = "no model is configured (--model-url or --models)".to_owned();
-                return refuse(
-                    CallOutcome::Unavailable,
-                    requested.as_str().into(),
-                    None,
-                    note.clone(),
-                    ModelError::Unavailable(note),
-                    &messages,
-                );
-            }
-            Err(Resolve::NotFound(name)) => {
-                return refuse(
-                    CallOutcome::Invalid,
-                    name.as_str().into(),
-                    None,
-                    format!("no model `{name}`"),
-                    ModelError::ModelNotFound(name),
-                    &messages,
-                );
-            }
-            Err(Resolve::NoDefault(names)) => {
-                let note = format!("name a model: one of {}", names.join(", "));
-                return refuse(
-                    CallOutcome::Invalid,
-                    "".into(),
-                    None,
-                    note.clone(),
-                    ModelError::Invalid(note),
-                    &messages,
-                );
-            }
+            Err(why) => return self.refuse(&call, Refusal::unresolved(&requested, why), &messages),
         };
+        // Validate: every text bounded, roles from the documented set.
+        if let Some(note) = invalid_request(&messages, &sampling) {
+            return self.refuse(&call, Refusal::invalid(&model, note), &messages);
+        }
+        let messages = Arc::new(messages);
+        self.name_call(&call, &model, &messages);
+        // Stop strings are sent to the model, so they are counted with the
+        // prompt (at most 4 short ones: counted here).
+        let stop_tokens: u64 = sampling.stop.iter().map(|stop| count_tokens(stop)).sum();
         let bytes = prompt_bytes(&messages);
-        let invalid = if messages.is_empty() {
-            Some("no messages".to_owned())
-        } else if messages.len() > MAX_PROMPT_MESSAGES {
-            Some(format!(
-                "{} messages, more than {MAX_PROMPT_MESSAGES}",
-                messages.len()
-            ))
-        } else {
-            (bytes > MAX_PROMPT_BYTES)
-                .then(|| format!("prompt of {bytes} bytes, more than {MAX_PROMPT_BYTES}"))
+        // Size by bytes: a prompt that cannot fit even if each of its tokens
+        // were the longest is refused before it is counted.
+        let (gassed_out, left_at_most, left_now) = {
+            let state = self.state();
+            (
+                state.gassed_out,
+                state.left_at_most(budget_tokens),
+                state.left(budget_tokens),
+            )
         };
-        if let Some(note) = invalid {
-            return refuse(
-                CallOutcome::Invalid,
-                model.name.clone(),
-                Some(model.price.clone()),
-                note.clone(),
-                ModelError::Invalid(note),
+        let least_tokens = min_tokens(bytes) + stop_tokens;
+        if gassed_out || least_tokens > left_at_most {
+            return self.refuse(
+                &call,
+                Refusal::budget(&model, least_tokens, left_now),
                 &messages,
             );
         }
-        let messages = Arc::new(messages);
         // A prompt that fits by its bytes is forwarded while it is counted
         // (`OVERLAP_COUNT_MAX_BYTES`): the model's time hides the count.
-        let mut counting = None;
+        let mut overlap = None;
         if max_tokens > 0 && bytes > INLINE_COUNT_MAX_BYTES && bytes <= OVERLAP_COUNT_MAX_BYTES {
             let count = Arc::new(OnceLock::new());
             let prompt = Prompt::Counting {
                 bytes: bytes as u64,
+                stop_tokens,
                 messages: messages.clone(),
                 count: count.clone(),
             };
-            if let Some(reservation) =
-                self.reserve_uncounted(in_decision, prompt, max_tokens, &model, &messages, started)?
-            {
+            if let Some(cap_tokens) = self.reserve_uncounted(&call, prompt, max_tokens)? {
                 let cache = self.inner.counts.clone();
                 let texts = messages.clone();
                 let meter = self.clone();
-                let id = reservation.guard.id;
+                let turn = self.inner.count_turn.clone();
+                let id = call.id;
                 let count_task = move || {
-                    tokio::task::spawn_blocking(move || {
-                        let tokens =
-                            *count.get_or_init(|| CountCache::count_prompt(&cache, &texts));
-                        meter.prompt_counted(id, tokens);
+                    tokio::spawn(async move {
+                        let Ok(turn) = turn.acquire_owned().await else {
+                            return;
+                        };
+                        let _ = tokio::task::spawn_blocking(move || {
+                            let _turn = turn;
+                            let tokens =
+                                *count.get_or_init(|| CountCache::count_prompt(&cache, &texts));
+                            meter.prompt_counted(id, tokens);
+                        })
+                        .await;
                     })
                 };
-                counting = Some((reservation, count_task));
+                overlap = Some((cap_tokens, count_task));
             }
         }
-        let (reservation, mut start_count) = match counting {
-            Some((reservation, count_task)) => (reservation, Some(count_task)),
-            None => {
-                let prompt_tokens = match count_prompt_tokens_off_runtime(
-                    messages.clone(),
-                    self.inner.counts.clone(),
-                )
-                .await
-                {
-                    Ok(tokens) => tokens,
-                    Err(error) => {
-                        return refuse(
-                            CallOutcome::Unavailable,
-                            model.name.clone(),
-                            Some(model.price.clone()),
-                            error.to_string(),
-                            error,
-                            &[],
-                        );
-                    }
-                };
-                let reservation = loop {
-                    match self.reserve(
-                        in_decision,
-                        prompt_tokens,
-                        max_tokens,
-                        &model,
-                        &messages,
-                        started,
-                    ) {
-                        Ok(Admission::Reserved(reservation)) => break reservation,
-                        Ok(Admission::AfterCounts(mut moved)) => {
-                            // The sender lives as long as the meter.
-                            let _ = moved.changed().await;
-                        }
-                        Err(error @ ModelError::BudgetExhausted { .. }) => {
-                            return refuse(
-                                CallOutcome::Refused,
-                                model.name.clone(),
-                                Some(model.price.clone()),
-                                "the token budget is spent".to_owned(),
-                                error,
-                                &messages,
-                            );
-                        }
-                        Err(error) => return Err(error),
-                    }
-                };
-                (reservation, None)
-            }
+        let (cap_tokens, mut start_count) = match overlap {
+            Some((cap_tokens, count_task)) => (cap_tokens, Some(count_task)),
+            None => (
+                self.count_and_reserve(&call, &model, &messages, stop_tokens, max_tokens)
+                    .await?,
+                None,
+            ),
         };
-        let Reservation {
-            guard,
-            cap_tokens,
-            mut decisions,
-            decision,
-        } = reservation;
+        // Forward.
         let mut counted = None;
         let answer = if cap_tokens == 0 {
             Ok(crate::models::UpstreamAnswer {
                 text: String::new(),
             })
         } else {
+            let mut decisions = self.inner.decisions.subscribe();
             let mut forward = std::pin::pin!(model.complete(&messages, cap_tokens, &sampling));
             // The request goes on its way first (one poll hands it to the
             // connection, a yield lets the connection write it); only then
@@ -941,7 +1221,7 @@ impl FighterMeter {
                     answer = forward.as_mut() => answer,
                     // The decision was settled meanwhile: this call is cut
                     // (the guard's drop, or the settlement, records it).
-                    _ = decisions.wait_for(|now| *now != decision) => return Err(ModelError::Cut),
+                    _ = decisions.wait_for(|now| *now != call.decision) => return Err(ModelError::Cut),
                 },
             }
         };
@@ -950,11 +1230,11 @@ impl FighterMeter {
             Err(reason) => {
                 // The model failed, not the bot: nothing is charged.
                 let mut state = self.state();
-                let Some(call) = state.calls.remove(&guard.id) else {
+                let Some(flight) = state.calls.remove(&call.id) else {
                     return Err(ModelError::Cut);
                 };
-                state.charge(self.inner.budget_tokens, &call, 0);
-                if call.counting() {
+                state.charge(budget_tokens, &flight, 0);
+                if flight.counting() {
                     self.counts_moved();
                 }
                 let text = self.inner.keep_texts.then(|| CallText {
@@ -962,14 +1242,14 @@ impl FighterMeter {
                     completion: String::new(),
                 });
                 state.ended.push((
-                    guard.id,
+                    call.id,
                     ModelCall {
                         model: model.name.clone(),
                         price: Some(model.price.clone()),
                         prompt_tokens: 0,
                         completion_tokens: 0,
                         outcome: CallOutcome::Unavailable,
-                        latency_us: micros_since(started),
+                        latency_us: micros_since(call.started),
                         note: Some(reason.clone()),
                         text,
                     },
@@ -982,22 +1262,18 @@ impl FighterMeter {
             // runtime shutting down) leaves the count to `prompt_tokens()`.
             let _ = task.await;
         }
-        let prompt_tokens = match self.state().calls.get(&guard.id) {
-            Some(call) => call.prompt_tokens(),
+        let prompt_tokens = match self.state().calls.get(&call.id) {
+            Some(flight) => flight.prompt_tokens(),
             None => return Err(ModelError::Cut),
         };
-        self.prompt_counted(guard.id, prompt_tokens);
+        self.prompt_counted(call.id, prompt_tokens.saturating_sub(stop_tokens));
         let full_bytes = text.len();
-        let (text, completion_tokens) = cut_to_tokens_off_runtime(text, cap_tokens).await;
+        let (text, completion_tokens) = self.cut_completion(text, cap_tokens).await;
         let mut state = self.state();
-        let Some(call) = state.calls.remove(&guard.id) else {
+        let Some(flight) = state.calls.remove(&call.id) else {
             return Err(ModelError::Cut);
         };
-        let charged = state.charge(
-            self.inner.budget_tokens,
-            &call,
-            prompt_tokens + completion_tokens,
-        );
+        let charged = state.charge(budget_tokens, &flight, prompt_tokens + completion_tokens);
         debug_assert_eq!(
             charged,
             prompt_tokens + completion_tokens,
@@ -1008,14 +1284,14 @@ impl FighterMeter {
             completion: text.clone(),
         });
         state.ended.push((
-            guard.id,
+            call.id,
             ModelCall {
                 model: model.name.clone(),
                 price: Some(model.price.clone()),
                 prompt_tokens,
                 completion_tokens,
                 outcome: CallOutcome::Ok,
-                latency_us: micros_since(started),
+                latency_us: micros_since(call.started),
                 note: None,
                 text: record_text,
             },
@@ -1026,27 +1302,81 @@ impl FighterMeter {
             text,
             prompt_tokens,
             completion_tokens,
-            budget_left_tokens: self.inner.budget_tokens - state.used_tokens,
+            budget_left_tokens: budget_tokens - state.used_tokens,
         })
     }
 
-    /// Holds the prompt and the completion cap; refuses (and gasses out) when
-    /// the prompt alone does not fit, and refuses a call outside the decision
-    /// window (or outside `in_decision`, when given). A prompt that does not
-    /// fit while calls forwarded uncounted still hold their bytes waits for
-    /// their counts instead ([`Admission::AfterCounts`]).
-    fn reserve(
+    /// The stages that count a prompt (stopping once it cannot fit) and
+    /// hold it with its completion cap; the cap held.
+    async fn count_and_reserve(
         &self,
-        in_decision: Option<u64>,
-        prompt_tokens: u64,
-        max_tokens: u32,
+        call: &CallGuard<'_>,
         model: &Arc<Model>,
         messages: &Arc<Vec<ChatMessage>>,
-        started: Instant,
-    ) -> Result<Admission<'_>, ModelError> {
+        stop_tokens: u64,
+        max_tokens: u32,
+    ) -> Result<u64, ModelError> {
+        let budget_tokens = self.inner.budget_tokens;
+        let mut limit_tokens = self.state().left_at_most(budget_tokens);
+        let prompt_tokens = loop {
+            let message_limit = limit_tokens.saturating_sub(stop_tokens);
+            match self.count_messages(call, messages, message_limit).await? {
+                Count::Tokens(tokens) => break tokens + stop_tokens,
+                Count::OverLimit => {
+                    // Calls that ended meanwhile may have freed some of
+                    // what they held: count again against the new limit.
+                    let (now_at_most, left_now) = {
+                        let state = self.state();
+                        (state.left_at_most(budget_tokens), state.left(budget_tokens))
+                    };
+                    if now_at_most > limit_tokens {
+                        limit_tokens = now_at_most;
+                        continue;
+                    }
+                    return self.refuse(
+                        call,
+                        Refusal::budget(model, limit_tokens.saturating_add(1), left_now),
+                        messages,
+                    );
+                }
+                // Mapped to `Cut` by the count.
+                Count::Cancelled => return Err(ModelError::Cut),
+            }
+        };
+        loop {
+            match self.reserve(call, prompt_tokens, max_tokens)? {
+                Admission::Reserved { cap_tokens } => return Ok(cap_tokens),
+                Admission::AfterCounts(mut moved) => {
+                    // The sender lives as long as the meter.
+                    let _ = moved.changed().await;
+                }
+                Admission::Refused { left_tokens } => {
+                    return self.refuse(
+                        call,
+                        Refusal::budget(model, prompt_tokens, left_tokens),
+                        messages,
+                    );
+                }
+            }
+        }
+    }
+
+    /// The stage that holds a counted prompt and its completion cap: what
+    /// is left after the prompt, or less when the call names a cap. A prompt
+    /// that does not fit while calls forwarded uncounted still hold their
+    /// bytes waits for their counts instead ([`Admission::AfterCounts`]).
+    fn reserve(
+        &self,
+        call: &CallGuard<'_>,
+        prompt_tokens: u64,
+        max_tokens: u32,
+    ) -> Result<Admission, ModelError> {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
-        let current = self.check_window(&state, in_decision)?;
+        if !state.calls.contains_key(&call.id) {
+            // Its decision ended and cut it.
+            return Err(ModelError::Cut);
+        }
         let left_tokens = state.left(budget_tokens);
         if !state.gassed_out
             && prompt_tokens > left_tokens
@@ -1057,38 +1387,35 @@ impl FighterMeter {
             return Ok(Admission::AfterCounts(self.inner.counted.subscribe()));
         }
         if state.gassed_out || prompt_tokens > left_tokens {
-            state.gassed_out = true;
-            return Err(ModelError::BudgetExhausted {
-                prompt_tokens,
-                left_tokens,
-            });
+            return Ok(Admission::Refused { left_tokens });
         }
         let mut cap_tokens = left_tokens - prompt_tokens;
         if max_tokens > 0 {
             cap_tokens = cap_tokens.min(u64::from(max_tokens));
         }
-        let prompt = Prompt::Counted(prompt_tokens);
-        Ok(Admission::Reserved(self.hold(
-            &mut state, current, prompt, cap_tokens, model, messages, started,
-        )))
+        Self::hold(
+            &mut state,
+            call.id,
+            Prompt::Counted(prompt_tokens),
+            cap_tokens,
+        );
+        Ok(Admission::Reserved { cap_tokens })
     }
 
     /// Holds a prompt not yet counted by its bytes, and the cap asked, when
     /// both fit what is left; `None` (nothing held, nothing refused) when they
     /// do not, or the fighter is gassed out: the prompt is then counted first.
-    #[allow(clippy::too_many_arguments)]
     fn reserve_uncounted(
         &self,
-        in_decision: Option<u64>,
+        call: &CallGuard<'_>,
         prompt: Prompt,
         max_tokens: u32,
-        model: &Arc<Model>,
-        messages: &Arc<Vec<ChatMessage>>,
-        started: Instant,
-    ) -> Result<Option<Reservation<'_>>, ModelError> {
+    ) -> Result<Option<u64>, ModelError> {
         let budget_tokens = self.inner.budget_tokens;
         let mut state = self.state();
-        let current = self.check_window(&state, in_decision)?;
+        if !state.calls.contains_key(&call.id) {
+            return Err(ModelError::Cut);
+        }
         let cap_tokens = u64::from(max_tokens);
         if state.gassed_out
             || max_tokens == 0
@@ -1096,9 +1423,8 @@ impl FighterMeter {
         {
             return Ok(None);
         }
-        Ok(Some(self.hold(
-            &mut state, current, prompt, cap_tokens, model, messages, started,
-        )))
+        Self::hold(&mut state, call.id, prompt, cap_tokens);
+        Ok(Some(cap_tokens))
     }
 
     /// The decision now, when a call made `in_decision` may be admitted.
@@ -1118,62 +1444,16 @@ impl FighterMeter {
         Ok(current)
     }
 
-    /// Records an admitted call in flight and what it holds.
-    #[allow(clippy::too_many_arguments)]
-    fn hold(
-        &self,
-        state: &mut MeterState,
-        decision: u64,
-        prompt: Prompt,
-        cap_tokens: u64,
-        model: &Arc<Model>,
-        messages: &Arc<Vec<ChatMessage>>,
-        started: Instant,
-    ) -> Reservation<'_> {
-        let call = InFlight {
-            prompt,
-            cap_tokens,
-            model: model.clone(),
-            messages: self.inner.keep_texts.then(|| messages.clone()),
-            started,
+    /// Sets what an admitted call holds: its prompt and completion cap.
+    fn hold(state: &mut MeterState, id: u64, prompt: Prompt, cap_tokens: u64) {
+        let Some(call) = state.calls.get_mut(&id) else {
+            return;
         };
-        state.reserved_tokens += call.reserved_tokens();
-        let id = state.next_call;
-        state.next_call += 1;
-        state.calls.insert(id, call);
-        Reservation {
-            guard: CallGuard { meter: self, id },
-            cap_tokens,
-            decisions: self.inner.decisions.subscribe(),
-            decision,
-        }
-    }
-}
-
-/// Cuts `text` to at most `cap_tokens` tokens (a model with another tokenizer can
-/// run over the cap as we count it); returns the text and its token count.
-fn cut_to_tokens(text: String, cap_tokens: u64) -> (String, u64) {
-    let tokens = encoder().encode_ordinary(&text);
-    if tokens.len() as u64 <= cap_tokens {
-        return (text, tokens.len() as u64);
-    }
-    let keep = usize::try_from(cap_tokens)
-        .unwrap_or(usize::MAX)
-        .min(tokens.len());
-    let bytes = encoder()
-        .decode_bytes(&tokens[..keep])
-        .expect("tokens the encoder just made decode");
-    let mut cut = match std::str::from_utf8(&bytes) {
-        Ok(valid) => valid.to_owned(),
-        Err(error) => String::from_utf8_lossy(&bytes[..error.valid_up_to()]).into_owned(),
-    };
-    // Re-encoding a prefix can merge differently; drop characters until it fits.
-    loop {
-        let count = count_tokens(&cut);
-        if count <= cap_tokens {
-            return (cut, count);
-        }
-        cut.pop();
+        let before = call.reserved_tokens();
+        call.prompt = prompt;
+        call.cap_tokens = cap_tokens;
+        let after = call.reserved_tokens();
+        state.reserved_tokens = state.reserved_tokens.saturating_sub(before) + after;
     }
 }
 
@@ -1191,20 +1471,6 @@ mod tests {
                 ChatMessage::new("user", "hello world")
             ]),
             4
-        );
-    }
-
-    #[test]
-    fn cuts_long_completions_to_the_cap() {
-        let text = "one two three four five six seven eight nine ten".to_owned();
-        let full = count_tokens(&text);
-        let (cut, count) = cut_to_tokens(text.clone(), 3);
-        assert_eq!(count, 3);
-        assert!(text.starts_with(&cut));
-        assert_eq!(cut_to_tokens(text.clone(), full), (text, full));
-        assert_eq!(
-            cut_to_tokens("héllo wörld ✓✓✓".to_owned(), 0),
-            (String::new(), 0)
         );
     }
 
@@ -1241,45 +1507,50 @@ mod tests {
     async fn a_call_that_fits_only_by_counts_waits_for_them() {
         let meter = house_meter(12_000);
         let model = meter.gateway().resolve("").expect("the house model");
-        let started = Instant::now();
         let long = Arc::new(vec![ChatMessage::new("user", "word ".repeat(2_000))]);
         let long_tokens = count_prompt_tokens(&long);
         assert!(long_tokens < 10_000, "{long_tokens}");
         let prompt = Prompt::Counting {
             bytes: 10_000,
+            stop_tokens: 0,
             messages: long.clone(),
             count: Arc::default(),
         };
-        let first = meter
-            .reserve_uncounted(None, prompt, 16, &model, &long, started)
-            .expect("in the window")
-            .expect("fits by its bytes");
-        assert_eq!(first.cap_tokens, 16);
+        let first = meter.admit(None).expect("admitted");
+        assert_eq!(
+            meter
+                .reserve_uncounted(&first, prompt, 16)
+                .expect("not cut"),
+            Some(16),
+            "fits by its bytes"
+        );
         assert_eq!(meter.budget_left_tokens(), 12_000 - 10_000 - 16);
-        let second = Arc::new(vec![ChatMessage::new("user", "x")]);
-        let Admission::AfterCounts(mut moved) = meter
-            .reserve(None, 3_000, 16, &model, &second, started)
-            .expect("not refused")
+        let second = meter.admit(None).expect("admitted");
+        let Admission::AfterCounts(mut moved) = meter.reserve(&second, 3_000, 16).expect("not cut")
         else {
             panic!("3,000 tokens fit by counts: the call must wait for them");
         };
         assert!(!meter.gassed_out());
-        meter.prompt_counted(first.guard.id, long_tokens);
+        meter.prompt_counted(first.id, long_tokens);
         moved.changed().await.expect("woken by the count");
         assert_eq!(meter.budget_left_tokens(), 12_000 - long_tokens - 16);
-        let Admission::Reserved(admitted) = meter
-            .reserve(None, 3_000, 16, &model, &second, started)
-            .expect("fits")
+        let Admission::Reserved { cap_tokens } = meter.reserve(&second, 3_000, 16).expect("fits")
         else {
             panic!("nothing is counting any more");
         };
-        assert_eq!(admitted.cap_tokens, 16);
+        assert_eq!(cap_tokens, 16);
         // Nothing counting: a prompt that does not fit is refused at once.
-        let refused = meter.reserve(None, 12_000, 16, &model, &second, started);
+        let third = meter.admit(None).expect("admitted");
+        let Admission::Refused { left_tokens } =
+            meter.reserve(&third, 12_000, 16).expect("not cut")
+        else {
+            panic!("12,000 tokens cannot fit");
+        };
+        let refused = meter.refuse::<()>(&third, Refusal::budget(&model, 12_000, left_tokens), &[]);
         assert!(matches!(refused, Err(ModelError::BudgetExhausted { .. })));
         assert!(meter.gassed_out());
         // Cut now, each call is charged its prompt's count, never its bytes.
-        drop((first, admitted));
+        drop((first, second, third));
         assert_eq!(meter.settle().tokens, long_tokens + 3_000);
     }
 
@@ -1288,23 +1559,33 @@ mod tests {
     #[test]
     fn an_uncounted_prompt_that_does_not_fit_by_its_bytes_is_counted_first() {
         let meter = house_meter(1_000);
-        let model = meter.gateway().resolve("").expect("the house model");
         let long = Arc::new(vec![ChatMessage::new("user", "word ".repeat(400))]);
         let uncounted = |max_tokens| {
+            let call = meter.admit(None).expect("admitted");
             let prompt = Prompt::Counting {
                 bytes: 2_000,
+                stop_tokens: 0,
                 messages: long.clone(),
                 count: Arc::default(),
             };
             meter
-                .reserve_uncounted(None, prompt, max_tokens, &model, &long, Instant::now())
-                .expect("in the window")
+                .reserve_uncounted(&call, prompt, max_tokens)
+                .expect("not cut")
                 .is_some()
         };
         assert!(!uncounted(16));
         assert!(!uncounted(0));
         assert!(!meter.gassed_out());
         assert_eq!(meter.budget_left_tokens(), 1_000);
+        // Both calls ended unforwarded when their guards went: cut, uncharged.
+        let spent = meter.settle();
+        assert_eq!(spent.tokens, 0);
+        assert!(
+            spent
+                .calls
+                .iter()
+                .all(|call| call.outcome == CallOutcome::Cut)
+        );
     }
 
     /// The house model answers through the meter like any model: counted,

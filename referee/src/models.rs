@@ -320,8 +320,12 @@ pub struct UpstreamAnswer {
 pub enum Resolve {
     /// No model is configured at all.
     NoModels,
-    /// The catalogue has no model of this name.
+    /// The catalogue has no model of this name (the name as recorded:
+    /// [`recorded_name`]).
     NotFound(String),
+    /// The name is longer than any catalogue name may be
+    /// ([`MAX_MODEL_NAME_BYTES`]); its length in bytes.
+    NameTooLong(usize),
     /// The request named no model and the catalogue has no default.
     NoDefault(Vec<String>),
 }
@@ -425,12 +429,15 @@ impl ModelGateway {
                 )),
             };
         }
+        if requested.len() > MAX_MODEL_NAME_BYTES {
+            return Err(Resolve::NameTooLong(requested.len()));
+        }
         models
             .list
             .iter()
             .find(|model| &*model.name == requested)
             .cloned()
-            .ok_or_else(|| Resolve::NotFound(requested.to_owned()))
+            .ok_or_else(|| Resolve::NotFound(recorded_name(requested)))
     }
 
     /// A fresh meter for one fighter of one match.
@@ -461,6 +468,36 @@ impl Model {
     pub fn is_house(&self) -> bool {
         matches!(self.upstream, Upstream::House)
     }
+}
+
+/// A model name a bot sent, as records keep it (the replay's
+/// `calls[].model`, the transcript, logs and error bodies): at most
+/// [`MAX_MODEL_NAME_BYTES`] of it, control and bidirectional-override
+/// characters replaced by `?` so that no record can move a reader's cursor
+/// or reorder a line, and `…[N bytes]` after a longer name. A catalogue
+/// name is kept as it is (catalogue names have no control characters).
+pub fn recorded_name(name: &str) -> String {
+    if name.len() <= MAX_MODEL_NAME_BYTES && !name.chars().any(is_unsafe_in_records) {
+        return name.to_owned();
+    }
+    let mut kept = String::with_capacity(MAX_MODEL_NAME_BYTES);
+    for c in name.chars() {
+        if kept.len() + c.len_utf8() > MAX_MODEL_NAME_BYTES {
+            break;
+        }
+        kept.push(if is_unsafe_in_records(c) { '?' } else { c });
+    }
+    if name.len() > MAX_MODEL_NAME_BYTES {
+        kept.push_str(&format!("…[{} bytes]", name.len()));
+    }
+    kept
+}
+
+/// Control characters and the Unicode bidirectional controls (U+061C,
+/// U+200E-U+200F, U+202A-U+202E, U+2066-U+2069).
+fn is_unsafe_in_records(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The built-in house model's answer: an action word chosen by the SHA-256
@@ -752,6 +789,46 @@ mod tests {
             .expect_err("unset")
             .to_string();
         assert!(error.contains("NOPE_KEY is not set"), "{error}");
+    }
+
+    /// A bot's model name is recorded within a bound whatever it sent:
+    /// its prefix and length past the bound, no control or bidi character.
+    #[test]
+    fn recorded_names_are_bounded_and_inert() {
+        let cases: [(String, &str); 5] = [
+            ("gpt-4o".to_owned(), "gpt-4o"),
+            ("a\u{1b}[31mb".to_owned(), "a?[31mb"),
+            ("x\u{202E}y".to_owned(), "x?y"),
+            ("é".repeat(100), &"é".repeat(64)),
+            ("m".repeat(6 * 1024 * 1024), &"m".repeat(128)),
+        ];
+        for (name, prefix) in cases {
+            let recorded = recorded_name(&name);
+            assert!(
+                recorded.len() <= crate::limits::MAX_RECORDED_MODEL_NAME_BYTES,
+                "{}",
+                recorded.len()
+            );
+            assert!(recorded.starts_with(prefix), "{recorded:.40}");
+            assert!(!recorded.chars().any(is_unsafe_in_records));
+            if name.len() > MAX_MODEL_NAME_BYTES {
+                assert!(recorded.ends_with(&format!("…[{} bytes]", name.len())));
+            }
+        }
+        let worst = recorded_name(&"\u{202E}".repeat(10_000));
+        assert!(worst.len() <= crate::limits::MAX_RECORDED_MODEL_NAME_BYTES);
+    }
+
+    #[test]
+    fn a_name_past_the_bound_is_refused_unread() {
+        let catalogue = Catalogue::single(HOUSE_URL, None).expect("house");
+        let gateway =
+            ModelGateway::from_catalogue(&catalogue, &|_| None, &Trust::system()).expect("gateway");
+        let long = "h".repeat(MAX_MODEL_NAME_BYTES + 1);
+        assert_eq!(
+            gateway.resolve(&long).map(|model| model.name.clone()),
+            Err(Resolve::NameTooLong(MAX_MODEL_NAME_BYTES + 1))
+        );
     }
 
     #[test]

@@ -28,21 +28,15 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::credentials::{CredentialError, Credentials, Holder};
-use crate::limits::{MAX_CHAT_REQUEST_BYTES, MAX_PROMPT_MESSAGES};
+use crate::limits::{MAX_CHAT_REQUEST_BYTES, MAX_PROMPT_MESSAGES, MAX_STOP_STRINGS};
 use crate::meter::{ChatMessage, Completion, ModelError, ModelRequest};
-use crate::models::Sampling;
+use crate::models::{Sampling, recorded_name};
 
 /// The header that tells OpenAI's clients not to retry a refusal.
 const SHOULD_RETRY: &str = "x-should-retry";
 
 /// The fighter's budget left after a call, on every answer.
 pub const BUDGET_LEFT_HEADER: &str = "x-duel-budget-left-tokens";
-
-/// The longest role name accepted, in bytes.
-const MAX_ROLE_BYTES: usize = 32;
-
-/// The most `stop` strings forwarded (OpenAI's own limit).
-const MAX_STOP_STRINGS: usize = 4;
 
 /// The routes of the OpenAI-compatible face, for the gateway's listener.
 pub fn router(credentials: Credentials) -> axum::Router {
@@ -208,7 +202,7 @@ async fn show_model(
         .find(|name| ***name == *model)
     {
         Some(name) => axum::Json(model_object(name)).into_response(),
-        None => ApiError::from(ModelError::ModelNotFound(model)).into_response(),
+        None => ApiError::from(ModelError::ModelNotFound(recorded_name(&model))).into_response(),
     }
 }
 
@@ -234,7 +228,7 @@ async fn fallback(request: Request) -> Response {
         param: None,
         message: format!(
             "unknown path {}: this gateway serves POST /v1/chat/completions and GET /v1/models",
-            request.uri().path()
+            recorded_name(request.uri().path())
         ),
     }
     .into_response()
@@ -311,40 +305,101 @@ pub struct Parsed {
     pub include_usage: bool,
 }
 
+/// A body the gateway cannot read as a chat completion: the model it named
+/// (as sent; bounded before it is recorded), why, and OpenAI's `param` and
+/// `code` for the refusal when it has them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    pub model: String,
+    pub message: String,
+    pub param: Option<&'static str>,
+    pub code: Option<&'static str>,
+}
+
 /// Reads a `POST /v1/chat/completions` body (public for its fuzz target).
-/// A refusal is the model the body named, if any, and why.
-pub fn parse_request(body: &[u8]) -> Result<Parsed, (String, String)> {
-    // The model's name, when the body says one, is recorded with a refusal.
-    let named = |value: &serde_json::Value| {
-        value
-            .get("model")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let value: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|error| (String::new(), format!("the body is not JSON: {error}")))?;
-    let model = named(&value);
-    let request: ChatRequest = serde_json::from_value(value).map_err(|error| {
-        (
-            model.clone(),
-            format!("not a chat completion request: {error}"),
-        )
+/// The meter validates what every face sends (roles, sizes, stop strings);
+/// this reads OpenAI's shape.
+pub fn parse_request(body: &[u8]) -> Result<Parsed, Unreadable> {
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|error| Unreadable {
+        model: String::new(),
+        message: format!("the body is not JSON: {error}"),
+        param: None,
+        code: None,
     })?;
-    let refuse = |message: String| Err((model.clone(), message));
+    // The model's name, when the body says one, is recorded with a refusal.
+    let model = value
+        .get("model")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let refuse = |message: String, param: Option<&'static str>, code: Option<&'static str>| {
+        Err(Unreadable {
+            model: model.clone(),
+            message,
+            param,
+            code,
+        })
+    };
+    let request: ChatRequest = match serde_json::from_value(value) {
+        Ok(request) => request,
+        Err(error) => {
+            return refuse(
+                format!("not a chat completion request: {error}"),
+                None,
+                None,
+            );
+        }
+    };
     if request.n.is_some_and(|n| n != 1) {
-        return refuse("n must be 1".to_owned());
+        return refuse("n must be 1".to_owned(), Some("n"), None);
     }
     if request.messages.len() > MAX_PROMPT_MESSAGES {
-        return refuse(format!("more than {MAX_PROMPT_MESSAGES} messages"));
+        return refuse(
+            format!("more than {MAX_PROMPT_MESSAGES} messages"),
+            Some("messages"),
+            None,
+        );
     }
+    // OpenAI's reading: `max_tokens` is the older name of
+    // `max_completion_tokens`; setting both is refused, and either is at
+    // least 1 (0 is refused, never "no cap").
+    let (param, wanted) = match (request.max_completion_tokens, request.max_tokens) {
+        (Some(_), Some(_)) => {
+            return refuse(
+                "Setting 'max_tokens' and 'max_completion_tokens' at the same time is not supported."
+                    .to_owned(),
+                Some("max_tokens"),
+                Some("invalid_parameter_combination"),
+            );
+        }
+        (Some(wanted), None) => ("max_completion_tokens", Some(wanted)),
+        (None, Some(wanted)) => ("max_tokens", Some(wanted)),
+        (None, None) => ("max_completion_tokens", None),
+    };
+    let max_tokens = match wanted {
+        None => 0,
+        Some(0) => {
+            return refuse(
+                format!(
+                    "Invalid '{param}': integer below minimum value. Expected a value >= 1, but got 0 instead."
+                ),
+                Some(param),
+                Some("integer_below_min_value"),
+            );
+        }
+        Some(wanted) => match u32::try_from(wanted) {
+            Ok(wanted) => wanted,
+            Err(_) => {
+                return refuse(
+                    format!("{param} {wanted} is more than {}", u32::MAX),
+                    Some(param),
+                    Some("integer_above_max_value"),
+                );
+            }
+        },
+    };
     let mut messages = Vec::with_capacity(request.messages.len());
     for (index, message) in request.messages.into_iter().enumerate() {
-        if message.role.is_empty() || message.role.len() > MAX_ROLE_BYTES {
-            return refuse(format!(
-                "messages[{index}].role must be 1 to {MAX_ROLE_BYTES} bytes"
-            ));
-        }
         let content = match message.content {
             None => String::new(),
             Some(Content::Text(text)) => text,
@@ -354,9 +409,14 @@ pub fn parse_request(body: &[u8]) -> Result<Parsed, (String, String)> {
                     match (part.kind.as_str(), part.text) {
                         ("text", Some(piece)) => text.push_str(&piece),
                         (other, _) => {
-                            return refuse(format!(
-                                "messages[{index}]: only text content is supported, not {other:?}"
-                            ));
+                            return refuse(
+                                format!(
+                                    "messages[{index}]: only text content is supported, not {:?}",
+                                    recorded_name(other)
+                                ),
+                                Some("messages"),
+                                None,
+                            );
                         }
                     }
                 }
@@ -365,27 +425,24 @@ pub fn parse_request(body: &[u8]) -> Result<Parsed, (String, String)> {
         };
         messages.push(ChatMessage::new(message.role, content));
     }
-    let wanted = request
-        .max_completion_tokens
-        .or(request.max_tokens)
-        .unwrap_or(0);
-    let Ok(max_tokens) = u32::try_from(wanted) else {
-        return refuse(format!("max_tokens {wanted} is more than {}", u32::MAX));
-    };
     let stop = match request.stop {
         None => Vec::new(),
         Some(Stop::One(stop)) => vec![stop],
         Some(Stop::Many(stops)) => stops,
     };
     if stop.len() > MAX_STOP_STRINGS {
-        return refuse(format!("at most {MAX_STOP_STRINGS} stop strings"));
+        return refuse(
+            format!("at most {MAX_STOP_STRINGS} stop strings"),
+            Some("stop"),
+            None,
+        );
     }
     for (name, value) in [
         ("temperature", request.temperature),
         ("top_p", request.top_p),
     ] {
         if value.is_some_and(|value| !value.is_finite()) {
-            return refuse(format!("{name} must be a number"));
+            return refuse(format!("{name} must be a number"), Some(name), None);
         }
     }
     Ok(Parsed {
@@ -409,17 +466,22 @@ pub fn parse_request(body: &[u8]) -> Result<Parsed, (String, String)> {
 }
 
 async fn chat_completions(State(credentials): State<Credentials>, request: Request) -> Response {
-    // The credential is checked before the body is read: a caller without
-    // one cannot make the gateway buffer anything.
+    // The credential is checked, and the call admitted into its decision,
+    // before the body is read: a caller without one, or a call outside its
+    // decision, cannot make the gateway buffer anything; a call admitted is
+    // recorded however it ends.
     let holder = match holder(&credentials, request.headers()) {
         Ok(holder) => holder,
         Err(error) => return error.into_response(),
     };
+    let call = match holder.meter.open_call(holder.decision) {
+        Ok(call) => call,
+        Err(error) => return ApiError::from(error).into_response(),
+    };
     let body = match axum::body::to_bytes(request.into_body(), MAX_CHAT_REQUEST_BYTES).await {
         Ok(body) => body,
         Err(_) => {
-            let error = holder.meter.refuse_in_decision(
-                holder.decision,
+            let error = call.refuse_unread(
                 "",
                 format!("the request body is larger than {MAX_CHAT_REQUEST_BYTES} bytes"),
             );
@@ -428,17 +490,19 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
     };
     let parsed = match parse_request(&body) {
         Ok(parsed) => parsed,
-        Err((model, reason)) => {
-            let error = holder
-                .meter
-                .refuse_in_decision(holder.decision, &model, reason);
-            return ApiError::from(error).into_response();
+        Err(unreadable) => {
+            let error = call.refuse_unread(&unreadable.model, unreadable.message);
+            let mut refusal = ApiError::from(error);
+            if refusal.status == StatusCode::BAD_REQUEST {
+                refusal.param = unreadable.param;
+                refusal.code = unreadable.code;
+            }
+            return refusal.into_response();
         }
     };
-    let completion = holder
-        .meter
-        .complete_in_decision(holder.decision, parsed.request)
-        .await;
+    drop(body);
+    let stream = parsed.stream;
+    let completion = call.complete(parsed.request).await;
     match &completion {
         Ok(done) => tracing::info!(
             match_id = %holder.match_id,
@@ -447,7 +511,7 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
             prompt_tokens = done.prompt_tokens,
             completion_tokens = done.completion_tokens,
             budget_left_tokens = done.budget_left_tokens,
-            stream = parsed.stream,
+            stream,
             "model call (OpenAI face)"
         ),
         Err(error) => tracing::info!(
@@ -461,7 +525,7 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
         Ok(completion) => completion,
         Err(error) => return ApiError::from(error).into_response(),
     };
-    let mut response = if parsed.stream {
+    let mut response = if stream {
         streamed(&completion, parsed.include_usage)
     } else {
         axum::Json(whole(&completion)).into_response()
@@ -597,7 +661,7 @@ mod tests {
     #[test]
     fn reads_text_parts_and_max_completion_tokens() {
         let parsed = parse_request(
-            br#"{"model": "alpha", "max_completion_tokens": 7, "max_tokens": 99,
+            br#"{"model": "alpha", "max_completion_tokens": 7,
                  "messages": [{"role": "system", "content": "be brief"},
                               {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
                               {"role": "assistant", "content": null}],
@@ -630,11 +694,51 @@ mod tests {
             ),
             (br#"{"model": "m", "max_tokens": 99999999999, "messages": []}"#, "max_tokens"),
         ] {
-            let (model, reason) = parse_request(body).expect_err("refused");
-            assert!(reason.contains(expected), "{reason}");
+            let refused = parse_request(body).expect_err("refused");
+            assert!(refused.message.contains(expected), "{refused:?}");
             if expected != "not JSON" {
-                assert_eq!(model, "m");
+                assert_eq!(refused.model, "m");
             }
+        }
+    }
+
+    /// OpenAI's reading of the completion caps: `max_completion_tokens` or
+    /// its older name `max_tokens`, never both, and never 0 (which used to
+    /// mean "no cap" here: `max_completion_tokens: 0` beside `max_tokens: 3`
+    /// gave an uncapped completion).
+    #[test]
+    fn completion_caps_are_read_as_openai_reads_them() {
+        let messages = r#""messages": [{"role": "user", "content": "hi"}]"#;
+        let cap = |fields: &str| {
+            parse_request(format!("{{{messages}{fields}}}").as_bytes())
+                .map(|parsed| parsed.request.max_tokens)
+        };
+        assert_eq!(cap(""), Ok(0), "no cap named: as many as are left");
+        assert_eq!(cap(r#", "max_tokens": 3"#), Ok(3));
+        assert_eq!(cap(r#", "max_completion_tokens": 5"#), Ok(5));
+        assert_eq!(
+            cap(r#", "max_completion_tokens": null, "max_tokens": 3"#),
+            Ok(3)
+        );
+        let both = cap(r#", "max_completion_tokens": 0, "max_tokens": 3"#).expect_err("both");
+        assert_eq!(
+            (both.param, both.code),
+            (Some("max_tokens"), Some("invalid_parameter_combination"))
+        );
+        for (fields, param) in [
+            (r#", "max_tokens": 0"#, "max_tokens"),
+            (r#", "max_completion_tokens": 0"#, "max_completion_tokens"),
+        ] {
+            let zero = cap(fields).expect_err("0 is below the minimum");
+            assert_eq!(
+                (zero.param, zero.code),
+                (Some(param), Some("integer_below_min_value"))
+            );
+            assert!(
+                zero.message.contains("Expected a value >= 1, but got 0"),
+                "{}",
+                zero.message
+            );
         }
     }
 

@@ -18,7 +18,7 @@ use crate::bot::Decision;
 use crate::limits::{
     DECISION_WALL_CLOCK, MAX_LOG_BYTES_PER_DECISION, MAX_LOG_BYTES_PER_MATCH, MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_DECISION, MAX_REASON_BYTES, MAX_TRANSCRIPT_BYTES_PER_DECISION,
-    MAX_TRANSCRIPT_BYTES_PER_MATCH,
+    MAX_TRANSCRIPT_BYTES_PER_MATCH, TRANSCRIPT_MESSAGE_FRAMING_BYTES,
 };
 use crate::meter::ModelCall;
 use crate::opening::Opening;
@@ -518,20 +518,29 @@ fn cut_line(line: String, max_bytes: usize) -> (String, bool) {
 
 /// A decision's calls as the transcript keeps them: their texts within what
 /// is left of the decision's and the fighter's bounds (`match_bytes`,
-/// updated), a call whose texts were cut marked `truncated`.
+/// updated), a call whose texts were cut marked `truncated`. Each message
+/// also costs [`TRANSCRIPT_MESSAGE_FRAMING_BYTES`] against the bounds, so
+/// that 256 empty messages a call are not free either: once nothing is
+/// left, further messages are left out (and the call marked).
 fn transcribe(calls: &[ModelCall], match_bytes: &mut usize) -> Vec<TranscriptCall> {
     let mut decision_bytes = 0usize;
-    let mut keep = |text: &str, truncated: &mut bool| -> String {
-        let room = (MAX_TRANSCRIPT_BYTES_PER_DECISION - decision_bytes)
-            .min(MAX_TRANSCRIPT_BYTES_PER_MATCH.saturating_sub(*match_bytes));
-        let mut end = text.len().min(room);
+    let room = |decision_bytes: usize, match_bytes: usize| {
+        (MAX_TRANSCRIPT_BYTES_PER_DECISION.saturating_sub(decision_bytes))
+            .min(MAX_TRANSCRIPT_BYTES_PER_MATCH.saturating_sub(match_bytes))
+    };
+    let keep = |text: &str,
+                truncated: &mut bool,
+                decision_bytes: &mut usize,
+                match_bytes: &mut usize|
+     -> String {
+        let mut end = text.len().min(room(*decision_bytes, *match_bytes));
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         if end < text.len() {
             *truncated = true;
         }
-        decision_bytes += end;
+        *decision_bytes += end;
         *match_bytes += end;
         text[..end].to_owned()
     };
@@ -541,15 +550,32 @@ fn transcribe(calls: &[ModelCall], match_bytes: &mut usize) -> Vec<TranscriptCal
             let mut truncated = false;
             let (messages, completion) = match &call.text {
                 Some(text) => {
-                    let messages = text
-                        .messages
-                        .iter()
-                        .map(|message| TranscriptMessage {
-                            role: keep(&message.role, &mut truncated),
-                            content: keep(&message.content, &mut truncated),
-                        })
-                        .collect();
-                    (messages, keep(&text.completion, &mut truncated))
+                    let mut messages = Vec::with_capacity(text.messages.len());
+                    for message in &text.messages {
+                        let framing = TRANSCRIPT_MESSAGE_FRAMING_BYTES + message.role.len();
+                        if room(decision_bytes, *match_bytes) < framing {
+                            truncated = true;
+                            break;
+                        }
+                        decision_bytes += framing;
+                        *match_bytes += framing;
+                        messages.push(TranscriptMessage {
+                            role: message.role.clone(),
+                            content: keep(
+                                &message.content,
+                                &mut truncated,
+                                &mut decision_bytes,
+                                match_bytes,
+                            ),
+                        });
+                    }
+                    let completion = keep(
+                        &text.completion,
+                        &mut truncated,
+                        &mut decision_bytes,
+                        match_bytes,
+                    );
+                    (messages, completion)
                 }
                 None => (Vec::new(), String::new()),
             };

@@ -2,7 +2,8 @@
 //! so it is written once: how a command ends ([`outcome`]), the stop signal
 //! ([`shutdown`]), log lines ([`logging`]), where the replay signing key is
 //! ([`signing_key`]), the HTTP listener with its connection cap and timeouts
-//! ([`listen`]) and who its clients are ([`clients`], [`proxy_protocol`]), the gRPC listeners' connection limits ([`grpc_listen`]),
+//! ([`listen`]) with the security headers of every answer ([`headers`]) and
+//! who its clients are ([`clients`], [`proxy_protocol`]), the gRPC listeners' connection limits ([`grpc_listen`]),
 //! the `/metrics` route ([`metrics`]) and how a failure reaches
 //! an HTTP client ([`reply`]).
 //!
@@ -11,6 +12,7 @@
 
 pub mod clients;
 pub mod grpc_listen;
+pub mod headers;
 pub mod limits;
 pub mod listen;
 pub mod logging;

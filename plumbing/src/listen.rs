@@ -25,6 +25,8 @@
 //!   [`HTTP_CONNECTION_AGE_GRACE`] (or the age, if shorter), then the
 //!   connection is closed, so a
 //!   client that trickles requests or holds a stream gives its place back.
+//! - **Security headers** ([`crate::headers`]): on every response, errors and
+//!   the 429 of a connection beyond its client's cap included.
 //! - **PROXY protocol** ([`HttpLimits::proxy_protocol`]): a trusted proxy's
 //!   connection starts with a PROXY header ([`crate::proxy_protocol`]) read
 //!   within the header timeout; the client it names is the connection's
@@ -49,6 +51,7 @@ use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
 use crate::clients::{ClientAddress, PerClient, StreamPlaces, TrustedProxies, client_address};
+use crate::headers::add_security_headers;
 use crate::limits::{
     HTTP_CONNECTION_AGE_GRACE, HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT,
     HTTP_MAX_CONNECTION_AGE, MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_CLIENT,
@@ -160,9 +163,13 @@ fn nonzero(value: usize) -> NonZeroUsize {
 }
 
 /// The answer to a connection beyond its client's cap, written before it
-/// is closed (without reading its request).
+/// is closed (without reading its request), with the security headers of
+/// every answer ([`crate::headers::SECURITY_HEADERS`], checked by a test).
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\n\
 content-type: application/json\r\nretry-after: 1\r\nconnection: close\r\n\
+content-security-policy: default-src 'none'; script-src 'self'; style-src 'self'; \
+connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'\r\n\
+x-content-type-options: nosniff\r\nx-frame-options: DENY\r\nreferrer-policy: same-origin\r\n\
 content-length: 73\r\n\r\n\
 {\"error\":\"this address holds too many connections: close one and retry\"}\n";
 
@@ -372,7 +379,14 @@ async fn serve_connection(
         extensions.insert(ClientAddress(client));
         extensions.insert(streams.clone());
         // A Router is always ready: calling it without `poll_ready` is allowed.
-        router.clone().call(request)
+        let answer = router.clone().call(request);
+        // Every answer, whatever route, fallback or layer made it, carries
+        // the security headers: a route added later cannot forget them.
+        async move {
+            let mut response = answer.await?;
+            add_security_headers(response.headers_mut());
+            Ok::<_, std::convert::Infallible>(response)
+        }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -510,5 +524,26 @@ impl AsyncWrite for Watched {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refusal_written_by_hand_carries_every_security_header() {
+        let text = std::str::from_utf8(TOO_MANY_CONNECTIONS).expect("ASCII");
+        let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+        for (name, value) in crate::headers::SECURITY_HEADERS {
+            assert!(
+                head.lines().any(|line| line == format!("{name}: {value}")),
+                "{name} missing from {head}"
+            );
+        }
+        assert!(
+            head.lines()
+                .any(|line| line == format!("content-length: {}", body.len()))
+        );
     }
 }

@@ -286,11 +286,17 @@ pub async fn serve_listeners(
 /// gRPC and its OpenAI-compatible face (`/v1/chat/completions`,
 /// `/v1/models`) over HTTP, both keyed by the per-decision credentials.
 /// Serve them with `accept_http1(true)` so LLM clients on HTTP/1.1 reach them.
+/// The OpenAI face's answers (JSON and event streams for bots, errors
+/// included) carry the security headers of every HTTP answer
+/// (`duel_plumbing::headers`), as the HTTP listeners' do.
 pub fn gateway_routes(credentials: Credentials) -> tonic::service::Routes {
     let inference = InferenceServer::new(InferenceService::new(credentials.clone()))
         .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
-    tonic::service::Routes::from(crate::openai::router(credentials)).add_service(inference)
+    let openai = crate::openai::router(credentials).layer(axum::middleware::map_response(
+        duel_plumbing::headers::security_headers,
+    ));
+    tonic::service::Routes::from(openai).add_service(inference)
 }
 
 /// Serves only the metered gateway ([`gateway_routes`]) on `listener` (for

@@ -58,14 +58,10 @@ use crate::limits::{
 /// refuse other bytes under an id they hold).
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-/// The Content-Security-Policy of every response. The viewer has no inline
-/// script or style (its script sets element styles through the DOM, which CSP
-/// allows), talks only to its own site (`fetch`, `EventSource`), submits
-/// forms only to its own site (the ladder's match filters), and is never
-/// framed: not by another site, not by this one.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-    style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; \
-    form-action 'self'; frame-ancestors 'none'";
+/// The Content-Security-Policy and the other security headers of every
+/// response (`duel_plumbing::headers`: [`serve_router`] adds them to every
+/// answer of every listener; [`security_headers`] is the same as a layer).
+pub use duel_plumbing::headers::{CONTENT_SECURITY_POLICY, security_headers};
 
 /// How the listing rate limit is set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,29 +165,6 @@ pub fn router(state: PublishState) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers))
-}
-
-/// The headers every answer carries, errors included: [`CONTENT_SECURITY_POLICY`],
-/// `nosniff`, `X-Frame-Options: DENY` and a same-origin referrer policy. Other
-/// routers served beside [`router`] apply it as
-/// `.layer(axum::middleware::map_response(security_headers))`.
-pub async fn security_headers(mut response: Response) -> Response {
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    // For browsers that predate `frame-ancestors`.
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    response
 }
 
 /// Serves [`router`] on `listener` under `limits` (connection cap,

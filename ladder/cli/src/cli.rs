@@ -163,10 +163,13 @@ impl PlayArgs {
 #[derive(Debug, clap::Args)]
 pub struct LimitArgs {
     /// API calls a second one client address may make (IPv6: per /64); over it,
-    /// RESOURCE_EXHAUSTED. Checked before the token.
+    /// RESOURCE_EXHAUSTED. Checked before the token. The same rate limits the
+    /// site's owner form (HTTP 429), by the forwarded address behind a
+    /// --trusted-proxy.
     #[arg(long, default_value_t = ApiLimits::default().calls_per_second_per_peer)]
     pub calls_per_second_per_peer: NonZeroU32,
-    /// Calls one client address may make at once before the rate applies.
+    /// Calls one client address may make at once before the rate applies (API
+    /// calls, and POSTs of the site's owner form).
     #[arg(long, default_value_t = ApiLimits::default().call_burst_per_peer)]
     pub call_burst_per_peer: NonZeroU32,
     /// API calls a second one token may make.

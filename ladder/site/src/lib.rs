@@ -50,7 +50,8 @@ const SITE_CSS: &str = include_str!("site.css");
 /// The site's and Duel TV's routes over `reads`, and Duel TV's broadcast
 /// (stopped by `shutdown`), paced by `tv`. Each broadcast is also published
 /// into `live`, so the replay service's `/live` lists it while it airs.
-/// Transcripts are public as `reveal` says ([`transcripts`]).
+/// Transcripts are public as `reveal` says, and the owner's form takes
+/// `form_rate` POSTs per client ([`transcripts`]).
 pub fn mount(
     reads: Reads,
     replays: duel_replays::store::ReplayStore,
@@ -58,8 +59,9 @@ pub fn mount(
     shutdown: tokio::sync::watch::Receiver<bool>,
     tv: tv::TvConfig,
     reveal: duel_ladder_core::reveal::RevealPolicy,
+    form_rate: transcripts::FormRate,
 ) -> (Router, tokio::task::JoinHandle<()>) {
-    let transcripts = transcripts::router(reads.clone(), replays.clone(), reveal);
+    let transcripts = transcripts::router(reads.clone(), replays.clone(), reveal, form_rate);
     let duel_tv = tv::DuelTv::new(reads.clone(), replays, Some(live), tv);
     let broadcast = tokio::spawn(duel_tv.clone().run(shutdown));
     let airing = duel_tv.clone();

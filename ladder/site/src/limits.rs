@@ -15,6 +15,20 @@ pub const HOME_TOP_ROWS: usize = 10;
 pub const MAX_FORM_TOKEN_BYTES: usize = 512;
 pub const MAX_FORM_BODY_BYTES: usize = 4 * 1024;
 
+/// POSTs of the owner's transcript form (each looks a token up) one client
+/// address (IPv6: its /64; behind `--trusted-proxy`, the forwarded address)
+/// may make a second, and at once before that rate applies: by default the
+/// API's own per-client rate (`duel_ladder::limits::DEFAULT_CALLS_PER_SECOND_PER_PEER`,
+/// `DEFAULT_CALL_BURST_PER_PEER`, checked equal by a test), and like it set
+/// by `ladder serve --calls-per-second-per-peer` and `--call-burst-per-peer`.
+/// Over it: HTTP 429 with `Retry-After`, before the token is looked up.
+pub const DEFAULT_FORM_POSTS_PER_SECOND: u32 = 50;
+pub const DEFAULT_FORM_POST_BURST: u32 = 100;
+
+/// Client addresses the form's rate limiter remembers before it drops the
+/// idle ones (checked every 4,096 POSTs), as the API's gate does.
+pub const MAX_FORM_RATE_LIMITED_CLIENTS: usize = 100_000;
+
 /// A class's cost chart names every bot up to this many, and past it only
 /// the bots on the frontier: a thousand overlapping names read as a smudge
 /// and made the page most of a megabyte.

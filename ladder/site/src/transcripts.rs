@@ -3,14 +3,26 @@
 //! /matches/{id}/transcript`, and the same at `/replays/{id}/transcript`,
 //! where the viewer looks beside a replay. Until then, and for a match whose
 //! fighters called no model, a 404 with a JSON error. The bots' owners read
-//! theirs at once through the API (`ladder match transcript`).
+//! theirs at once through the API (`ladder match transcript`) or the match
+//! page's form (`POST /matches/{id}/transcript`), which looks the posted
+//! token up only within its client's rate ([`FormRate`]: the API's per-client
+//! rate by default), else answers 429 with `Retry-After`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderValue, header};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
+use axum::http::{Extensions, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use duel_plumbing::clients::{ClientAddress, client_key};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use duel_ladder_core::model::MatchState;
 use duel_ladder_core::reveal::RevealPolicy;
@@ -19,7 +31,10 @@ use duel_ladder_store::error::LadderError;
 use duel_ladder_store::{Reads, readable_transcript};
 use duel_replays::store::ReplayStore;
 
-use crate::limits::{MAX_FORM_BODY_BYTES, MAX_FORM_TOKEN_BYTES, SITE_PAGE_MAX_AGE_S};
+use crate::limits::{
+    DEFAULT_FORM_POST_BURST, DEFAULT_FORM_POSTS_PER_SECOND, MAX_FORM_BODY_BYTES,
+    MAX_FORM_RATE_LIMITED_CLIENTS, MAX_FORM_TOKEN_BYTES, SITE_PAGE_MAX_AGE_S,
+};
 use crate::{Format, SiteError};
 
 #[derive(Clone)]
@@ -27,10 +42,67 @@ struct Transcripts {
     reads: Reads,
     replays: ReplayStore,
     reveal: RevealPolicy,
+    tries: Arc<FormTries>,
 }
 
-/// The transcript routes over `reads` and the `replays` store.
-pub fn router(reads: Reads, replays: ReplayStore, reveal: RevealPolicy) -> Router {
+/// How many owner-form POSTs one client may make (`ladder serve
+/// --calls-per-second-per-peer`, `--call-burst-per-peer`: the API's rate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormRate {
+    pub per_second: NonZeroU32,
+    pub burst: NonZeroU32,
+}
+
+impl Default for FormRate {
+    fn default() -> FormRate {
+        FormRate {
+            per_second: NonZeroU32::new(DEFAULT_FORM_POSTS_PER_SECOND).unwrap_or(NonZeroU32::MIN),
+            burst: NonZeroU32::new(DEFAULT_FORM_POST_BURST).unwrap_or(NonZeroU32::MIN),
+        }
+    }
+}
+
+/// The owner form's POSTs per client key (crate::limits).
+struct FormTries {
+    rate: FormRate,
+    limiter: DefaultKeyedRateLimiter<IpAddr>,
+    /// POSTs seen, to drop idle limiter entries now and then.
+    posts: AtomicU64,
+}
+
+impl FormTries {
+    /// Takes one try for the client of a request with `extensions`, or says
+    /// how long it must wait: keyed by the address the listener read
+    /// (`ClientAddress`: the forwarded one behind a trusted proxy), else the
+    /// peer's; a router served without either shares one allowance.
+    fn take(&self, extensions: &Extensions) -> Result<(), Duration> {
+        if self
+            .posts
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(4_096)
+            && self.limiter.len() > MAX_FORM_RATE_LIMITED_CLIENTS
+        {
+            self.limiter.retain_recent();
+        }
+        let address = extensions
+            .get::<ClientAddress>()
+            .map(|ClientAddress(address)| *address)
+            .or_else(|| {
+                extensions
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|ConnectInfo(peer)| peer.ip())
+            })
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        self.limiter
+            .check_key(&client_key(address))
+            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+}
+
+/// The transcript routes over `reads` and the `replays` store; the owner
+/// form's POSTs are limited per client to `rate`.
+pub fn router(reads: Reads, replays: ReplayStore, reveal: RevealPolicy, rate: FormRate) -> Router {
+    let quota = Quota::per_second(rate.per_second).allow_burst(rate.burst);
     Router::new()
         .route(
             "/matches/{id}/transcript",
@@ -42,6 +114,11 @@ pub fn router(reads: Reads, replays: ReplayStore, reveal: RevealPolicy) -> Route
             reads,
             replays,
             reveal,
+            tries: Arc::new(FormTries {
+                rate,
+                limiter: RateLimiter::keyed(quota),
+                posts: AtomicU64::new(0),
+            }),
         })
 }
 
@@ -98,22 +175,50 @@ struct TokenForm {
 }
 
 /// The transcript of the poster's bots in match `id`, as a page nobody caches.
+/// A client over its rate is refused before its token is looked up.
 async fn owner_transcript(
     State(site): State<Transcripts>,
     Path(id): Path<String>,
+    extensions: Extensions,
     body: Bytes,
 ) -> Response {
-    // The form's body (`token=…`), parsed here: the one form of the site.
-    let token = serde_urlencoded::from_bytes::<TokenForm>(&body)
-        .map(|form| form.token)
-        .unwrap_or_default();
-    let mut response = match owner_view(&site, &id, token.trim()).await {
-        Ok(page) => axum::response::Html(page).into_response(),
-        Err(error) => SiteError::new(Format::Html, error).into_response(),
+    let mut response = match site.tries.take(&extensions) {
+        Err(wait) => too_many_tries(site.tries.rate, wait),
+        Ok(()) => {
+            // The form's body (`token=…`), parsed here: the one form of the site.
+            let token = serde_urlencoded::from_bytes::<TokenForm>(&body)
+                .map(|form| form.token)
+                .unwrap_or_default();
+            match owner_view(&site, &id, token.trim()).await {
+                Ok(page) => axum::response::Html(page).into_response(),
+                Err(error) => SiteError::new(Format::Html, error).into_response(),
+            }
+        }
     };
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// HTTP 429: the page says how many tries a second this address has and
+/// when to try again; `Retry-After` says it in whole seconds.
+fn too_many_tries(rate: FormRate, wait: Duration) -> Response {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let message = format!(
+        "too many tries from your address: more than {} a second (burst {}); retry in {} ms",
+        rate.per_second,
+        rate.burst,
+        wait.as_millis().max(1)
+    );
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::response::Html(crate::pages::error_page(429, &message).into_string()),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
     response
 }
 

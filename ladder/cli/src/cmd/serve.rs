@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use duel_ladder::gate::ApiLimits;
 use duel_ladder::model::OwnerQuotas;
 use duel_ladder::serve::{MountSite, MountedSite, ServeConfig, SiteParts, WorkConfig};
+use duel_ladder_site::transcripts::FormRate;
 use duel_ladder_site::tv::TvConfig;
 use duel_plumbing::{Outcome, Shutdown};
 use duel_referee::HostConfig;
@@ -37,7 +38,14 @@ pub async fn serve(args: ServeArgs) -> Result<Outcome> {
         max_concurrent_compiles: args.limits.max_concurrent_compiles,
         http_limits: args.limits.http.limits(),
         grpc_limits: args.grpc_limits.limits(),
-        public_site: Some(public_site(tv, args.reveal_transcripts)),
+        public_site: Some(public_site(
+            tv,
+            args.reveal_transcripts,
+            FormRate {
+                per_second: args.limits.calls_per_second_per_peer,
+                burst: args.limits.call_burst_per_peer,
+            },
+        )),
         log_limits: args.play.log_limits(),
         transcript_limits: args.play.transcript_limits(),
         lease_ms: args.play.lease_ms(),
@@ -74,8 +82,9 @@ pub async fn worker(args: WorkerArgs) -> Result<Outcome> {
 }
 
 /// The public site and Duel TV, paced by `tv`, mounted beside the replay
-/// service of `ladder serve --http`; transcripts public as `reveal` says.
-pub fn public_site(tv: TvConfig, reveal: RevealPolicy) -> MountSite {
+/// service of `ladder serve --http`; transcripts public as `reveal` says, the
+/// owner's form limited per client to `form_rate` (the API's rate).
+pub fn public_site(tv: TvConfig, reveal: RevealPolicy, form_rate: FormRate) -> MountSite {
     MountSite(Arc::new(move |parts: SiteParts| {
         let (router, broadcast) = duel_ladder_site::mount(
             parts.reads,
@@ -84,6 +93,7 @@ pub fn public_site(tv: TvConfig, reveal: RevealPolicy) -> MountSite {
             parts.shutdown,
             tv,
             reveal,
+            form_rate,
         );
         MountedSite {
             router,

@@ -86,7 +86,12 @@ fn transcript_of(match_id: &str) -> Transcript {
 }
 
 async fn serve(db: &TestDb, replays: &ReplayStore, policy: RevealPolicy) -> String {
-    let router = duel_ladder_site::transcripts::router(db.store.reads(), replays.clone(), policy);
+    let router = duel_ladder_site::transcripts::router(
+        db.store.reads(),
+        replays.clone(),
+        policy,
+        duel_ladder_site::transcripts::FormRate::default(),
+    );
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("address");
     let listener = tokio::net::TcpListener::bind(loopback).await.expect("bind");
     let address = listener.local_addr().expect("address");
@@ -318,4 +323,152 @@ async fn the_api_and_the_site_agree(db: &TestDb) {
 both_backends!(
     the_api_and_the_site_agree_on_who_reads_a_transcript,
     the_api_and_the_site_agree
+);
+
+/// The form's rate is the API's per-client rate by default.
+#[test]
+fn the_form_takes_the_apis_rate() {
+    use duel_ladder_site::limits::{DEFAULT_FORM_POST_BURST, DEFAULT_FORM_POSTS_PER_SECOND};
+    assert_eq!(
+        DEFAULT_FORM_POSTS_PER_SECOND,
+        duel_ladder::limits::DEFAULT_CALLS_PER_SECOND_PER_PEER
+    );
+    assert_eq!(
+        DEFAULT_FORM_POST_BURST,
+        duel_ladder::limits::DEFAULT_CALL_BURST_PER_PEER
+    );
+}
+
+/// Bad-token POSTs from `client` (a loopback source address, with
+/// `X-Forwarded-For: forwarded` if given) until the first 429 or `most`
+/// tries: the answers' statuses, and the 429 if one came.
+async fn post_until_refused(
+    base: &str,
+    path: &str,
+    client: std::net::IpAddr,
+    forwarded: Option<&str>,
+    most: usize,
+) -> (Vec<u16>, Option<reqwest::Response>) {
+    let http = reqwest::Client::builder()
+        .local_address(client)
+        .build()
+        .expect("client");
+    let mut statuses = Vec::new();
+    for _ in 0..most {
+        let mut request = http
+            .post(format!("{base}{path}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("token=dlt_not-a-token");
+        if let Some(forwarded) = forwarded {
+            request = request.header("x-forwarded-for", forwarded);
+        }
+        let response = request.send().await.expect("post");
+        let status = response.status().as_u16();
+        if status == 429 {
+            return (statuses, Some(response));
+        }
+        statuses.push(status);
+    }
+    (statuses, None)
+}
+
+/// The owner form looked a token up for every POST: 300 bad-token POSTs from
+/// one address were all answered 401 in 4 s (issue 47). Now one address gets
+/// its burst (100) and the rate (50 a second), then 429 with `Retry-After`
+/// before any lookup; another address, and behind a trusted proxy another
+/// forwarded client, still gets through.
+async fn the_owner_form_is_rate_limited(db: &TestDb) {
+    db.store.start_season("s1").await.expect("season");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let replays = ReplayStore::open(&dir.path().display().to_string()).expect("store");
+    let (id, _) = settled_match(db, "limited").await;
+    let rate = duel_ladder_site::transcripts::FormRate::default();
+    let router = duel_ladder_site::transcripts::router(
+        db.store.reads(),
+        replays.clone(),
+        RevealPolicy::AfterSeason,
+        rate,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let limits = duel_plumbing::listen::HttpLimits {
+        trusted_proxies: duel_plumbing::clients::TrustedProxies::new(vec![
+            duel_plumbing::clients::parse_trusted_proxy("127.0.0.4").expect("proxy"),
+        ]),
+        ..duel_plumbing::listen::HttpLimits::default()
+    };
+    tokio::spawn(duel_plumbing::listen::serve_router(
+        listener,
+        router,
+        limits,
+        std::future::pending(),
+    ));
+    let path = format!("/matches/{id}/transcript");
+    let burst = usize::try_from(rate.burst.get()).expect("small");
+    let per_second = f64::from(rate.per_second.get());
+
+    for (client, forwarded, other) in [
+        ("127.0.0.2", None, ("127.0.0.3", None)),
+        (
+            "127.0.0.4",
+            Some("192.0.2.7"),
+            ("127.0.0.4", Some("192.0.2.8")),
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (answered, refused) = post_until_refused(
+            &base,
+            &path,
+            client.parse().expect("address"),
+            forwarded,
+            1_000,
+        )
+        .await;
+        let elapsed = started.elapsed().as_secs_f64();
+        let refused =
+            refused.unwrap_or_else(|| panic!("{client} {forwarded:?}: 1,000 POSTs and no 429"));
+        assert!(answered.iter().all(|status| *status == 401), "{answered:?}");
+        // The burst at once, then no more than the rate has refilled since.
+        assert!(answered.len() >= burst, "{} answered", answered.len());
+        assert!(
+            answered.len() as f64 <= burst as f64 + per_second * elapsed + 1.0,
+            "{} answered in {elapsed:.2} s",
+            answered.len()
+        );
+        let retry: u64 = refused.headers()["retry-after"]
+            .to_str()
+            .expect("ASCII")
+            .parse()
+            .expect("seconds");
+        assert!(retry >= 1, "{retry}");
+        assert_eq!(refused.headers()["cache-control"], "no-store");
+        assert!(
+            refused.headers()["content-security-policy"]
+                .to_str()
+                .expect("ASCII")
+                .contains("frame-ancestors 'none'")
+        );
+        let page = refused.text().await.expect("page");
+        assert!(
+            page.contains("too many tries from your address: more than 50 a second (burst 100)"),
+            "{page}"
+        );
+        // Another client still gets through (its bad token is a 401).
+        let (other_client, other_forwarded) = other;
+        let (answered, refused) = post_until_refused(
+            &base,
+            &path,
+            other_client.parse().expect("address"),
+            other_forwarded,
+            1,
+        )
+        .await;
+        assert_eq!((answered, refused.is_none()), (vec![401], true));
+    }
+}
+both_backends!(
+    the_owner_form_is_rate_limited_per_client,
+    the_owner_form_is_rate_limited
 );

@@ -69,6 +69,7 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
                 parts.shutdown,
                 tv,
                 duel_ladder_core::reveal::RevealPolicy::default(),
+                duel_ladder_site::transcripts::FormRate::default(),
             );
             MountedSite {
                 router,

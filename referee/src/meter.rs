@@ -92,8 +92,10 @@ impl CountCache {
         text: &str,
         limit_tokens: u64,
         cancelled: &dyn Fn() -> bool,
+        counted_bytes: &AtomicU64,
     ) -> Count {
         if text.len() < MIN_CACHED_TEXT_BYTES {
+            counted_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
             return crate::tokens::count_within(text, limit_tokens, cancelled);
         }
         let lock = || {
@@ -116,6 +118,7 @@ impl CountCache {
             }
             key
         };
+        counted_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
         let count = crate::tokens::count_within(text, limit_tokens, cancelled);
         if let Count::Tokens(tokens) = count {
             let mut cache = lock();
@@ -134,6 +137,7 @@ impl CountCache {
         messages: &[ChatMessage],
         limit_tokens: u64,
         cancelled: &dyn Fn() -> bool,
+        counted_bytes: &AtomicU64,
     ) -> Count {
         let mut tokens = 0u64;
         for message in messages {
@@ -145,6 +149,7 @@ impl CountCache {
                 &message.content,
                 limit_tokens - tokens,
                 cancelled,
+                counted_bytes,
             ) {
                 Count::Tokens(message_tokens) => tokens += message_tokens,
                 other => return other,
@@ -154,8 +159,12 @@ impl CountCache {
     }
 
     /// The tokens of a prompt, whatever their number. Blocking.
-    fn count_prompt(cache: &Mutex<CountCache>, messages: &[ChatMessage]) -> u64 {
-        match CountCache::count_prompt_within(cache, messages, u64::MAX, &|| false) {
+    fn count_prompt(
+        cache: &Mutex<CountCache>,
+        messages: &[ChatMessage],
+        counted_bytes: &AtomicU64,
+    ) -> u64 {
+        match CountCache::count_prompt_within(cache, messages, u64::MAX, &|| false, counted_bytes) {
             Count::Tokens(tokens) => tokens,
             // Neither a limit nor a cancellation was given.
             Count::OverLimit | Count::Cancelled => count_prompt_tokens(messages),
@@ -340,6 +349,10 @@ struct MeterInner {
     /// The same number, for counts on the blocking pool to see that their
     /// decision ended (and stop).
     decision_now: AtomicU64,
+    /// Bytes of this fighter's texts whose count was started (prompts and
+    /// completions; a text the cache knew costs nothing): what its calls
+    /// cost the referee in counting.
+    counted_bytes: AtomicU64,
     /// One count of this fighter's texts at a time: a bot that sends many
     /// long prompts at once gets them counted one after another, on at most
     /// one core, and what its decision did not reach is never counted.
@@ -603,6 +616,14 @@ impl std::fmt::Debug for OpenCall<'_> {
 }
 
 impl OpenCall<'_> {
+    /// Resolves once the call's decision has ended (the call is cut then):
+    /// a request still arriving is not worth reading any more.
+    pub async fn decision_ended(&self) {
+        let mut decisions = self.guard.meter.inner.decisions.subscribe();
+        // The sender lives as long as the meter.
+        let _ = decisions.wait_for(|now| *now != self.guard.decision).await;
+    }
+
     /// Meters the call, now that its request is read.
     pub async fn complete(self, request: ModelRequest) -> Result<Completion, ModelError> {
         let meter = self.guard.meter;
@@ -781,6 +802,7 @@ impl FighterMeter {
                 counts: Arc::default(),
                 decisions: tokio::sync::watch::channel(0).0,
                 decision_now: AtomicU64::new(0),
+                counted_bytes: AtomicU64::new(0),
                 count_turn: Arc::new(tokio::sync::Semaphore::new(1)),
                 counted: tokio::sync::watch::channel(0).0,
             }),
@@ -842,6 +864,18 @@ impl FighterMeter {
     /// next decision on.
     pub fn gassed_out(&self) -> bool {
         self.state().gassed_out
+    }
+
+    /// Calls admitted and not yet ended (counting, waiting for their count
+    /// turn, or at the model).
+    pub fn calls_in_flight(&self) -> usize {
+        self.state().calls.len()
+    }
+
+    /// Bytes of this fighter's texts the meter has counted or started to
+    /// count (a text its count cache knew is not counted again).
+    pub fn counted_bytes(&self) -> u64 {
+        self.inner.counted_bytes.load(Ordering::Relaxed)
     }
 
     /// Opens a decision window: from now on calls are accepted only between this
@@ -1045,13 +1079,14 @@ impl FighterMeter {
     ) -> Result<Count, ModelError> {
         // A short prompt is counted where it is (tens of microseconds): the
         // hop to the blocking pool and back would cost more than the count.
-        if prompt_bytes(messages) <= INLINE_COUNT_MAX_BYTES {
-            let tokens = count_prompt_tokens(messages);
-            return Ok(if tokens > limit_tokens {
-                Count::OverLimit
-            } else {
-                Count::Tokens(tokens)
-            });
+        let bytes = prompt_bytes(messages);
+        if bytes <= INLINE_COUNT_MAX_BYTES {
+            self.inner
+                .counted_bytes
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+            // Exact whatever the limit: the reservation then refuses it
+            // with its true count.
+            return Ok(Count::Tokens(count_prompt_tokens(messages)));
         }
         let mut decisions = self.inner.decisions.subscribe();
         let turn = tokio::select! {
@@ -1067,7 +1102,13 @@ impl FighterMeter {
         let counted = tokio::task::spawn_blocking(move || {
             let _turn = turn;
             let cancelled = || meter.decision_now.load(Ordering::Acquire) != decision;
-            CountCache::count_prompt_within(&cache, &texts, limit_tokens, &cancelled)
+            CountCache::count_prompt_within(
+                &cache,
+                &texts,
+                limit_tokens,
+                &cancelled,
+                &meter.counted_bytes,
+            )
         })
         .await;
         match counted {
@@ -1092,6 +1133,9 @@ impl FighterMeter {
 
     /// [`crate::tokens::cut`] off the async threads, in the fighter's count turn.
     async fn cut_completion(&self, text: String, cap_tokens: u64) -> (String, u64) {
+        self.inner
+            .counted_bytes
+            .fetch_add(text.len() as u64, Ordering::Relaxed);
         if text.len() <= INLINE_COUNT_MAX_BYTES {
             return crate::tokens::cut(text, cap_tokens);
         }
@@ -1167,6 +1211,7 @@ impl FighterMeter {
                 let texts = messages.clone();
                 let meter = self.clone();
                 let turn = self.inner.count_turn.clone();
+                let inner = self.inner.clone();
                 let id = call.id;
                 let count_task = move || {
                     tokio::spawn(async move {
@@ -1175,8 +1220,9 @@ impl FighterMeter {
                         };
                         let _ = tokio::task::spawn_blocking(move || {
                             let _turn = turn;
-                            let tokens =
-                                *count.get_or_init(|| CountCache::count_prompt(&cache, &texts));
+                            let tokens = *count.get_or_init(|| {
+                                CountCache::count_prompt(&cache, &texts, &inner.counted_bytes)
+                            });
                             meter.prompt_counted(id, tokens);
                         })
                         .await;

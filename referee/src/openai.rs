@@ -478,7 +478,12 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
         Ok(call) => call,
         Err(error) => return ApiError::from(error).into_response(),
     };
-    let body = match axum::body::to_bytes(request.into_body(), MAX_CHAT_REQUEST_BYTES).await {
+    // A request still arriving when its decision ends is left unread.
+    let read = axum::body::to_bytes(request.into_body(), MAX_CHAT_REQUEST_BYTES);
+    let body = match tokio::select! {
+        body = read => body,
+        () = call.decision_ended() => return ApiError::from(ModelError::Cut).into_response(),
+    } {
         Ok(body) => body,
         Err(_) => {
             let error = call.refuse_unread(

@@ -1,6 +1,6 @@
 //! One fighter's model call can never make the other fighter late: a prompt
-//! of most of a megabyte takes about a second to count, and counting must not
-//! run where both fighters' clocks run. Played through `referee serve` (the
+//! of half a megabyte takes tens of milliseconds to count, and counting must
+//! not run where both fighters' clocks run. Played through `referee serve` (the
 //! library's server) and through the `referee local` binary, whose runtime
 //! has a single thread: a fighter that answers in 25 ms under a 250 ms clock
 //! is never recorded late, and no recorded latency overruns the clock by more
@@ -20,14 +20,15 @@ use support::*;
 
 const CLOCK_MS: u32 = 250;
 /// How long the quick fighter takes: far inside the clock, so that only a
-/// stall as long as the counting (about a second) can make it late, not a
-/// loaded machine's scheduling.
+/// stall (counting on the threads that run the clocks) can make it late,
+/// not a loaded machine's scheduling. A flood of such prompts in one
+/// decision is tests/gateway_hardening.rs's.
 const QUICK_ANSWER: Duration = Duration::from_millis(25);
 /// What a latency may exceed the clock by on a loaded 2-core machine.
 const NOISE_MS: u64 = 120;
-/// About 900 KB of prompt: ~180,000 tokens, within the heavy budget, and
-/// within the referee's 1 MiB message bound.
-const PROMPT_WORDS: usize = 180_000;
+/// About 500 KB of prompt: ~100,000 tokens, within the heavy budget and
+/// within `MAX_PROMPT_BYTES` (512 KiB).
+const PROMPT_WORDS: usize = 100_000;
 
 fn huge_thinker() -> Behaviour {
     Behaviour::Think {

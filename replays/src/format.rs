@@ -180,7 +180,9 @@ impl CallRecord {
 pub enum CallOutcome {
     /// Answered: prompt and completion charged.
     Ok,
-    /// The decision's clock ran out first: the prompt charged, no completion.
+    /// The decision ended first: no completion; the prompt charged if it
+    /// had been forwarded (a call whose request was still arriving, or
+    /// whose prompt was still waiting to be counted, is charged nothing).
     Cut,
     /// Refused on the budget (the fighter is gassed out): nothing charged.
     Refused,

@@ -376,7 +376,13 @@ fn check_calls(replay: &Replay, record: &SideRecord, at: Location) -> Result<(),
         if call.outcome == crate::format::CallOutcome::Cut && call.completion_tokens != 0 {
             return Err(broken(at, "a cut call is charged completion tokens"));
         }
+        // A cut call charged nothing may not have reached a model (its
+        // request was still arriving, or its prompt waiting to be counted):
+        // it may name one the header does not list, as refusals do.
+        let charged_or_answered =
+            call.outcome == crate::format::CallOutcome::Ok || call.tokens() > 0;
         if call.outcome.reached_model()
+            && charged_or_answered
             && !replay.models.iter().any(|model| model.name == call.model)
         {
             return Err(broken(

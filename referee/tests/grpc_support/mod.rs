@@ -45,6 +45,14 @@ pub enum Behaviour {
     /// Waits until the test adds a permit to the gate, then answers JAB (and so
     /// on every later decision: the permit is given back).
     Gated(Arc<tokio::sync::Semaphore>),
+    /// Attacks the gateway's OpenAI face: sends every body at once to
+    /// `POST {openai_base_url}/chat/completions` with the decision's
+    /// credential, then answers JAB, after the answers when `wait`, else at
+    /// once (the calls still running). The statuses go to `http_statuses`.
+    Flood {
+        bodies: Arc<Vec<Vec<u8>>>,
+        wait: bool,
+    },
 }
 
 /// What a test bot saw and got back.
@@ -56,6 +64,8 @@ pub struct BotLog {
     pub inference: Mutex<Vec<Result<pb::CompleteResponse, tonic::Code>>>,
     /// A credential passed between bots (Publish → Steal).
     pub stolen: Mutex<Option<(String, String)>>,
+    /// The HTTP statuses the gateway answered a flood with (0: no answer).
+    pub http_statuses: Mutex<Vec<u16>>,
 }
 
 #[derive(Clone, Debug)]
@@ -175,6 +185,40 @@ impl Bot for TestBot {
             }
             Behaviour::Gated(gate) => {
                 let _permit = gate.acquire().await;
+                pb::Action::Jab as i32
+            }
+            Behaviour::Flood { bodies, wait } => {
+                let url = format!("{}/chat/completions", request.openai_base_url);
+                let calls: Vec<_> = bodies
+                    .iter()
+                    .map(|body| {
+                        let (url, token, body, log) = (
+                            url.clone(),
+                            request.inference_token.clone(),
+                            body.clone(),
+                            Arc::clone(&self.log),
+                        );
+                        tokio::spawn(async move {
+                            let status = reqwest::Client::new()
+                                .post(url)
+                                .bearer_auth(token)
+                                .header("content-type", "application/json")
+                                .body(body)
+                                .send()
+                                .await
+                                .map_or(0, |response| response.status().as_u16());
+                            log.http_statuses.lock().unwrap().push(status);
+                        })
+                    })
+                    .collect();
+                if *wait {
+                    for call in calls {
+                        let _ = call.await;
+                    }
+                } else {
+                    // Let the requests start, then answer while they run.
+                    tokio::task::yield_now().await;
+                }
                 pb::Action::Jab as i32
             }
             Behaviour::Publish => {

@@ -1,0 +1,478 @@
+//! Issue 47: the model gateway can never be turned against the match. Each
+//! test is one finding of the probe (an endpoint bot attacking the gateway
+//! during its own decisions), against the real gateway on loopback, and the
+//! probe itself as a whole match under `referee serve`: what a bot sends is
+//! bounded before it is recorded, nothing is counted for free, no input
+//! panics the counter, and nothing reaches the model uncounted.
+
+// Tests: a failed unwrap is a failed assertion.
+#![allow(clippy::unwrap_used)]
+
+#[path = "grpc_support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use duel_proto::v1 as pb;
+use duel_referee::credentials::Credentials;
+use duel_referee::limits::{MAX_MODEL_NAME_BYTES, MAX_RECORDED_MODEL_NAME_BYTES, MESSAGE_ROLES};
+use duel_referee::meter::{
+    ChatMessage, ModelError, ModelRequest, count_prompt_tokens, count_tokens,
+};
+use duel_referee::models::Catalogue;
+use duel_referee::{FighterMeter, ModelGateway};
+use duel_replays::{CallOutcome, SourceName};
+use duel_rules::Side;
+use support::*;
+
+/// The gateway served on loopback as `referee local` serves it.
+struct Gateway {
+    base: String,
+    credentials: Credentials,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn serve_gateway() -> Gateway {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let credentials = Credentials::new();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(duel_referee::grpc::serve_inference(
+        listener,
+        credentials.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Gateway {
+        base: format!("http://{address}/v1"),
+        credentials,
+        _stop: stop,
+    }
+}
+
+fn house() -> ModelGateway {
+    let catalogue =
+        Catalogue::parse("[[model]]\nname = \"house\"\nurl = \"builtin:house\"\n").unwrap();
+    ModelGateway::from_catalogue(&catalogue, &|_| None, &duel_referee::tls::Trust::system())
+        .unwrap()
+}
+
+async fn post(gateway: &Gateway, token: &str, body: &serde_json::Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/chat/completions", gateway.base))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(body).unwrap())
+        .send()
+        .await
+        .unwrap()
+}
+
+fn user(content: &str) -> serde_json::Value {
+    serde_json::json!({"messages": [{"role": "user", "content": content}]})
+}
+
+/// Finding 1: a model name of a megabyte cost 0 tokens and was recorded in
+/// full (replay, transcript, log line, 404 body). It is refused unread and
+/// recorded by its bounded prefix and its length; a short unknown name with
+/// terminal escapes is recorded inert; the 404 bodies never echo more than
+/// the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bots_model_name_is_bounded_wherever_it_goes() {
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::keeping(house(), 8_000, true);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    let long = "m".repeat(1_000_000);
+    let mut body = user("hi");
+    body["model"] = serde_json::json!(long);
+    let response = post(&gateway, credential.token(), &body).await;
+    assert_eq!(response.status(), 400);
+    let text = response.text().await.unwrap();
+    assert!(text.len() < 1_024, "{} bytes", text.len());
+    assert!(text.contains("1000000 bytes"), "{text}");
+
+    let mut body = user("hi");
+    body["model"] = serde_json::json!("gpt\u{1b}[2J\u{202E}-9");
+    let response = post(&gateway, credential.token(), &body).await;
+    assert_eq!(response.status(), 404);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("gpt?[2J?-9"), "{text}");
+
+    let response = reqwest::Client::new()
+        .get(format!("{}/models/{}", gateway.base, "n".repeat(10_000)))
+        .bearer_auth(credential.token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    assert!(response.text().await.unwrap().len() < 1_024);
+
+    let spent = meter.settle();
+    assert_eq!(spent.tokens, 0);
+    let models: Vec<String> = spent.calls.iter().map(|call| call.record().model).collect();
+    assert_eq!(
+        models,
+        [
+            format!("{}…[1000000 bytes]", "m".repeat(MAX_MODEL_NAME_BYTES)),
+            "gpt?[2J?-9".to_owned(),
+        ]
+    );
+    assert!(
+        spent
+            .calls
+            .iter()
+            .all(|call| call.outcome == CallOutcome::Invalid
+                && call.note.as_ref().is_some_and(|note| note.len() < 256))
+    );
+}
+
+/// Finding 2: every prompt was counted before any budget check. A prompt
+/// that cannot fit even if each of its tokens were the longest (128 bytes)
+/// is refused uncounted (the refusal names that bound, not the count: 'a'
+/// repeated counts 8 a token, 62,500 here), and a count stops once the
+/// prompt cannot fit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_cannot_fit_is_refused_before_it_is_counted_to_its_end() {
+    let meter = FighterMeter::new(house(), 1_000);
+    let refused = meter
+        .complete(vec![ChatMessage::new("user", "a".repeat(500_000))], 1)
+        .await;
+    assert_eq!(
+        refused,
+        Err(ModelError::BudgetExhausted {
+            prompt_tokens: 500_000_u64.div_ceil(128),
+            left_tokens: 1_000
+        })
+    );
+    assert_eq!(meter.counted_bytes(), 0, "nothing was counted");
+    assert!(meter.gassed_out());
+
+    let meter = FighterMeter::new(house(), 8_000);
+    let words = "word ".repeat(80_000);
+    assert!(count_tokens(&words) >= 80_000);
+    let refused = meter
+        .complete(vec![ChatMessage::new("user", words)], 1)
+        .await;
+    assert_eq!(
+        refused,
+        Err(ModelError::BudgetExhausted {
+            prompt_tokens: 8_001,
+            left_tokens: 8_000
+        }),
+        "counted only until it could not fit"
+    );
+    assert!(meter.counted_bytes() > 0);
+    assert_eq!(meter.tokens_used(), 0);
+}
+
+/// Finding 2 and item 7: 16 calls of half a megabyte each, in one decision,
+/// from a bot that answers at once. Each call is recorded (cut, nothing
+/// forwarded, nothing charged); they are counted one at a time, and what
+/// the decision did not reach is never counted: the queue stops when the
+/// decision ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_running_when_their_decision_ends_are_recorded_and_stop_counting() {
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::keeping(house(), 512_000, true);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    // Distinct texts of many scripts: the slowest kind to count.
+    let prompts: Vec<String> = (0..16u32)
+        .map(|call| {
+            (0..130_000u32)
+                .map(|i| {
+                    char::from_u32(0x4E00 + (i * 7919 + call * 104_729) % 20_000).unwrap_or('x')
+                })
+                .collect()
+        })
+        .collect();
+    let prompt_bytes = prompts[0].len() as u64;
+    assert!(
+        prompt_bytes > 300_000 && prompt_bytes <= 512 * 1024,
+        "{prompt_bytes}"
+    );
+    let calls: Vec<_> = prompts
+        .iter()
+        .map(|prompt| {
+            let (base, token, body) = (gateway.base.clone(), credential.token().to_owned(), {
+                let mut body = user(prompt);
+                body["max_tokens"] = serde_json::json!(4);
+                body
+            });
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .post(format!("{base}/chat/completions"))
+                    .bearer_auth(token)
+                    .header("content-type", "application/json")
+                    .body(serde_json::to_vec(&body).unwrap())
+                    .send()
+                    .await
+                    .map(|response| response.status().as_u16())
+            })
+        })
+        .collect();
+    // Every call admitted (counting or waiting for its turn), then the
+    // decision ends.
+    for _ in 0..2_000 {
+        if meter.calls_in_flight() == 16 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(meter.calls_in_flight(), 16, "all 16 admitted");
+    let counted_at_the_end = meter.counted_bytes();
+    let spent = meter.settle();
+    assert_eq!(
+        spent.calls.len(),
+        16,
+        "every call the bot started is recorded"
+    );
+    assert!(
+        spent
+            .calls
+            .iter()
+            .all(|call| call.outcome == CallOutcome::Cut)
+    );
+    assert_eq!(spent.tokens, 0, "nothing was forwarded, nothing is charged");
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap(), 408, "decision_ended");
+    }
+    // One at a time, and none started once the decision ended: the count
+    // running then stopped, and the calls waiting for their turn never
+    // counted at all.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let counted = meter.counted_bytes();
+    assert_eq!(
+        counted, counted_at_the_end,
+        "nothing counted after the decision"
+    );
+    assert!(
+        counted < 16 * prompt_bytes,
+        "{counted} bytes counted of {}",
+        16 * prompt_bytes
+    );
+    assert_eq!(meter.calls_in_flight(), 0);
+}
+
+/// Finding 3: about 1,000,000 spaces panicked tiktoken-rs's pre-tokenizer
+/// (fancy-regex's stack overflow, unwrapped), and the bot read a 503 "the
+/// referee is shutting down". Counted now (1,000,000 / 128 tokens, in
+/// slices), and refused as too large at the gateway in words that say why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_million_spaces_never_panic_the_counter() {
+    let spaces = " ".repeat(1_000_000);
+    assert_eq!(count_tokens(&spaces), 1_000_000_u64.div_ceil(128));
+    assert_eq!(
+        count_tokens(&format!("{spaces}x")),
+        count_tokens(&spaces) + 1
+    );
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::new(house(), 512_000);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    let response = post(&gateway, credential.token(), &user(&spaces)).await;
+    assert_eq!(response.status(), 400);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("1000000 bytes, more than 524288"), "{text}");
+    // Half a megabyte of spaces is within the bound: counted and answered.
+    let response = post(&gateway, credential.token(), &user(&spaces[..500_000])).await;
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value =
+        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    assert_eq!(answer["usage"]["prompt_tokens"], 500_000_u64.div_ceil(128));
+}
+
+/// Finding 4: roles of any 1-32 bytes were forwarded uncounted (256 of
+/// them carried 7,936 bytes of free text a call). Only the documented
+/// roles pass, on every face.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_outside_the_documented_set_are_refused_on_every_face() {
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::new(house(), 8_000);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    let free_text: Vec<serde_json::Value> = (0..256)
+        .map(|i| serde_json::json!({"role": format!("{i:0>32}"), "content": ""}))
+        .collect();
+    let response = post(
+        &gateway,
+        credential.token(),
+        &serde_json::json!({"messages": free_text}),
+    )
+    .await;
+    assert_eq!(response.status(), 400);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("role must be one of")
+    );
+    for role in MESSAGE_ROLES {
+        let body =
+            serde_json::json!({"messages": [{"role": role, "content": "hi"}], "max_tokens": 2});
+        assert_eq!(
+            post(&gateway, credential.token(), &body).await.status(),
+            200,
+            "{role}"
+        );
+    }
+    // The in-process faces (the WASM import, `duel.v1.Inference`) go through
+    // the same stage.
+    let meter = FighterMeter::new(house(), 8_000);
+    let refused = meter
+        .complete_request(ModelRequest::new(
+            vec![ChatMessage::new("narrator", "hi")],
+            4,
+        ))
+        .await;
+    assert!(
+        matches!(&refused, Err(ModelError::Invalid(why)) if why.contains("role must be one of")),
+        "{refused:?}"
+    );
+    assert_eq!(meter.tokens_used(), 0);
+}
+
+/// Finding 4: stop strings reached the upstream uncounted (4 x 1 MB). They
+/// are counted with the prompt and bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_strings_are_counted_and_bounded() {
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::new(house(), 8_000);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    let mut body = user("Round 1.");
+    body["stop"] = serde_json::json!(["\n\n", "END OF TURN"]);
+    let response = post(&gateway, credential.token(), &body).await;
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value =
+        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    let expected = count_prompt_tokens(&[ChatMessage::new("user", "Round 1.")])
+        + count_tokens("\n\n")
+        + count_tokens("END OF TURN");
+    assert_eq!(answer["usage"]["prompt_tokens"], expected);
+    body["stop"] = serde_json::json!(["x".repeat(300_000)]);
+    let response = post(&gateway, credential.token(), &body).await;
+    assert_eq!(response.status(), 400);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("stop[0] is 300000 bytes")
+    );
+}
+
+/// Finding 8: `max_completion_tokens: 0` beside `max_tokens: 3` gave an
+/// uncapped completion. Both at once, or 0, are refused as OpenAI refuses
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_caps_follow_openai() {
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::new(house(), 8_000);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    for (caps, code) in [
+        (
+            serde_json::json!({"max_completion_tokens": 0, "max_tokens": 3}),
+            "invalid_parameter_combination",
+        ),
+        (
+            serde_json::json!({"max_tokens": 0}),
+            "integer_below_min_value",
+        ),
+    ] {
+        let mut body = user("hi");
+        body.as_object_mut()
+            .unwrap()
+            .extend(caps.as_object().unwrap().clone());
+        let response = post(&gateway, credential.token(), &body).await;
+        assert_eq!(response.status(), 400);
+        let error: serde_json::Value =
+            serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        assert_eq!(error["error"]["code"], code, "{error}");
+    }
+    assert_eq!(meter.tokens_used(), 0);
+}
+
+/// The probe, rerun as a whole match: a heavy-class endpoint bot that, in
+/// each of its decisions, sends 1 MB model names, half-megabyte prompts of
+/// one letter, a million spaces, 256 free-text roles and megabyte stop
+/// strings, and answers at once (its calls still running), against a
+/// built-in fighter. The match is played and its replay is small and
+/// verifies; the other fighter decides every exchange itself; the upstream
+/// sees only documented roles and bounded stop strings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_match_is_played_published_and_small() {
+    let named = |model: String| {
+        let mut body = user("hi");
+        body["model"] = serde_json::json!(model);
+        serde_json::to_vec(&body).unwrap()
+    };
+    let mut bodies = vec![named("m".repeat(1_000_000)); 3];
+    for _ in 0..4 {
+        let mut body = user(&"a".repeat(500_000));
+        body["max_tokens"] = serde_json::json!(1);
+        bodies.push(serde_json::to_vec(&body).unwrap());
+    }
+    bodies.push(serde_json::to_vec(&user(&" ".repeat(1_000_000))).unwrap());
+    bodies.push(
+        serde_json::to_vec(&serde_json::json!({"messages": (0..256)
+            .map(|i| serde_json::json!({"role": format!("{i:0>32}"), "content": ""}))
+            .collect::<Vec<_>>()}))
+        .unwrap(),
+    );
+    let mut stops = user("hi");
+    stops["stop"] = serde_json::json!(vec!["s".repeat(200_000); 4]);
+    bodies.push(serde_json::to_vec(&stops).unwrap());
+    let mut fair = user("What now?");
+    fair["max_tokens"] = serde_json::json!(4);
+    fair["stop"] = serde_json::json!(["\n"]);
+    bodies.push(serde_json::to_vec(&fair).unwrap());
+
+    let (model, model_log) = serve_model("JAB").await;
+    let (flood, flood_log) = serve_bot(Behaviour::Flood {
+        bodies: Arc::new(bodies),
+        wait: false,
+    })
+    .await;
+    let referee = serve_referee(serve_config(4, gateway_for(&model))).await;
+    let mut call = request(&flood.url(), "builtin:counter", 2_000);
+    call.class = pb::WeightClass::Heavy as i32;
+    let response = referee_client(&referee)
+        .await
+        .run_match(call)
+        .await
+        .unwrap()
+        .into_inner();
+    let bytes = response.replay_json.len();
+    assert!(bytes < 1024 * 1024, "replay of {bytes} bytes");
+    let replay = duel_replays::Replay::from_slice(response.replay_json.as_bytes()).unwrap();
+    let verified = duel_referee::verify::verify_replay(&replay);
+    assert!(matches!(verified, Ok(Ok(_))), "{verified:?}");
+    let mut recorded = 0;
+    for side in sides(&replay, 0) {
+        for call in side.calls() {
+            recorded += 1;
+            assert!(
+                call.model.len() <= MAX_RECORDED_MODEL_NAME_BYTES,
+                "{}",
+                call.model.len()
+            );
+        }
+    }
+    assert!(recorded > 0, "the flood's calls are in the replay");
+    for side in sides(&replay, 1) {
+        assert_eq!(side.source, SourceName::Bot, "{side:?}");
+    }
+    assert!(!flood_log.http_statuses.lock().unwrap().is_empty());
+    for request in model_log.requests.lock().unwrap().iter() {
+        for message in request["messages"].as_array().unwrap() {
+            assert!(
+                MESSAGE_ROLES.contains(&message["role"].as_str().unwrap()),
+                "{message}"
+            );
+        }
+        for stop in request["stop"].as_array().into_iter().flatten() {
+            assert!(stop.as_str().unwrap().len() <= 256);
+        }
+    }
+    referee.stop().await;
+}

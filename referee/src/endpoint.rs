@@ -207,7 +207,7 @@ impl EndpointBot {
                 let name: String = hello
                     .name
                     .chars()
-                    .filter(|c| !c.is_control())
+                    .filter(|c| !crate::terminal::is_hidden(*c))
                     .take(crate::limits::MAX_HELLO_NAME_CHARS)
                     .collect();
                 if name.trim().is_empty() {

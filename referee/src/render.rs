@@ -76,7 +76,7 @@ fn group_thousands(value: u64) -> String {
     grouped
 }
 
-pub use duel_referee::terminal::safe;
+pub use duel_referee::terminal::{is_hidden, safe};
 
 /// The tape's opening lines.
 pub fn header(palette: Palette, replay_head: &ReplayHead<'_>) -> String {
@@ -243,12 +243,13 @@ fn action_cell(palette: Palette, side: Side, mine: &SideRecord, dealt: i32) -> S
     cell
 }
 
-/// `text` on one line (control characters as spaces, runs of blanks as one),
+/// `text` on one line (control and bidirectional characters as spaces, runs
+/// of blanks as one),
 /// at most [`TAPE_REASON_CHARS`] characters, ending in `…` when cut.
 fn one_line(text: &str) -> String {
     let spaced: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if is_hidden(c) { ' ' } else { c })
         .collect();
     let words: Vec<&str> = spaced.split_whitespace().collect();
     let line = words.join(" ");
@@ -484,7 +485,8 @@ pub fn summary(palette: Palette, replay: &Replay) -> String {
 
 /// Both fighters' log lines of one exchange, A's first, each under a side
 /// label; a truncated log ends in a line that says so. Empty when neither
-/// logged. Control characters (a hostile replay's escapes) print as spaces.
+/// logged. Control and bidirectional characters (a hostile replay's escapes,
+/// a bot's U+202E) print as spaces.
 pub fn exchange_logs(palette: Palette, exchange: &ExchangeRecord) -> String {
     let mut out = String::new();
     for side in Side::BOTH {
@@ -494,7 +496,7 @@ pub fn exchange_logs(palette: Palette, exchange: &ExchangeRecord) -> String {
         for line in record.log() {
             let clean: String = line
                 .chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
+                .map(|c| if is_hidden(c) { ' ' } else { c })
                 .collect();
             let _ = writeln!(out, "       {label} {bar} {}", clean.trim_end());
         }

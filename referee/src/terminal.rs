@@ -1,13 +1,32 @@
-//! Text from outside (replays, servers, bots) on its way to a terminal: no
-//! control character is ever printed as it is, so nothing a replay or a
-//! server sends can move the cursor, retitle the window or smuggle an escape
-//! sequence (C0, DEL and the C1 range, which holds the one-byte CSI 0x9b).
-//! Both binaries print through these.
+//! Text from outside (replays, servers, bots, models) on its way to a
+//! terminal: no control character is ever printed as it is, so nothing a
+//! replay or a server sends can move the cursor, retitle the window or
+//! smuggle an escape sequence (C0, DEL and the C1 range, which holds the
+//! one-byte CSI 0x9b); nor a bidirectional control, which would reorder what
+//! is shown around it (U+202E shows `exe.txt` for `txt.exe`). Both binaries
+//! print through these. The ladder refuses the same characters in what
+//! owners write (`duel_ladder_core::text`).
 
-/// `text` with every control character shown as `�`: for one line.
+/// The bidirectional formatting characters: the embeddings and overrides
+/// (U+202A–U+202E), the isolates (U+2066–U+2069), and the marks (U+200E,
+/// U+200F, U+061C).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+    )
+}
+
+/// A character never printed as it is: a control or a bidirectional control.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control() || is_bidi_control(c)
+}
+
+/// `text` with every control and bidirectional character shown as `�`: for
+/// one line.
 pub fn safe(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .map(|c| if is_hidden(c) { '\u{fffd}' } else { c })
         .collect()
 }
 
@@ -15,7 +34,7 @@ pub fn safe(text: &str) -> String {
 pub fn safe_lines(text: &str) -> String {
     text.chars()
         .map(|c| {
-            if c.is_control() && c != '\n' {
+            if is_hidden(c) && c != '\n' {
                 '\u{fffd}'
             } else {
                 c
@@ -34,5 +53,17 @@ mod tests {
         assert_eq!(safe(hostile), "a�]0;pwned�b�31mc�d��e");
         assert_eq!(safe_lines(hostile), "a�]0;pwned�b�31mc�d�\ne");
         assert_eq!(safe("plain café ✓"), "plain café ✓");
+    }
+
+    #[test]
+    fn bidirectional_controls_never_pass() {
+        let hostile = "report\u{202e}fdp.exe \u{202a}a\u{202b}b\u{202c}c\u{202d}d \
+            \u{2066}e\u{2067}f\u{2068}g\u{2069}h \u{200e}i\u{200f}j\u{061c}k";
+        let shown = safe(hostile);
+        assert!(!shown.chars().any(is_bidi_control), "{shown}");
+        assert_eq!(shown.matches('\u{fffd}').count(), 12, "{shown}");
+        assert!(!safe_lines(hostile).chars().any(is_bidi_control));
+        // Right-to-left text itself is text.
+        assert_eq!(safe("שלום مرحبا"), "שלום مرحبا");
     }
 }

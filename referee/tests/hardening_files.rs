@@ -297,6 +297,67 @@ fn escapes_in_a_replay_never_reach_the_terminal() {
     }
 }
 
+/// Issue 47: U+202E and the other bidirectional controls reached the
+/// terminal from text a bot or a model controls (a name, a log line, a
+/// model's name). The tape, its log lines and its calls print none of them.
+#[test]
+fn bidirectional_controls_in_a_replay_never_reach_the_terminal() {
+    const BIDI: [char; 12] = [
+        '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+        '\u{2068}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
+    ];
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clean = dir.path().join("clean.json");
+    let local = referee(&[
+        "local",
+        "builtin:block",
+        "builtin:script:JAB",
+        "--seed",
+        "3",
+        "--replay",
+        arg(&clean),
+    ]);
+    assert!(local.status.success());
+    let mut replay: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&clean).expect("read")).expect("json");
+    let every: String = BIDI.iter().collect();
+    replay["fighters"][0]["name"] = format!("evil\u{202e}txt.exe{every}").into();
+    let side = &mut replay["rounds"][0]["exchanges"][0]["a"];
+    side["log"] = serde_json::json!([format!("log\u{202e}gnp.exe {every}")]);
+    side["calls"] = serde_json::json!([{
+        "model": format!("model\u{2067}{every}"),
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "outcome": "invalid",
+    }]);
+    let hostile = dir.path().join("hostile.json");
+    std::fs::write(&hostile, serde_json::to_vec_pretty(&replay).expect("json")).expect("write");
+    for args in [
+        vec!["replay", "show", arg(&hostile)],
+        vec!["replay", "show", "--logs", arg(&hostile)],
+    ] {
+        let output = referee(&args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        let printed = text(&output.stdout);
+        for stream in [&output.stdout, &output.stderr] {
+            let shown = text(stream);
+            assert!(
+                !shown.chars().any(|c| BIDI.contains(&c)),
+                "{args:?} printed a bidirectional control: {shown:?}"
+            );
+        }
+        assert!(printed.contains("evil"), "{args:?}: {printed}");
+        if args.contains(&"--logs") {
+            assert!(printed.contains("gnp.exe"), "{printed}");
+            assert!(printed.contains("model "), "{printed}");
+        }
+    }
+}
+
 /// Issue 33 item 10: `referee new duel-bot-sdk` wrote a project depending on
 /// itself, which could not build.
 #[test]

@@ -1,10 +1,13 @@
 //! A bot's public profile: the description, author and source link its owner
 //! sets (`ladder bot edit`) and the site shows. Plain text, length-limited,
-//! without control characters; the link is an `http(s)` URL with a host and
-//! nothing a page could mistake for markup. The site escapes all of it again.
+//! without control or bidirectional characters (crate::text: U+202E would
+//! reorder the page and a terminal around it); the link is an `http(s)` URL
+//! that a URL parser reads (a valid port, a host), with nothing a page could
+//! mistake for markup. The site escapes all of it again.
 
 use crate::error::{CoreError, Result};
 use crate::limits::{MAX_BOT_AUTHOR_CHARS, MAX_BOT_DESCRIPTION_CHARS, MAX_SOURCE_URL_BYTES};
+use crate::text::is_bidi_control;
 
 /// What the site shows of a bot beside its record; `None` where unset.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,12 +72,20 @@ fn check_text(what: &str, text: &str, most_chars: usize) -> Result<()> {
             "the {what} holds a control character (line breaks and tabs included)"
         )));
     }
+    if let Some(bidi) = text.chars().find(|c| is_bidi_control(*c)) {
+        return Err(CoreError::Invalid(format!(
+            "the {what} holds U+{:04X}, a bidirectional control that reorders the text around it",
+            u32::from(bidi)
+        )));
+    }
     Ok(())
 }
 
 /// A source link: `http://` or `https://`, a host, then printable ASCII
 /// without spaces, quotes, angle brackets or backslashes; no `user@` part,
-/// which would make the link read as another host.
+/// which would make the link read as another host; and a URL the WHATWG
+/// parser (the `url` crate, as browsers) reads: a port from 0 to 65535, a
+/// valid host, well-formed escapes.
 pub fn check_source_url(url: &str) -> Result<()> {
     let invalid = |why: &str| {
         Err(CoreError::Invalid(format!(
@@ -108,7 +119,11 @@ pub fn check_source_url(url: &str) -> Result<()> {
     if host.is_empty() {
         return invalid("has no host");
     }
-    Ok(())
+    match url::Url::parse(url) {
+        Ok(parsed) if parsed.host().is_some() => Ok(()),
+        Ok(_) => invalid("has no host"),
+        Err(error) => invalid(&format!("is not a valid URL: {error}")),
+    }
 }
 
 #[cfg(test)]
@@ -131,12 +146,26 @@ mod tests {
             ("https://example.org/\"onmouseover=", false),
             ("https://example.org/<script>", false),
             ("https://exämple.org/", false),
+            // What a URL parser refuses.
+            ("https://example.org:99999/", false),
+            ("https://example.org:65536/", false),
+            ("https://example.org:65535/", true),
+            ("https://example.org:8a/", false),
+            ("https://[::1/x", false),
+            ("https://300.1.1.1/", false),
+            ("https://exa%zzmple.org/", false),
+            ("https://exa mple.org/", false),
         ];
         for (url, ok) in table {
             assert_eq!(check_source_url(url).is_ok(), ok, "{url}");
         }
         let long = format!("https://example.org/{}", "a".repeat(MAX_SOURCE_URL_BYTES));
         assert!(check_source_url(&long).is_err());
+        let port = check_source_url("https://example.org:99999/x").expect_err("refused");
+        assert_eq!(
+            port.to_string(),
+            "invalid argument: the source URL \"https://example.org:99999/x\" is not a valid URL: invalid port number"
+        );
     }
 
     #[test]
@@ -172,10 +201,40 @@ mod tests {
                 source_url: Some("example.org".to_owned()),
                 ..ProfileEdit::default()
             },
+            ProfileEdit {
+                description: Some("counter\u{202e}txt.exe".to_owned()),
+                ..ProfileEdit::default()
+            },
+            ProfileEdit {
+                author: Some("alice\u{2066}".to_owned()),
+                ..ProfileEdit::default()
+            },
+            ProfileEdit {
+                description: Some("rtl\u{200f} mark".to_owned()),
+                ..ProfileEdit::default()
+            },
+            ProfileEdit {
+                source_url: Some("https://example.org:99999/".to_owned()),
+                ..ProfileEdit::default()
+            },
         ];
         for edit in refused {
             assert!(edit.checked().is_err(), "{edit:?}");
         }
+        let bidi = ProfileEdit {
+            description: Some("counter\u{202e}txt.exe".to_owned()),
+            ..ProfileEdit::default()
+        };
+        assert_eq!(
+            bidi.checked().expect_err("refused").to_string(),
+            "invalid argument: the description holds U+202E, a bidirectional control that reorders the text around it"
+        );
+        // Right-to-left text itself is welcome.
+        let hebrew = ProfileEdit {
+            description: Some("שלום, a bot that counters".to_owned()),
+            ..ProfileEdit::default()
+        };
+        assert!(hebrew.checked().is_ok());
         // Exactly at the limit, in characters (not bytes).
         let at_limit = ProfileEdit {
             description: Some("é".repeat(MAX_BOT_DESCRIPTION_CHARS)),

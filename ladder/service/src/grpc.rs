@@ -84,11 +84,17 @@ pub fn status_of(error: impl Into<LadderError>) -> Status {
 }
 
 /// Names and ids never hold control characters (a NUL would be stored as is
-/// by SQLite, and control characters garble every listing that prints them).
+/// by SQLite, and control characters garble every listing that prints them)
+/// nor bidirectional controls (U+202E reorders a listing around it).
 fn printable<'a>(field: &str, value: &'a str) -> Result<&'a str, Status> {
     if value.chars().any(char::is_control) {
         return Err(Status::invalid_argument(format!(
             "{field} must not contain control characters (NUL, newlines, escapes)"
+        )));
+    }
+    if value.chars().any(duel_ladder_core::text::is_bidi_control) {
+        return Err(Status::invalid_argument(format!(
+            "{field} must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C)"
         )));
     }
     Ok(value)
@@ -826,6 +832,13 @@ mod tests {
             assert_eq!(status.code(), tonic::Code::InvalidArgument, "{bad:?}");
             assert!(status.message().contains("control characters"), "{bad:?}");
         }
+        for bad in ["evil\u{202e}txt.exe", "a\u{2066}b", "mark\u{200f}"] {
+            let status = required("name", bad).expect_err(bad);
+            assert_eq!(status.code(), tonic::Code::InvalidArgument, "{bad:?}");
+            assert!(status.message().contains("bidirectional"), "{bad:?}");
+        }
+        // The names themselves are letters, digits, '-', '_' and '.' only.
+        assert!(duel_ladder_core::model::check_name("bot", "evil\u{202e}txt").is_err());
         assert_eq!(
             required("name", "  plain-name_1 ").ok(),
             Some("plain-name_1")

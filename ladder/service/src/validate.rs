@@ -75,7 +75,7 @@ async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
         .map(|ruleset| {
             ruleset
                 .chars()
-                .filter(|c| !c.is_control())
+                .filter(|c| !duel_referee::terminal::is_hidden(*c))
                 .take(MAX_QUOTED_RULESET_CHARS)
                 .collect()
         })

@@ -282,11 +282,17 @@ fn render_logs(reply: &pb::LadderMatchLogsResponse, json: bool) -> String {
     out
 }
 
-/// A log line as one terminal line: control characters (a bot's escape
-/// sequences) shown as spaces.
+/// A log line as one terminal line: control and bidirectional characters (a
+/// bot's escape sequences, its U+202E) shown as spaces.
 fn one_line(line: &str) -> String {
     line.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if duel_referee::terminal::is_hidden(c) {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect()
 }
 

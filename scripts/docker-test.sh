@@ -19,6 +19,8 @@
 #   scripts/docker-test.sh --no-deploy     # steps 1-4
 #   scripts/docker-test.sh --build-only    # steps 1-3
 #   scripts/docker-test.sh --no-build …    # test the existing image as it is
+#   scripts/docker-test.sh --apt-sources   # print the Debian mirrors read from
+#       this machine's apt sources (below) and exit: nothing else is run
 #   scripts/docker-test.sh --prebuilt DIR … # the image over DIR/referee and
 #       DIR/ladder (built on this bookworm host) instead of compiling them in
 #       the builder stage: the Dockerfile's BINARIES=prebuilt. The runtime
@@ -28,8 +30,13 @@
 #
 # Every container runs with `--network host` (bound to 127.0.0.1) or `none`:
 # nothing talks to any address but loopback, except the builds, which reach
-# Debian's mirror and crates.io as the host does.
-# Env: DUEL_IMAGE (default duel:latest), DUEL_DOCKER_WORK (default
+# crates.io as the host does and the Debian mirrors this machine's own apt
+# sources name (/etc/apt/sources.list and sources.list.d/*.list, *.sources):
+# the debootstrap stand-in is built from the mirror that serves bookworm, and
+# its apt sources are the machine's bookworm, bookworm-updates and
+# bookworm-security entries. No mirror is named here.
+# Env: DUEL_IMAGE (default duel:latest), DUEL_APT_ETC (default /etc/apt: where
+# the apt sources are read), DUEL_DOCKER_WORK (default
 # /var/tmp/duel-docker: debootstrap tree, dockerd log, test files),
 # DUEL_IMAGE_MAX_MB (default 250; 400 with --prebuilt), KEEP=1 keeps the test containers and volumes.
 set -euo pipefail
@@ -42,9 +49,11 @@ run_play=true
 run_deploy=true
 build=true
 prebuilt=""
-usage="usage: $0 [--no-build | --prebuilt DIR] [--no-deploy | --build-only]"
+print_sources=false
+usage="usage: $0 [--no-build | --prebuilt DIR] [--no-deploy | --build-only] | --apt-sources"
 while (($#)); do
     case "$1" in
+        --apt-sources) print_sources=true ;;
         --no-build) build=false ;;   # test the existing $image
         --prebuilt)
             [[ -n "${2:-}" ]] || { echo "$usage" >&2; exit 2; }
@@ -68,6 +77,69 @@ started="$(date +%s)"
 
 say() { echo "== docker-test [$(($(date +%s) - started)) s] $*"; }
 fail() { echo "docker-test: FAIL: $*" >&2; exit 1; }
+
+# ---- The machine's apt sources ---------------------------------------------
+# Prints one line per Debian package source this machine's apt reads, as
+# `URI SUITE`: one-line entries (`deb [options] URI SUITE COMPONENT…`) of
+# sources.list and sources.list.d/*.list, and deb822 stanzas (Types, URIs,
+# Suites, Enabled) of sources.list.d/*.sources. Source-package (deb-src)
+# entries, comments and disabled stanzas are left out; so are files apt
+# itself ignores (other extensions).
+apt_sources() {
+    local etc="${DUEL_APT_ETC:-/etc/apt}" file
+    local files=()
+    [[ -f "$etc/sources.list" ]] && files+=("$etc/sources.list")
+    for file in "$etc"/sources.list.d/*.list; do [[ -f "$file" ]] && files+=("$file"); done
+    if ((${#files[@]})); then
+        sed -e 's/#.*//' "${files[@]}" | awk '
+            $1 == "deb" {
+                i = 2
+                # [arch=amd64 signed-by=…] options, which may hold spaces.
+                if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+                if (i + 1 <= NF) print $i, $(i + 1)
+            }'
+    fi
+    for file in "$etc"/sources.list.d/*.sources; do
+        [[ -f "$file" ]] || continue
+        # Stanzas are separated by blank lines; a field may continue on
+        # lines that start with a space (only Signed-By does in practice).
+        awk '
+            function flush() {
+                if (types ~ /(^| )deb( |$)/ && tolower(enabled) != "no") {
+                    n = split(uris, u, " "); m = split(suites, s, " ")
+                    for (a = 1; a <= n; a++) for (b = 1; b <= m; b++) print u[a], s[b]
+                }
+                types = uris = suites = ""; enabled = "yes"
+            }
+            BEGIN { enabled = "yes" }
+            /^[ \t]*#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            /^[^ \t]/ {
+                field = tolower($1); sub(/:$/, "", field)
+                value = $0; sub(/^[^:]*:[ \t]*/, "", value); gsub(/[ \t]+/, " ", value)
+                if (field == "types") types = value
+                else if (field == "uris") uris = value
+                else if (field == "suites") suites = value
+                else if (field == "enabled") enabled = value
+            }
+            END { flush() }' "$file"
+    done
+}
+
+# The machine's sources for Debian bookworm (`URI SUITE` lines for bookworm,
+# bookworm-updates and bookworm-security), or a one-line failure.
+bookworm_sources() {
+    local sources
+    sources="$(apt_sources | awk '$2 == "bookworm" || $2 == "bookworm-updates" || $2 == "bookworm-security"' | awk '!seen[$0]++')"
+    grep -q ' bookworm$' <<<"$sources" \
+        || fail "this machine's apt sources (${DUEL_APT_ETC:-/etc/apt}/sources.list, sources.list.d/) name no mirror for bookworm: add one, or make debian:bookworm-slim pullable"
+    echo "$sources"
+}
+
+if $print_sources; then
+    bookworm_sources
+    exit 0
+fi
 
 as_root() {
     if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi
@@ -110,22 +182,25 @@ try_pull() { timeout 60 docker pull -q "$1" >/dev/null 2>&1; }
 prepare_debian() {
     have_image debian:bookworm-slim && return
     try_pull debian:bookworm-slim && return
-    say "building the debian:bookworm-slim stand-in with debootstrap"
+    local sources mirror list
+    sources="$(bookworm_sources)"
+    # The mirror of the machine's own apt sources that serves bookworm.
+    mirror="$(awk '$2 == "bookworm" { print $1; exit }' <<<"$sources")"
+    # The stand-in reads the same mirrors the machine does (main only, as the
+    # official slim image).
+    list="$(awk '{ print "deb " $1 " " $2 " main" }' <<<"$sources")"
+    say "building the debian:bookworm-slim stand-in with debootstrap from $mirror (this machine's apt sources)"
     command -v debootstrap >/dev/null || apt_install debootstrap
     local root="$work/rootfs"
     if [[ ! -f "$root/.complete" ]]; then
         as_root rm -rf "$root"
-        as_root debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian \
+        as_root debootstrap --variant=minbase bookworm "$root" "$mirror" \
             >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
         as_root touch "$root/.complete"
     fi
+    printf '%s\n' "$list" | as_root tee "$root/etc/apt/sources.list" >/dev/null
     as_root bash -c "
         set -e
-        cat >'$root/etc/apt/sources.list' <<'LIST'
-deb http://deb.debian.org/debian bookworm main
-deb http://deb.debian.org/debian bookworm-updates main
-deb http://deb.debian.org/debian-security bookworm-security main
-LIST
         cat >'$root/etc/dpkg/dpkg.cfg.d/docker-slim' <<'CFG'
 path-exclude /usr/share/doc/*
 path-include /usr/share/doc/*/copyright

@@ -25,6 +25,7 @@ mod bench_site;
 mod cli_continuous;
 mod cli_season;
 mod clients;
+mod docker_script;
 mod headers;
 mod metrics;
 mod public_replays;

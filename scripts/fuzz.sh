@@ -6,11 +6,11 @@
 # workspace's, because coverage instrumentation rebuilds every crate.
 # Usage: scripts/fuzz.sh TARGET|all [SECONDS]
 #   targets: parse, transcript (replays/fuzz); grpc_convert, bot_spec,
-#   ladder_requests, models_file, openai_request, forwarded_for, proxy_header, cursors (fuzz/)
+#   ladder_requests, models_file, openai_request, token_count, forwarded_for, proxy_header, cursors (fuzz/)
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 parse|transcript|grpc_convert|bot_spec|ladder_requests|models_file|openai_request|forwarded_for|proxy_header|cursors|all [SECONDS]" >&2
+    echo "usage: $0 parse|transcript|grpc_convert|bot_spec|ladder_requests|models_file|openai_request|token_count|forwarded_for|proxy_header|cursors|all [SECONDS]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -31,7 +31,7 @@ rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly -
 folder_of() {
     case "$1" in
         parse | transcript) echo "$root/replays/fuzz" ;;
-        grpc_convert | bot_spec | ladder_requests | models_file | openai_request | forwarded_for | proxy_header | cursors) echo "$root/fuzz" ;;
+        grpc_convert | bot_spec | ladder_requests | models_file | openai_request | token_count | forwarded_for | proxy_header | cursors) echo "$root/fuzz" ;;
         *) usage ;;
     esac
 }
@@ -67,7 +67,7 @@ if [ "$target" = all ]; then
     # Every target runs even when one fails (a crash is saved under its
     # artifacts/ folder); the exit status says whether any failed.
     failed=0
-    for name in parse transcript grpc_convert bot_spec ladder_requests models_file openai_request forwarded_for proxy_header cursors; do
+    for name in parse transcript grpc_convert bot_spec ladder_requests models_file openai_request token_count forwarded_for proxy_header cursors; do
         run_one "$name" || failed=1
     done
     exit "$failed"

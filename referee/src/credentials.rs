@@ -9,11 +9,19 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use duel_rules::Side;
+use governor::clock::Clock;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::limits::CREDENTIAL_BYTES;
+use crate::limits::{
+    BAD_CREDENTIALS_BURST_PER_CLIENT, BAD_CREDENTIALS_PER_SECOND_PER_CLIENT, CREDENTIAL_BYTES,
+    MAX_RATE_LIMITED_CLIENTS,
+};
 use crate::meter::FighterMeter;
 
 /// Why a token was not accepted.
@@ -22,6 +30,13 @@ pub enum CredentialError {
     /// Never issued, or its decision is over.
     #[error("unknown or expired inference credential (a token is valid only during its decision)")]
     Unknown,
+    /// The caller's address sent more unknown tokens than the gateway
+    /// allows ([`BAD_CREDENTIALS_PER_SECOND_PER_CLIENT`]); no token from it
+    /// is looked up until it may try again.
+    #[error(
+        "rate limit: too many unknown credentials from this address; try again in {retry_after_s} s"
+    )]
+    RateLimited { retry_after_s: u64 },
 }
 
 #[derive(Debug)]
@@ -37,6 +52,85 @@ struct Entry {
 #[derive(Clone, Debug, Default)]
 pub struct Credentials {
     entries: Arc<Mutex<HashMap<String, Arc<Entry>>>>,
+    bad_tries: Arc<BadTries>,
+}
+
+/// Unknown tokens per client address: a door that looks tokens up is rate
+/// limited as the ladder's API is (per address, IPv6 per /64), counting
+/// only the tokens it did not know, so a bot's own calls never use up its
+/// allowance. Once an address has none left, none of its tokens is looked
+/// up (right or wrong) until it may try again.
+#[derive(Debug)]
+struct BadTries {
+    limiter: DefaultKeyedRateLimiter<IpAddr>,
+    /// Addresses out of allowance, and when they may try again.
+    shut_until: Mutex<HashMap<IpAddr, Instant>>,
+}
+
+impl Default for BadTries {
+    fn default() -> BadTries {
+        let per_second =
+            NonZeroU32::new(BAD_CREDENTIALS_PER_SECOND_PER_CLIENT).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(BAD_CREDENTIALS_BURST_PER_CLIENT).unwrap_or(NonZeroU32::MIN);
+        BadTries {
+            limiter: RateLimiter::keyed(Quota::per_second(per_second).allow_burst(burst)),
+            shut_until: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl BadTries {
+    fn shut(&self) -> MutexGuard<'_, HashMap<IpAddr, Instant>> {
+        self.shut_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Refuses a client whose allowance is spent, before any lookup.
+    fn admit(&self, client: IpAddr) -> Result<(), CredentialError> {
+        let mut shut = self.shut();
+        match shut.get(&client) {
+            Some(until) if *until > Instant::now() => Err(CredentialError::RateLimited {
+                retry_after_s: retry_after_s(*until),
+            }),
+            Some(_) => {
+                shut.remove(&client);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Counts an unknown token; the error to answer with.
+    fn missed(&self, client: IpAddr) -> CredentialError {
+        let Err(not_until) = self.limiter.check_key(&client) else {
+            return CredentialError::Unknown;
+        };
+        let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+        let until = Instant::now() + wait.max(Duration::from_millis(1));
+        let mut shut = self.shut();
+        if shut.len() >= MAX_RATE_LIMITED_CLIENTS {
+            let now = Instant::now();
+            shut.retain(|_, until| *until > now);
+        }
+        if shut.len() < MAX_RATE_LIMITED_CLIENTS {
+            shut.insert(client, until);
+        }
+        if self.limiter.len() >= MAX_RATE_LIMITED_CLIENTS {
+            self.limiter.retain_recent();
+        }
+        CredentialError::RateLimited {
+            retry_after_s: retry_after_s(until),
+        }
+    }
+}
+
+fn retry_after_s(until: Instant) -> u64 {
+    until
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64()
+        .ceil()
+        .max(1.0) as u64
 }
 
 /// Who a token belongs to, once accepted.
@@ -82,11 +176,27 @@ impl Credentials {
 
     /// The fighter and decision a token belongs to, if its decision runs.
     pub fn check(&self, token: &str) -> Result<Holder, CredentialError> {
-        let entry = self
-            .entries()
-            .get(token)
-            .cloned()
-            .ok_or(CredentialError::Unknown)?;
+        self.check_from(token, None)
+    }
+
+    /// [`Credentials::check`] for a caller at `client` (its connection's
+    /// peer): unknown tokens count against the address's allowance, and an
+    /// address without allowance is refused before any lookup.
+    pub fn check_from(
+        &self,
+        token: &str,
+        client: Option<IpAddr>,
+    ) -> Result<Holder, CredentialError> {
+        let client = client.map(duel_plumbing::clients::client_key);
+        if let Some(client) = client {
+            self.bad_tries.admit(client)?;
+        }
+        let Some(entry) = self.entries().get(token).cloned() else {
+            return Err(match client {
+                Some(client) => self.bad_tries.missed(client),
+                None => CredentialError::Unknown,
+            });
+        };
         Ok(Holder {
             meter: entry.meter.clone(),
             match_id: entry.match_id.clone(),

@@ -231,6 +231,17 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 /// Random bytes in an Inference credential (hex-encoded on the wire).
 pub const CREDENTIAL_BYTES: usize = 32;
 
+/// Unknown Inference credentials a client address (IPv6: its /64) may send
+/// per second to the gateway (`duel.v1.Inference` and the OpenAI face), after
+/// its burst: the ladder API's per-address rate. Only unknown tokens count;
+/// past them the address gets RESOURCE_EXHAUSTED / HTTP 429 with
+/// Retry-After, and none of its tokens is looked up until then.
+pub const BAD_CREDENTIALS_PER_SECOND_PER_CLIENT: u32 = 50;
+
+/// Unknown credentials a client address may send at once before the rate
+/// applies (a bot's stale calls after its decisions end stay far below).
+pub const BAD_CREDENTIALS_BURST_PER_CLIENT: u32 = 100;
+
 const _: () = assert!(MAX_BOT_RESPONSE_BYTES <= MAX_GRPC_MESSAGE_BYTES);
 const _: () = assert!(
     2 * MAX_TRANSCRIPT_BYTES_PER_MATCH < duel_replays::MAX_TRANSCRIPT_BYTES as usize,
@@ -294,3 +305,16 @@ const _: () = assert!(
     MAX_OPENING_EXCHANGES < duel_rules::Ruleset::CURRENT.exchanges_per_round() as usize,
     "an opening is shorter than a round"
 );
+
+/// `referee serve`'s operator-token door (`duel.v1.Referee` calls while
+/// `DUEL_REFEREE_TOKEN` is set): calls a second one client address (IPv6: its
+/// /64) may make, and at once before that rate applies, counted before the
+/// token is compared, as the ladder's API counts its calls (its
+/// `DEFAULT_CALLS_PER_SECOND_PER_PEER` and `DEFAULT_CALL_BURST_PER_PEER`).
+/// Over it: `RESOURCE_EXHAUSTED` naming the wait.
+pub const OPERATOR_CALLS_PER_SECOND_PER_CLIENT: u32 = 50;
+pub const OPERATOR_CALL_BURST_PER_CLIENT: u32 = 100;
+
+/// Client addresses the operator door's limiter remembers before it drops
+/// the idle ones (checked every 4,096 calls).
+pub const MAX_OPERATOR_RATE_LIMITED_CLIENTS: usize = 100_000;

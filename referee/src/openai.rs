@@ -56,6 +56,8 @@ struct ApiError {
     code: Option<&'static str>,
     param: Option<&'static str>,
     message: String,
+    /// Sent as `Retry-After` (a rate limit).
+    retry_after_s: Option<u64>,
 }
 
 impl ApiError {
@@ -66,6 +68,7 @@ impl ApiError {
             code: Some("invalid_api_key"),
             param: None,
             message: message.into(),
+            retry_after_s: None,
         }
     }
 }
@@ -120,6 +123,7 @@ impl From<ModelError> for ApiError {
             code,
             param,
             message,
+            retry_after_s: None,
         }
     }
 }
@@ -128,6 +132,14 @@ impl From<CredentialError> for ApiError {
     fn from(error: CredentialError) -> ApiError {
         match error {
             CredentialError::Unknown => ApiError::unauthenticated(error.to_string()),
+            CredentialError::RateLimited { retry_after_s } => ApiError {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                kind: "rate_limit_error",
+                code: Some("rate_limit_exceeded"),
+                param: None,
+                message: error.to_string(),
+                retry_after_s: Some(retry_after_s),
+            },
         }
     }
 }
@@ -144,12 +156,30 @@ impl IntoResponse for ApiError {
         response
             .headers_mut()
             .insert(SHOULD_RETRY, HeaderValue::from_static("false"));
+        if let Some(seconds) = self.retry_after_s {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         response
     }
 }
 
+/// The connection's peer address, which tonic's server puts in every
+/// request it serves (unknown tokens are counted per address).
+fn client_of(extensions: &axum::http::Extensions) -> Option<std::net::IpAddr> {
+    extensions
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(tonic::transport::server::TcpConnectInfo::remote_addr)
+        .map(|address| address.ip())
+}
+
 /// The fighter and decision the bearer credential belongs to.
-fn holder(credentials: &Credentials, headers: &HeaderMap) -> Result<Holder, ApiError> {
+fn holder(
+    credentials: &Credentials,
+    headers: &HeaderMap,
+    client: Option<std::net::IpAddr>,
+) -> Result<Holder, ApiError> {
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Err(ApiError::unauthenticated(
             "missing `Authorization: Bearer <inference_token>` (the DecideRequest's inference_token is the API key)",
@@ -166,11 +196,15 @@ fn holder(credentials: &Credentials, headers: &HeaderMap) -> Result<Holder, ApiE
         .ok_or_else(|| {
             ApiError::unauthenticated("the Authorization header is not `Bearer <token>`")
         })?;
-    Ok(credentials.check(token)?)
+    Ok(credentials.check_from(token, client)?)
 }
 
-async fn list_models(State(credentials): State<Credentials>, headers: HeaderMap) -> Response {
-    match holder(&credentials, &headers) {
+async fn list_models(
+    State(credentials): State<Credentials>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+) -> Response {
+    match holder(&credentials, &headers, client_of(&extensions)) {
         Ok(holder) => {
             let data: Vec<serde_json::Value> = holder
                 .meter
@@ -188,9 +222,10 @@ async fn list_models(State(credentials): State<Credentials>, headers: HeaderMap)
 async fn show_model(
     State(credentials): State<Credentials>,
     Path(model): Path<String>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
 ) -> Response {
-    let holder = match holder(&credentials, &headers) {
+    let holder = match holder(&credentials, &headers, client_of(&extensions)) {
         Ok(holder) => holder,
         Err(error) => return error.into_response(),
     };
@@ -230,6 +265,7 @@ async fn fallback(request: Request) -> Response {
             "unknown path {}: this gateway serves POST /v1/chat/completions and GET /v1/models",
             recorded_name(request.uri().path())
         ),
+        retry_after_s: None,
     }
     .into_response()
 }
@@ -470,7 +506,8 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
     // before the body is read: a caller without one, or a call outside its
     // decision, cannot make the gateway buffer anything; a call admitted is
     // recorded however it ends.
-    let holder = match holder(&credentials, request.headers()) {
+    let client = client_of(request.extensions());
+    let holder = match holder(&credentials, request.headers(), client) {
         Ok(holder) => holder,
         Err(error) => return error.into_response(),
     };

@@ -167,18 +167,9 @@ async fn a_prompt_that_cannot_fit_is_refused_before_it_is_counted_to_its_end() {
     assert_eq!(meter.tokens_used(), 0);
 }
 
-/// Finding 2 and item 7: 16 calls of half a megabyte each, in one decision,
-/// from a bot that answers at once. Each call is recorded (cut, nothing
-/// forwarded, nothing charged); they are counted one at a time, and what
-/// the decision did not reach is never counted: the queue stops when the
-/// decision ends.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_running_when_their_decision_ends_are_recorded_and_stop_counting() {
-    let gateway = serve_gateway().await;
-    let meter = FighterMeter::keeping(house(), 512_000, true);
-    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
-    // Distinct texts of many scripts: the slowest kind to count.
-    let prompts: Vec<String> = (0..16u32)
+/// Distinct half-megabyte texts of many scripts: the slowest kind to count.
+fn slow_prompts(count: u32) -> Vec<String> {
+    (0..count)
         .map(|call| {
             (0..130_000u32)
                 .map(|i| {
@@ -186,7 +177,31 @@ async fn calls_running_when_their_decision_ends_are_recorded_and_stop_counting()
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// Waits until `calls` of the meter's calls are in flight.
+async fn until_in_flight(meter: &FighterMeter, calls: usize) {
+    for _ in 0..2_000 {
+        if meter.calls_in_flight() == calls {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(meter.calls_in_flight(), calls);
+}
+
+/// Finding 2 and item 7: 16 calls of half a megabyte each, in one decision,
+/// from a bot that answers at once. Each call is recorded (cut, nothing
+/// forwarded, nothing charged); they are counted one at a time, and once
+/// the decision ends no count starts: the one running stops, the calls
+/// waiting for their turn are never counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_running_when_their_decision_ends_are_recorded_and_stop_counting() {
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::keeping(house(), 512_000, true);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    let prompts = slow_prompts(16);
     let prompt_bytes = prompts[0].len() as u64;
     assert!(
         prompt_bytes > 300_000 && prompt_bytes <= 512 * 1024,
@@ -195,11 +210,9 @@ async fn calls_running_when_their_decision_ends_are_recorded_and_stop_counting()
     let calls: Vec<_> = prompts
         .iter()
         .map(|prompt| {
-            let (base, token, body) = (gateway.base.clone(), credential.token().to_owned(), {
-                let mut body = user(prompt);
-                body["max_tokens"] = serde_json::json!(4);
-                body
-            });
+            let (base, token) = (gateway.base.clone(), credential.token().to_owned());
+            let mut body = user(prompt);
+            body["max_tokens"] = serde_json::json!(4);
             tokio::spawn(async move {
                 reqwest::Client::new()
                     .post(format!("{base}/chat/completions"))
@@ -212,17 +225,9 @@ async fn calls_running_when_their_decision_ends_are_recorded_and_stop_counting()
             })
         })
         .collect();
-    // Every call admitted (counting or waiting for its turn), then the
-    // decision ends.
-    for _ in 0..2_000 {
-        if meter.calls_in_flight() == 16 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert_eq!(meter.calls_in_flight(), 16, "all 16 admitted");
-    let counted_at_the_end = meter.counted_bytes();
+    until_in_flight(&meter, 16).await;
     let spent = meter.settle();
+    let counted_at_the_end = meter.counted_bytes();
     assert_eq!(
         spent.calls.len(),
         16,
@@ -238,21 +243,66 @@ async fn calls_running_when_their_decision_ends_are_recorded_and_stop_counting()
     for call in calls {
         assert_eq!(call.await.unwrap().unwrap(), 408, "decision_ended");
     }
-    // One at a time, and none started once the decision ended: the count
-    // running then stopped, and the calls waiting for their turn never
-    // counted at all.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let counted = meter.counted_bytes();
-    assert_eq!(
-        counted, counted_at_the_end,
-        "nothing counted after the decision"
-    );
+    // At most a count that took its turn as the decision ended started
+    // after; the queue behind it never did.
     assert!(
-        counted < 16 * prompt_bytes,
-        "{counted} bytes counted of {}",
-        16 * prompt_bytes
+        counted <= counted_at_the_end + prompt_bytes,
+        "{counted} bytes counted, {counted_at_the_end} when the decision ended"
     );
+    assert!(counted < 16 * prompt_bytes, "{counted}");
     assert_eq!(meter.calls_in_flight(), 0);
+}
+
+/// Item 7: a call whose request is still arriving when its decision ends is
+/// recorded (cut) and never read or counted: the gateway stops reading it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_still_arriving_when_their_decision_ends_are_recorded_and_never_counted() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::keeping(house(), 512_000, true);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    let address = gateway
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let mut streams = Vec::new();
+    for prompt in slow_prompts(8) {
+        let body = serde_json::to_vec(&user(&prompt)).unwrap();
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let head = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {}\r\n\
+             content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            credential.token(),
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        // Half the body now; the rest after the decision ended.
+        stream.write_all(&body[..body.len() / 2]).await.unwrap();
+        streams.push((stream, body));
+    }
+    until_in_flight(&meter, 8).await;
+    let spent = meter.settle();
+    assert_eq!(spent.calls.len(), 8);
+    assert!(
+        spent
+            .calls
+            .iter()
+            .all(|call| call.outcome == CallOutcome::Cut && call.tokens() == 0)
+    );
+    for (mut stream, body) in streams {
+        let _ = stream.write_all(&body[body.len() / 2..]).await;
+        let mut answer = vec![0; 64];
+        let read = stream.read(&mut answer).await.unwrap();
+        assert!(
+            String::from_utf8_lossy(&answer[..read]).starts_with("HTTP/1.1 408"),
+            "{}",
+            String::from_utf8_lossy(&answer[..read])
+        );
+    }
+    assert_eq!(meter.counted_bytes(), 0, "nothing was counted");
 }
 
 /// Finding 3: about 1,000,000 spaces panicked tiktoken-rs's pre-tokenizer
@@ -475,4 +525,93 @@ async fn the_probe_match_is_played_published_and_small() {
         }
     }
     referee.stop().await;
+}
+
+/// Item 6: the gateway looks tokens up, so it is rate limited as the
+/// ladder's API is: past a burst of 100 unknown tokens from one address,
+/// that address gets 429 (with Retry-After) and none of its tokens is
+/// looked up, right or wrong, until then; another address is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_credentials_are_rate_limited_per_address() {
+    let gateway = serve_gateway().await;
+    let meter = FighterMeter::new(house(), 8_000);
+    let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
+    let from = |address: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(address))
+            .build()
+            .unwrap()
+    };
+    let guesser = from([127, 0, 0, 1]);
+    let mut statuses = Vec::new();
+    for guess in 0..120 {
+        let response = guesser
+            .post(format!("{}/chat/completions", gateway.base))
+            .bearer_auth(format!("{guess:064x}"))
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&user("hi")).unwrap())
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 429 {
+            assert!(response.headers().contains_key("retry-after"));
+        }
+        statuses.push(response.status().as_u16());
+    }
+    let refused = statuses.iter().filter(|status| **status == 429).count();
+    assert!(
+        statuses[..100].iter().all(|status| *status == 401),
+        "{statuses:?}"
+    );
+    assert!(refused >= 15, "{statuses:?}");
+    // Its own valid token is not looked up either while it waits.
+    let response = guesser
+        .post(format!("{}/chat/completions", gateway.base))
+        .bearer_auth(credential.token())
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&user("hi")).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    // Another address is served.
+    let response = from([127, 0, 0, 2])
+        .post(format!("{}/chat/completions", gateway.base))
+        .bearer_auth(credential.token())
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&user("hi")).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The gRPC face shares the allowance: RESOURCE_EXHAUSTED for the guesser.
+    let mut client = duel_proto::v1::inference_client::InferenceClient::connect(
+        gateway.base.trim_end_matches("/v1").to_owned(),
+    )
+    .await
+    .unwrap();
+    let mut codes = Vec::new();
+    for _ in 0..60 {
+        let mut request = tonic::Request::new(pb::CompleteRequest {
+            messages: vec![pb::ChatMessage {
+                role: "user".into(),
+                content: "hi".into(),
+            }],
+            max_tokens: 1,
+        });
+        request.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {}", "0".repeat(64)).parse().unwrap(),
+        );
+        codes.push(client.complete(request).await.unwrap_err().code());
+    }
+    // 50 a second pass once the burst is spent; faster than that, refused.
+    assert!(codes.contains(&tonic::Code::ResourceExhausted), "{codes:?}");
+    assert!(
+        codes.iter().all(|code| matches!(
+            code,
+            tonic::Code::ResourceExhausted | tonic::Code::Unauthenticated
+        )),
+        "{codes:?}"
+    );
 }

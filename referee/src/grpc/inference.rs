@@ -51,7 +51,11 @@ impl Inference for InferenceService {
             )
             .into());
         };
-        let holder = self.credentials.check(token).map_err(ServiceError::from)?;
+        let client = request.remote_addr().map(|address| address.ip());
+        let holder = self
+            .credentials
+            .check_from(token, client)
+            .map_err(ServiceError::from)?;
         let request = request.into_inner();
         let completion = holder
             .meter

@@ -41,6 +41,9 @@ impl From<ServiceError> for Status {
             ServiceError::ShuttingDown => Code::Unavailable,
             ServiceError::Unauthenticated(_) => Code::Unauthenticated,
             ServiceError::Credential(CredentialError::Unknown) => Code::Unauthenticated,
+            ServiceError::Credential(CredentialError::RateLimited { .. }) => {
+                Code::ResourceExhausted
+            }
             ServiceError::Referee(RefereeError::Spec(_)) => Code::InvalidArgument,
             ServiceError::Referee(RefereeError::Config(_)) => Code::InvalidArgument,
             ServiceError::Referee(RefereeError::BotFile { .. }) => Code::InvalidArgument,

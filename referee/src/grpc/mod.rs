@@ -12,13 +12,17 @@ pub mod referee;
 pub mod status;
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use duel_plumbing::grpc_listen;
 pub use duel_plumbing::grpc_listen::GrpcLimits;
 use duel_proto::v1::inference_server::InferenceServer;
 use duel_proto::v1::referee_server::RefereeServer;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 
@@ -26,7 +30,10 @@ use crate::bots::InferenceLink;
 use crate::credentials::Credentials;
 use crate::error::RefereeError;
 use crate::host::{HostConfig, MatchHost};
-use crate::limits::MAX_GRPC_MESSAGE_BYTES;
+use crate::limits::{
+    MAX_GRPC_MESSAGE_BYTES, MAX_OPERATOR_RATE_LIMITED_CLIENTS, OPERATOR_CALL_BURST_PER_CLIENT,
+    OPERATOR_CALLS_PER_SECOND_PER_CLIENT,
+};
 
 pub use inference::InferenceService;
 pub use matches::{Matches, MatchesConfig, Publishing};
@@ -91,10 +98,56 @@ pub struct Listeners {
 }
 
 /// Checks the operator token on Referee calls (health, reflection and
-/// Inference have their own rules).
+/// Inference have their own rules), within a rate per client address counted
+/// before the token ([`OPERATOR_CALLS_PER_SECOND_PER_CLIENT`], burst
+/// [`OPERATOR_CALL_BURST_PER_CLIENT`]), so the door cannot be tried at will.
 #[derive(Clone)]
 struct OperatorAuth {
     token: Option<std::sync::Arc<str>>,
+    tries: std::sync::Arc<OperatorTries>,
+}
+
+/// The operator door's calls per client key.
+struct OperatorTries {
+    limiter: DefaultKeyedRateLimiter<IpAddr>,
+    calls: AtomicU64,
+}
+
+impl OperatorAuth {
+    fn new(token: Option<&str>) -> OperatorAuth {
+        let per_second =
+            NonZeroU32::new(OPERATOR_CALLS_PER_SECOND_PER_CLIENT).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(OPERATOR_CALL_BURST_PER_CLIENT).unwrap_or(NonZeroU32::MIN);
+        OperatorAuth {
+            token: token.map(std::sync::Arc::from),
+            tries: std::sync::Arc::new(OperatorTries {
+                limiter: RateLimiter::keyed(Quota::per_second(per_second).allow_burst(burst)),
+                calls: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Takes one call of `peer`'s allowance, or says how long to wait.
+    fn take(&self, peer: IpAddr) -> Result<(), tonic::Status> {
+        let tries = &self.tries;
+        if tries
+            .calls
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(4_096)
+            && tries.limiter.len() > MAX_OPERATOR_RATE_LIMITED_CLIENTS
+        {
+            tries.limiter.retain_recent();
+        }
+        let key = duel_plumbing::clients::client_key(peer);
+        tries.limiter.check_key(&key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            tonic::Status::resource_exhausted(format!(
+                "rate limit: more than {OPERATOR_CALLS_PER_SECOND_PER_CLIENT} calls a second \
+                 (burst {OPERATOR_CALL_BURST_PER_CLIENT}) from {key}; retry in {} ms",
+                wait.as_millis().max(1)
+            ))
+        })
+    }
 }
 
 impl tonic::service::Interceptor for OperatorAuth {
@@ -102,6 +155,9 @@ impl tonic::service::Interceptor for OperatorAuth {
         let Some(expected) = &self.token else {
             return Ok(request);
         };
+        if let Some(peer) = request.remote_addr() {
+            self.take(peer.ip())?;
+        }
         match inference::bearer(&request) {
             Some(given) if bool::from(given.as_bytes().ct_eq(expected.as_bytes())) => Ok(request),
             Some(_) => Err(tonic::Status::unauthenticated("wrong operator token")),
@@ -243,9 +299,7 @@ pub async fn serve_listeners(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .map_err(|error| RefereeError::Serve(format!("cannot build reflection: {error}")))?;
-    let auth = OperatorAuth {
-        token: config.operator_token.as_deref().map(std::sync::Arc::from),
-    };
+    let auth = OperatorAuth::new(config.operator_token.as_deref());
     let referee = RefereeServer::new(RefereeService::new(matches.clone()))
         .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
@@ -323,4 +377,72 @@ pub async fn serve_inference_within(
         .serve_with_incoming_shutdown(grpc_listen::incoming(listener, limits), shutdown)
         .await
         .map_err(|error| RefereeError::Serve(format!("Inference server stopped: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::service::Interceptor;
+    use tonic::transport::server::TcpConnectInfo;
+
+    fn call(auth: &mut OperatorAuth, peer: &str, token: &str) -> tonic::Code {
+        let mut request = tonic::Request::new(());
+        request.extensions_mut().insert(TcpConnectInfo {
+            local_addr: None,
+            remote_addr: Some(peer.parse().expect("address")),
+        });
+        let bearer = format!("Bearer {token}").parse().expect("metadata");
+        request.metadata_mut().insert("authorization", bearer);
+        match auth.call(request) {
+            Ok(_) => tonic::Code::Ok,
+            Err(status) => status.code(),
+        }
+    }
+
+    /// `referee serve`'s operator door answered every wrong token at once
+    /// (issue 47): now one address gets the burst, then RESOURCE_EXHAUSTED
+    /// before its token is compared; another address, or another /64, still
+    /// reaches the comparison.
+    #[test]
+    fn the_operator_door_is_rate_limited_per_client() {
+        let mut auth = OperatorAuth::new(Some("the-operator-token"));
+        let burst = usize::try_from(OPERATOR_CALL_BURST_PER_CLIENT).expect("small");
+        let started = std::time::Instant::now();
+        let mut wrong = 0;
+        let refused = loop {
+            match call(&mut auth, "192.0.2.7:5000", "guess") {
+                tonic::Code::Unauthenticated => wrong += 1,
+                other => break other,
+            }
+            assert!(wrong <= 10 * burst, "never limited");
+        };
+        assert_eq!(refused, tonic::Code::ResourceExhausted);
+        let refilled =
+            started.elapsed().as_secs_f64() * f64::from(OPERATOR_CALLS_PER_SECOND_PER_CLIENT);
+        assert!(
+            wrong >= burst && wrong as f64 <= burst as f64 + refilled + 1.0,
+            "{wrong}"
+        );
+        // Limited before the comparison: the right token waits too.
+        assert_eq!(
+            call(&mut auth, "192.0.2.7:5001", "the-operator-token"),
+            tonic::Code::ResourceExhausted
+        );
+        assert_eq!(
+            call(&mut auth, "192.0.2.8:5000", "guess"),
+            tonic::Code::Unauthenticated
+        );
+        assert_eq!(
+            call(&mut auth, "[2001:db8:1::1]:5000", "the-operator-token"),
+            tonic::Code::Ok
+        );
+        // Without a token set (loopback only) there is no door and no count.
+        let mut open = OperatorAuth::new(None);
+        for _ in 0..(2 * burst) {
+            assert_eq!(
+                call(&mut open, "127.0.0.1:5000", "anything"),
+                tonic::Code::Ok
+            );
+        }
+    }
 }

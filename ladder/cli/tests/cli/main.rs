@@ -1,6 +1,7 @@
 //! The `ladder` binary's tests, one binary: `ladder serve` and `ladder
 //! worker` as processes, the CLI against them, the API's limits, metrics,
-//! public replays, the site (also in headless Chromium) and the benchmarks.
+//! public replays, voids and a bot attacking the model gateway, the site
+//! (also in headless Chromium) and the benchmarks.
 
 #[macro_use]
 extern crate duel_ladder_testkit;
@@ -26,6 +27,7 @@ mod cli_continuous;
 mod cli_season;
 mod clients;
 mod docker_script;
+mod gateway_abuse;
 mod headers;
 mod metrics;
 mod public_replays;

@@ -200,6 +200,12 @@ pub const MAX_RECORDED_MODEL_NAME_BYTES: usize = MAX_MODEL_NAME_BYTES + 32;
 /// The highest price a catalogue accepts, in US dollars per million tokens.
 pub const MAX_PRICE_USD_PER_MTOK: f64 = 1_000_000.0;
 
+/// A chat-completions body at most this long is read (parsed) on the thread
+/// that received it; a longer one on the blocking pool: parsing a megabyte
+/// takes milliseconds, and `referee local` runs both fighters' clocks on one
+/// thread.
+pub const INLINE_PARSE_MAX_BYTES: usize = 64 * 1024;
+
 /// The largest body `POST /v1/chat/completions` reads, in bytes: the largest
 /// prompt as JSON (escaping can double it) with room for the rest.
 pub const MAX_CHAT_REQUEST_BYTES: usize = 2 * MAX_PROMPT_BYTES + 64 * 1024;

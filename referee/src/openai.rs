@@ -28,7 +28,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::credentials::{CredentialError, Credentials, Holder};
-use crate::limits::{MAX_CHAT_REQUEST_BYTES, MAX_PROMPT_MESSAGES, MAX_STOP_STRINGS};
+use crate::limits::{
+    INLINE_PARSE_MAX_BYTES, MAX_CHAT_REQUEST_BYTES, MAX_PROMPT_MESSAGES, MAX_STOP_STRINGS,
+};
 use crate::meter::{ChatMessage, Completion, ModelError, ModelRequest};
 use crate::models::{Sampling, recorded_name};
 
@@ -530,7 +532,23 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
             return ApiError::from(error).into_response();
         }
     };
-    let parsed = match parse_request(&body) {
+    // A long body is read off the async threads, for the reason counting is
+    // (`INLINE_COUNT_MAX_BYTES`): they run both fighters' clocks.
+    let parsed = if body.len() <= INLINE_PARSE_MAX_BYTES {
+        parse_request(&body)
+    } else {
+        let read = tokio::task::spawn_blocking(move || parse_request(&body));
+        match read.await {
+            Ok(parsed) => parsed,
+            // The runtime is shutting down: the call ends cut, as its
+            // decision does.
+            Err(_) => {
+                let error = ModelError::Unavailable("the referee is shutting down".to_owned());
+                return ApiError::from(error).into_response();
+            }
+        }
+    };
+    let parsed = match parsed {
         Ok(parsed) => parsed,
         Err(unreadable) => {
             let error = call.refuse_unread(&unreadable.model, unreadable.message);
@@ -542,7 +560,6 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
             return refusal.into_response();
         }
     };
-    drop(body);
     let stream = parsed.stream;
     let completion = call.complete(parsed.request).await;
     match &completion {

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use duel_proto::v1 as pb;
-use duel_referee::credentials::Credentials;
 use duel_referee::limits::{MAX_MODEL_NAME_BYTES, MAX_RECORDED_MODEL_NAME_BYTES, MESSAGE_ROLES};
 use duel_referee::meter::{
     ChatMessage, ModelError, ModelRequest, count_prompt_tokens, count_tokens,
@@ -26,32 +25,6 @@ use duel_replays::{CallOutcome, SourceName};
 use duel_rules::Side;
 use support::*;
 
-/// The gateway served on loopback as `referee local` serves it.
-struct Gateway {
-    base: String,
-    credentials: Credentials,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-async fn serve_gateway() -> Gateway {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let credentials = Credentials::new();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(duel_referee::grpc::serve_inference(
-        listener,
-        credentials.clone(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    Gateway {
-        base: format!("http://{address}/v1"),
-        credentials,
-        _stop: stop,
-    }
-}
-
 fn house() -> ModelGateway {
     let catalogue =
         Catalogue::parse("[[model]]\nname = \"house\"\nurl = \"builtin:house\"\n").unwrap();
@@ -60,7 +33,16 @@ fn house() -> ModelGateway {
 }
 
 async fn post(gateway: &Gateway, token: &str, body: &serde_json::Value) -> reqwest::Response {
-    reqwest::Client::new()
+    post_from(&reqwest::Client::new(), gateway, token, body).await
+}
+
+async fn post_from(
+    client: &reqwest::Client,
+    gateway: &Gateway,
+    token: &str,
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    client
         .post(format!("{}/chat/completions", gateway.base))
         .bearer_auth(token)
         .header("content-type", "application/json")
@@ -545,14 +527,7 @@ async fn unknown_credentials_are_rate_limited_per_address() {
     let guesser = from([127, 0, 0, 1]);
     let mut statuses = Vec::new();
     for guess in 0..120 {
-        let response = guesser
-            .post(format!("{}/chat/completions", gateway.base))
-            .bearer_auth(format!("{guess:064x}"))
-            .header("content-type", "application/json")
-            .body(serde_json::to_vec(&user("hi")).unwrap())
-            .send()
-            .await
-            .unwrap();
+        let response = post_from(&guesser, &gateway, &format!("{guess:064x}"), &user("hi")).await;
         if response.status() == 429 {
             assert!(response.headers().contains_key("retry-after"));
         }
@@ -565,24 +540,16 @@ async fn unknown_credentials_are_rate_limited_per_address() {
     );
     assert!(refused >= 15, "{statuses:?}");
     // Its own valid token is not looked up either while it waits.
-    let response = guesser
-        .post(format!("{}/chat/completions", gateway.base))
-        .bearer_auth(credential.token())
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(&user("hi")).unwrap())
-        .send()
-        .await
-        .unwrap();
+    let response = post_from(&guesser, &gateway, credential.token(), &user("hi")).await;
     assert_eq!(response.status(), 429);
     // Another address is served.
-    let response = from([127, 0, 0, 2])
-        .post(format!("{}/chat/completions", gateway.base))
-        .bearer_auth(credential.token())
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(&user("hi")).unwrap())
-        .send()
-        .await
-        .unwrap();
+    let response = post_from(
+        &from([127, 0, 0, 2]),
+        &gateway,
+        credential.token(),
+        &user("hi"),
+    )
+    .await;
     assert_eq!(response.status(), 200);
     // The gRPC face shares the allowance: RESOURCE_EXHAUSTED for the guesser.
     let mut client = duel_proto::v1::inference_client::InferenceClient::connect(

@@ -9,38 +9,15 @@
 
 use std::time::Duration;
 
-use duel_referee::credentials::Credentials;
 use duel_referee::meter::{ChatMessage, count_prompt_tokens, count_tokens};
 use duel_referee::models::{Catalogue, house_answer};
 use duel_referee::{FighterMeter, ModelGateway};
 use duel_replays::CallOutcome;
 use duel_rules::Side;
+use support::{Gateway, serve_gateway};
 
-/// The gateway served on loopback as `referee local` serves it.
-struct Gateway {
-    base: String,
-    credentials: Credentials,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-async fn serve() -> Gateway {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let credentials = Credentials::new();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(duel_referee::grpc::serve_inference(
-        listener,
-        credentials.clone(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    Gateway {
-        base: format!("http://{address}/v1"),
-        credentials,
-        _stop: stop,
-    }
-}
+#[path = "grpc_support/mod.rs"]
+mod support;
 
 /// Two built-in models: `house` (the default) and `echo`, the same model
 /// under another name.
@@ -149,7 +126,7 @@ fn read_stream(text: &str) -> (String, Option<serde_json::Value>, String, bool) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn whole_and_streamed_answers_are_metered_exactly() {
-    let gateway = serve().await;
+    let gateway = serve_gateway().await;
     let meter = FighterMeter::keeping(catalogue(), 10_000, true);
     let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
     let client = http1();
@@ -256,7 +233,7 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_are_listed_over_http1_and_http2() {
-    let gateway = serve().await;
+    let gateway = serve_gateway().await;
     let meter = catalogue().meter(100);
     let credential = gateway.credentials.issue("m1", Side::B, meter);
     for client in [
@@ -302,7 +279,7 @@ async fn models_are_listed_over_http1_and_http2() {
 /// only the budget refusal gasses the fighter out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
-    let gateway = serve().await;
+    let gateway = serve_gateway().await;
     let client = http1();
     let hello = body(&[("user", "hello")], serde_json::json!({}));
 
@@ -458,7 +435,7 @@ async fn usage_is_the_referees_count_not_the_upstreams() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, upstream).await });
-    let gateway = serve().await;
+    let gateway = serve_gateway().await;
     let meter = ModelGateway::new(duel_referee::ModelConfig::new(
         format!("http://{address}/v1"),
         "m".to_owned(),

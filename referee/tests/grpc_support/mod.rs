@@ -628,3 +628,31 @@ pub fn sides(replay: &duel_replays::Replay, side: usize) -> Vec<duel_replays::Si
         .map(|(_, exchange)| exchange.sides()[side].clone())
         .collect()
 }
+
+/// The metered gateway alone (`duel.v1.Inference` and the OpenAI face),
+/// served on loopback as `referee local` serves it; dropped, it stops.
+pub struct Gateway {
+    /// The OpenAI face's base URL (`http://127.0.0.1:PORT/v1`).
+    pub base: String,
+    pub credentials: duel_referee::credentials::Credentials,
+    _stop: oneshot::Sender<()>,
+}
+
+pub async fn serve_gateway() -> Gateway {
+    let listener = loopback().await;
+    let address = listener.local_addr().unwrap();
+    let credentials = duel_referee::credentials::Credentials::new();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(duel_referee::grpc::serve_inference(
+        listener,
+        credentials.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Gateway {
+        base: format!("http://{address}/v1"),
+        credentials,
+        _stop: stop,
+    }
+}

@@ -1366,7 +1366,28 @@ impl FighterMeter {
         let mut limit_tokens = self.state().left_at_most(budget_tokens);
         let prompt_tokens = loop {
             let message_limit = limit_tokens.saturating_sub(stop_tokens);
-            match self.count_messages(call, messages, message_limit).await? {
+            let count = match self.count_messages(call, messages, message_limit).await {
+                Ok(count) => count,
+                Err(ModelError::Cut) => return Err(ModelError::Cut),
+                // Never the bot's doing (the runtime stopping, or a count
+                // that failed): recorded as such, nothing charged.
+                Err(error) => {
+                    let outcome = match error {
+                        ModelError::Invalid(_) => CallOutcome::Invalid,
+                        _ => CallOutcome::Unavailable,
+                    };
+                    let refusal = Refusal {
+                        model: model.name.clone(),
+                        price: Some(model.price.clone()),
+                        outcome,
+                        note: error.to_string(),
+                        error,
+                        gasses_out: false,
+                    };
+                    return self.refuse(call, refusal, messages);
+                }
+            };
+            match count {
                 Count::Tokens(tokens) => break tokens + stop_tokens,
                 Count::OverLimit => {
                     // Calls that ended meanwhile may have freed some of

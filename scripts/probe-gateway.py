@@ -13,6 +13,11 @@ once (its calls still running):
   roles    one call of 256 messages with 32-byte roles
   stops    one call with 4 stop strings of 200 KB
 
+With --serve, the same matches are played through one `referee serve`
+(RunMatch) instead, and the report adds the server's peak and final memory and
+the CPU it spent in the two seconds after each RunMatch returned (a count
+that outlives its match shows there).
+
 Each run is made twice per repetition, with the attacks and without them
 (the same bot answering JAB with no calls), alternated, and reports for each:
 the referee's peak memory (GNU time), the replay's size and whether it
@@ -45,7 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples", "python-endpoint-bot", "generated"))
 
 import grpc  # noqa: E402
-from duel.v1 import bot_pb2, bot_pb2_grpc  # noqa: E402
+from duel.v1 import bot_pb2, bot_pb2_grpc, referee_pb2, referee_pb2_grpc  # noqa: E402
 
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 
@@ -157,6 +162,72 @@ def play(args, attack, bot_port, model_port, replay_path):
     if done.returncode != 0:
         sys.exit(f"referee local failed ({'attack' if attack else 'quiet'}): {done.stderr[-2000:]}")
     peak_kib, user_s, system_s = done.stderr.strip().splitlines()[-1].split()
+    return summary(args, replay_path, int(peak_kib) * 1024 / 1e6, float(user_s) + float(system_s))
+
+
+def proc_status(pid, field):
+    with open(f"/proc/{pid}/status") as file:
+        for line in file:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024 / 1e6
+    return 0.0
+
+
+def proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as file:
+        fields = file.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Served:
+    """One `referee serve` for every run of --serve."""
+
+    def __init__(self, args, model_port):
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.process = subprocess.Popen(
+            [
+                args.referee, "serve", "--listen", f"127.0.0.1:{self.port}", "--allow-private-endpoints",
+                "--model-url", f"http://127.0.0.1:{model_port}/v1", "--model", "probe-model",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.channel = grpc.insecure_channel(
+            f"127.0.0.1:{self.port}",
+            options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
+        )
+        grpc.channel_ready_future(self.channel).result(timeout=60)
+        self.stub = referee_pb2_grpc.RefereeStub(self.channel)
+        self.after_cpu_s = {True: [], False: []}
+
+    def play(self, args, attack, bot_port, replay_path):
+        response = self.stub.RunMatch(
+            referee_pb2.RunMatchRequest(
+                bot_a=f"grpc://127.0.0.1:{bot_port}", bot_b=args.opponent,
+                **{"class": 3}, seed=47,
+            ),
+            timeout=900,
+        )
+        before = proc_cpu_s(self.process.pid)
+        import time
+
+        time.sleep(2)
+        self.after_cpu_s[attack].append(proc_cpu_s(self.process.pid) - before)
+        with open(replay_path, "w") as file:
+            file.write(response.replay_json)
+
+    def close(self):
+        peak, now = proc_status(self.process.pid, "VmHWM"), proc_status(self.process.pid, "VmRSS")
+        self.process.terminate()
+        self.process.wait(timeout=90)
+        return peak, now
+
+
+def summary(args, replay_path, peak_mb, cpu_s):
     verified = subprocess.run(
         [args.referee, "replay", "verify", replay_path], capture_output=True, text=True
     ).returncode == 0
@@ -173,8 +244,8 @@ def play(args, attack, bot_port, model_port, replay_path):
                 models = max(models, len(call["model"].encode()))
                 charged += call["prompt_tokens"]
     return {
-        "peak_mb": int(peak_kib) * 1024 / 1e6,
-        "cpu_s": float(user_s) + float(system_s),
+        "peak_mb": peak_mb,
+        "cpu_s": cpu_s,
         "replay_bytes": len(raw),
         "verified": verified,
         "latencies": latencies,
@@ -190,12 +261,14 @@ def main():
     parser.add_argument("--opponent", default=os.path.join(ROOT, "target", "bots", "counter.wasm"))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--flood-bytes", type=int, default=512 * 1024)
+    parser.add_argument("--serve", action="store_true", help="play through one `referee serve` (RunMatch)")
     args = parser.parse_args()
 
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     results = {True: [], False: []}
     attackers = {}
+    served = Served(args, upstream.server_address[1]) if args.serve else None
     for run in range(args.runs):
         for attack in (True, False) if run % 2 == 0 else (False, True):
             attacker = Attacker(attack, args.flood_bytes)
@@ -204,7 +277,12 @@ def main():
             port = server.add_insecure_port("127.0.0.1:0")
             server.start()
             with tempfile.TemporaryDirectory() as folder:
-                results[attack].append(play(args, attack, port, upstream.server_address[1], os.path.join(folder, "m.json")))
+                replay_path = os.path.join(folder, "m.json")
+                if served:
+                    served.play(args, attack, port, replay_path)
+                    results[attack].append(summary(args, replay_path, 0.0, 0.0))
+                else:
+                    results[attack].append(play(args, attack, port, upstream.server_address[1], replay_path))
             server.stop(grace=None)
             attackers.setdefault(attack, []).append(attacker)
 
@@ -215,13 +293,24 @@ def main():
         latencies = [value for run in runs for value in run["latencies"]]
         print(
             f"| {'attacks' if attack else 'quiet'} ×{len(runs)} "
-            f"| {max(run['peak_mb'] for run in runs):.0f} MB (max) "
-            f"| {statistics.median(run['cpu_s'] for run in runs):.2f} s (median) "
-            f"| {max(run['replay_bytes'] for run in runs):,} B (max) "
+            + (
+                "| (the server's, below) | — "
+                if args.serve
+                else f"| {max(run['peak_mb'] for run in runs):.0f} MB (max) "
+                f"| {statistics.median(run['cpu_s'] for run in runs):.2f} s (median) "
+            )
+            + f"| {max(run['replay_bytes'] for run in runs):,} B (max) "
             f"| {all(run['verified'] for run in runs)} "
             f"| {sum(run['calls'] for run in runs)} "
             f"| {max(run['longest_model'] for run in runs)} B "
             f"| {percentile(latencies, 0.5):.2f} / {percentile(latencies, 0.99):.2f} / {max(latencies):.2f} |"
+        )
+    if served:
+        peak, now = served.close()
+        after = {attack: max(values) for attack, values in served.after_cpu_s.items()}
+        print(
+            f"\nreferee serve: peak {peak:.0f} MB, {now:.0f} MB at the end; CPU in the 2 s after RunMatch "
+            f"returned (max): {after[True]:.2f} s with the attacks, {after[False]:.2f} s without"
         )
     statuses = [status for attacker in attackers.get(True, []) for status in attacker.statuses]
     counts = {status: statuses.count(status) for status in sorted(set(statuses))}

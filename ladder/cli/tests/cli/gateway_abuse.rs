@@ -20,10 +20,14 @@
 //! `calls[].model`, the transcript and an INFO log line. Three 1,000,000-byte
 //! names a decision add ~3 MB to the replay per decision, so after six
 //! decisions the replay passes `MAX_REPLAY_BYTES` (16 MiB): the worker cannot
-//! publish it, records the run as failed (`last_failure`, "publishing the
-//! replay failed: replay is … bytes, more than the 16777216-byte limit"), and
-//! the third claim voids the match with both stakes returned: a void the bot
-//! chose. The loop below fails at the first failed run, naming its cause.
+//! publish it, the match runs again after its lease, and the third claim
+//! voids it with both stakes returned: a void the bot chose. The loop below
+//! fails at the first failed run (`last_failure`, since migration 0014) or at
+//! the void. Run there (this file, with the bound's value written in, both
+//! backends): each run's replay was 108,049,859 bytes for 36 decisions
+//! ("more than the 16777216-byte limit" in the worker's log, twice), the
+//! match was voided at claim 3 after 71 s, and the worker's log was 216 MB
+//! in lines of 1,000,219 bytes.
 //! On a SQLite file and on PostgreSQL.
 
 use crate::common;

@@ -262,6 +262,9 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--flood-bytes", type=int, default=512 * 1024)
     parser.add_argument("--serve", action="store_true", help="play through one `referee serve` (RunMatch)")
+    parser.add_argument(
+        "--control", action="store_true", help="no attacks in either arm: the noise between two quiet arms"
+    )
     args = parser.parse_args()
 
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
@@ -271,7 +274,7 @@ def main():
     served = Served(args, upstream.server_address[1]) if args.serve else None
     for run in range(args.runs):
         for attack in (True, False) if run % 2 == 0 else (False, True):
-            attacker = Attacker(attack, args.flood_bytes)
+            attacker = Attacker(attack and not args.control, args.flood_bytes)
             server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
             bot_pb2_grpc.add_BotServicer_to_server(attacker, server)
             port = server.add_insecure_port("127.0.0.1:0")
@@ -292,7 +295,7 @@ def main():
         runs = results[attack]
         latencies = [value for run in runs for value in run["latencies"]]
         print(
-            f"| {'attacks' if attack else 'quiet'} ×{len(runs)} "
+            f"| {('quiet again' if args.control else 'attacks') if attack else 'quiet'} ×{len(runs)} "
             + (
                 "| (the server's, below) | — "
                 if args.serve

@@ -1088,12 +1088,18 @@ impl FighterMeter {
             // with its true count.
             return Ok(Count::Tokens(count_prompt_tokens(messages)));
         }
-        let mut decisions = self.inner.decisions.subscribe();
-        let turn = tokio::select! {
-            turn = self.inner.count_turn.clone().acquire_owned() => turn.map_err(|_| {
-                ModelError::Unavailable("the referee is shutting down".to_owned())
-            })?,
-            _ = decisions.wait_for(|now| *now != call.decision) => return Err(ModelError::Cut),
+        // The turn is almost always free: taken at once, without a wait.
+        let turn = match self.inner.count_turn.clone().try_acquire_owned() {
+            Ok(turn) => turn,
+            Err(_) => {
+                let mut decisions = self.inner.decisions.subscribe();
+                tokio::select! {
+                    turn = self.inner.count_turn.clone().acquire_owned() => turn.map_err(|_| {
+                        ModelError::Unavailable("the referee is shutting down".to_owned())
+                    })?,
+                    _ = decisions.wait_for(|now| *now != call.decision) => return Err(ModelError::Cut),
+                }
+            }
         };
         let cache = self.inner.counts.clone();
         let texts = messages.clone();
@@ -1214,19 +1220,25 @@ impl FighterMeter {
                 let inner = self.inner.clone();
                 let id = call.id;
                 let count_task = move || {
-                    tokio::spawn(async move {
-                        let Ok(turn) = turn.acquire_owned().await else {
-                            return;
-                        };
-                        let _ = tokio::task::spawn_blocking(move || {
+                    let count_in_turn = move |turn: tokio::sync::OwnedSemaphorePermit| {
+                        move || {
                             let _turn = turn;
                             let tokens = *count.get_or_init(|| {
                                 CountCache::count_prompt(&cache, &texts, &inner.counted_bytes)
                             });
                             meter.prompt_counted(id, tokens);
-                        })
-                        .await;
-                    })
+                        }
+                    };
+                    // The turn is almost always free: then straight to the
+                    // blocking pool, with no task between.
+                    match turn.clone().try_acquire_owned() {
+                        Ok(turn) => tokio::task::spawn_blocking(count_in_turn(turn)),
+                        Err(_) => tokio::spawn(async move {
+                            if let Ok(turn) = turn.acquire_owned().await {
+                                let _ = tokio::task::spawn_blocking(count_in_turn(turn)).await;
+                            }
+                        }),
+                    }
                 };
                 overlap = Some((cap_tokens, count_task));
             }

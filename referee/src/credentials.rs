@@ -72,14 +72,18 @@ impl Default for BadTries {
         let per_second =
             NonZeroU32::new(BAD_CREDENTIALS_PER_SECOND_PER_CLIENT).unwrap_or(NonZeroU32::MIN);
         let burst = NonZeroU32::new(BAD_CREDENTIALS_BURST_PER_CLIENT).unwrap_or(NonZeroU32::MIN);
-        BadTries {
-            limiter: RateLimiter::keyed(Quota::per_second(per_second).allow_burst(burst)),
-            shut_until: Mutex::new(HashMap::new()),
-        }
+        BadTries::new(Quota::per_second(per_second).allow_burst(burst))
     }
 }
 
 impl BadTries {
+    fn new(quota: Quota) -> BadTries {
+        BadTries {
+            limiter: RateLimiter::keyed(quota),
+            shut_until: Mutex::new(HashMap::new()),
+        }
+    }
+
     fn shut(&self) -> MutexGuard<'_, HashMap<IpAddr, Instant>> {
         self.shut_until
             .lock()
@@ -146,6 +150,17 @@ pub struct Holder {
 impl Credentials {
     pub fn new() -> Credentials {
         Credentials::default()
+    }
+
+    /// Credentials whose unknown tokens are allowed `quota` per client
+    /// address instead of [`BAD_CREDENTIALS_PER_SECOND_PER_CLIENT`] after a
+    /// burst of [`BAD_CREDENTIALS_BURST_PER_CLIENT`] (a test that must not
+    /// race the refill on a loaded machine takes one a minute).
+    pub fn with_bad_credentials_quota(quota: Quota) -> Credentials {
+        Credentials {
+            entries: Arc::default(),
+            bad_tries: Arc::new(BadTries::new(quota)),
+        }
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {

@@ -27,6 +27,7 @@ use proptest::prelude::*;
 struct PlannedCall {
     model: &'static str,
     messages: Vec<(&'static str, String)>,
+    /// 0: no cap named (the field left out).
     max_tokens: u32,
     stream: bool,
 }
@@ -77,9 +78,13 @@ impl Bot for CallingBot {
                 let mut body = serde_json::json!({
                     "model": call.model,
                     "messages": call.messages.iter().map(|(role, content)| serde_json::json!({"role": role, "content": content})).collect::<Vec<_>>(),
-                    "max_tokens": call.max_tokens,
                     "stream": call.stream,
                 });
+                // 0 is "no cap named": as OpenAI reads it, `max_tokens: 0`
+                // is refused, so the field is left out.
+                if call.max_tokens > 0 {
+                    body["max_tokens"] = serde_json::json!(call.max_tokens);
+                }
                 if call.stream {
                     body["stream_options"] = serde_json::json!({"include_usage": true});
                 }

@@ -639,9 +639,13 @@ pub struct Gateway {
 }
 
 pub async fn serve_gateway() -> Gateway {
+    serve_gateway_with(duel_referee::credentials::Credentials::new()).await
+}
+
+/// [`serve_gateway`] with these credentials.
+pub async fn serve_gateway_with(credentials: duel_referee::credentials::Credentials) -> Gateway {
     let listener = loopback().await;
     let address = listener.local_addr().unwrap();
-    let credentials = duel_referee::credentials::Credentials::new();
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(duel_referee::grpc::serve_inference(
         listener,

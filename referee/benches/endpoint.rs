@@ -117,7 +117,7 @@ async fn endpoint_bot_with(
     let bot = duel_referee::endpoint::EndpointBot::connect(
         &format!("grpc://{address}"),
         config.decision_wall_clock,
-        ModelGateway::disabled().meter(config.budget_tokens()),
+        duel_referee::FighterMeter::new(ModelGateway::disabled(), config.budget_tokens()),
         grant,
         &duel_referee::tls::Trust::system(),
         duel_referee::EndpointPolicy::LOCAL,

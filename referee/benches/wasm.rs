@@ -56,7 +56,7 @@ fn config(seed: u64) -> MatchConfig {
 }
 
 fn wasm_bot(path: &Path, loaded: &LoadedBot, config: &MatchConfig, side: Side) -> WasmBot {
-    let meter = ModelGateway::disabled().meter(config.budget_tokens());
+    let meter = duel_referee::FighterMeter::new(ModelGateway::disabled(), config.budget_tokens());
     let context = duel_sandbox::BotContext {
         match_id: config.match_id.clone(),
         seed: config.seed,

@@ -8,7 +8,7 @@ use crate::error::RefereeError;
 use crate::tls::{EXTRA_CA_ENV, Trust};
 
 /// The environment variable holding the model API key (never a flag, never logged).
-pub const MODEL_API_KEY_ENV: &str = "DUEL_MODEL_API_KEY";
+pub use duel_gateway::models::MODEL_API_KEY_ENV;
 
 /// The environment variable naming the folder of precompiled WASM bots.
 pub const WASM_CACHE_ENV: &str = "DUEL_WASM_CACHE";
@@ -28,7 +28,10 @@ pub fn model_api_key() -> Option<String> {
 /// `DUEL_EXTRA_CA` when set.
 pub fn trust() -> Result<Trust, RefereeError> {
     match non_empty(EXTRA_CA_ENV) {
-        Some(path) => Trust::with_extra_ca_file(&PathBuf::from(path), EXTRA_CA_ENV),
+        Some(path) => Ok(Trust::with_extra_ca_file(
+            &PathBuf::from(path),
+            EXTRA_CA_ENV,
+        )?),
         None => Ok(Trust::system()),
     }
 }
@@ -75,7 +78,9 @@ pub fn model_gateway(
         (None, Some(url)) => crate::Catalogue::single(url, flags.model)?,
         (None, None) => return Ok(crate::ModelGateway::disabled()),
     };
-    crate::ModelGateway::from_catalogue(&catalogue, &secret, trust)
+    Ok(crate::ModelGateway::from_catalogue(
+        &catalogue, &secret, trust,
+    )?)
 }
 
 /// A match host's configuration from the model flags both binaries share and

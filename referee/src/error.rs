@@ -57,6 +57,15 @@ pub enum RefereeError {
     Serve(String),
 }
 
+impl From<duel_gateway::GatewayError> for RefereeError {
+    fn from(error: duel_gateway::GatewayError) -> RefereeError {
+        match error {
+            duel_gateway::GatewayError::Config(message) => RefereeError::Config(message),
+            serve @ duel_gateway::GatewayError::Serve(_) => RefereeError::Serve(serve.to_string()),
+        }
+    }
+}
+
 impl RefereeError {
     /// Whether the caller's input is at fault (exit code 2, INVALID_ARGUMENT),
     /// as opposed to this machine or a service it depends on.

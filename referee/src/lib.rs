@@ -13,26 +13,23 @@ pub mod arena;
 pub mod bot;
 pub mod bots;
 pub mod builtin;
-pub mod credentials;
 pub mod endpoint;
 pub mod env;
 pub mod error;
 pub mod grpc;
 pub mod host;
 pub mod limits;
-pub mod meter;
-pub mod models;
-pub mod openai;
 pub mod opening;
 pub mod publish;
 pub mod record;
 pub mod runner;
 pub mod spec;
 pub mod terminal;
-pub mod tls;
-pub mod tokens;
 pub mod verify;
 pub mod wasm;
+
+// The gateway, where the referee's code and its users found it.
+pub use duel_gateway::{credentials, meter, models, openai, tls, tokens};
 
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
 pub use bots::{BotContext, InferenceLink};

@@ -146,7 +146,7 @@ async fn a_budget_running_out_mid_round_gasses_the_fighter_out() {
 async fn completions_are_capped_and_a_budget_spent_to_zero_gasses_out() {
     let long = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
     let (model, model_log) = serve_model(long).await;
-    let meter = gateway_for(&model).meter(8_000);
+    let meter = duel_referee::FighterMeter::new(gateway_for(&model), 8_000);
     let prompt = "word ".repeat(7_990);
     let prompt_tokens = count_prompt_tokens(&[ChatMessage::new("user", prompt.clone())]);
     let cap = 8_000 - prompt_tokens;
@@ -178,7 +178,7 @@ async fn completions_are_capped_and_a_budget_spent_to_zero_gasses_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_that_does_not_fit_is_refused_without_counting() {
     let (model, model_log) = serve_model(COMPLETION).await;
-    let meter = gateway_for(&model).meter(10);
+    let meter = duel_referee::FighterMeter::new(gateway_for(&model), 10);
     let refused = meter
         .complete(vec![ChatMessage::new("user", "word ".repeat(11))], 1)
         .await;
@@ -322,7 +322,7 @@ async fn wait_for_requests(log: &ModelLog, count: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settling_a_decision_cuts_its_call_in_flight_and_charges_the_prompt_to_it() {
     let (model, model_log) = serve_slow_model(COMPLETION, Duration::from_secs(600)).await;
-    let meter = gateway_for(&model).meter(8_000);
+    let meter = duel_referee::FighterMeter::new(gateway_for(&model), 8_000);
     meter.open_window();
     let messages = vec![
         ChatMessage::new("system", SYSTEM),
@@ -371,7 +371,7 @@ async fn settling_a_decision_cuts_its_call_in_flight_and_charges_the_prompt_to_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_dropped_mid_flight_charges_its_prompt_and_frees_its_reservation() {
     let (model, model_log) = serve_slow_model(COMPLETION, Duration::from_secs(600)).await;
-    let meter = gateway_for(&model).meter(100);
+    let meter = duel_referee::FighterMeter::new(gateway_for(&model), 100);
     let prompt = vec![ChatMessage::new("user", "word ".repeat(10))];
     let prompt_tokens = count_prompt_tokens(&prompt);
     let call = |meter: duel_referee::FighterMeter| {
@@ -457,7 +457,7 @@ async fn a_long_prompt_forwarded_while_counted_is_charged_its_count() {
 
     // Answered: the prompt's count and the completion's.
     let (model, _log) = serve_model(COMPLETION).await;
-    let meter = gateway_for(&model).meter(30_000);
+    let meter = duel_referee::FighterMeter::new(gateway_for(&model), 30_000);
     let answered = meter
         .complete_detailed(prompt.clone(), 16)
         .await
@@ -474,7 +474,7 @@ async fn a_long_prompt_forwarded_while_counted_is_charged_its_count() {
 
     // Cut in flight: its prompt's count, no completion.
     let (slow, slow_log) = serve_slow_model(COMPLETION, Duration::from_secs(600)).await;
-    let meter = gateway_for(&slow).meter(30_000);
+    let meter = duel_referee::FighterMeter::new(gateway_for(&slow), 30_000);
     meter.open_window();
     let call = tokio::spawn({
         let meter = meter.clone();

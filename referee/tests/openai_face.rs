@@ -234,7 +234,7 @@ async fn whole_and_streamed_answers_are_metered_exactly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_are_listed_over_http1_and_http2() {
     let gateway = serve_gateway().await;
-    let meter = catalogue().meter(100);
+    let meter = duel_referee::FighterMeter::new(catalogue(), 100);
     let credential = gateway.credentials.issue("m1", Side::B, meter);
     for client in [
         http1(),
@@ -284,7 +284,7 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
     let hello = body(&[("user", "hello")], serde_json::json!({}));
 
     // 401: no key, an unknown key, the previous decision's key.
-    let meter = catalogue().meter(1_000);
+    let meter = duel_referee::FighterMeter::new(catalogue(), 1_000);
     assert_eq!(
         refusal(post(&client, &gateway, None, &hello).await).await.0,
         401
@@ -388,7 +388,7 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
     assert_eq!(&*spent.calls[0].model, "gpt-9");
 
     // 503: no model configured, or the upstream down; free, not gassed out.
-    let unconfigured = ModelGateway::disabled().meter(1_000);
+    let unconfigured = duel_referee::FighterMeter::new(ModelGateway::disabled(), 1_000);
     let credential = gateway
         .credentials
         .issue("m2", Side::B, unconfigured.clone());
@@ -399,14 +399,16 @@ async fn refusals_have_openais_shape_and_only_the_budget_gasses_out() {
     let spent = unconfigured.settle();
     assert_eq!(spent.calls[0].outcome, CallOutcome::Unavailable);
     drop(credential);
-    let down = ModelGateway::new(duel_referee::ModelConfig::new(
-        // Nothing listens on port 9 of loopback (discard): the upstream is down.
-        "http://127.0.0.1:9/v1".to_owned(),
-        "m".to_owned(),
-        None,
-    ))
-    .unwrap()
-    .meter(1_000);
+    let down = FighterMeter::new(
+        ModelGateway::new(duel_referee::ModelConfig::new(
+            // Nothing listens on port 9 of loopback (discard): the upstream is down.
+            "http://127.0.0.1:9/v1".to_owned(),
+            "m".to_owned(),
+            None,
+        ))
+        .unwrap(),
+        1_000,
+    );
     let credential = gateway.credentials.issue("m3", Side::A, down.clone());
     let response = tokio::time::timeout(
         Duration::from_secs(30),
@@ -436,13 +438,15 @@ async fn usage_is_the_referees_count_not_the_upstreams() {
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, upstream).await });
     let gateway = serve_gateway().await;
-    let meter = ModelGateway::new(duel_referee::ModelConfig::new(
-        format!("http://{address}/v1"),
-        "m".to_owned(),
-        None,
-    ))
-    .unwrap()
-    .meter(1_000);
+    let meter = FighterMeter::new(
+        ModelGateway::new(duel_referee::ModelConfig::new(
+            format!("http://{address}/v1"),
+            "m".to_owned(),
+            None,
+        ))
+        .unwrap(),
+        1_000,
+    );
     let credential = gateway.credentials.issue("m1", Side::A, meter.clone());
     let response = post(
         &http1(),

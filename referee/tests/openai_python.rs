@@ -65,11 +65,11 @@ async fn the_official_openai_client_plays_through_the_gateway() {
     // One fighter per scenario, each deciding now.
     let plain = FighterMeter::keeping(house(), 10_000, true);
     let streamed = FighterMeter::keeping(house(), 10_000, true);
-    let listing = house().meter(100);
-    let poor = house().meter(5);
-    let unconfigured = ModelGateway::disabled().meter(100);
-    let naming = house().meter(100);
-    let malformed = house().meter(100);
+    let listing = duel_referee::FighterMeter::new(house(), 100);
+    let poor = duel_referee::FighterMeter::new(house(), 5);
+    let unconfigured = duel_referee::FighterMeter::new(ModelGateway::disabled(), 100);
+    let naming = duel_referee::FighterMeter::new(house(), 100);
+    let malformed = duel_referee::FighterMeter::new(house(), 100);
     let meters = [
         &plain,
         &streamed,

@@ -101,7 +101,7 @@ async fn play_limited(limits: SandboxConfig, match_id: &str) -> Replay {
     let path = bot_path("hostile");
     let loaded = sandbox.load(&std::fs::read(&path).unwrap()).unwrap();
     let config = match_config(match_id, clock);
-    let meter = ModelGateway::disabled().meter(config.budget_tokens());
+    let meter = duel_referee::FighterMeter::new(ModelGateway::disabled(), config.budget_tokens());
     let context = duel_sandbox::BotContext {
         match_id: match_id.to_owned(),
         seed: SEED,

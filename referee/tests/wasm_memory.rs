@@ -63,7 +63,7 @@ async fn play(hostile: &LoadedBot, mode: &str, seed: u64) -> Replay {
         seed,
     );
     config.decision_wall_clock = Duration::from_secs(5);
-    let meter = ModelGateway::disabled().meter(config.budget_tokens());
+    let meter = duel_referee::FighterMeter::new(ModelGateway::disabled(), config.budget_tokens());
     let context = duel_sandbox::BotContext {
         match_id: mode.to_owned(),
         seed,

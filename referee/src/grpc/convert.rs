@@ -352,7 +352,7 @@ mod tests {
                 let _ = action_from_proto(response.action);
             }
             if let Ok(request) = pb::CompleteRequest::decode(bytes.as_slice()) {
-                let _ = crate::grpc::inference::messages_from_proto(request.messages);
+                let _ = duel_gateway::inference::messages_from_proto(request.messages);
             }
         }
 

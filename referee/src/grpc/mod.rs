@@ -5,7 +5,6 @@
 //! matches played here, then their signed replays).
 
 pub mod convert;
-pub mod inference;
 pub mod matches;
 pub mod metrics;
 pub mod referee;
@@ -35,7 +34,7 @@ use crate::limits::{
     OPERATOR_CALLS_PER_SECOND_PER_CLIENT,
 };
 
-pub use inference::InferenceService;
+pub use duel_gateway::inference::{self, InferenceService, gateway_routes};
 pub use matches::{Matches, MatchesConfig, Publishing};
 pub use referee::RefereeService;
 
@@ -336,32 +335,14 @@ pub async fn serve_listeners(
         .map_err(|error| RefereeError::Serve(format!("server stopped: {error}")))
 }
 
-/// The metered gateway's routes for one listener: `duel.v1.Inference` over
-/// gRPC and its OpenAI-compatible face (`/v1/chat/completions`,
-/// `/v1/models`) over HTTP, both keyed by the per-decision credentials.
-/// Serve them with `accept_http1(true)` so LLM clients on HTTP/1.1 reach them.
-/// The OpenAI face's answers (JSON and event streams for bots, errors
-/// included) carry the security headers of every HTTP answer
-/// (`duel_plumbing::headers`), as the HTTP listeners' do.
-pub fn gateway_routes(credentials: Credentials) -> tonic::service::Routes {
-    let inference = InferenceServer::new(InferenceService::new(credentials.clone()))
-        .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_GRPC_MESSAGE_BYTES);
-    let openai = crate::openai::router(credentials).layer(axum::middleware::map_response(
-        duel_plumbing::headers::security_headers,
-    ));
-    tonic::service::Routes::from(openai).add_service(inference)
-}
-
-/// Serves only the metered gateway ([`gateway_routes`]) on `listener` (for
-/// `referee local` with endpoint bots) under the default connection limits
-/// until `shutdown` resolves.
+/// Serves only the metered gateway on `listener` (`referee local` with
+/// endpoint bots).
 pub async fn serve_inference(
     listener: TcpListener,
     credentials: Credentials,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
-    serve_inference_within(listener, credentials, GrpcLimits::default(), shutdown).await
+    Ok(duel_gateway::serve_inference(listener, credentials, shutdown).await?)
 }
 
 /// [`serve_inference`] under `limits` (ladder workers take them from flags).
@@ -371,12 +352,7 @@ pub async fn serve_inference_within(
     limits: GrpcLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RefereeError> {
-    limits
-        .server()
-        .add_routes(gateway_routes(credentials))
-        .serve_with_incoming_shutdown(grpc_listen::incoming(listener, limits), shutdown)
-        .await
-        .map_err(|error| RefereeError::Serve(format!("Inference server stopped: {error}")))
+    Ok(duel_gateway::serve_inference_within(listener, credentials, limits, shutdown).await?)
 }
 
 #[cfg(test)]

@@ -12,13 +12,32 @@ use duel_replays::ModelPrice;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::error::RefereeError;
+use crate::error::GatewayError;
 use crate::limits::{
     MAX_CATALOGUE_BYTES, MAX_CATALOGUE_MODELS, MAX_MODEL_NAME_BYTES, MAX_MODEL_RESPONSE_BYTES,
     MAX_PRICE_USD_PER_MTOK, MODEL_CALL_TIMEOUT,
 };
-use crate::meter::ChatMessage;
 use crate::tls::Trust;
+
+/// The environment variable holding the one-model shorthand's API key (never
+/// a flag, never logged); the binaries read it, never this library.
+pub const MODEL_API_KEY_ENV: &str = "DUEL_MODEL_API_KEY";
+
+/// One chat message, as forwarded to the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
 
 /// The `url` of the built-in deterministic model (no network, no key).
 pub const HOUSE_URL: &str = "builtin:house";
@@ -63,9 +82,9 @@ pub struct Catalogue {
 
 impl Catalogue {
     /// Parses and checks a catalogue file's text. The error is one line.
-    pub fn parse(text: &str) -> Result<Catalogue, RefereeError> {
+    pub fn parse(text: &str) -> Result<Catalogue, GatewayError> {
         if text.len() > MAX_CATALOGUE_BYTES {
-            return Err(RefereeError::Config(format!(
+            return Err(GatewayError::Config(format!(
                 "models file: {} bytes, more than {MAX_CATALOGUE_BYTES}",
                 text.len()
             )));
@@ -79,24 +98,24 @@ impl Catalogue {
                     format!(" (line {line})")
                 })
                 .unwrap_or_default();
-            RefereeError::Config(format!("models file: {message}{at}"))
+            GatewayError::Config(format!("models file: {message}{at}"))
         })?;
         Catalogue::new(file.model)
     }
 
     /// Reads and parses a catalogue file (a regular file, bounded).
-    pub fn read(path: &std::path::Path) -> Result<Catalogue, RefereeError> {
+    pub fn read(path: &std::path::Path) -> Result<Catalogue, GatewayError> {
         let bytes = duel_files::read_regular_within(
             path,
             MAX_CATALOGUE_BYTES as u64,
             duel_files::READ_DEADLINE,
         )
-        .map_err(|error| RefereeError::Config(format!("models file {error}")))?;
+        .map_err(|error| GatewayError::Config(format!("models file {error}")))?;
         let text = String::from_utf8(bytes).map_err(|_| {
-            RefereeError::Config(format!("models file {}: not UTF-8", path.display()))
+            GatewayError::Config(format!("models file {}: not UTF-8", path.display()))
         })?;
         Catalogue::parse(&text).map_err(|error| match error {
-            RefereeError::Config(message) => RefereeError::Config(message.replacen(
+            GatewayError::Config(message) => GatewayError::Config(message.replacen(
                 "models file",
                 &format!("models file {}", path.display()),
                 1,
@@ -108,12 +127,12 @@ impl Catalogue {
     /// The one-model shorthand: `--model-url URL --model NAME` (NAME may be
     /// left out for [`HOUSE_URL`], which is then named `house`). The model
     /// is the default; its key, if any, comes from `DUEL_MODEL_API_KEY`.
-    pub fn single(url: &str, model: Option<&str>) -> Result<Catalogue, RefereeError> {
+    pub fn single(url: &str, model: Option<&str>) -> Result<Catalogue, GatewayError> {
         let name = match (model, url.trim() == HOUSE_URL) {
             (Some(name), _) => name.to_owned(),
             (None, true) => "house".to_owned(),
             (None, false) => {
-                return Err(RefereeError::Config(
+                return Err(GatewayError::Config(
                     "--model must name the model to call at --model-url".to_owned(),
                 ));
             }
@@ -122,7 +141,7 @@ impl Catalogue {
             name,
             url: url.trim().to_owned(),
             upstream_model: None,
-            api_key_env: Some(crate::env::MODEL_API_KEY_ENV.to_owned()),
+            api_key_env: Some(MODEL_API_KEY_ENV.to_owned()),
             input_usd_per_mtok: None,
             output_usd_per_mtok: None,
             default: true,
@@ -130,14 +149,14 @@ impl Catalogue {
     }
 
     /// Checks `entries`; the error names the entry.
-    pub fn new(entries: Vec<ModelEntry>) -> Result<Catalogue, RefereeError> {
+    pub fn new(entries: Vec<ModelEntry>) -> Result<Catalogue, GatewayError> {
         if entries.is_empty() {
-            return Err(RefereeError::Config(
+            return Err(GatewayError::Config(
                 "models file: no [[model]] tables".to_owned(),
             ));
         }
         if entries.len() > MAX_CATALOGUE_MODELS {
-            return Err(RefereeError::Config(format!(
+            return Err(GatewayError::Config(format!(
                 "models file: {} models, more than {MAX_CATALOGUE_MODELS}",
                 entries.len()
             )));
@@ -146,7 +165,7 @@ impl Catalogue {
         for entry in &entries {
             check_entry(entry)?;
             if !seen.insert(entry.name.as_str()) {
-                return Err(RefereeError::Config(format!(
+                return Err(GatewayError::Config(format!(
                     "models file: model {:?} is listed twice",
                     entry.name
                 )));
@@ -158,7 +177,7 @@ impl Catalogue {
             .map(|entry| entry.name.as_str())
             .collect();
         if defaults.len() > 1 {
-            return Err(RefereeError::Config(format!(
+            return Err(GatewayError::Config(format!(
                 "models file: {} are all `default = true`; at most one may be",
                 defaults.join(", ")
             )));
@@ -181,9 +200,9 @@ impl Catalogue {
     }
 }
 
-fn check_entry(entry: &ModelEntry) -> Result<(), RefereeError> {
+fn check_entry(entry: &ModelEntry) -> Result<(), GatewayError> {
     let refuse = |what: String| {
-        Err(RefereeError::Config(format!(
+        Err(GatewayError::Config(format!(
             "models file: model {:?}: {what}",
             entry.name
         )))
@@ -338,12 +357,12 @@ impl ModelGateway {
 
     /// The one-model shorthand ([`Catalogue::single`]), forwarding to an
     /// `http://` or `https://` URL trusting the system's roots, with `api_key`.
-    pub fn new(config: ModelConfig) -> Result<ModelGateway, RefereeError> {
+    pub fn new(config: ModelConfig) -> Result<ModelGateway, GatewayError> {
         ModelGateway::trusting(config, &Trust::system())
     }
 
     /// [`ModelGateway::new`], trusting `trust` for `https://` (`DUEL_EXTRA_CA`).
-    pub fn trusting(config: ModelConfig, trust: &Trust) -> Result<ModelGateway, RefereeError> {
+    pub fn trusting(config: ModelConfig, trust: &Trust) -> Result<ModelGateway, GatewayError> {
         let catalogue = Catalogue::single(&config.url, Some(&config.model))?;
         let key = config.api_key.clone();
         ModelGateway::from_catalogue(&catalogue, &move |_| key.clone(), trust)
@@ -357,7 +376,7 @@ impl ModelGateway {
         catalogue: &Catalogue,
         api_key: &dyn Fn(&str) -> Option<String>,
         trust: &Trust,
-    ) -> Result<ModelGateway, RefereeError> {
+    ) -> Result<ModelGateway, GatewayError> {
         let mut list = Vec::with_capacity(catalogue.entries().len());
         for entry in catalogue.entries() {
             let upstream = if entry.url.trim() == HOUSE_URL {
@@ -366,8 +385,8 @@ impl ModelGateway {
                 let key = match &entry.api_key_env {
                     Some(variable) => {
                         let key = api_key(variable);
-                        if key.is_none() && variable != crate::env::MODEL_API_KEY_ENV {
-                            return Err(RefereeError::Config(format!(
+                        if key.is_none() && variable != MODEL_API_KEY_ENV {
+                            return Err(GatewayError::Config(format!(
                                 "model {:?}: its api_key_env {variable} is not set",
                                 entry.name
                             )));
@@ -438,11 +457,6 @@ impl ModelGateway {
             .find(|model| &*model.name == requested)
             .cloned()
             .ok_or_else(|| Resolve::NotFound(recorded_name(requested)))
-    }
-
-    /// A fresh meter for one fighter of one match.
-    pub fn meter(&self, budget_tokens: u64) -> crate::meter::FighterMeter {
-        crate::meter::FighterMeter::new(self.clone(), budget_tokens)
     }
 }
 
@@ -547,7 +561,7 @@ impl fmt::Debug for ModelConfig {
 }
 
 impl ModelConfig {
-    /// `api_key` is read by the binary ([`crate::env::model_api_key`]).
+    /// `api_key` is read by the binary (from [`MODEL_API_KEY_ENV`]).
     pub fn new(url: String, model: String, api_key: Option<String>) -> ModelConfig {
         ModelConfig {
             url,
@@ -562,14 +576,14 @@ impl HttpUpstream {
         entry: &ModelEntry,
         api_key: Option<String>,
         trust: &Trust,
-    ) -> Result<HttpUpstream, RefereeError> {
+    ) -> Result<HttpUpstream, GatewayError> {
         let url = chat_completions_url(&entry.url)
-            .map_err(|error| RefereeError::Config(format!("model {:?}: {error}", entry.name)))?;
+            .map_err(|error| GatewayError::Config(format!("model {:?}: {error}", entry.name)))?;
         let authorization = match api_key {
             Some(key) => {
                 let mut value =
                     http::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                        RefereeError::Config(format!(
+                        GatewayError::Config(format!(
                             "model {:?}: its API key holds characters not allowed in a header",
                             entry.name
                         ))
@@ -587,7 +601,7 @@ impl HttpUpstream {
             .user_agent(concat!("duel-referee/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = trust.extra_ca_pem() {
             let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|error| {
-                RefereeError::Config(format!(
+                GatewayError::Config(format!(
                     "{}: not PEM certificates: {error}",
                     crate::tls::EXTRA_CA_ENV
                 ))
@@ -595,7 +609,7 @@ impl HttpUpstream {
             builder = builder.tls_certs_merge(certificates);
         }
         let http = builder.build().map_err(|error| {
-            RefereeError::Config(format!("cannot set up the model client: {}", chain(&error)))
+            GatewayError::Config(format!("cannot set up the model client: {}", chain(&error)))
         })?;
         Ok(HttpUpstream {
             url,

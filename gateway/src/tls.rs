@@ -1,12 +1,12 @@
 //! Trust for the referee's outgoing TLS (an `https://` model URL, `grpcs://` or
 //! `https://` endpoint bots): the system's roots, plus extra PEM certificates
 //! (a private CA, or a self-signed server) that the binary reads once at start
-//! from the file named by `DUEL_EXTRA_CA` ([`crate::env`]).
+//! from the file named by `DUEL_EXTRA_CA` ([`EXTRA_CA_ENV`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::RefereeError;
+use crate::error::GatewayError;
 use crate::limits::MAX_CA_FILE_BYTES;
 
 /// The environment variable naming a PEM file of extra trusted certificates.
@@ -26,15 +26,15 @@ impl Trust {
 
     /// The system's roots plus the PEM certificates of the file at `path`
     /// (`what` names where the path came from, for the error).
-    pub fn with_extra_ca_file(path: &Path, what: &str) -> Result<Trust, RefereeError> {
+    pub fn with_extra_ca_file(path: &Path, what: &str) -> Result<Trust, GatewayError> {
         let pem =
             duel_files::read_regular_within(path, MAX_CA_FILE_BYTES, duel_files::READ_DEADLINE)
-                .map_err(|error| RefereeError::Config(format!("{what}={error}")))?;
+                .map_err(|error| GatewayError::Config(format!("{what}={error}")))?;
         if !pem
             .windows(27)
             .any(|window| window == b"-----BEGIN CERTIFICATE-----")
         {
-            return Err(RefereeError::Config(format!(
+            return Err(GatewayError::Config(format!(
                 "{what}={}: no PEM certificate in it",
                 path.display()
             )));

@@ -20,7 +20,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use crate::limits::{
     BAD_CREDENTIALS_BURST_PER_CLIENT, BAD_CREDENTIALS_PER_SECOND_PER_CLIENT, CREDENTIAL_BYTES,
-    MAX_RATE_LIMITED_CLIENTS,
+    MAX_CREDENTIAL_RATE_LIMITED_CLIENTS,
 };
 use crate::meter::FighterMeter;
 
@@ -113,14 +113,14 @@ impl BadTries {
         let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
         let until = Instant::now() + wait.max(Duration::from_millis(1));
         let mut shut = self.shut();
-        if shut.len() >= MAX_RATE_LIMITED_CLIENTS {
+        if shut.len() >= MAX_CREDENTIAL_RATE_LIMITED_CLIENTS {
             let now = Instant::now();
             shut.retain(|_, until| *until > now);
         }
-        if shut.len() < MAX_RATE_LIMITED_CLIENTS {
+        if shut.len() < MAX_CREDENTIAL_RATE_LIMITED_CLIENTS {
             shut.insert(client, until);
         }
-        if self.limiter.len() >= MAX_RATE_LIMITED_CLIENTS {
+        if self.limiter.len() >= MAX_CREDENTIAL_RATE_LIMITED_CLIENTS {
             self.limiter.retain_recent();
         }
         CredentialError::RateLimited {
@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn a_token_works_only_for_its_decision() {
         let credentials = Credentials::new();
-        let meter = ModelGateway::disabled().meter(10);
+        let meter = FighterMeter::new(ModelGateway::disabled(), 10);
         let credential = credentials.issue("m1", Side::A, meter.clone());
         let token = credential.token().to_owned();
         assert_eq!(token.len(), CREDENTIAL_BYTES * 2);
@@ -306,7 +306,7 @@ mod tests {
     #[test]
     fn tokens_differ() {
         let credentials = Credentials::new();
-        let meter = ModelGateway::disabled().meter(10);
+        let meter = FighterMeter::new(ModelGateway::disabled(), 10);
         let first = credentials.issue("m", Side::A, meter.clone());
         let second = credentials.issue("m", Side::B, meter);
         assert_ne!(first.token(), second.token());

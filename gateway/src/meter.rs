@@ -38,8 +38,8 @@ use crate::limits::{
     MAX_PROMPT_MESSAGES, MAX_STOP_BYTES, MAX_STOP_STRINGS, MESSAGE_ROLES, MIN_CACHED_TEXT_BYTES,
     OVERLAP_COUNT_MAX_BYTES,
 };
+pub use crate::models::{ChatMessage, ModelConfig, ModelGateway, Sampling};
 use crate::models::{Model, Resolve};
-pub use crate::models::{ModelConfig, ModelGateway, Sampling};
 use crate::tokens::{Count, min_tokens};
 
 /// Loads the tokenizer now, so the first metered call of a match does not pay
@@ -184,22 +184,6 @@ pub fn count_prompt_tokens(messages: &[ChatMessage]) -> u64 {
         .iter()
         .map(|message| count_tokens(&message.content))
         .sum()
-}
-
-/// One chat message, as forwarded to the model.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChatMessage {
-    pub role: String,
-    pub content: String,
-}
-
-impl ChatMessage {
-    pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
-        ChatMessage {
-            role: role.into(),
-            content: content.into(),
-        }
-    }
 }
 
 /// Why a model call gave no completion.
@@ -1555,7 +1539,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_model_calls_cost_nothing_and_are_recorded() {
-        let meter = ModelGateway::disabled().meter(100);
+        let meter = FighterMeter::new(ModelGateway::disabled(), 100);
         let error = meter
             .complete(vec![ChatMessage::new("user", "hi")], 10)
             .await

@@ -1,41 +1,18 @@
-//! The one error type of the referee library. Each edge maps it once: gRPC
-//! status in `grpc/status.rs`, HTTP status in `publish/error.rs`, exit codes in
-//! the binary.
+//! The one error type of the referee library (its servers, the replay
+//! service and client, the arena): the match engine's errors, and the
+//! servers' own. Each edge maps it once: gRPC status in `grpc/status.rs`,
+//! HTTP status in `publish/error.rs`, exit codes in the binary.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+
+pub use duel_match::MatchError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RefereeError {
-    /// A bot spec that cannot be parsed or used as given (bad input).
-    #[error("{0}")]
-    Spec(String),
-    /// A `.wasm` path that cannot be read, or is not a regular file.
-    #[error("cannot read bot {path}: {reason}")]
-    BotFile { path: PathBuf, reason: String },
-    /// A component the sandbox refuses (not a `duel:bot` component, too large…):
-    /// bad input, the reason in one line.
-    #[error("bot {bot}: {source}")]
-    Component {
-        bot: String,
-        #[source]
-        source: duel_sandbox::SandboxError,
-    },
-    /// An endpoint bot that does not answer `Hello` before a match (unreachable,
-    /// wrong protocol, wrong ruleset).
-    #[error("bot {url}: {reason}")]
-    Unreachable { url: String, reason: String },
-    /// An endpoint whose address this host may not dial (a private address on
-    /// a public service, see `address_policy`), or whose name does not resolve.
-    #[error("bot {url}: {reason}")]
-    AddressRefused { url: String, reason: String },
-    /// The WASM sandbox of this process could not start (engine set-up): the
-    /// machine's fault, not the request's.
-    #[error("cannot start the WASM sandbox: {0}")]
-    Sandbox(#[source] duel_sandbox::SandboxError),
-    /// An async runtime could not start.
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(#[source] std::io::Error),
+    /// Building or playing a match (bot specs and files, endpoints, the
+    /// sandbox, the gateway's set-up, replays of matches).
+    #[error(transparent)]
+    Match(#[from] MatchError),
     #[error(transparent)]
     Replay(#[from] duel_replays::ReplayError),
     #[error("live feed: {0}")]
@@ -59,10 +36,7 @@ pub enum RefereeError {
 
 impl From<duel_gateway::GatewayError> for RefereeError {
     fn from(error: duel_gateway::GatewayError) -> RefereeError {
-        match error {
-            duel_gateway::GatewayError::Config(message) => RefereeError::Config(message),
-            serve @ duel_gateway::GatewayError::Serve(_) => RefereeError::Serve(serve.to_string()),
-        }
+        RefereeError::Match(MatchError::Gateway(error))
     }
 }
 
@@ -71,15 +45,9 @@ impl RefereeError {
     /// as opposed to this machine or a service it depends on.
     pub fn is_bad_input(&self) -> bool {
         match self {
-            RefereeError::Spec(_)
-            | RefereeError::BotFile { .. }
-            | RefereeError::Component { .. }
-            | RefereeError::Unreachable { .. }
-            | RefereeError::AddressRefused { .. }
-            | RefereeError::Config(_) => true,
-            RefereeError::Sandbox(_)
-            | RefereeError::Runtime(_)
-            | RefereeError::Replay(_)
+            RefereeError::Match(error) => error.is_bad_input(),
+            RefereeError::Config(_) => true,
+            RefereeError::Replay(_)
             | RefereeError::Live(_)
             | RefereeError::Fetch(_)
             | RefereeError::Bind { .. }

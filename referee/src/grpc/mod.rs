@@ -4,7 +4,7 @@
 //! Prometheus metrics and the replay service over HTTP (live feeds of the
 //! matches played here, then their signed replays).
 
-pub mod convert;
+pub use duel_match::convert;
 pub mod matches;
 pub mod metrics;
 pub mod referee;

@@ -3,7 +3,7 @@
 use tonic::{Code, Status};
 
 use crate::credentials::CredentialError;
-use crate::error::RefereeError;
+use crate::error::{MatchError, RefereeError};
 use crate::meter::ModelError;
 
 /// Everything a `duel.v1` handler can fail with.
@@ -30,43 +30,55 @@ pub enum ServiceError {
     Model(#[from] ModelError),
 }
 
+impl From<MatchError> for ServiceError {
+    fn from(error: MatchError) -> ServiceError {
+        ServiceError::Referee(RefereeError::Match(error))
+    }
+}
+
+/// The code of a match that cannot be built or played.
+fn match_code(error: &MatchError) -> Code {
+    match error {
+        MatchError::Spec(_)
+        | MatchError::Config(_)
+        | MatchError::BotFile { .. }
+        | MatchError::Component { .. } => Code::InvalidArgument,
+        MatchError::Gateway(duel_gateway::GatewayError::Config(_)) => Code::InvalidArgument,
+        // The caller named an endpoint that does not answer Hello: a state
+        // of the world the request depends on, not a malformed request.
+        MatchError::Unreachable { .. } => Code::FailedPrecondition,
+        MatchError::AddressRefused { .. } => Code::PermissionDenied,
+        // The machine's fault, not the request's: a retry elsewhere may work.
+        MatchError::Sandbox(_) | MatchError::Runtime(_) | MatchError::ShuttingDown => {
+            Code::Unavailable
+        }
+        MatchError::Replay(_) | MatchError::Clock(_) | MatchError::Gateway(_) => Code::Internal,
+    }
+}
+
 impl From<ServiceError> for Status {
     fn from(error: ServiceError) -> Status {
         let message = error.to_string();
-        let code = match error {
+        let code = match &error {
             ServiceError::InvalidArgument(_) => Code::InvalidArgument,
             ServiceError::NotFound(_) => Code::NotFound,
             ServiceError::NotFinished(_) => Code::FailedPrecondition,
             ServiceError::Busy(_) => Code::ResourceExhausted,
             ServiceError::ShuttingDown => Code::Unavailable,
             ServiceError::Unauthenticated(_) => Code::Unauthenticated,
-            ServiceError::Credential(CredentialError::Unknown) => Code::Unauthenticated,
-            ServiceError::Credential(CredentialError::RateLimited { .. }) => {
-                Code::ResourceExhausted
+            ServiceError::Credential(error) => {
+                return duel_gateway::inference::credential_status(*error);
             }
-            ServiceError::Referee(RefereeError::Spec(_)) => Code::InvalidArgument,
+            ServiceError::Referee(RefereeError::Match(error)) => match_code(error),
             ServiceError::Referee(RefereeError::Config(_)) => Code::InvalidArgument,
-            ServiceError::Referee(RefereeError::BotFile { .. }) => Code::InvalidArgument,
-            ServiceError::Referee(RefereeError::Component { .. }) => Code::InvalidArgument,
-            // The caller named an endpoint that does not answer Hello: a state
-            // of the world the request depends on, not a malformed request.
-            ServiceError::Referee(RefereeError::Unreachable { .. }) => Code::FailedPrecondition,
-            ServiceError::Referee(RefereeError::AddressRefused { .. }) => Code::PermissionDenied,
-            // The machine's fault, not the request's: a retry elsewhere may work.
-            ServiceError::Referee(RefereeError::Sandbox(_)) => Code::Unavailable,
-            ServiceError::Referee(RefereeError::Runtime(_)) => Code::Unavailable,
             ServiceError::Referee(RefereeError::Bind { .. }) => Code::Internal,
             ServiceError::Referee(RefereeError::Replay(_)) => Code::Internal,
             ServiceError::Referee(RefereeError::Serve(_)) => Code::Internal,
             ServiceError::Referee(RefereeError::Live(_)) => Code::Internal,
             ServiceError::Referee(RefereeError::Fetch(_)) => Code::Unavailable,
-            ServiceError::Model(ModelError::BudgetExhausted { .. }) => Code::ResourceExhausted,
-            ServiceError::Model(ModelError::Unavailable(_)) => Code::Unavailable,
-            ServiceError::Model(ModelError::Invalid(_)) => Code::InvalidArgument,
-            ServiceError::Model(ModelError::ModelNotFound(_)) => Code::NotFound,
-            ServiceError::Model(ModelError::TooManyCalls) => Code::ResourceExhausted,
-            ServiceError::Model(ModelError::NotDeciding) => Code::PermissionDenied,
-            ServiceError::Model(ModelError::Cut) => Code::DeadlineExceeded,
+            ServiceError::Model(error) => {
+                return duel_gateway::inference::model_status(error.clone());
+            }
         };
         if code == Code::Internal {
             // The server's own failure: its text (paths, I/O errors) stays in

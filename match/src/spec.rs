@@ -8,7 +8,7 @@ use std::sync::Arc;
 use duel_rules::Action;
 use sha2::{Digest, Sha256};
 
-use crate::error::RefereeError;
+use crate::error::MatchError;
 use crate::limits::{MAX_SCRIPT_ACTIONS, MAX_SPEC_BYTES};
 
 /// A parsed bot spec (DESIGN.md "Bot specs").
@@ -67,14 +67,14 @@ impl fmt::Display for BotSpec {
     }
 }
 
-fn spec_error(text: &str, why: impl fmt::Display) -> RefereeError {
-    RefereeError::Spec(format!("bot spec {text:?}: {why}"))
+fn spec_error(text: &str, why: impl fmt::Display) -> MatchError {
+    MatchError::Spec(format!("bot spec {text:?}: {why}"))
 }
 
 impl BotSpec {
-    pub fn parse(text: &str) -> Result<BotSpec, RefereeError> {
+    pub fn parse(text: &str) -> Result<BotSpec, MatchError> {
         if text.len() > MAX_SPEC_BYTES {
-            return Err(RefereeError::Spec(format!(
+            return Err(MatchError::Spec(format!(
                 "bot spec is {} bytes, more than the {MAX_SPEC_BYTES}-byte limit",
                 text.len()
             )));
@@ -110,7 +110,7 @@ fn endpoint_scheme(text: &str) -> Option<(&'static str, &str)> {
 /// The host of an endpoint spec (`grpc://host:port`, …) as [`BotSpec::parse`]
 /// accepts it, without the brackets of an IPv6 address: what an address policy
 /// checks. Any other spec, or a malformed address, is an error.
-pub fn endpoint_host(text: &str) -> Result<String, RefereeError> {
+pub fn endpoint_host(text: &str) -> Result<String, MatchError> {
     let Some((scheme, rest)) = endpoint_scheme(text) else {
         return Err(spec_error(
             text,
@@ -118,7 +118,7 @@ pub fn endpoint_host(text: &str) -> Result<String, RefereeError> {
         ));
     };
     if text.len() > MAX_SPEC_BYTES {
-        return Err(RefereeError::Spec(format!(
+        return Err(MatchError::Spec(format!(
             "bot spec is {} bytes, more than the {MAX_SPEC_BYTES}-byte limit",
             text.len()
         )));
@@ -139,7 +139,7 @@ fn check_endpoint_address(
     text: &str,
     scheme: &str,
     rest: &str,
-) -> Result<http::uri::Authority, RefereeError> {
+) -> Result<http::uri::Authority, MatchError> {
     let (authority, path) = match rest.find('/') {
         Some(at) => rest.split_at(at),
         None => (rest, ""),
@@ -190,7 +190,7 @@ fn check_endpoint_address(
 }
 
 impl BuiltinSpec {
-    fn parse(text: &str, rest: &str) -> Result<BuiltinSpec, RefereeError> {
+    fn parse(text: &str, rest: &str) -> Result<BuiltinSpec, MatchError> {
         let (name, args) = match rest.split_once(':') {
             Some((name, args)) => (name, Some(args)),
             None => (rest, None),

@@ -271,7 +271,7 @@ impl Sprt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::SplitMix64;
+    use duel_match::builtin::SplitMix64;
 
     fn close(actual: f64, expected: f64, tolerance: f64) -> bool {
         (actual - expected).abs() <= tolerance

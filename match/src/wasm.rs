@@ -10,17 +10,17 @@ use duel_rules::Observation;
 use duel_sandbox::{LoadedBot, ModelFuture, ModelPort, Sandbox};
 
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture, FailureCause};
-use crate::error::RefereeError;
-use crate::meter::{ChatMessage, FighterMeter, ModelError, ModelRequest, Spent};
+use crate::error::MatchError;
+use duel_gateway::meter::{ChatMessage, FighterMeter, ModelError, ModelRequest, Spent};
 
 /// Reads the component at `path` for [`load_in`] through the one bounded
 /// reader (`duel-files`): a regular file only (never a device, FIFO or
 /// socket, which could stream forever or block, nor a "regular" file that
 /// blocks such as `/proc/kmsg`), at most `cap_bytes`, within the read
 /// deadline. Blocking: call it off the async threads.
-pub fn read_component(path: &Path, cap_bytes: usize) -> Result<Vec<u8>, RefereeError> {
+pub fn read_component(path: &Path, cap_bytes: usize) -> Result<Vec<u8>, MatchError> {
     duel_files::read_regular_within(path, cap_bytes as u64, duel_files::READ_DEADLINE).map_err(
-        |error| RefereeError::BotFile {
+        |error| MatchError::BotFile {
             path: path.to_owned(),
             reason: match error {
                 duel_files::FileError::NotRegular { kind, .. } => {

@@ -8,7 +8,7 @@ use std::fmt;
 use duel_rules::{Action, MatchState, Ruleset, Side};
 
 use crate::builtin::SplitMix64;
-use crate::error::RefereeError;
+use crate::error::MatchError;
 use crate::limits::{MAX_BOOK_BYTES, MAX_BOOK_OPENINGS, MAX_OPENING_EXCHANGES};
 
 /// One opening: per exchange, the actions of fighters `a` and `b`.
@@ -99,9 +99,9 @@ impl Opening {
     }
 
     /// A book: one opening per line; blank lines and `#` comments are skipped.
-    pub fn parse_book(ruleset: Ruleset, text: &str) -> Result<Vec<Opening>, RefereeError> {
+    pub fn parse_book(ruleset: Ruleset, text: &str) -> Result<Vec<Opening>, MatchError> {
         if text.len() > MAX_BOOK_BYTES {
-            return Err(RefereeError::Spec(format!(
+            return Err(MatchError::Spec(format!(
                 "the opening book is {} bytes, more than the {MAX_BOOK_BYTES}-byte limit",
                 text.len()
             )));
@@ -113,17 +113,17 @@ impl Opening {
                 continue;
             }
             if book.len() == MAX_BOOK_OPENINGS {
-                return Err(RefereeError::Spec(format!(
+                return Err(MatchError::Spec(format!(
                     "the opening book has more than {MAX_BOOK_OPENINGS} openings"
                 )));
             }
             let opening = Opening::parse(ruleset, line).map_err(|why| {
-                RefereeError::Spec(format!("opening book, line {}: {why}", index + 1))
+                MatchError::Spec(format!("opening book, line {}: {why}", index + 1))
             })?;
             book.push(opening);
         }
         if book.is_empty() {
-            return Err(RefereeError::Spec(
+            return Err(MatchError::Spec(
                 "the opening book has no openings (one per line, e.g. `JAB:BLOCK FEINT:DODGE`)"
                     .to_owned(),
             ));

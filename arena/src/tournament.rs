@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::pool::{MatchSummary, ScheduledMatch};
 use super::stats::{EloEstimate, Wdl};
-use crate::builtin::SplitMix64;
-use crate::error::RefereeError;
-use crate::opening::{Opening, OpeningSource};
+use crate::error::ArenaError;
+use duel_match::builtin::SplitMix64;
+use duel_match::opening::{Opening, OpeningSource};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -44,7 +44,7 @@ pub struct TournamentPlan {
 impl TournamentPlan {
     /// Where this plan's openings come from (the book's lines were checked when
     /// the plan was made; a hand-edited plan is checked again here).
-    pub fn opening_source(&self) -> Result<OpeningSource, RefereeError> {
+    pub fn opening_source(&self) -> Result<OpeningSource, ArenaError> {
         if !self.book.is_empty() {
             return Ok(OpeningSource::Book(Opening::parse_book(
                 Ruleset::CURRENT,
@@ -60,13 +60,13 @@ impl TournamentPlan {
 
 /// Seed of pairing game `game` of a tournament seeded `seed`: both sides of a
 /// pairing share it, so colour (side) bias cancels out. The top 53 bits of
-/// the mix: every game seed is at most [`SEED_MAX`](crate::limits::SEED_MAX),
+/// the mix: every game seed is at most [`SEED_MAX`](duel_match::limits::SEED_MAX),
 /// which a replay's signature binds.
 pub fn game_seed(seed: u64, game: u64) -> u64 {
     SplitMix64::new(seed ^ game.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64() >> 11
 }
 
-const _: () = assert!(u64::MAX >> 11 == crate::limits::SEED_MAX);
+const _: () = assert!(u64::MAX >> 11 == duel_match::limits::SEED_MAX);
 
 impl TournamentPlan {
     /// Every match in order: for each round, for each pairing, A-side then B-side.
@@ -124,9 +124,9 @@ impl TournamentDir {
     }
 
     /// Creates the folder for a new tournament; refuses to overwrite one.
-    pub fn create(&self, plan: &TournamentPlan) -> Result<(), RefereeError> {
+    pub fn create(&self, plan: &TournamentPlan) -> Result<(), ArenaError> {
         if self.plan_path().exists() {
-            return Err(RefereeError::Spec(format!(
+            return Err(ArenaError::Setup(format!(
                 "{} already holds a tournament: pass --resume to continue it, or choose another --out",
                 self.root.display()
             )));
@@ -140,15 +140,15 @@ impl TournamentDir {
             text.as_bytes(),
             duel_files::WriteOptions::PUBLIC,
         )
-        .map_err(|error| RefereeError::Spec(error.to_string()))
+        .map_err(|error| ArenaError::Setup(error.to_string()))
     }
 
     /// Reads back the plan and every complete result line. A torn last line (the
     /// process died while writing it) is ignored: that match is played again.
-    pub fn resume(&self, plan: &TournamentPlan) -> Result<Vec<MatchSummary>, RefereeError> {
+    pub fn resume(&self, plan: &TournamentPlan) -> Result<Vec<MatchSummary>, ArenaError> {
         let saved = self.read_plan()?;
         if &saved != plan {
-            return Err(RefereeError::Spec(format!(
+            return Err(ArenaError::Setup(format!(
                 "{} was started with other settings (bots {:?}, {:?}, {} rounds, seed {}, class {}); resume with the same ones",
                 self.root.display(),
                 saved.bots,
@@ -169,7 +169,7 @@ impl TournamentDir {
             Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {
                 return Ok(Vec::new());
             }
-            Err(error) => return Err(RefereeError::Spec(error.to_string())),
+            Err(error) => return Err(ArenaError::Setup(error.to_string())),
         };
         let mut seen = BTreeMap::new();
         for line in String::from_utf8_lossy(&bytes).lines() {
@@ -182,15 +182,15 @@ impl TournamentDir {
 
     /// The plan saved in the folder (`--resume --out DIR` without the bots and
     /// settings retyped plays it).
-    pub fn read_plan(&self) -> Result<TournamentPlan, RefereeError> {
+    pub fn read_plan(&self) -> Result<TournamentPlan, ArenaError> {
         let bytes = duel_files::read_regular_within(
             &self.plan_path(),
             MAX_PLAN_BYTES,
             duel_files::READ_DEADLINE,
         )
-        .map_err(|error| RefereeError::Spec(format!("cannot resume from {error}")))?;
+        .map_err(|error| ArenaError::Setup(format!("cannot resume from {error}")))?;
         serde_json::from_slice(&bytes).map_err(|error| {
-            RefereeError::Spec(format!(
+            ArenaError::Setup(format!(
                 "{} is not a tournament plan: {error}",
                 self.plan_path().display()
             ))
@@ -202,7 +202,7 @@ impl TournamentDir {
         &self,
         file: &mut std::fs::File,
         summary: &MatchSummary,
-    ) -> Result<(), RefereeError> {
+    ) -> Result<(), ArenaError> {
         let mut line = serde_json::to_string(summary)
             .expect("a summary is strings and numbers: it always serialises");
         line.push('\n');
@@ -212,14 +212,14 @@ impl TournamentDir {
     }
 
     /// The results file, to append to (a regular file, never through a link).
-    pub fn open_results(&self) -> Result<std::fs::File, RefereeError> {
+    pub fn open_results(&self) -> Result<std::fs::File, ArenaError> {
         duel_files::open_append(&self.results_path())
-            .map_err(|error| RefereeError::Spec(error.to_string()))
+            .map_err(|error| ArenaError::Setup(error.to_string()))
     }
 }
 
-fn io_error(path: &Path, error: std::io::Error) -> RefereeError {
-    RefereeError::Spec(format!("{}: {error}", path.display()))
+fn io_error(path: &Path, error: std::io::Error) -> ArenaError {
+    ArenaError::Setup(format!("{}: {error}", path.display()))
 }
 
 /// One bot's line of the standings.

@@ -11,12 +11,12 @@ use duel_replays::{Replay, SourceName, WinnerName};
 use duel_rules::WeightClass;
 use serde::{Deserialize, Serialize};
 
-use crate::builtin::BuiltinFighter;
-use crate::error::RefereeError;
-use crate::host::{Fighter, MatchHost, MatchOptions};
-use crate::opening::OpeningSource;
-use crate::runner::run_bare_match;
-use crate::spec::BotSpec;
+use crate::error::ArenaError;
+use duel_match::builtin::BuiltinFighter;
+use duel_match::host::{Fighter, MatchHost, MatchOptions};
+use duel_match::opening::OpeningSource;
+use duel_match::runner::run_bare_match;
+use duel_match::spec::BotSpec;
 
 /// A bot taking part in a tournament or an SPRT run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub enum Entrant {
 }
 
 impl Entrant {
-    pub fn parse(text: &str) -> Result<Entrant, RefereeError> {
+    pub fn parse(text: &str) -> Result<Entrant, ArenaError> {
         Ok(match BotSpec::parse(text)? {
             BotSpec::Builtin(spec) => Entrant::Builtin(BuiltinFighter::new(spec)),
             spec => Entrant::Bot {
@@ -88,7 +88,7 @@ impl Entrant {
 
     /// Builds the bot once (an endpoint is asked `Hello`, a component is
     /// compiled), so a bad spec fails before any match is played.
-    pub fn check(&self, settings: &PoolSettings) -> Result<(), RefereeError> {
+    pub fn check(&self, settings: &PoolSettings) -> Result<(), ArenaError> {
         if let Entrant::Builtin(_) = self {
             return Ok(());
         }
@@ -99,6 +99,7 @@ impl Entrant {
         runtime
             .block_on(settings.host.check(&self.fighter(), options))
             .map(|_| ())
+            .map_err(ArenaError::from)
     }
 
     fn fighter(&self) -> Fighter {
@@ -308,8 +309,8 @@ pub fn play_matches(
     stop: &AtomicBool,
     next: &(dyn Fn() -> Option<ScheduledMatch> + Sync),
     mut on_played: impl FnMut(MatchSummary) -> Control,
-) -> Result<(), RefereeError> {
-    let (sender, receiver) = mpsc::channel::<Result<MatchSummary, RefereeError>>();
+) -> Result<(), ArenaError> {
+    let (sender, receiver) = mpsc::channel::<Result<MatchSummary, ArenaError>>();
     std::thread::scope(|scope| {
         for _ in 0..settings.jobs.max(1) {
             let sender = sender.clone();
@@ -339,7 +340,7 @@ fn worker(
     settings: &PoolSettings,
     stop: &AtomicBool,
     next: &(dyn Fn() -> Option<ScheduledMatch> + Sync),
-    sender: &mpsc::Sender<Result<MatchSummary, RefereeError>>,
+    sender: &mpsc::Sender<Result<MatchSummary, ArenaError>>,
 ) {
     let mut runtime = None;
     while !stop.load(Ordering::SeqCst) {
@@ -368,7 +369,7 @@ fn play_one(
     settings: &PoolSettings,
     scheduled: &ScheduledMatch,
     runtime: &mut Option<tokio::runtime::Runtime>,
-) -> Result<Replay, RefereeError> {
+) -> Result<Replay, ArenaError> {
     let [a, b] = scheduled.entrants.map(|index| &entrants[index]);
     // Tournaments and SPRT keep replays (with their model calls and costs),
     // not what the models were told.
@@ -397,9 +398,9 @@ fn play_one(
     })
 }
 
-fn new_runtime() -> Result<tokio::runtime::Runtime, RefereeError> {
+fn new_runtime() -> Result<tokio::runtime::Runtime, ArenaError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(RefereeError::Runtime)
+        .map_err(ArenaError::Runtime)
 }

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::error::RefereeError;
-use crate::tls::{EXTRA_CA_ENV, Trust};
+use crate::error::MatchError;
+use duel_gateway::tls::{EXTRA_CA_ENV, Trust};
 
 /// The environment variable holding the model API key (never a flag, never logged).
 pub use duel_gateway::models::MODEL_API_KEY_ENV;
@@ -26,7 +26,7 @@ pub fn model_api_key() -> Option<String> {
 
 /// What outgoing TLS trusts: the system's roots, plus the file named by
 /// `DUEL_EXTRA_CA` when set.
-pub fn trust() -> Result<Trust, RefereeError> {
+pub fn trust() -> Result<Trust, MatchError> {
     match non_empty(EXTRA_CA_ENV) {
         Some(path) => Ok(Trust::with_extra_ca_file(
             &PathBuf::from(path),
@@ -72,20 +72,20 @@ pub struct ModelFlags<'a> {
 pub fn model_gateway(
     flags: ModelFlags<'_>,
     trust: &Trust,
-) -> Result<crate::ModelGateway, RefereeError> {
+) -> Result<duel_gateway::ModelGateway, MatchError> {
     let catalogue = match (flags.models, flags.model_url) {
-        (Some(path), _) => crate::Catalogue::read(path)?,
-        (None, Some(url)) => crate::Catalogue::single(url, flags.model)?,
-        (None, None) => return Ok(crate::ModelGateway::disabled()),
+        (Some(path), _) => duel_gateway::Catalogue::read(path)?,
+        (None, Some(url)) => duel_gateway::Catalogue::single(url, flags.model)?,
+        (None, None) => return Ok(duel_gateway::ModelGateway::disabled()),
     };
-    Ok(crate::ModelGateway::from_catalogue(
+    Ok(duel_gateway::ModelGateway::from_catalogue(
         &catalogue, &secret, trust,
     )?)
 }
 
 /// A match host's configuration from the model flags both binaries share and
 /// the environment: the models' keys, extra TLS roots, the compiled-bot cache.
-pub fn host_config(flags: ModelFlags<'_>) -> Result<crate::HostConfig, RefereeError> {
+pub fn host_config(flags: ModelFlags<'_>) -> Result<crate::HostConfig, MatchError> {
     let trust = trust()?;
     let gateway = model_gateway(flags, &trust)?;
     let mut config = crate::HostConfig::new(gateway);

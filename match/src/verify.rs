@@ -5,13 +5,13 @@ use duel_replays::{Disagreement, FighterKind, Location, Replay, VerifiedMatch};
 use duel_rules::{Action, MatchState, Observation, Side, Source, TapeEntry, WeightClass};
 
 use crate::builtin::{self, BuiltinStrategy, Strategy};
-use crate::error::RefereeError;
+use crate::error::MatchError;
 use crate::spec::BotSpec;
 
 /// Verifies the rules and every built-in fighter's choices. The outer error is
 /// for a replay that cannot be checked at all; the inner one names the first
 /// disagreement.
-pub fn verify_replay(replay: &Replay) -> Result<Result<VerifiedMatch, Disagreement>, RefereeError> {
+pub fn verify_replay(replay: &Replay) -> Result<Result<VerifiedMatch, Disagreement>, MatchError> {
     let verified = match duel_replays::verify(replay)? {
         Ok(verified) => verified,
         Err(disagreement) => return Ok(Err(disagreement)),

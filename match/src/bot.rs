@@ -7,7 +7,7 @@ use std::pin::Pin;
 use duel_replays::FighterInfo;
 use duel_rules::{Action, Observation, Source};
 
-use crate::meter::{ModelCall, Spent};
+use duel_gateway::meter::{ModelCall, Spent};
 
 /// Why a bot's answer could not be used for this exchange (the fallback plays).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,13 +8,13 @@ use duel_rules::Side;
 
 use crate::bot::Bot;
 use crate::builtin::BuiltinBot;
-use crate::credentials::Credentials;
 use crate::endpoint::{EndpointBot, EndpointPolicy, InferenceGrant};
-use crate::error::RefereeError;
-use crate::meter::FighterMeter;
+use crate::error::MatchError;
 use crate::record::MatchConfig;
 use crate::spec::BuiltinSpec;
-use crate::tls::Trust;
+use duel_gateway::credentials::Credentials;
+use duel_gateway::meter::FighterMeter;
+use duel_gateway::tls::Trust;
 
 /// Where endpoint bots of this process reach `duel.v1.Inference`.
 #[derive(Clone, Debug)]
@@ -66,7 +66,7 @@ pub(crate) async fn endpoint_bot(
     context: &BotContext,
     trust: &Trust,
     policy: EndpointPolicy,
-) -> Result<Box<dyn Bot>, RefereeError> {
+) -> Result<Box<dyn Bot>, MatchError> {
     let grant = context.inference.as_ref().map(|link| InferenceGrant {
         url: link.url.clone(),
         credentials: link.credentials.clone(),

@@ -18,12 +18,13 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::address_policy::{self, AddressPolicy};
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture};
-use crate::credentials::Credentials;
-use crate::error::RefereeError;
-use crate::grpc::convert;
-use crate::limits::{MAX_BOT_RESPONSE_BYTES, MAX_GRPC_MESSAGE_BYTES};
-use crate::meter::{FighterMeter, Spent};
-use crate::tls::Trust;
+use crate::convert;
+use crate::error::MatchError;
+use crate::limits::MAX_BOT_RESPONSE_BYTES;
+use duel_gateway::credentials::Credentials;
+use duel_gateway::limits::MAX_GRPC_MESSAGE_BYTES;
+use duel_gateway::meter::{FighterMeter, Spent};
+use duel_gateway::tls::Trust;
 
 /// Where an endpoint bot reaches `duel.v1.Inference`, and who issues its
 /// credentials there (a fresh one for each decision).
@@ -39,7 +40,7 @@ pub struct InferenceGrant {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EndpointPolicy {
     /// An endpoint must answer `Hello` (speaking this ruleset) before the match,
-    /// or the match is refused with [`RefereeError::Unreachable`] (`referee
+    /// or the match is refused with [`MatchError::Unreachable`] (`referee
     /// local`, tournaments, ladder workers, which void it). Otherwise it plays,
     /// named by its URL, and its decisions fault until it comes up.
     pub require_hello: bool,
@@ -93,7 +94,7 @@ impl std::fmt::Debug for EndpointBot {
 
 /// The URI tonic dials for a spec: `grpc://` and `http://` in plain text,
 /// `grpcs://` and `https://` over TLS.
-pub fn endpoint_uri(url: &str) -> Result<String, RefereeError> {
+pub fn endpoint_uri(url: &str) -> Result<String, MatchError> {
     if let Some(rest) = url.strip_prefix("grpc://") {
         return Ok(format!("http://{rest}"));
     }
@@ -103,20 +104,20 @@ pub fn endpoint_uri(url: &str) -> Result<String, RefereeError> {
     if url.starts_with("http://") || url.starts_with("https://") {
         return Ok(url.to_owned());
     }
-    Err(RefereeError::Spec(format!(
+    Err(MatchError::Spec(format!(
         "bot {url}: expected grpc://host:port or grpcs://host:port"
     )))
 }
 
 /// TLS for an `https` endpoint: the system's roots and the extra ones trusted.
-fn with_tls(endpoint: Endpoint, url: &str, trust: &Trust) -> Result<Endpoint, RefereeError> {
+fn with_tls(endpoint: Endpoint, url: &str, trust: &Trust) -> Result<Endpoint, MatchError> {
     let mut tls = ClientTlsConfig::new().with_native_roots();
     if let Some(pem) = trust.extra_ca_pem() {
         tls = tls.ca_certificate(Certificate::from_pem(pem));
     }
     endpoint
         .tls_config(tls)
-        .map_err(|error| RefereeError::Spec(format!("bot {url}: TLS: {error}")))
+        .map_err(|error| MatchError::Spec(format!("bot {url}: TLS: {error}")))
 }
 
 /// A connector that always dials one checked address, whatever the URI says:
@@ -148,12 +149,12 @@ async fn checked_address(
     url: &str,
     endpoint: &Endpoint,
     policy: AddressPolicy,
-) -> Result<SocketAddr, RefereeError> {
+) -> Result<SocketAddr, MatchError> {
     let uri = endpoint.uri();
     let host = uri
         .host()
         .map(|host| host.trim_start_matches('[').trim_end_matches(']'))
-        .ok_or_else(|| RefereeError::Spec(format!("bot {url}: no host")))?;
+        .ok_or_else(|| MatchError::Spec(format!("bot {url}: no host")))?;
     let port = uri
         .port_u16()
         .unwrap_or(if uri.scheme_str() == Some("https") {
@@ -163,7 +164,7 @@ async fn checked_address(
         });
     address_policy::resolve(host, port, policy)
         .await
-        .map_err(|reason| RefereeError::AddressRefused {
+        .map_err(|reason| MatchError::AddressRefused {
             url: url.to_owned(),
             reason,
         })
@@ -187,7 +188,7 @@ impl EndpointBot {
         grant: Option<InferenceGrant>,
         trust: &Trust,
         policy: EndpointPolicy,
-    ) -> Result<EndpointBot, RefereeError> {
+    ) -> Result<EndpointBot, MatchError> {
         let endpoint = endpoint_for(url, wall_clock, trust)?;
         let address = checked_address(url, &endpoint, policy.addresses).await?;
         let mut client = client(&endpoint, address);
@@ -197,7 +198,7 @@ impl EndpointBot {
         if policy.require_hello
             && let Err(reason) = &hello
         {
-            return Err(RefereeError::Unreachable {
+            return Err(MatchError::Unreachable {
                 url: url.to_owned(),
                 reason: reason.clone(),
             });
@@ -254,11 +255,11 @@ fn check_ruleset(hello: pb::HelloResponse) -> Result<pb::HelloResponse, String> 
 
 /// The channel settings of an endpoint bot: `timeout` bounds connecting and
 /// every call.
-fn endpoint_for(url: &str, timeout: Duration, trust: &Trust) -> Result<Endpoint, RefereeError> {
+fn endpoint_for(url: &str, timeout: Duration, trust: &Trust) -> Result<Endpoint, MatchError> {
     let uri = endpoint_uri(url)?;
     let secure = uri.starts_with("https://");
     let endpoint = Endpoint::from_shared(uri)
-        .map_err(|error| RefereeError::Spec(format!("bot {url}: {error}")))?
+        .map_err(|error| MatchError::Spec(format!("bot {url}: {error}")))?
         .connect_timeout(timeout)
         .timeout(timeout)
         .tcp_nodelay(true);
@@ -297,12 +298,12 @@ pub async fn hello(
     timeout: Duration,
     trust: &Trust,
     addresses: AddressPolicy,
-) -> Result<pb::HelloResponse, RefereeError> {
+) -> Result<pb::HelloResponse, MatchError> {
     let endpoint = endpoint_for(url, timeout, trust)?;
     let address = checked_address(url, &endpoint, addresses).await?;
     ask_hello(&mut client(&endpoint, address), timeout)
         .await
-        .map_err(|reason| RefereeError::Unreachable {
+        .map_err(|reason| MatchError::Unreachable {
             url: url.to_owned(),
             reason,
         })

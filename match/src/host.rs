@@ -21,16 +21,16 @@ use duel_sandbox::{Allocation, LoadedBot, Sandbox, SandboxConfig, SandboxStats};
 use crate::bot::Bot;
 use crate::bots::{BotContext, InferenceLink, builtin_bot, endpoint_bot};
 use crate::endpoint::EndpointPolicy;
-use crate::error::RefereeError;
+use crate::error::MatchError;
 use crate::limits::{
     DECISION_WALL_CLOCK, MAX_CACHED_COMPONENTS, POOLED_MATCHES_MAX, POOLED_SANDBOXES_MAX,
     SEED_MODULUS,
 };
-use crate::meter::ModelGateway;
 use crate::opening::Opening;
 use crate::record::{MatchConfig, MatchRecorder};
 use crate::spec::BotSpec;
-use crate::tls::Trust;
+use duel_gateway::meter::ModelGateway;
+use duel_gateway::tls::Trust;
 
 /// How WASM instances are allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,7 +148,7 @@ impl MatchHost {
     /// (a few hundred ms), so no match pays for it in a fighter's clock.
     pub fn new(config: HostConfig) -> MatchHost {
         if config.gateway.is_enabled() {
-            crate::meter::warm_up();
+            duel_gateway::meter::warm_up();
         }
         if let Some(dir) = &config.wasm_cache_dir
             && let Err(error) = std::fs::create_dir_all(dir)
@@ -173,7 +173,7 @@ impl MatchHost {
     }
 
     /// The sandbox for decisions under `wall_clock`, started on first use.
-    pub fn sandbox(&self, wall_clock: Duration) -> Result<Sandbox, RefereeError> {
+    pub fn sandbox(&self, wall_clock: Duration) -> Result<Sandbox, MatchError> {
         let mut sandboxes = lock(&self.inner.sandboxes);
         if let Some(sandbox) = sandboxes.get(&wall_clock) {
             return Ok(sandbox.clone());
@@ -206,7 +206,7 @@ impl MatchHost {
             allocation,
             ..SandboxConfig::default()
         })
-        .map_err(RefereeError::Sandbox)?;
+        .map_err(MatchError::Sandbox)?;
         sandboxes.insert(wall_clock, sandbox.clone());
         Ok(sandbox)
     }
@@ -242,7 +242,7 @@ impl MatchHost {
         wall_clock: Duration,
     ) -> Result<LoadedBot, duel_sandbox::SandboxError> {
         let sandbox = self.sandbox(wall_clock).map_err(|error| match error {
-            RefereeError::Sandbox(error) => error,
+            MatchError::Sandbox(error) => error,
             other => duel_sandbox::SandboxError::Engine(other.to_string()),
         })?;
         let loaded = crate::wasm::load_in(&sandbox, bytes).await?;
@@ -277,7 +277,7 @@ impl MatchHost {
         &self,
         fighters: [Fighter; 2],
         options: MatchOptions,
-    ) -> Result<MatchSession, RefereeError> {
+    ) -> Result<MatchSession, MatchError> {
         let config = options.into_config()?;
         let [fighter_a, fighter_b] = fighters;
         let (bot_a, bot_b) = tokio::join!(
@@ -303,7 +303,7 @@ impl MatchHost {
         &self,
         fighter: &Fighter,
         options: MatchOptions,
-    ) -> Result<FighterInfo, RefereeError> {
+    ) -> Result<FighterInfo, MatchError> {
         let config = options.into_config()?;
         let bot = self.build(fighter, &config, Side::A).await?;
         Ok(fighter.shown_as(bot.info()))
@@ -314,12 +314,12 @@ impl MatchHost {
         fighter: &Fighter,
         config: &MatchConfig,
         side: Side,
-    ) -> Result<Box<dyn Bot>, RefereeError> {
+    ) -> Result<Box<dyn Bot>, MatchError> {
         let host = &self.inner.config;
         let context = BotContext::new(
             config,
             side,
-            crate::meter::FighterMeter::keeping(
+            duel_gateway::meter::FighterMeter::keeping(
                 host.gateway.clone(),
                 config.budget_tokens(),
                 config.keep_transcript,
@@ -335,10 +335,10 @@ impl MatchHost {
                     crate::wasm::read_component(&read_path, cap_bytes)
                 })
                 .await
-                .map_err(|_| RefereeError::Serve("the referee is shutting down".to_owned()))??;
+                .map_err(|_| MatchError::ShuttingDown)??;
                 let loaded = crate::wasm::load_in(&sandbox, bytes)
                     .await
-                    .map_err(|source| RefereeError::Component {
+                    .map_err(|source| MatchError::Component {
                         bot: path.display().to_string(),
                         source,
                     })?;
@@ -491,11 +491,11 @@ impl MatchOptions {
     /// The match configuration, with what was left unset made now. A seed
     /// over [`SEED_MAX`](crate::limits::SEED_MAX) is refused: the replay's
     /// signature could not bind it.
-    pub fn into_config(self) -> Result<MatchConfig, RefereeError> {
+    pub fn into_config(self) -> Result<MatchConfig, MatchError> {
         if let Some(seed) = self.seed
             && seed > crate::limits::SEED_MAX
         {
-            return Err(RefereeError::Config(format!(
+            return Err(MatchError::Config(format!(
                 "seed {seed} is over {}: a replay's signature binds integers up to 2^53 - 1",
                 crate::limits::SEED_MAX
             )));
@@ -529,10 +529,10 @@ pub fn new_match_id() -> String {
 }
 
 /// Now in RFC 3339 (UTC), for `accepted_at`.
-pub fn now_rfc3339() -> Result<String, RefereeError> {
+pub fn now_rfc3339() -> Result<String, MatchError> {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
-        .map_err(|error| RefereeError::Serve(format!("cannot format the current time: {error}")))
+        .map_err(MatchError::Clock)
 }
 
 /// Something that follows a match exchange by exchange (the tape, live feeds,
@@ -669,7 +669,7 @@ impl ReplaySinks {
     }
 
     /// Signs, writes and stores `replay`; the first step that fails ends the chain.
-    pub async fn keep(&self, replay: &mut Replay) -> Result<(), RefereeError> {
+    pub async fn keep(&self, replay: &mut Replay) -> Result<(), MatchError> {
         if let Some(key) = &self.signing_key {
             duel_replays::sign(replay, key)?;
         }
@@ -687,7 +687,7 @@ impl ReplaySinks {
     /// asked for always exists), and kept in the store when it has
     /// something in it. The transcript is kept after the replay, whose
     /// signature covers its digests.
-    pub async fn keep_played(&self, played: &mut Played) -> Result<(), RefereeError> {
+    pub async fn keep_played(&self, played: &mut Played) -> Result<(), MatchError> {
         self.keep(&mut played.replay).await?;
         if let (Some(path), Some(transcript)) = (&self.transcript_file, &played.transcript) {
             duel_files::write_atomic(
@@ -696,7 +696,7 @@ impl ReplaySinks {
                 duel_files::WriteOptions::PRIVATE,
             )
             .map_err(|error| {
-                RefereeError::Replay(duel_replays::ReplayError::File(format!(
+                MatchError::Replay(duel_replays::ReplayError::File(format!(
                     "cannot write transcript {error}"
                 )))
             })?;

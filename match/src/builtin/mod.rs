@@ -171,7 +171,7 @@ impl Bot for BuiltinBot {
         Some(Decision::action(self.strategy.decide(&observation)))
     }
 
-    fn abandoned(&mut self) -> crate::meter::Spent {
-        crate::meter::Spent::default()
+    fn abandoned(&mut self) -> duel_gateway::meter::Spent {
+        duel_gateway::meter::Spent::default()
     }
 }

@@ -20,8 +20,8 @@ use crate::limits::{
     MAX_LOG_LINES_PER_DECISION, MAX_REASON_BYTES, MAX_TRANSCRIPT_BYTES_PER_DECISION,
     MAX_TRANSCRIPT_BYTES_PER_MATCH, TRANSCRIPT_MESSAGE_FRAMING_BYTES,
 };
-use crate::meter::ModelCall;
 use crate::opening::Opening;
+use duel_gateway::meter::ModelCall;
 
 /// Everything fixed when a match is accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]

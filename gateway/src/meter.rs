@@ -5,18 +5,19 @@
 //! call whose prompt alone does not fit (gassing the fighter out), and
 //! forwards the rest to an OpenAI-compatible chat-completions endpoint.
 //!
-//! A call goes through named stages ([`FighterMeter::complete_request`]):
-//! it is **admitted** into its decision (and from then on recorded, however
-//! it ends), its model **resolved**, the request **validated** (every text
-//! a bot sends is bounded before it is recorded, logged or echoed), **sized
-//! by its bytes** (a prompt that cannot fit even at the longest token's
-//! bytes each is refused uncounted), **counted** (one count per fighter at a
-//! time, stopped once it cannot fit, cancelled when its decision ends),
-//! **reserved**, **forwarded**, and **charged and recorded**. A longer
-//! prompt that fits by its bytes alone (with the cap the call names) is
-//! forwarded while it is counted, so the model's time hides the count; a
-//! call that would be refused while such counts are out waits for them, so
-//! refusals rest on exact counts.
+//! A call goes through named stages, each a function of [`FighterMeter`]
+//! (`complete_admitted` calls them in order): `admit` (into its decision;
+//! from then on recorded, however it ends), `resolve` (the model),
+//! `validate` (every text a bot sends bounded before it is recorded, logged
+//! or echoed; roles from the documented set), `size_by_bytes` (a prompt
+//! that cannot fit even at the longest token's bytes each is refused
+//! uncounted), then either `reserve_by_bytes` (a prompt that fits by its
+//! bytes is forwarded while it is counted, so the model's time hides the
+//! count) or `count_and_reserve` (`count_messages`: one count per fighter at
+//! a time, stopped once it cannot fit, cancelled when its decision ends;
+//! then `reserve`), `forward`, and `charge_and_record` (the completion cut
+//! to the cap, the call charged and recorded). A call that would be refused
+//! while counts are out waits for them, so refusals rest on exact counts.
 //!
 //! Every call belongs to the decision it was made in. [`FighterMeter::settle`]
 //! ends a decision: a call still running then is cut (a prompt forwarded
@@ -617,7 +618,7 @@ impl OpenCall<'_> {
     /// Records the call as `invalid` (a request that could not even be
     /// read as a chat completion; `model` is what it named, bounded before
     /// it is recorded) and returns the error to answer with.
-    pub fn refuse_unread(self, model: &str, reason: String) -> ModelError {
+    pub fn refuse_unread(&self, model: &str, reason: String) -> ModelError {
         let meter = self.guard.meter;
         let refusal = Refusal {
             model: crate::models::recorded_name(model).into(),
@@ -654,6 +655,23 @@ impl Refusal {
             outcome: CallOutcome::Invalid,
             note: note.clone(),
             error: ModelError::Invalid(note),
+            gasses_out: false,
+        }
+    }
+
+    /// A prompt the referee could not count (it shut down, or a count
+    /// failed): recorded as `invalid` or `unavailable`, nothing charged.
+    fn uncounted(model: &Model, error: ModelError) -> Refusal {
+        let outcome = match error {
+            ModelError::Invalid(_) => CallOutcome::Invalid,
+            _ => CallOutcome::Unavailable,
+        };
+        Refusal {
+            model: model.name.clone(),
+            price: Some(model.price.clone()),
+            outcome,
+            note: error.to_string(),
+            error,
             gasses_out: false,
         }
     }
@@ -766,6 +784,49 @@ fn invalid_request(messages: &[ChatMessage], sampling: &Sampling) -> Option<Stri
         ));
     }
     None
+}
+
+/// A validated prompt as it will be sent: its messages, the bytes of their
+/// texts, and its stop strings' tokens.
+struct PromptSent {
+    messages: Arc<Vec<ChatMessage>>,
+    bytes: usize,
+    stop_tokens: u64,
+}
+
+/// The count of a prompt forwarded while it is counted, to start once the
+/// request is on its way: in the fighter's count turn, on the blocking pool.
+struct OverlapCount {
+    meter: FighterMeter,
+    id: u64,
+    messages: Arc<Vec<ChatMessage>>,
+    count: Arc<OnceLock<u64>>,
+}
+
+impl OverlapCount {
+    fn start(self) -> tokio::task::JoinHandle<()> {
+        let turn = self.meter.inner.count_turn.clone();
+        let count_in_turn = move |turn: tokio::sync::OwnedSemaphorePermit| {
+            move || {
+                let _turn = turn;
+                let inner = &self.meter.inner;
+                let tokens = *self.count.get_or_init(|| {
+                    CountCache::count_prompt(&inner.counts, &self.messages, &inner.counted_bytes)
+                });
+                self.meter.prompt_counted(self.id, tokens);
+            }
+        };
+        // The turn is almost always free: then straight to the blocking
+        // pool, with no task between.
+        match turn.clone().try_acquire_owned() {
+            Ok(turn) => tokio::task::spawn_blocking(count_in_turn(turn)),
+            Err(_) => tokio::spawn(async move {
+                if let Ok(turn) = turn.acquire_owned().await {
+                    let _ = tokio::task::spawn_blocking(count_in_turn(turn)).await;
+                }
+            }),
+        }
+    }
 }
 
 impl FighterMeter {
@@ -1138,37 +1199,93 @@ impl FighterMeter {
         .unwrap_or((String::new(), 0))
     }
 
+    /// A call's stages, in order; each is a function of its own below.
     async fn complete_admitted(
         &self,
         call: CallGuard<'_>,
         request: ModelRequest,
     ) -> Result<Completion, ModelError> {
-        let budget_tokens = self.inner.budget_tokens;
         let ModelRequest {
             model: requested,
             messages,
             max_tokens,
             sampling,
         } = request;
-        // Resolve: the model, or why none (a name past the catalogue's bound
-        // is refused without being compared, and recorded by its bound
-        // prefix and length).
-        let model = match self.inner.gateway.resolve(&requested) {
-            Ok(model) => model,
-            Err(why) => return self.refuse(&call, Refusal::unresolved(&requested, why), &messages),
+        let model = self.resolve(&call, &requested, &messages)?;
+        let prompt = self.validate(&call, &model, messages, &sampling)?;
+        self.size_by_bytes(&call, &model, &prompt)?;
+        let (cap_tokens, overlap) = match self.reserve_by_bytes(&call, &prompt, max_tokens)? {
+            Some((cap_tokens, overlap)) => (cap_tokens, Some(overlap)),
+            None => {
+                let cap_tokens = self
+                    .count_and_reserve(
+                        &call,
+                        &model,
+                        &prompt.messages,
+                        prompt.stop_tokens,
+                        max_tokens,
+                    )
+                    .await?;
+                (cap_tokens, None)
+            }
         };
-        // Validate: every text bounded, roles from the documented set.
-        if let Some(note) = invalid_request(&messages, &sampling) {
-            return self.refuse(&call, Refusal::invalid(&model, note), &messages);
+        let text = self
+            .forward(&call, &model, &prompt, cap_tokens, &sampling, overlap)
+            .await?;
+        self.charge_and_record(&call, &model, &prompt, cap_tokens, text)
+            .await
+    }
+
+    /// The stage that resolves the model a call names: the model, or the
+    /// call refused and recorded (a name past the catalogue's bound is
+    /// refused without being compared, and recorded by its bound prefix and
+    /// length).
+    fn resolve(
+        &self,
+        call: &CallGuard<'_>,
+        requested: &str,
+        messages: &[ChatMessage],
+    ) -> Result<Arc<Model>, ModelError> {
+        match self.inner.gateway.resolve(requested) {
+            Ok(model) => Ok(model),
+            Err(why) => self.refuse(call, Refusal::unresolved(requested, why), messages),
+        }
+    }
+
+    /// The stage that validates a request ([`invalid_request`]: every text
+    /// bounded, roles from the documented set) and names the call's model
+    /// in its record; what is sent, with its stop strings' tokens (they
+    /// reach the model, so they are counted with the prompt; at most four
+    /// short ones, counted here).
+    fn validate(
+        &self,
+        call: &CallGuard<'_>,
+        model: &Arc<Model>,
+        messages: Vec<ChatMessage>,
+        sampling: &Sampling,
+    ) -> Result<PromptSent, ModelError> {
+        if let Some(note) = invalid_request(&messages, sampling) {
+            return self.refuse(call, Refusal::invalid(model, note), &messages);
         }
         let messages = Arc::new(messages);
-        self.name_call(&call, &model, &messages);
-        // Stop strings are sent to the model, so they are counted with the
-        // prompt (at most 4 short ones: counted here).
-        let stop_tokens: u64 = sampling.stop.iter().map(|stop| count_tokens(stop)).sum();
-        let bytes = prompt_bytes(&messages);
-        // Size by bytes: a prompt that cannot fit even if each of its tokens
-        // were the longest is refused before it is counted.
+        self.name_call(call, model, &messages);
+        Ok(PromptSent {
+            bytes: prompt_bytes(&messages),
+            stop_tokens: sampling.stop.iter().map(|stop| count_tokens(stop)).sum(),
+            messages,
+        })
+    }
+
+    /// The stage that sizes a prompt by its bytes: one that cannot fit even
+    /// if each of its tokens were the longest is refused (on the budget)
+    /// before it is counted, as is any call of a fighter gassed out.
+    fn size_by_bytes(
+        &self,
+        call: &CallGuard<'_>,
+        model: &Arc<Model>,
+        prompt: &PromptSent,
+    ) -> Result<(), ModelError> {
+        let budget_tokens = self.inner.budget_tokens;
         let (gassed_out, left_at_most, left_now) = {
             let state = self.state();
             (
@@ -1177,138 +1294,160 @@ impl FighterMeter {
                 state.left(budget_tokens),
             )
         };
-        let least_tokens = min_tokens(bytes) + stop_tokens;
+        let least_tokens = min_tokens(prompt.bytes) + prompt.stop_tokens;
         if gassed_out || least_tokens > left_at_most {
             return self.refuse(
-                &call,
-                Refusal::budget(&model, least_tokens, left_now),
-                &messages,
+                call,
+                Refusal::budget(model, least_tokens, left_now),
+                &prompt.messages,
             );
         }
-        // A prompt that fits by its bytes is forwarded while it is counted
-        // (`OVERLAP_COUNT_MAX_BYTES`): the model's time hides the count.
-        let mut overlap = None;
-        if max_tokens > 0 && bytes > INLINE_COUNT_MAX_BYTES && bytes <= OVERLAP_COUNT_MAX_BYTES {
-            let count = Arc::new(OnceLock::new());
-            let prompt = Prompt::Counting {
-                bytes: bytes as u64,
-                stop_tokens,
-                messages: messages.clone(),
-                count: count.clone(),
-            };
-            if let Some(cap_tokens) = self.reserve_uncounted(&call, prompt, max_tokens)? {
-                let cache = self.inner.counts.clone();
-                let texts = messages.clone();
-                let meter = self.clone();
-                let turn = self.inner.count_turn.clone();
-                let inner = self.inner.clone();
-                let id = call.id;
-                let count_task = move || {
-                    let count_in_turn = move |turn: tokio::sync::OwnedSemaphorePermit| {
-                        move || {
-                            let _turn = turn;
-                            let tokens = *count.get_or_init(|| {
-                                CountCache::count_prompt(&cache, &texts, &inner.counted_bytes)
-                            });
-                            meter.prompt_counted(id, tokens);
-                        }
-                    };
-                    // The turn is almost always free: then straight to the
-                    // blocking pool, with no task between.
-                    match turn.clone().try_acquire_owned() {
-                        Ok(turn) => tokio::task::spawn_blocking(count_in_turn(turn)),
-                        Err(_) => tokio::spawn(async move {
-                            if let Ok(turn) = turn.acquire_owned().await {
-                                let _ = tokio::task::spawn_blocking(count_in_turn(turn)).await;
-                            }
-                        }),
-                    }
-                };
-                overlap = Some((cap_tokens, count_task));
-            }
+        Ok(())
+    }
+
+    /// The stage that holds a prompt by its bytes, when it may be forwarded
+    /// while it is counted (`OVERLAP_COUNT_MAX_BYTES`, a cap named, and its
+    /// bytes plus the cap fit what is left: the model's time then hides the
+    /// count); the cap held and the count to start beside the forward.
+    /// `None`: the prompt is counted first.
+    fn reserve_by_bytes(
+        &self,
+        call: &CallGuard<'_>,
+        prompt: &PromptSent,
+        max_tokens: u32,
+    ) -> Result<Option<(u64, OverlapCount)>, ModelError> {
+        if max_tokens == 0
+            || prompt.bytes <= INLINE_COUNT_MAX_BYTES
+            || prompt.bytes > OVERLAP_COUNT_MAX_BYTES
+        {
+            return Ok(None);
         }
-        let (cap_tokens, mut start_count) = match overlap {
-            Some((cap_tokens, count_task)) => (cap_tokens, Some(count_task)),
-            None => (
-                self.count_and_reserve(&call, &model, &messages, stop_tokens, max_tokens)
-                    .await?,
-                None,
-            ),
+        let count = Arc::new(OnceLock::new());
+        let held = Prompt::Counting {
+            bytes: prompt.bytes as u64,
+            stop_tokens: prompt.stop_tokens,
+            messages: prompt.messages.clone(),
+            count: count.clone(),
         };
-        // Forward.
+        let Some(cap_tokens) = self.reserve_uncounted(call, held, max_tokens)? else {
+            return Ok(None);
+        };
+        let overlap = OverlapCount {
+            meter: self.clone(),
+            id: call.id,
+            messages: prompt.messages.clone(),
+            count,
+        };
+        Ok(Some((cap_tokens, overlap)))
+    }
+
+    /// The stage that forwards a call to its model (and starts the count of
+    /// a prompt held by its bytes once the request is on its way); the
+    /// model's text. A call whose decision ends first is cut; a model that
+    /// fails is recorded `unavailable`, nothing charged.
+    async fn forward(
+        &self,
+        call: &CallGuard<'_>,
+        model: &Arc<Model>,
+        prompt: &PromptSent,
+        cap_tokens: u64,
+        sampling: &Sampling,
+        mut overlap: Option<OverlapCount>,
+    ) -> Result<String, ModelError> {
+        if cap_tokens == 0 {
+            return Ok(String::new());
+        }
+        let mut decisions = self.inner.decisions.subscribe();
+        let mut forward = std::pin::pin!(model.complete(&prompt.messages, cap_tokens, sampling));
+        // The request goes on its way first (one poll hands it to the
+        // connection, a yield lets the connection write it); only then does
+        // the count take a core. Started together, on 2 cores shared with
+        // the upstream, the count delayed the forward by up to its own
+        // length (docs/perf/grpc.md).
+        let mut first = poll_once(forward.as_mut()).await;
         let mut counted = None;
-        let answer = if cap_tokens == 0 {
-            Ok(crate::models::UpstreamAnswer {
-                text: String::new(),
-            })
-        } else {
-            let mut decisions = self.inner.decisions.subscribe();
-            let mut forward = std::pin::pin!(model.complete(&messages, cap_tokens, &sampling));
-            // The request goes on its way first (one poll hands it to the
-            // connection, a yield lets the connection write it); only then
-            // does the count take a core. Started together, on 2 cores shared
-            // with the upstream, the count delayed the forward by up to its
-            // own length (docs/perf/grpc.md).
-            let mut first = poll_once(forward.as_mut()).await;
-            if let Some(count_task) = start_count.take() {
-                if first.is_pending() {
-                    tokio::task::yield_now().await;
-                    first = poll_once(forward.as_mut()).await;
-                }
-                counted = Some(count_task());
+        if let Some(overlap) = overlap.take() {
+            if first.is_pending() {
+                tokio::task::yield_now().await;
+                first = poll_once(forward.as_mut()).await;
             }
-            match first {
-                std::task::Poll::Ready(answer) => answer,
-                std::task::Poll::Pending => tokio::select! {
-                    answer = forward.as_mut() => answer,
-                    // The decision was settled meanwhile: this call is cut
-                    // (the guard's drop, or the settlement, records it).
-                    _ = decisions.wait_for(|now| *now != call.decision) => return Err(ModelError::Cut),
-                },
-            }
-        };
-        let text = match answer {
-            Ok(answer) => answer.text,
-            Err(reason) => {
-                // The model failed, not the bot: nothing is charged.
-                let mut state = self.state();
-                let Some(flight) = state.calls.remove(&call.id) else {
-                    return Err(ModelError::Cut);
-                };
-                state.charge(budget_tokens, &flight, 0);
-                if flight.counting() {
-                    self.counts_moved();
-                }
-                let text = self.inner.keep_texts.then(|| CallText {
-                    messages: messages.as_ref().clone(),
-                    completion: String::new(),
-                });
-                state.ended.push((
-                    call.id,
-                    ModelCall {
-                        model: model.name.clone(),
-                        price: Some(model.price.clone()),
-                        prompt_tokens: 0,
-                        completion_tokens: 0,
-                        outcome: CallOutcome::Unavailable,
-                        latency_us: micros_since(call.started),
-                        note: Some(reason.clone()),
-                        text,
-                    },
-                ));
-                return Err(ModelError::Unavailable(reason));
-            }
+            counted = Some(overlap.start());
+        }
+        let answer = match first {
+            std::task::Poll::Ready(answer) => answer,
+            std::task::Poll::Pending => tokio::select! {
+                answer = forward.as_mut() => answer,
+                // The decision was settled meanwhile: this call is cut (the
+                // guard's drop, or the settlement, records it).
+                _ = decisions.wait_for(|now| *now != call.decision) => return Err(ModelError::Cut),
+            },
         };
         if let Some(task) = counted {
-            // Almost always done: it started with the call. A join error (the
-            // runtime shutting down) leaves the count to `prompt_tokens()`.
+            // Almost always done: it started with the call. A join error
+            // (the runtime shutting down) leaves the count to
+            // `prompt_tokens()`.
             let _ = task.await;
         }
+        match answer {
+            Ok(answer) => Ok(answer.text),
+            Err(reason) => Err(self.record_unavailable(call, model, &prompt.messages, reason)),
+        }
+    }
+
+    /// Records a call whose model failed (the model's fault, not the
+    /// bot's: nothing is charged); the error to answer with.
+    fn record_unavailable(
+        &self,
+        call: &CallGuard<'_>,
+        model: &Model,
+        messages: &Arc<Vec<ChatMessage>>,
+        reason: String,
+    ) -> ModelError {
+        let mut state = self.state();
+        let Some(flight) = state.calls.remove(&call.id) else {
+            return ModelError::Cut;
+        };
+        state.charge(self.inner.budget_tokens, &flight, 0);
+        if flight.counting() {
+            self.counts_moved();
+        }
+        let text = self.inner.keep_texts.then(|| CallText {
+            messages: messages.as_ref().clone(),
+            completion: String::new(),
+        });
+        state.ended.push((
+            call.id,
+            ModelCall {
+                model: model.name.clone(),
+                price: Some(model.price.clone()),
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                outcome: CallOutcome::Unavailable,
+                latency_us: micros_since(call.started),
+                note: Some(reason.clone()),
+                text,
+            },
+        ));
+        ModelError::Unavailable(reason)
+    }
+
+    /// The stages that end an answered call: its completion cut to the cap
+    /// (a model with another tokenizer can run over it as we count it), the
+    /// prompt and completion charged, the call recorded.
+    async fn charge_and_record(
+        &self,
+        call: &CallGuard<'_>,
+        model: &Model,
+        prompt: &PromptSent,
+        cap_tokens: u64,
+        text: String,
+    ) -> Result<Completion, ModelError> {
+        let budget_tokens = self.inner.budget_tokens;
         let prompt_tokens = match self.state().calls.get(&call.id) {
             Some(flight) => flight.prompt_tokens(),
             None => return Err(ModelError::Cut),
         };
-        self.prompt_counted(call.id, prompt_tokens.saturating_sub(stop_tokens));
+        self.prompt_counted(call.id, prompt_tokens.saturating_sub(prompt.stop_tokens));
         let full_bytes = text.len();
         let (text, completion_tokens) = self.cut_completion(text, cap_tokens).await;
         let mut state = self.state();
@@ -1322,7 +1461,7 @@ impl FighterMeter {
             "the reservation covers the call"
         );
         let record_text = self.inner.keep_texts.then(|| CallText {
-            messages: messages.as_ref().clone(),
+            messages: prompt.messages.as_ref().clone(),
             completion: text.clone(),
         });
         state.ended.push((
@@ -1367,21 +1506,7 @@ impl FighterMeter {
                 Err(ModelError::Cut) => return Err(ModelError::Cut),
                 // Never the bot's doing (the runtime stopping, or a count
                 // that failed): recorded as such, nothing charged.
-                Err(error) => {
-                    let outcome = match error {
-                        ModelError::Invalid(_) => CallOutcome::Invalid,
-                        _ => CallOutcome::Unavailable,
-                    };
-                    let refusal = Refusal {
-                        model: model.name.clone(),
-                        price: Some(model.price.clone()),
-                        outcome,
-                        note: error.to_string(),
-                        error,
-                        gasses_out: false,
-                    };
-                    return self.refuse(call, refusal, messages);
-                }
+                Err(error) => return self.refuse(call, Refusal::uncounted(model, error), messages),
             };
             match count {
                 Count::Tokens(tokens) => break tokens + stop_tokens,

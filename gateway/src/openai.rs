@@ -31,7 +31,7 @@ use crate::credentials::{CredentialError, Credentials, Holder};
 use crate::limits::{
     INLINE_PARSE_MAX_BYTES, MAX_CHAT_REQUEST_BYTES, MAX_PROMPT_MESSAGES, MAX_STOP_STRINGS,
 };
-use crate::meter::{ChatMessage, Completion, ModelError, ModelRequest};
+use crate::meter::{ChatMessage, Completion, ModelError, ModelRequest, OpenCall};
 use crate::models::{Sampling, recorded_name};
 
 /// The header that tells OpenAI's clients not to retry a refusal.
@@ -370,117 +370,57 @@ pub fn parse_request(body: &[u8]) -> Result<Parsed, Unreadable> {
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let refuse = |message: String, param: Option<&'static str>, code: Option<&'static str>| {
-        Err(Unreadable {
-            model: model.clone(),
-            message,
-            param,
-            code,
-        })
+    let unreadable = |(message, param, code): Refused| Unreadable {
+        model: model.clone(),
+        message,
+        param,
+        code,
     };
-    let request: ChatRequest = match serde_json::from_value(value) {
-        Ok(request) => request,
-        Err(error) => {
-            return refuse(
-                format!("not a chat completion request: {error}"),
-                None,
-                None,
-            );
-        }
-    };
+    let request: ChatRequest = serde_json::from_value(value).map_err(|error| {
+        unreadable((
+            format!("not a chat completion request: {error}"),
+            None,
+            None,
+        ))
+    })?;
+    read_request(request).map_err(unreadable)
+}
+
+/// Why a request was refused: the message, and OpenAI's `param` and `code`.
+type Refused = (String, Option<&'static str>, Option<&'static str>);
+
+/// The metered call a chat-completions request asks for.
+fn read_request(request: ChatRequest) -> Result<Parsed, Refused> {
     if request.n.is_some_and(|n| n != 1) {
-        return refuse("n must be 1".to_owned(), Some("n"), None);
+        return Err(("n must be 1".to_owned(), Some("n"), None));
     }
     if request.messages.len() > MAX_PROMPT_MESSAGES {
-        return refuse(
+        return Err((
             format!("more than {MAX_PROMPT_MESSAGES} messages"),
             Some("messages"),
             None,
-        );
+        ));
     }
-    // OpenAI's reading: `max_tokens` is the older name of
-    // `max_completion_tokens`; setting both is refused, and either is at
-    // least 1 (0 is refused, never "no cap").
-    let (param, wanted) = match (request.max_completion_tokens, request.max_tokens) {
-        (Some(_), Some(_)) => {
-            return refuse(
-                "Setting 'max_tokens' and 'max_completion_tokens' at the same time is not supported."
-                    .to_owned(),
-                Some("max_tokens"),
-                Some("invalid_parameter_combination"),
-            );
-        }
-        (Some(wanted), None) => ("max_completion_tokens", Some(wanted)),
-        (None, Some(wanted)) => ("max_tokens", Some(wanted)),
-        (None, None) => ("max_completion_tokens", None),
-    };
-    let max_tokens = match wanted {
-        None => 0,
-        Some(0) => {
-            return refuse(
-                format!(
-                    "Invalid '{param}': integer below minimum value. Expected a value >= 1, but got 0 instead."
-                ),
-                Some(param),
-                Some("integer_below_min_value"),
-            );
-        }
-        Some(wanted) => match u32::try_from(wanted) {
-            Ok(wanted) => wanted,
-            Err(_) => {
-                return refuse(
-                    format!("{param} {wanted} is more than {}", u32::MAX),
-                    Some(param),
-                    Some("integer_above_max_value"),
-                );
-            }
-        },
-    };
-    let mut messages = Vec::with_capacity(request.messages.len());
-    for (index, message) in request.messages.into_iter().enumerate() {
-        let content = match message.content {
-            None => String::new(),
-            Some(Content::Text(text)) => text,
-            Some(Content::Parts(parts)) => {
-                let mut text = String::new();
-                for part in parts {
-                    match (part.kind.as_str(), part.text) {
-                        ("text", Some(piece)) => text.push_str(&piece),
-                        (other, _) => {
-                            return refuse(
-                                format!(
-                                    "messages[{index}]: only text content is supported, not {:?}",
-                                    recorded_name(other)
-                                ),
-                                Some("messages"),
-                                None,
-                            );
-                        }
-                    }
-                }
-                text
-            }
-        };
-        messages.push(ChatMessage::new(message.role, content));
-    }
+    let max_tokens = read_completion_cap(request.max_completion_tokens, request.max_tokens)?;
+    let messages = read_messages(request.messages)?;
     let stop = match request.stop {
         None => Vec::new(),
         Some(Stop::One(stop)) => vec![stop],
         Some(Stop::Many(stops)) => stops,
     };
     if stop.len() > MAX_STOP_STRINGS {
-        return refuse(
+        return Err((
             format!("at most {MAX_STOP_STRINGS} stop strings"),
             Some("stop"),
             None,
-        );
+        ));
     }
     for (name, value) in [
         ("temperature", request.temperature),
         ("top_p", request.top_p),
     ] {
         if value.is_some_and(|value| !value.is_finite()) {
-            return refuse(format!("{name} must be a number"), Some(name), None);
+            return Err((format!("{name} must be a number"), Some(name), None));
         }
     }
     Ok(Parsed {
@@ -503,6 +443,76 @@ pub fn parse_request(body: &[u8]) -> Result<Parsed, Unreadable> {
     })
 }
 
+/// The completion cap, read as OpenAI reads it: `max_tokens` is the older
+/// name of `max_completion_tokens`; setting both is refused, and either is
+/// at least 1 (0 is refused, never "no cap"). 0 here: no cap named.
+fn read_completion_cap(
+    max_completion_tokens: Option<u64>,
+    max_tokens: Option<u64>,
+) -> Result<u32, Refused> {
+    let (param, wanted) = match (max_completion_tokens, max_tokens) {
+        (Some(_), Some(_)) => {
+            return Err((
+                "Setting 'max_tokens' and 'max_completion_tokens' at the same time is not supported."
+                    .to_owned(),
+                Some("max_tokens"),
+                Some("invalid_parameter_combination"),
+            ));
+        }
+        (Some(wanted), None) => ("max_completion_tokens", wanted),
+        (None, Some(wanted)) => ("max_tokens", wanted),
+        (None, None) => return Ok(0),
+    };
+    if wanted == 0 {
+        return Err((
+            format!(
+                "Invalid '{param}': integer below minimum value. Expected a value >= 1, but got 0 instead."
+            ),
+            Some(param),
+            Some("integer_below_min_value"),
+        ));
+    }
+    u32::try_from(wanted).map_err(|_| {
+        (
+            format!("{param} {wanted} is more than {}", u32::MAX),
+            Some(param),
+            Some("integer_above_max_value"),
+        )
+    })
+}
+
+/// The messages' texts (a string, or parts of `type: "text"`).
+fn read_messages(messages: Vec<RequestMessage>) -> Result<Vec<ChatMessage>, Refused> {
+    let mut read = Vec::with_capacity(messages.len());
+    for (index, message) in messages.into_iter().enumerate() {
+        let content = match message.content {
+            None => String::new(),
+            Some(Content::Text(text)) => text,
+            Some(Content::Parts(parts)) => {
+                let mut text = String::new();
+                for part in parts {
+                    match (part.kind.as_str(), part.text) {
+                        ("text", Some(piece)) => text.push_str(&piece),
+                        (other, _) => {
+                            return Err((
+                                format!(
+                                    "messages[{index}]: only text content is supported, not {:?}",
+                                    recorded_name(other)
+                                ),
+                                Some("messages"),
+                                None,
+                            ));
+                        }
+                    }
+                }
+                text
+            }
+        };
+        read.push(ChatMessage::new(message.role, content));
+    }
+    Ok(read)
+}
+
 async fn chat_completions(State(credentials): State<Credentials>, request: Request) -> Response {
     // The credential is checked, and the call admitted into its decision,
     // before the body is read: a caller without one, or a call outside its
@@ -517,48 +527,9 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
         Ok(call) => call,
         Err(error) => return ApiError::from(error).into_response(),
     };
-    // A request still arriving when its decision ends is left unread.
-    let read = axum::body::to_bytes(request.into_body(), MAX_CHAT_REQUEST_BYTES);
-    let body = match tokio::select! {
-        body = read => body,
-        () = call.decision_ended() => return ApiError::from(ModelError::Cut).into_response(),
-    } {
-        Ok(body) => body,
-        Err(_) => {
-            let error = call.refuse_unread(
-                "",
-                format!("the request body is larger than {MAX_CHAT_REQUEST_BYTES} bytes"),
-            );
-            return ApiError::from(error).into_response();
-        }
-    };
-    // A long body is read off the async threads, for the reason counting is
-    // (`INLINE_COUNT_MAX_BYTES`): they run both fighters' clocks.
-    let parsed = if body.len() <= INLINE_PARSE_MAX_BYTES {
-        parse_request(&body)
-    } else {
-        let read = tokio::task::spawn_blocking(move || parse_request(&body));
-        match read.await {
-            Ok(parsed) => parsed,
-            // The runtime is shutting down: the call ends cut, as its
-            // decision does.
-            Err(_) => {
-                let error = ModelError::Unavailable("the referee is shutting down".to_owned());
-                return ApiError::from(error).into_response();
-            }
-        }
-    };
-    let parsed = match parsed {
+    let parsed = match read_call(&call, request.into_body()).await {
         Ok(parsed) => parsed,
-        Err(unreadable) => {
-            let error = call.refuse_unread(&unreadable.model, unreadable.message);
-            let mut refusal = ApiError::from(error);
-            if refusal.status == StatusCode::BAD_REQUEST {
-                refusal.param = unreadable.param;
-                refusal.code = unreadable.code;
-            }
-            return refusal.into_response();
-        }
+        Err(refusal) => return refusal.into_response(),
     };
     let stream = parsed.stream;
     let completion = call.complete(parsed.request).await;
@@ -580,14 +551,62 @@ async fn chat_completions(State(credentials): State<Credentials>, request: Reque
             "model call refused (OpenAI face)"
         ),
     }
-    let completion = match completion {
-        Ok(completion) => completion,
-        Err(error) => return ApiError::from(error).into_response(),
+    match completion {
+        Ok(completion) => answer(&completion, stream, parsed.include_usage),
+        Err(error) => ApiError::from(error).into_response(),
+    }
+}
+
+/// Reads an admitted call's body: up to [`MAX_CHAT_REQUEST_BYTES`], left
+/// unread once its decision ends, parsed off the async threads when long
+/// (they run both fighters' clocks). A body that is not a chat completion
+/// is recorded with the call as `invalid`.
+async fn read_call(call: &OpenCall<'_>, body: Body) -> Result<Parsed, ApiError> {
+    let read = axum::body::to_bytes(body, MAX_CHAT_REQUEST_BYTES);
+    let body = match tokio::select! {
+        body = read => body,
+        () = call.decision_ended() => return Err(ApiError::from(ModelError::Cut)),
+    } {
+        Ok(body) => body,
+        Err(_) => {
+            let error = call.refuse_unread(
+                "",
+                format!("the request body is larger than {MAX_CHAT_REQUEST_BYTES} bytes"),
+            );
+            return Err(ApiError::from(error));
+        }
     };
-    let mut response = if stream {
-        streamed(&completion, parsed.include_usage)
+    let parsed = if body.len() <= INLINE_PARSE_MAX_BYTES {
+        parse_request(&body)
     } else {
-        axum::Json(whole(&completion)).into_response()
+        match tokio::task::spawn_blocking(move || parse_request(&body)).await {
+            Ok(parsed) => parsed,
+            // The runtime is shutting down: the call ends cut, as its
+            // decision does.
+            Err(_) => {
+                let error = ModelError::Unavailable("the referee is shutting down".to_owned());
+                return Err(ApiError::from(error));
+            }
+        }
+    };
+    parsed.map_err(|unreadable| {
+        let error = call.refuse_unread(&unreadable.model, unreadable.message);
+        let mut refusal = ApiError::from(error);
+        if refusal.status == StatusCode::BAD_REQUEST {
+            refusal.param = unreadable.param;
+            refusal.code = unreadable.code;
+        }
+        refusal
+    })
+}
+
+/// A completion as OpenAI answers it: whole, or streamed as
+/// `chat.completion.chunk` events; the budget left in a header.
+fn answer(completion: &Completion, stream: bool, include_usage: bool) -> Response {
+    let mut response = if stream {
+        streamed(completion, include_usage)
+    } else {
+        axum::Json(whole(completion)).into_response()
     };
     response.headers_mut().insert(
         BUDGET_LEFT_HEADER,

@@ -9,7 +9,7 @@
 //! ([`ReplaySinks`]: sign, then write, then store).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -127,6 +127,37 @@ struct HostInner {
     /// Components loaded by digest (ladder workers keep their bytes in a
     /// database): a hit skips the bytes and the compile.
     components: Mutex<ComponentCache>,
+    /// Components loaded from files, by path and wall clock, with the
+    /// file's stamp when it was read: a tournament's thousand matches read
+    /// each bot's file once, and a file changed since is read again.
+    files: Mutex<HashMap<(PathBuf, Duration), (FileStamp, LoadedBot)>>,
+}
+
+/// What identifies a file's contents without reading them: its device and
+/// inode, size, and modification and change times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStamp {
+    device: u64,
+    inode: u64,
+    size_bytes: u64,
+    modified_ns: (i64, i64),
+    changed_ns: (i64, i64),
+}
+
+impl FileStamp {
+    /// The stamp of the file at `path` (a `stat`, nothing read); `None`
+    /// when it cannot be had, and the file is then read as before.
+    fn of(path: &Path) -> Option<FileStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            size_bytes: metadata.size(),
+            modified_ns: (metadata.mtime(), metadata.mtime_nsec()),
+            changed_ns: (metadata.ctime(), metadata.ctime_nsec()),
+        })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -160,6 +191,7 @@ impl MatchHost {
                 config,
                 sandboxes: Mutex::new(HashMap::new()),
                 components: Mutex::new(ComponentCache::default()),
+                files: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -271,6 +303,46 @@ impl MatchHost {
         }
     }
 
+    /// The component in the file at `path`, for matches under `wall_clock`:
+    /// read and compiled the first time, then kept while the file's stamp
+    /// holds (each read of a file starts a thread that a stuck read leaves
+    /// behind; a tournament of 1,200 matches made 2,419 of them).
+    async fn component_at(
+        &self,
+        path: &Path,
+        wall_clock: Duration,
+    ) -> Result<LoadedBot, MatchError> {
+        let key = (path.to_owned(), wall_clock);
+        let stamp = FileStamp::of(path);
+        if let Some(stamp) = stamp
+            && let Some((kept, loaded)) = lock(&self.inner.files).get(&key)
+            && *kept == stamp
+        {
+            return Ok(loaded.clone());
+        }
+        let sandbox = self.sandbox(wall_clock)?;
+        let cap_bytes = sandbox.config().upload_bytes_max;
+        let read_path = path.to_owned();
+        let bytes =
+            tokio::task::spawn_blocking(move || crate::wasm::read_component(&read_path, cap_bytes))
+                .await
+                .map_err(|_| MatchError::ShuttingDown)??;
+        let loaded = crate::wasm::load_in(&sandbox, bytes)
+            .await
+            .map_err(|source| MatchError::Component {
+                bot: path.display().to_string(),
+                source,
+            })?;
+        if let Some(stamp) = stamp {
+            let mut files = lock(&self.inner.files);
+            if files.len() >= MAX_CACHED_COMPONENTS {
+                files.clear();
+            }
+            files.insert(key, (stamp, loaded.clone()));
+        }
+        Ok(loaded)
+    }
+
     /// Builds both fighters of a match (concurrently: an endpoint's `Hello`
     /// and a component's compile overlap) under the options' id, time and seed.
     pub async fn prepare(
@@ -328,20 +400,7 @@ impl MatchHost {
         );
         match &fighter.source {
             FighterSource::Spec(BotSpec::Wasm(path)) => {
-                let sandbox = self.sandbox(config.decision_wall_clock)?;
-                let cap_bytes = sandbox.config().upload_bytes_max;
-                let read_path = path.clone();
-                let bytes = tokio::task::spawn_blocking(move || {
-                    crate::wasm::read_component(&read_path, cap_bytes)
-                })
-                .await
-                .map_err(|_| MatchError::ShuttingDown)??;
-                let loaded = crate::wasm::load_in(&sandbox, bytes)
-                    .await
-                    .map_err(|source| MatchError::Component {
-                        bot: path.display().to_string(),
-                        source,
-                    })?;
+                let loaded = self.component_at(path, config.decision_wall_clock).await?;
                 Ok(Box::new(crate::wasm::WasmBot::new(
                     path,
                     loaded,

@@ -231,3 +231,48 @@ async fn more_matches_at_once_than_the_pool_holds_all_play() {
         "{stats:?}"
     );
 }
+
+/// A bot's file is read once for many matches, not once a match (each read
+/// started a thread: a 1,200-match tournament made 2,419), and read again
+/// once the file changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bots_file_is_read_once_until_it_changes() {
+    use duel_referee::{BotSpec, Fighter, HostConfig, MatchHost, MatchOptions, ModelGateway};
+    use duel_rules::WeightClass;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("jabber.wasm");
+    std::fs::copy(bot("jabber"), &path).expect("copied");
+    let host = MatchHost::new(HostConfig::new(ModelGateway::disabled()));
+    let loads = |host: &MatchHost| {
+        let stats = host.wasm_stats();
+        stats.compiled + stats.memory_hits + stats.disk_hits
+    };
+    for seed in 0..5 {
+        let fighters = [
+            Fighter::new(duel_referee::FighterSource::Spec(BotSpec::Wasm(
+                path.clone(),
+            ))),
+            Fighter::new(duel_referee::FighterSource::Spec(
+                BotSpec::parse("builtin:random").expect("spec"),
+            )),
+        ];
+        let session = host
+            .prepare(fighters, MatchOptions::new(WeightClass::Middle).seed(seed))
+            .await
+            .expect("prepared");
+        session.play(&mut |_: &_, _: &_| {}).await;
+    }
+    assert_eq!(loads(&host), 1, "read and loaded once for five matches");
+    // Changed on disk (the same bytes written again: a new modification
+    // time), the file is read again.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&path, std::fs::read(bot("jabber")).expect("bytes")).expect("rewritten");
+    let fighter = Fighter::new(duel_referee::FighterSource::Spec(BotSpec::Wasm(
+        path.clone(),
+    )));
+    host.check(&fighter, MatchOptions::new(WeightClass::Middle))
+        .await
+        .expect("checked");
+    assert_eq!(loads(&host), 2, "read again after it changed");
+}

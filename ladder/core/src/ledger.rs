@@ -559,6 +559,36 @@ pub fn may_settle(
     }
 }
 
+/// The lease rule of a void: a worker voids only the running match its lease
+/// holds, until the lease expires (an expiry equal to `now_ms` still holds),
+/// as [`may_settle`] lets it settle.
+pub fn may_void(
+    state: MatchState,
+    holds_lease: bool,
+    lease_expires_ms: Option<i64>,
+    now_ms: i64,
+) -> bool {
+    state == MatchState::Running
+        && may_settle(state, holds_lease, lease_expires_ms, now_ms) == SettleGate::Settle
+}
+
+/// The stake of one side of a match, whether queued once or played
+/// continuously: 1 to [`MAX_TRANSFER_CREDITS`] credits.
+pub fn check_stake(stake: i64) -> Result<()> {
+    if stake <= 0 || stake > MAX_TRANSFER_CREDITS {
+        return Err(CoreError::Invalid(format!(
+            "stake must be 1 to {MAX_TRANSFER_CREDITS} credits"
+        )));
+    }
+    Ok(())
+}
+
+/// Why an active bot is paused before a wave pairs it: its owner's
+/// `available` balance no longer covers its `stake`. `None` while it does.
+pub fn short_of_stake(available: i64, stake: i64) -> Option<String> {
+    (available < stake).then(|| format!("balance {available} is below the stake {stake}"))
+}
+
 /// An in-memory ledger with the store's rules: what a sequence of transfer
 /// requests does, without a database. The property test runs whole seasons
 /// over it and checks that the stores end in the same state.
@@ -698,10 +728,72 @@ impl Book {
     }
 
     /// The invariant check over this book (see [`check`]).
-    pub fn check(&self) -> Result<LedgerReport, String> {
+    pub fn check(&self) -> Result<LedgerReport, LedgerViolation> {
         let accounts: Vec<Account> = self.accounts.values().cloned().collect();
         check(&accounts, &self.transfers())
     }
+}
+
+/// The first broken invariant a ledger check finds, named as operators read
+/// it (`ladder ledger check`): the ledger's own ([`check`]) and the stakes of
+/// each match against its state ([`check_stakes`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerViolation {
+    #[error("transfer {transfer} has non-positive amount {amount}")]
+    NonPositiveAmount { transfer: String, amount: i64 },
+    #[error("transfer {transfer} debits and credits the same account")]
+    OneAccount { transfer: String },
+    #[error("transfer {transfer} names unknown account {account}")]
+    UnknownAccount { transfer: String, account: String },
+    #[error("pending transfer {transfer} names a pending id")]
+    PendingNamesPending { transfer: String },
+    #[error("{} transfer {transfer} names no pending transfer", kind.name())]
+    NoPendingNamed {
+        kind: TransferKind,
+        transfer: String,
+    },
+    #[error("transfer {transfer} resolves {pending}, which is not an earlier pending transfer")]
+    NotAnEarlierPending { transfer: String, pending: String },
+    #[error("transfer {transfer} differs from the pending transfer {pending} it resolves")]
+    DiffersFromPending { transfer: String, pending: String },
+    #[error("pending transfer {pending} is resolved more than once")]
+    ResolvedTwice { pending: String },
+    #[error("account {account} has {field} {stored} but its transfers sum to {history}")]
+    SumDiffers {
+        account: String,
+        field: &'static str,
+        stored: i64,
+        history: i64,
+    },
+    #[error("account {account} is below zero: {available} credits")]
+    BelowZero { account: String, available: i64 },
+    #[error("posted debits {debits} differ from posted credits {credits}")]
+    PostedUnbalanced { debits: i64, credits: i64 },
+    #[error("pending debits {debits} differ from pending credits {credits}")]
+    PendingUnbalanced { debits: i64, credits: i64 },
+    #[error("match {match_id} has no stake transfer {stake}")]
+    NoStake { match_id: String, stake: String },
+    #[error("stake {stake} is not a pending transfer into the match escrow")]
+    StakeNotInEscrow { stake: String },
+    #[error(
+        "match {match_id} is {} but stake {stake} is {} (expected {})",
+        state.name(),
+        resolution_name(*resolution),
+        resolution_name(*expected)
+    )]
+    StakeResolution {
+        match_id: String,
+        state: MatchState,
+        stake: String,
+        resolution: Option<TransferKind>,
+        expected: Option<TransferKind>,
+    },
+    #[error("stake {stake} resolved by unexpected transfer {transfer}")]
+    UnexpectedResolution { stake: String, transfer: String },
+}
+
+fn resolution_name(kind: Option<TransferKind>) -> &'static str {
+    kind.map_or("unresolved", TransferKind::name)
 }
 
 /// Totals a clean ledger check reports.
@@ -729,7 +821,10 @@ struct Sums {
 /// accounts and amount, each pending transfer resolved at most once, stored sums
 /// equal to those recomputed from the transfers, debits equal to credits, and no
 /// balance below zero except the issuance account's.
-pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerReport, String> {
+pub fn check(
+    accounts: &[Account],
+    transfers: &[Transfer],
+) -> Result<LedgerReport, LedgerViolation> {
     let by_id: BTreeMap<&str, &Account> = accounts
         .iter()
         .map(|account| (account.id.as_str(), account))
@@ -744,17 +839,22 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
     for transfer in transfers {
         let id = &transfer.id;
         if transfer.amount <= 0 {
-            return Err(format!(
-                "transfer {id} has non-positive amount {}",
-                transfer.amount
-            ));
+            return Err(LedgerViolation::NonPositiveAmount {
+                transfer: id.clone(),
+                amount: transfer.amount,
+            });
         }
         if transfer.debit == transfer.credit {
-            return Err(format!("transfer {id} debits and credits the same account"));
+            return Err(LedgerViolation::OneAccount {
+                transfer: id.clone(),
+            });
         }
         for account in [&transfer.debit, &transfer.credit] {
             if !by_id.contains_key(account.as_str()) {
-                return Err(format!("transfer {id} names unknown account {account}"));
+                return Err(LedgerViolation::UnknownAccount {
+                    transfer: id.clone(),
+                    account: account.clone(),
+                });
             }
         }
         let amount = transfer.amount;
@@ -766,7 +866,9 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
             }
             TransferKind::Pending => {
                 if transfer.pending_id.is_some() {
-                    return Err(format!("pending transfer {id} names a pending id"));
+                    return Err(LedgerViolation::PendingNamesPending {
+                        transfer: id.clone(),
+                    });
                 }
                 add(&mut sums, debit, |sums| sums.debits_pending += amount);
                 add(&mut sums, credit, |sums| sums.credits_pending += amount);
@@ -774,28 +876,30 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
             }
             TransferKind::Post | TransferKind::Void => {
                 let Some(pending_id) = transfer.pending_id.as_deref() else {
-                    return Err(format!(
-                        "{} transfer {id} names no pending transfer",
-                        transfer.kind.name()
-                    ));
+                    return Err(LedgerViolation::NoPendingNamed {
+                        kind: transfer.kind,
+                        transfer: id.clone(),
+                    });
                 };
                 let Some(pending) = pendings.get(pending_id) else {
-                    return Err(format!(
-                        "transfer {id} resolves {pending_id}, which is not an earlier pending transfer"
-                    ));
+                    return Err(LedgerViolation::NotAnEarlierPending {
+                        transfer: id.clone(),
+                        pending: pending_id.to_owned(),
+                    });
                 };
                 if pending.debit != transfer.debit
                     || pending.credit != transfer.credit
                     || pending.amount != amount
                 {
-                    return Err(format!(
-                        "transfer {id} differs from the pending transfer {pending_id} it resolves"
-                    ));
+                    return Err(LedgerViolation::DiffersFromPending {
+                        transfer: id.clone(),
+                        pending: pending_id.to_owned(),
+                    });
                 }
                 if !resolved.insert(pending_id) {
-                    return Err(format!(
-                        "pending transfer {pending_id} is resolved more than once"
-                    ));
+                    return Err(LedgerViolation::ResolvedTwice {
+                        pending: pending_id.to_owned(),
+                    });
                 }
                 add(&mut sums, debit, |sums| sums.debits_pending -= amount);
                 add(&mut sums, credit, |sums| sums.credits_pending -= amount);
@@ -839,18 +943,19 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
         ];
         for (field, stored, history) in stored {
             if stored != history {
-                return Err(format!(
-                    "account {} has {field} {stored} but its transfers sum to {history}",
-                    account.id
-                ));
+                return Err(LedgerViolation::SumDiffers {
+                    account: account.id.clone(),
+                    field,
+                    stored,
+                    history,
+                });
             }
         }
         if !account.may_go_negative && account.available() < 0 {
-            return Err(format!(
-                "account {} is below zero: {} credits",
-                account.id,
-                account.available()
-            ));
+            return Err(LedgerViolation::BelowZero {
+                account: account.id.clone(),
+                available: account.available(),
+            });
         }
         totals.debits_pending += account.debits_pending;
         totals.debits_posted += account.debits_posted;
@@ -864,18 +969,90 @@ pub fn check(accounts: &[Account], transfers: &[Transfer]) -> Result<LedgerRepor
         }
     }
     if totals.debits_posted != totals.credits_posted {
-        return Err(format!(
-            "posted debits {} differ from posted credits {}",
-            totals.debits_posted, totals.credits_posted
-        ));
+        return Err(LedgerViolation::PostedUnbalanced {
+            debits: totals.debits_posted,
+            credits: totals.credits_posted,
+        });
     }
     if totals.debits_pending != totals.credits_pending {
-        return Err(format!(
-            "pending debits {} differ from pending credits {}",
-            totals.debits_pending, totals.credits_pending
-        ));
+        return Err(LedgerViolation::PendingUnbalanced {
+            debits: totals.debits_pending,
+            credits: totals.credits_pending,
+        });
     }
     Ok(report)
+}
+
+/// A match as [`check_stakes`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StakedMatch {
+    pub id: String,
+    pub state: MatchState,
+    pub winner: Option<Winner>,
+}
+
+/// Every match's two stakes are pending transfers into its escrow, resolved
+/// as its state says: unresolved while queued or running, posted when
+/// settled with a winner, voided when settled as a draw or voided, each by
+/// the resolution transfer settlement names. Names the first mismatch.
+pub fn check_stakes(
+    matches: &[StakedMatch],
+    transfers: &[Transfer],
+) -> Result<(), LedgerViolation> {
+    let by_id: BTreeMap<&str, &Transfer> = transfers
+        .iter()
+        .map(|transfer| (transfer.id.as_str(), transfer))
+        .collect();
+    let resolved: BTreeMap<&str, &Transfer> = transfers
+        .iter()
+        .filter_map(|transfer| {
+            transfer
+                .pending_id
+                .as_deref()
+                .map(|pending| (pending, transfer))
+        })
+        .collect();
+    for game in matches {
+        let match_id = &game.id;
+        for side in ['a', 'b'] {
+            let stake_id = stake_transfer_id(match_id, side);
+            let Some(stake) = by_id.get(stake_id.as_str()) else {
+                return Err(LedgerViolation::NoStake {
+                    match_id: match_id.clone(),
+                    stake: stake_id,
+                });
+            };
+            if stake.kind != TransferKind::Pending || stake.credit != escrow_account(match_id) {
+                return Err(LedgerViolation::StakeNotInEscrow { stake: stake_id });
+            }
+            let resolution = resolved
+                .get(stake_id.as_str())
+                .map(|transfer| transfer.kind);
+            let expected = match (game.state, game.winner) {
+                (MatchState::Queued | MatchState::Running, _) => None,
+                (MatchState::Settled, Some(Winner::A | Winner::B)) => Some(TransferKind::Post),
+                (MatchState::Settled, _) | (MatchState::Voided, _) => Some(TransferKind::Void),
+            };
+            if resolution != expected {
+                return Err(LedgerViolation::StakeResolution {
+                    match_id: match_id.clone(),
+                    state: game.state,
+                    stake: stake_id,
+                    resolution,
+                    expected,
+                });
+            }
+            if let Some(transfer) = resolved.get(stake_id.as_str())
+                && transfer.id != resolve_transfer_id(match_id, side)
+            {
+                return Err(LedgerViolation::UnexpectedResolution {
+                    stake: stake_id,
+                    transfer: transfer.id.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn add<'a>(sums: &mut BTreeMap<&'a str, Sums>, account: &'a str, change: impl FnOnce(&mut Sums)) {
@@ -1259,5 +1436,58 @@ mod tests {
                 "{state:?} holds={holds_lease} expires={expires:?}"
             );
         }
+    }
+
+    #[test]
+    fn who_may_void_as_a_table() {
+        use MatchState::*;
+        let now = 1_000;
+        let cases = [
+            (Running, true, Some(now + 1), true),
+            (Running, true, Some(now), true),
+            (Running, true, Some(now - 1), false),
+            (Running, true, None, false),
+            (Running, false, Some(now + 1), false),
+            // A settled match is never voided, even by the lease that settled it.
+            (Settled, true, None, false),
+            (Settled, true, Some(now + 1), false),
+            (Queued, true, Some(now + 1), false),
+            (Voided, true, Some(now + 1), false),
+        ];
+        for (state, holds_lease, expires, voids) in cases {
+            assert_eq!(
+                may_void(state, holds_lease, expires, now),
+                voids,
+                "{state:?} holds={holds_lease} expires={expires:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stake_is_one_to_the_most_one_transfer_moves() {
+        for stake in [1, 25, MAX_TRANSFER_CREDITS] {
+            assert!(check_stake(stake).is_ok(), "{stake}");
+        }
+        for stake in [i64::MIN, -1, 0, MAX_TRANSFER_CREDITS + 1, i64::MAX] {
+            let error = check_stake(stake).expect_err("refused");
+            assert!(
+                matches!(&error, CoreError::Invalid(message) if message == &format!("stake must be 1 to {MAX_TRANSFER_CREDITS} credits")),
+                "{stake}: {error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bot_is_short_of_its_stake_below_it_only() {
+        assert_eq!(short_of_stake(25, 25), None);
+        assert_eq!(short_of_stake(26, 25), None);
+        assert_eq!(
+            short_of_stake(10, 25).as_deref(),
+            Some("balance 10 is below the stake 25")
+        );
+        assert_eq!(
+            short_of_stake(-5, 1).as_deref(),
+            Some("balance -5 is below the stake 1")
+        );
     }
 }

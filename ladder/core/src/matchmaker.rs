@@ -21,6 +21,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use duel_rules::WeightClass;
+
+use crate::error::{CoreError, Result};
 use crate::limits::{
     BASE_RATING_GAP, MATCHMAKER_NEIGHBOURS, MAX_RATING_GAP, RATING_GAP_WIDEN_PER_WAVE,
     RECENT_MEETING_PENALTY, RECENT_OPPONENTS, REPEATED_PAIR_PENALTY,
@@ -132,8 +135,38 @@ fn wave_pairs(waiting: &[Waiting], pairs: &ExhaustedPairs) -> HashSet<(usize, us
         .collect()
 }
 
+/// One side of a ranked match as [`may_meet`] judges it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contender<'a> {
+    pub owner_id: &'a str,
+    pub class: WeightClass,
+}
+
+/// Whether two bots may meet in a ranked match, whoever paired them (a wave,
+/// or a caller outside the queue): bots of one class and of two owners. A
+/// wave's pool is one class, and [`pair_wave`] pairs no two bots of one owner.
+pub fn may_meet(a: Contender<'_>, b: Contender<'_>) -> Result<()> {
+    if a.class != b.class {
+        return Err(CoreError::Invalid(format!(
+            "bots of classes {} and {} cannot meet",
+            a.class.name(),
+            b.class.name()
+        )));
+    }
+    if one_owner(a.owner_id, b.owner_id) {
+        return Err(CoreError::Invalid(
+            "two bots of one owner cannot meet".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn one_owner(a: &str, b: &str) -> bool {
+    a == b
+}
+
 fn compatible(a: &Waiting, b: &Waiting, exhausted: bool) -> bool {
-    a.bot_id != b.bot_id && a.owner_id != b.owner_id && !just_met(a, b) && !exhausted
+    a.bot_id != b.bot_id && !one_owner(&a.owner_id, &b.owner_id) && !just_met(a, b) && !exhausted
 }
 
 /// What meeting again costs the pair, in rating points: the penalty for each
@@ -237,6 +270,36 @@ mod tests {
 
     fn pair(waiting: &[Waiting]) -> Vec<(usize, usize)> {
         pair_wave(waiting, &ExhaustedPairs::new())
+    }
+
+    #[test]
+    fn bots_of_one_class_and_two_owners_may_meet() {
+        let side = |owner_id, class| Contender { owner_id, class };
+        assert!(
+            may_meet(
+                side("o1", WeightClass::Light),
+                side("o2", WeightClass::Light)
+            )
+            .is_ok()
+        );
+        let error = may_meet(
+            side("o1", WeightClass::Light),
+            side("o2", WeightClass::Heavy),
+        )
+        .expect_err("classes");
+        assert_eq!(
+            error.to_string(),
+            "invalid argument: bots of classes light and heavy cannot meet"
+        );
+        let error = may_meet(
+            side("o1", WeightClass::Middle),
+            side("o1", WeightClass::Middle),
+        )
+        .expect_err("owner");
+        assert_eq!(
+            error.to_string(),
+            "invalid argument: two bots of one owner cannot meet"
+        );
     }
 
     #[test]

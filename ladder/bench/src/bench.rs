@@ -11,11 +11,13 @@ use duel_referee::{HostConfig, MatchHost, MatchOptions, ModelGateway};
 use duel_replays::store::ReplayStore;
 use duel_rules::WeightClass;
 
+use duel_ladder::ServiceError;
 use duel_ladder::auth::Role;
-use duel_ladder::error::{LadderError, Result};
 use duel_ladder::metrics::{LadderMetrics, Step};
 use duel_ladder::model::{BotKind, BotSource, BotVersion};
 use duel_ladder::store::{PairSide, Store};
+
+use crate::error::{BenchError, Result};
 use duel_ladder::worker::{self, BotFactory, BuiltinFactory, Worked, WorkerConfig};
 use serde::Serialize;
 
@@ -190,8 +192,8 @@ pub async fn settle_bench(
     replays_dir: PathBuf,
 ) -> Result<BenchReport> {
     let store = Store::connect(db_url).await?;
-    if store.active_season().await?.is_some() {
-        return Err(LadderError::Invalid(
+    if store.reads().active_season().await?.is_some() {
+        return Err(BenchError::Invalid(
             "ladder bench needs a fresh database (a season is running)".to_owned(),
         ));
     }
@@ -231,8 +233,9 @@ pub async fn settle_bench(
         while bots[second].1 == bots[first].1 {
             second = rng.below(bots.len() as u64) as usize;
         }
-        store
-            .accept_pair([
+        duel_ladder::wave::accept_pair(
+            &store,
+            [
                 PairSide {
                     bot_id: bots[first].0.clone(),
                     stake: 10,
@@ -241,8 +244,9 @@ pub async fn settle_bench(
                     bot_id: bots[second].0.clone(),
                     stake: 10,
                 },
-            ])
-            .await?;
+            ],
+        )
+        .await?;
     }
     let accepted_per_s = rate(matches, started.elapsed());
 
@@ -263,7 +267,7 @@ pub async fn settle_bench(
             let mut settled = 0usize;
             loop {
                 match worker::work_once(&store, &*factory, &config).await? {
-                    Worked::Idle => return Ok::<usize, LadderError>(settled),
+                    Worked::Idle => return Ok::<usize, ServiceError>(settled),
                     Worked::Settled(_) => settled += 1,
                     _ => {}
                 }
@@ -272,9 +276,10 @@ pub async fn settle_bench(
     }
     let mut settled = 0;
     for task in tasks {
-        settled += task
-            .await
-            .map_err(|error| LadderError::Io(format!("bench worker: {error}")))??;
+        settled += task.await.map_err(|source| BenchError::Task {
+            task: "bench worker",
+            source,
+        })??;
     }
     let settled_per_s = rate(settled, started.elapsed());
     let settle_cpu = cpu_use(cpu_before, process_cpu_ticks(), settled);
@@ -316,20 +321,26 @@ pub async fn settle_bench(
                 let session = host
                     .prepare([a, b], options)
                     .await
-                    .map_err(|error| LadderError::Io(error.to_string()))?;
+                    .map_err(ServiceError::from)?;
                 let played = session.play(&mut |_: &_, _: &_| {}).await;
                 std::hint::black_box(played);
             }
-            Ok::<(), LadderError>(())
+            Ok::<(), ServiceError>(())
         }));
     }
     for task in tasks {
-        task.await
-            .map_err(|error| LadderError::Io(format!("bench baseline: {error}")))??;
+        task.await.map_err(|source| BenchError::Task {
+            task: "bench baseline",
+            source,
+        })??;
     }
     let bare_per_s = rate(per_task * workers.max(1), started.elapsed());
     // A faster ladder that breaks the books is no faster ladder.
-    let ledger = store.ledger_check().await?.map(|_| ());
+    let ledger = store
+        .ledger_check()
+        .await?
+        .map(|_| ())
+        .map_err(|violation| violation.to_string());
     let report = BenchReport {
         backend: store.backend(),
         matches,

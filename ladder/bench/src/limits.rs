@@ -19,3 +19,34 @@ pub const BENCH_SITE_SSE_HOLD: std::time::Duration = std::time::Duration::from_s
 
 /// How long one measured request may take before it counts as an error.
 pub const BENCH_SITE_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+// The synthetic ladder of `ladder bench-site seed` ([`crate::bench_site::seed`]).
+
+/// The fewest bots `bench-site seed` makes: each class needs at least five,
+/// so every bot has opponents of other owners.
+pub const BENCH_SITE_MIN_BOTS: u64 = 15;
+
+/// Bots per owner account in a seeded ladder.
+pub const BENCH_SITE_BOTS_PER_OWNER: u64 = 5;
+
+/// The stake of each seeded match, per side.
+pub const BENCH_SITE_STAKE: i64 = 10;
+
+/// The seeded matches span this many days, the ended season the first
+/// `BENCH_SITE_ENDED_SHARE_PERCENT` of them.
+pub const BENCH_SITE_SPAN_DAYS: i64 = 300;
+pub const BENCH_SITE_ENDED_SHARE_PERCENT: u64 = 30;
+
+/// One seeded match in this many has the class's busiest bot on side a (its
+/// page has the most matches, chart points and opponents), and one in
+/// `BENCH_SITE_RIVALRY_EVERY` also meets that bot's rival (the head-to-head).
+pub const BENCH_SITE_BUSY_EVERY: u64 = 100;
+pub const BENCH_SITE_RIVALRY_EVERY: u64 = 1_000;
+
+/// With a replay store, `bench-site seed` writes transcripts for this many
+/// of the ended season's newest heavy matches in which side a called a
+/// model: the class whose transcripts are largest, each
+/// `BENCH_SITE_TRANSCRIPT_DECISIONS` calls that spend the class's whole
+/// budget (about 2 MB of JSON, half the referee's cap per match).
+pub const BENCH_SITE_TRANSCRIPTS: i64 = 8;
+pub const BENCH_SITE_TRANSCRIPT_DECISIONS: u64 = 24;

@@ -22,11 +22,11 @@ fn main() -> ExitCode {
     match cmd::run(cli) {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
-            // `{:#}` prints the whole context chain on one line; what it
+            // The whole context chain on one line, each cause once; what it
             // quotes from the server never reaches the terminal as escapes.
             eprintln!(
                 "ladder: error: {}",
-                duel_referee::terminal::safe(&format!("{error:#}"))
+                duel_referee::terminal::safe(&cmd::one_line(&error))
             );
             ExitCode::from(EXIT_ERROR)
         }

@@ -11,7 +11,7 @@ use tonic::codegen::http::HeaderMap;
 use tonic::{Request, Response, Status};
 
 use crate::auth::{Role, User};
-use crate::error::LadderError;
+use crate::error::{LadderError, ServiceError};
 use crate::ladder::{Ladder, Registration};
 use crate::model::{self, Bot, LadderStatus, Match, MatchState, Play, Season, Standing, Winner};
 use crate::profile::ProfileEdit;
@@ -57,29 +57,43 @@ pub(crate) fn bearer_token_of(headers: &HeaderMap) -> Result<Option<&str>, Statu
     }
 }
 
-/// Maps each ladder error to its gRPC code; the message is the error's one line.
-pub fn status_of(error: impl Into<LadderError>) -> Status {
+/// Maps each ladder error to its gRPC code; the message is the error's one
+/// line with its causes ([`ServiceError::line`]).
+pub fn status_of(error: impl Into<ServiceError>) -> Status {
     let error = error.into();
-    let message = error.to_string();
+    let message = error.line();
+    let internal = |message: &str| {
+        // The database's or the disk's own words stay in the operator's
+        // log: clients get a correlation id to quote.
+        Status::internal(duel_plumbing::reply::internal("internal error", &message))
+    };
     match error {
-        LadderError::Unauthenticated(_) => Status::unauthenticated(message),
-        LadderError::PermissionDenied(_) => Status::permission_denied(message),
-        LadderError::NotFound(_) => Status::not_found(message),
-        LadderError::Invalid(_) | LadderError::BotRejected(_) => Status::invalid_argument(message),
-        LadderError::Conflict(_) => Status::already_exists(message),
-        LadderError::Quota(_) => Status::resource_exhausted(message),
-        LadderError::InsufficientCredits(_)
-        | LadderError::LeaseLost(_)
-        | LadderError::Precondition(_) => Status::failed_precondition(message),
-        LadderError::Database(_)
-        | LadderError::Migrate(_)
-        | LadderError::Replay(_)
-        | LadderError::Corrupt(_)
-        | LadderError::Io(_) => {
-            // The database's or the disk's own words stay in the operator's
-            // log: clients get a correlation id to quote.
-            Status::internal(duel_plumbing::reply::internal("internal error", &message))
-        }
+        ServiceError::Ladder(error) => match error {
+            LadderError::Unauthenticated(_) => Status::unauthenticated(message),
+            LadderError::PermissionDenied(_) => Status::permission_denied(message),
+            LadderError::NotFound(_) => Status::not_found(message),
+            LadderError::Invalid(_) => Status::invalid_argument(message),
+            LadderError::Conflict(_) => Status::already_exists(message),
+            LadderError::Quota(_) => Status::resource_exhausted(message),
+            LadderError::InsufficientCredits(_)
+            | LadderError::LeaseLost(_)
+            | LadderError::Precondition(_) => Status::failed_precondition(message),
+            LadderError::Database(_)
+            | LadderError::Migrate(_)
+            | LadderError::Replay(_)
+            | LadderError::Corrupt(_)
+            | LadderError::Randomness(_) => internal(&message),
+        },
+        ServiceError::BotRejected(_) => Status::invalid_argument(message),
+        ServiceError::RulesMismatch(_) => Status::failed_precondition(message),
+        ServiceError::Match(_)
+        | ServiceError::PublishTimedOut { .. }
+        | ServiceError::PublishedReplay { .. }
+        | ServiceError::Listen { .. }
+        | ServiceError::Socket { .. }
+        | ServiceError::HostStart(_)
+        | ServiceError::Grpc(_)
+        | ServiceError::CompileQueueClosed(_) => internal(&message),
     }
 }
 
@@ -718,7 +732,7 @@ impl LadderApi for LadderService {
             },
             Err(violation) => pb::LadderCheckLedgerResponse {
                 ok: false,
-                violation,
+                violation: violation.to_string(),
                 ..Default::default()
             },
         }))
@@ -852,9 +866,12 @@ mod tests {
     fn internal_errors_reach_clients_as_a_correlation_id_only() {
         let secret = "relation \"transfers\" violates constraint pk_secret_detail";
         for error in [
-            LadderError::Corrupt(secret.to_owned()),
-            LadderError::Io(secret.to_owned()),
-            LadderError::Database(sqlx::Error::Protocol(secret.to_owned())),
+            LadderError::Corrupt(secret.to_owned()).into(),
+            ServiceError::Socket {
+                what: "gRPC",
+                source: std::io::Error::other(secret),
+            },
+            LadderError::Database(sqlx::Error::Protocol(secret.to_owned())).into(),
         ] {
             let status = status_of(error);
             assert_eq!(status.code(), tonic::Code::Internal);

@@ -11,8 +11,10 @@ use duel_rules::WeightClass;
 use tokio::sync::Semaphore;
 
 use crate::auth::{Role, User};
-use crate::error::{LadderError, Result};
-use crate::ledger::{HOUSE_ACCOUNT, ISSUANCE_ACCOUNT, LedgerReport, TransferOutcome};
+use crate::error::{LadderError, Result, ServiceError};
+use crate::ledger::{
+    HOUSE_ACCOUNT, ISSUANCE_ACCOUNT, LedgerReport, LedgerViolation, TransferOutcome,
+};
 use crate::limits::{DEFAULT_MAX_CONCURRENT_COMPILES, MAX_RAKE_BP};
 use crate::model::{
     Bot, BotKind, BotSource, LadderStatus, Match, MatchState, OwnerQuotas, QueueEntry, Season,
@@ -105,7 +107,8 @@ impl Ladder {
             return Err(LadderError::Quota(format!(
                 "bot versions per owner: {} has {} of {} (ladder serve --max-versions-per-owner)",
                 caller.name, usage.bot_versions, self.quotas.max_bot_versions
-            )));
+            ))
+            .into());
         }
         if compiles
             && u64::try_from(usage.stored_bytes).unwrap_or(u64::MAX) >= self.quotas.max_stored_bytes
@@ -113,7 +116,7 @@ impl Ladder {
             return Err(LadderError::Quota(format!(
                 "stored bytes per owner: {} holds {} bytes of components, the quota is {} (ladder serve --max-stored-bytes-per-owner)",
                 caller.name, usage.stored_bytes, self.quotas.max_stored_bytes
-            )));
+            )).into());
         }
         let allowed_ms = self.quotas.compile_seconds_per_day.saturating_mul(1_000);
         if compiles && u64::try_from(usage.compile_ms_today).unwrap_or(u64::MAX) >= allowed_ms {
@@ -122,7 +125,7 @@ impl Ladder {
                 caller.name,
                 usage.compile_ms_today / 1_000,
                 self.quotas.compile_seconds_per_day
-            )));
+            )).into());
         }
         Ok(())
     }
@@ -134,7 +137,7 @@ impl Ladder {
             .compiles
             .acquire()
             .await
-            .map_err(|_| LadderError::Io("the compile queue is closed".to_owned()))?;
+            .map_err(ServiceError::CompileQueueClosed)?;
         let started = std::time::Instant::now();
         let validated = validate_wasm(&self.host, bytes).await;
         let spent_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
@@ -149,8 +152,9 @@ impl Ladder {
         match token.map(str::trim) {
             None | Some("") => Err(LadderError::Unauthenticated(
                 "no token: set DUEL_LADDER_TOKEN or pass --token-file".to_owned(),
-            )),
-            Some(token) => self.store.authenticate(token).await,
+            )
+            .into()),
+            Some(token) => Ok(self.store.reads().authenticate(token).await?),
         }
     }
 
@@ -164,9 +168,10 @@ impl Ladder {
         if name == HOUSE_ACCOUNT || name == ISSUANCE_ACCOUNT {
             return Err(LadderError::Invalid(format!(
                 "{name} is the ledger's own account name; choose another"
-            )));
+            ))
+            .into());
         }
-        self.store.create_user(name, role).await
+        Ok(self.store.create_user(name, role).await?)
     }
 
     pub async fn grant_credits(
@@ -178,7 +183,10 @@ impl Ladder {
     ) -> Result<TransferOutcome> {
         caller.require_operator("granting credits")?;
         let owner = self.store.user_by_name(owner).await?;
-        self.store.grant_credits(&owner, amount, transfer_id).await
+        Ok(self
+            .store
+            .grant_credits(&owner, amount, transfer_id)
+            .await?)
     }
 
     /// Sets the rake for matches accepted from now on; matches already queued or
@@ -188,34 +196,38 @@ impl Ladder {
         if !(0..=MAX_RAKE_BP).contains(&rake_bp) {
             return Err(LadderError::Invalid(format!(
                 "rake must be 0 to {MAX_RAKE_BP} basis points"
-            )));
+            ))
+            .into());
         }
-        self.store.set_setting("rake_bp", rake_bp).await
+        Ok(self.store.set_setting("rake_bp", rake_bp).await?)
     }
 
     pub async fn set_class_open(&self, caller: &User, class: &str, open: bool) -> Result<()> {
         caller.require_operator("opening or closing classes")?;
-        self.store.set_class_open(class, open).await
+        Ok(self.store.set_class_open(class, open).await?)
     }
 
     pub async fn start_season(&self, caller: &User, name: &str) -> Result<Season> {
         caller.require_operator("starting a season")?;
-        self.store.start_season(name).await
+        Ok(self.store.start_season(name).await?)
     }
 
     pub async fn end_season(&self, caller: &User) -> Result<Season> {
         caller.require_operator("ending a season")?;
-        self.store.end_season().await
+        Ok(self.store.end_season().await?)
     }
 
     pub async fn run_wave(&self, caller: &User, class: WeightClass) -> Result<WaveReport> {
         caller.require_operator("running a pairing wave")?;
-        self.store.run_wave(class).await
+        crate::wave::run_wave(&self.store, class).await
     }
 
-    pub async fn ledger_check(&self, caller: &User) -> Result<Result<LedgerReport, String>> {
+    pub async fn ledger_check(
+        &self,
+        caller: &User,
+    ) -> Result<std::result::Result<LedgerReport, LedgerViolation>> {
         caller.require_operator("checking the ledger")?;
-        self.store.ledger_check().await
+        Ok(self.store.ledger_check().await?)
     }
 
     /// Registers a bot (or a new version of the caller's bot) after validation.
@@ -229,19 +241,21 @@ impl Ladder {
         if caller.role != Role::Owner {
             return Err(LadderError::PermissionDenied(
                 "bots are registered by owner accounts, not operators".to_owned(),
-            ));
+            )
+            .into());
         }
         // The cheap refusals first: validation compiles uploads and dials endpoints.
         check_name("bot", name)?;
         class_from_name(class)?;
-        match self.store.bot(name).await {
+        match self.store.reads().bot(name).await {
             Ok(bot) if bot.owner_id != caller.id => {
                 return Err(LadderError::PermissionDenied(format!(
                     "bot {name} belongs to another owner"
-                )));
+                ))
+                .into());
             }
             Ok(_) | Err(LadderError::NotFound(_)) => {}
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
         self.check_quotas(caller, matches!(registration, Registration::Wasm(_)))
             .await?;
@@ -252,11 +266,11 @@ impl Ladder {
                     BotSource::builtin(spec)
                 }
                 Ok(_) => {
-                    return Err(LadderError::Invalid(format!(
-                        "{spec:?} is not a builtin: spec"
-                    )));
+                    return Err(
+                        LadderError::Invalid(format!("{spec:?} is not a builtin: spec")).into(),
+                    );
                 }
-                Err(error) => return Err(LadderError::Invalid(error.to_string())),
+                Err(error) => return Err(LadderError::Invalid(error.to_string()).into()),
             },
             Registration::Wasm(bytes) => {
                 let digest = self.validate_upload(caller, &bytes).await?;
@@ -277,13 +291,14 @@ impl Ladder {
                 }
             }
         };
-        self.store
+        Ok(self
+            .store
             .register_bot_within(caller, name, class, &source, Some(&self.quotas))
-            .await
+            .await?)
     }
 
     pub async fn enqueue(&self, caller: &User, bot: &str, stake: i64) -> Result<QueueEntry> {
-        self.store.enqueue(caller, bot, stake).await
+        Ok(self.store.enqueue(caller, bot, stake).await?)
     }
 
     /// Makes one of the caller's bots play continuously at `stake` a match.
@@ -291,9 +306,10 @@ impl Ladder {
         if caller.role != Role::Owner {
             return Err(LadderError::PermissionDenied(
                 "bots are activated by their owners, not operators".to_owned(),
-            ));
+            )
+            .into());
         }
-        self.store.activate(caller, bot, stake).await
+        Ok(self.store.activate(caller, bot, stake).await?)
     }
 
     /// Sets one of the caller's bots' profile. Owner only: the site shows it
@@ -302,9 +318,10 @@ impl Ladder {
         if caller.role != Role::Owner {
             return Err(LadderError::PermissionDenied(
                 "bots' profiles are edited by their owners, not operators".to_owned(),
-            ));
+            )
+            .into());
         }
-        self.store.edit_profile(caller, bot, edit).await
+        Ok(self.store.edit_profile(caller, bot, edit).await?)
     }
 
     /// Stops one of the caller's bots playing continuously.
@@ -312,19 +329,20 @@ impl Ladder {
         if caller.role != Role::Owner {
             return Err(LadderError::PermissionDenied(
                 "bots are deactivated by their owners, not operators".to_owned(),
-            ));
+            )
+            .into());
         }
-        self.store.deactivate(caller, bot).await
+        Ok(self.store.deactivate(caller, bot).await?)
     }
 
     /// The ladder at a glance. Operator only.
     pub async fn status(&self, caller: &User) -> Result<LadderStatus> {
         caller.require_operator("reading the ladder's status")?;
-        self.store.status().await
+        Ok(self.store.status().await?)
     }
 
     pub async fn dequeue(&self, caller: &User, bot: &str) -> Result<()> {
-        self.store.dequeue(caller, bot).await
+        Ok(self.store.dequeue(caller, bot).await?)
     }
 
     /// An owner sees its own balance; an operator anyone's, and the house's
@@ -342,7 +360,7 @@ impl Ladder {
                 self.store.user_by_name(name).await?
             }
         };
-        self.store.available(&target.id).await
+        Ok(self.store.available(&target.id).await?)
     }
 
     /// Standings of the season `choice` names, public to every
@@ -353,7 +371,7 @@ impl Ladder {
         choice: &SeasonChoice,
         class: Option<WeightClass>,
     ) -> Result<(Season, Vec<Standing>)> {
-        self.store.standings_of(choice, class).await
+        Ok(self.store.standings_of(choice, class).await?)
     }
 
     /// Standings are public to every authenticated caller.
@@ -363,7 +381,7 @@ impl Ladder {
         season: Option<i64>,
         class: Option<WeightClass>,
     ) -> Result<(Season, Vec<Standing>)> {
-        self.store.standings(season, class).await
+        Ok(self.store.standings(season, class).await?)
     }
 
     /// Adds a version to one of the caller's bots (its class stays).
@@ -381,23 +399,24 @@ impl Ladder {
     /// Owners see their own bots, operators every bot.
     pub async fn bots(&self, caller: &User) -> Result<Vec<Bot>> {
         let owner = (!caller.is_operator()).then_some(caller.id.as_str());
-        self.store.bots(owner).await
+        Ok(self.store.bots(owner).await?)
     }
 
     /// A bot with its versions: its owner or an operator.
     pub async fn bot(&self, caller: &User, name: &str) -> Result<Bot> {
         if caller.is_operator() {
-            return self.store.bot(name).await;
+            return Ok(self.store.reads().bot(name).await?);
         }
         self.own_bot(caller, name).await
     }
 
     async fn own_bot(&self, caller: &User, name: &str) -> Result<Bot> {
-        let bot = self.store.bot(name).await?;
+        let bot = self.store.reads().bot(name).await?;
         if bot.owner_id != caller.id {
             return Err(LadderError::PermissionDenied(format!(
                 "bot {name} belongs to another owner"
-            )));
+            ))
+            .into());
         }
         Ok(bot)
     }
@@ -410,14 +429,14 @@ impl Ladder {
         bot: Option<&str>,
     ) -> Result<Vec<Match>> {
         let bot_id = match bot {
-            Some(name) => Some(self.store.bot(name).await?.id),
+            Some(name) => Some(self.store.reads().bot(name).await?.id),
             None => None,
         };
-        self.store.matches(state, bot_id.as_deref()).await
+        Ok(self.store.matches(state, bot_id.as_deref()).await?)
     }
 
     pub async fn game(&self, _caller: &User, id: &str) -> Result<Match> {
-        self.store.game(id).await
+        Ok(self.store.reads().game(id).await?)
     }
 
     /// The logs of the caller's bots in a ranked match: only an owner whose bot
@@ -435,21 +454,22 @@ impl Ladder {
         let replays = self.replays.as_ref().ok_or_else(|| {
             LadderError::Precondition("this server keeps no transcripts".to_owned())
         })?;
-        let game = self.store.game(id).await?;
+        let game = self.store.reads().game(id).await?;
         let revealed = self
             .store
             .reads()
             .transcript_revealed(self.reveal, &game, self.store.clock().now_ms())
             .await?;
-        crate::store::readable_transcript(replays, &game, caller, bot, revealed).await
+        Ok(crate::store::readable_transcript(replays, &game, caller, bot, revealed).await?)
     }
 
     pub async fn match_logs(&self, caller: &User, id: &str) -> Result<(Match, Vec<SideLogs>)> {
-        let game = self.store.game(id).await?;
+        let game = self.store.reads().game(id).await?;
         if !game.sides.iter().any(|side| side.owner_id == caller.id) {
             return Err(LadderError::PermissionDenied(format!(
                 "match {id}: only the owners of its bots may read their logs"
-            )));
+            ))
+            .into());
         }
         let logs = self
             .store

@@ -83,6 +83,11 @@ pub const SEASON_FIT_MIN_INTERVAL: std::time::Duration = std::time::Duration::fr
 /// store's time. It runs only when a match settled since the last fit.
 pub const SEASON_FIT_SPACING_FACTOR: u32 = 10;
 
+/// Fits of a class solved without locks and found stale (a rated game
+/// settled between their read and their write) before the next is solved
+/// with the class's ratings rows locked, as settlements then wait on it.
+pub const FIT_UNLOCKED_ATTEMPTS: u32 = 3;
+
 /// How many of the rulesets an endpoint offers in `Hello` are quoted back, and
 /// how many characters of each, when none is the ladder's: the refusal stays one
 /// short line whatever the endpoint sends.

@@ -25,7 +25,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::error::LadderError;
+use crate::error::{LadderError, ServiceError};
 
 /// Upper bounds of the settlement latency histogram (from a match's
 /// acceptance to its settlement), in seconds.
@@ -387,8 +387,8 @@ impl LadderMetrics {
     }
 
     /// An error from a worker pass or a wave: counted when the database failed.
-    pub fn error(&self, error: &LadderError) {
-        if matches!(error, LadderError::Database(_)) {
+    pub fn error(&self, error: &ServiceError) {
+        if matches!(error, ServiceError::Ladder(LadderError::Database(_))) {
             self.store_errors.inc();
         }
     }

@@ -24,7 +24,7 @@ use duel_replays::store::ReplayStore;
 use duel_rules::WeightClass;
 use tokio::sync::watch;
 
-use crate::error::{LadderError, Result};
+use crate::error::{Result, ServiceError};
 use crate::gate::{ApiLimits, Gate};
 use crate::ladder::Ladder;
 use crate::limits::{
@@ -122,15 +122,20 @@ pub struct Bound {
     pub http: Option<SocketAddr>,
 }
 
-async fn bind(address: SocketAddr, what: &str) -> Result<(tokio::net::TcpListener, SocketAddr)> {
+async fn bind(
+    address: SocketAddr,
+    what: &'static str,
+) -> Result<(tokio::net::TcpListener, SocketAddr)> {
     let listener = tokio::net::TcpListener::bind(address)
         .await
-        .map_err(|error| {
-            LadderError::Io(format!("cannot listen on {address} ({what}): {error}"))
+        .map_err(|source| ServiceError::Listen {
+            address,
+            what,
+            source,
         })?;
     let local = listener
         .local_addr()
-        .map_err(|error| LadderError::Io(format!("{what} socket: {error}")))?;
+        .map_err(|source| ServiceError::Socket { what, source })?;
     Ok((listener, local))
 }
 
@@ -161,8 +166,9 @@ fn refresh_store_gauges(
             match store.status().await {
                 Ok(status) => metrics.store_counts(&status.classes),
                 Err(error) => {
+                    let error = ServiceError::from(error);
                     metrics.error(&error);
-                    tracing::warn!(%error, "reading match counts for /metrics");
+                    tracing::warn!(error = %error.line(), "reading match counts for /metrics");
                 }
             }
         }
@@ -218,11 +224,11 @@ async fn start_host(
     host_config.inference = inference;
     tokio::task::spawn_blocking(move || MatchHost::new(host_config))
         .await
-        .map_err(|error| LadderError::Io(format!("cannot start the match host: {error}")))
+        .map_err(ServiceError::HostStart)
 }
 
 /// The replay store, one object per replay: the listing is the settled
-/// matches (issue 15), read from the database.
+/// matches, read from the database.
 fn open_replays(url: &str) -> Result<ReplayStore> {
     Ok(ReplayStore::open(url)?.without_index())
 }
@@ -423,7 +429,7 @@ impl Running {
                 stopped(self.shutdown.clone()),
             )
             .await
-            .map_err(|error| LadderError::Io(format!("gRPC server: {error}")))
+            .map_err(ServiceError::Grpc)
     }
 }
 
@@ -576,7 +582,7 @@ async fn wave_timer(
     let mut fits: HashMap<WeightClass, FitSchedule> = HashMap::new();
     while !*shutdown.borrow() {
         // Between seasons there is nothing to pair; the queue waits.
-        let season_running = match store.active_season().await {
+        let season_running = match store.reads().active_season().await {
             Ok(season) => season.is_some(),
             Err(error) => {
                 tracing::error!(%error, "reading the running season");
@@ -593,7 +599,7 @@ async fn wave_timer(
             None
         };
         for class in WeightClass::ALL.into_iter().filter(|_| season_running) {
-            match store.run_wave_paced(class, match_interval_ms).await {
+            match crate::wave::run_wave_paced(&store, class, match_interval_ms).await {
                 Ok(report) => {
                     // The pool less the bots paired or dropped: who is left.
                     let left = report
@@ -604,7 +610,11 @@ async fn wave_timer(
                 }
                 Err(error) => {
                     metrics.error(&error);
-                    tracing::error!(%error, class = class.name(), "pairing wave failed");
+                    tracing::error!(
+                        error = %error.line(),
+                        class = class.name(),
+                        "pairing wave failed"
+                    );
                 }
             }
             let schedule = fits.entry(class).or_default();
@@ -652,7 +662,7 @@ impl FitSchedule {
 /// returns how long it took.
 async fn fit_season(store: &Store, class: WeightClass, metrics: &LadderMetrics) -> Duration {
     let started = std::time::Instant::now();
-    match store.fit_season(class).await {
+    match crate::fit::fit_season(store, class).await {
         Ok(report) => tracing::debug!(
             class = class.name(),
             bots = report.bots,
@@ -665,7 +675,7 @@ async fn fit_season(store: &Store, class: WeightClass, metrics: &LadderMetrics) 
         ),
         Err(error) => {
             metrics.error(&error);
-            tracing::error!(%error, class = class.name(), "season fit failed");
+            tracing::error!(error = %error.line(), class = class.name(), "season fit failed");
         }
     }
     started.elapsed()

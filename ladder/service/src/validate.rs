@@ -7,10 +7,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use duel_referee::address_policy::AddressPolicy;
-use duel_referee::{MatchHost, RefereeError};
+use duel_referee::{MatchError, MatchHost};
 use duel_rules::Ruleset;
 
-use crate::error::{LadderError, Result};
+use crate::error::{Rejection, Result};
 use crate::limits::{
     ENDPOINT_HELLO_TIMEOUT, MAX_QUOTED_RULESET_CHARS, MAX_QUOTED_RULESETS, MAX_URL_BYTES,
     MAX_WASM_BYTES,
@@ -29,15 +29,12 @@ pub struct ValidWasm {
 /// a large component takes seconds; it runs on a blocking thread.
 pub async fn validate_wasm(host: &MatchHost, bytes: &[u8]) -> Result<ValidWasm> {
     if bytes.len() > MAX_WASM_BYTES {
-        return Err(LadderError::BotRejected(format!(
-            "upload is {} bytes, over the cap of {MAX_WASM_BYTES} bytes",
-            bytes.len()
-        )));
+        return Err(Rejection::TooLarge { bytes: bytes.len() }.into());
     }
     let loaded = host
         .load_component(bytes.to_vec(), duel_referee::limits::DECISION_WALL_CLOCK)
         .await
-        .map_err(|error| LadderError::BotRejected(error.to_string()))?;
+        .map_err(Rejection::Sandbox)?;
     Ok(ValidWasm {
         digest: loaded.digest().to_owned(),
     })
@@ -61,8 +58,8 @@ async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
     )
     .await
     .map_err(|error| match error {
-        RefereeError::AddressRefused { .. } => private_refused(url),
-        error => LadderError::BotRejected(format!("endpoint did not answer Hello: {error}")),
+        MatchError::AddressRefused { .. } => private_refused(url),
+        error => Rejection::NoHello(error),
     })?;
     let current = Ruleset::CURRENT.version();
     if answer.rulesets.iter().any(|ruleset| ruleset == current) {
@@ -80,18 +77,19 @@ async fn hello(host: &MatchHost, url: &str, timeout: Duration) -> Result<()> {
                 .collect()
         })
         .collect();
-    Err(LadderError::BotRejected(format!(
-        "endpoint {url} plays rulesets [{}], not {current} (the ruleset this ladder runs)",
-        offered.join(", ")
-    )))
+    Err(Rejection::OtherRulesets {
+        url: url.to_owned(),
+        offered,
+        current,
+    }
+    .into())
 }
 
 /// The host of an endpoint URL (without brackets for IPv6), by the referee's
 /// own bot-spec parser, so the ladder accepts exactly the addresses a referee
 /// dials.
 fn endpoint_host(url: &str) -> Result<String> {
-    duel_referee::spec::endpoint_host(url)
-        .map_err(|error| LadderError::BotRejected(error.to_string()))
+    Ok(duel_referee::spec::endpoint_host(url).map_err(Rejection::Match)?)
 }
 
 /// Checks an endpoint URL: scheme, host, and unless `allow_private` (local
@@ -99,9 +97,7 @@ fn endpoint_host(url: &str) -> Result<String> {
 /// Host names are resolved and checked by [`check_resolved`].
 pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
     if url.len() > MAX_URL_BYTES {
-        return Err(LadderError::BotRejected(format!(
-            "endpoint URL longer than {MAX_URL_BYTES} bytes"
-        )));
+        return Err(Rejection::UrlTooLong.into());
     }
     let host = endpoint_host(url)?;
     if allow_private {
@@ -109,20 +105,20 @@ pub fn check_endpoint_url(url: &str, allow_private: bool) -> Result<()> {
     }
     let policy = AddressPolicy::PublicOnly;
     if policy.check_name(&host).is_err() {
-        return Err(private_refused(url));
+        return Err(private_refused(url).into());
     }
     if let Ok(address) = host.parse::<IpAddr>()
         && !policy.allows(address)
     {
-        return Err(private_refused(url));
+        return Err(private_refused(url).into());
     }
     Ok(())
 }
 
-fn private_refused(url: &str) -> LadderError {
-    LadderError::BotRejected(format!(
-        "endpoint {url:?} is a loopback, private or link-local address (the operator may allow them with --allow-private-endpoints)"
-    ))
+fn private_refused(url: &str) -> Rejection {
+    Rejection::PrivateAddress {
+        url: url.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -155,7 +151,7 @@ mod tests {
             "grpc://user@bots.example.com:443",
             "grpc://bots.example.com:0",
         ] {
-            let error = check_endpoint_url(url, true).expect_err(url).to_string();
+            let error = check_endpoint_url(url, true).expect_err(url).line();
             assert!(error.contains("bot spec"), "{url}: {error}");
         }
         assert!(check_endpoint_url("grpcs://bots.example.com:443", false).is_ok());

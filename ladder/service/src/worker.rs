@@ -28,7 +28,9 @@ use duel_replays::{Replay, RoundResultRecord, SigningKey, SourceName};
 use duel_rules::{ExchangeStep, Ruleset, Side};
 use tokio::sync::watch;
 
-use crate::error::{LadderError, Result};
+use crate::error::{
+    LadderError, PinnedRules, PublishedReplayFault, Rejection, Result, ServiceError,
+};
 use crate::ledger::Settlement;
 use crate::limits::{
     DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, HEARTBEATS_PER_LEASE, LEASE_LEFT_TO_PUBLISH_PERMILLE,
@@ -46,7 +48,7 @@ use duel_ladder_core::repeat::KeySide;
 pub type FighterFuture<'a> = Pin<Box<dyn Future<Output = Result<Fighter>> + Send + 'a>>;
 
 /// Says where the fighter of one side comes from, given its exact stored
-/// version; the match host builds it. A [`LadderError::BotRejected`] voids the
+/// version; the match host builds it. A [`ServiceError::BotRejected`] voids the
 /// match (stakes returned); any other error leaves it to be re-run.
 pub trait BotFactory: Send + Sync + std::fmt::Debug {
     fn fighter<'a>(&'a self, version: &'a BotVersion) -> FighterFuture<'a>;
@@ -55,10 +57,9 @@ pub trait BotFactory: Send + Sync + std::fmt::Debug {
 fn builtin_fighter(version: &BotVersion) -> Result<Fighter> {
     match BotSpec::parse(&version.spec) {
         Ok(spec @ BotSpec::Builtin(_)) => Ok(Fighter::from(spec)),
-        Ok(_) | Err(_) => Err(LadderError::corrupt(format!(
-            "stored built-in spec {:?}",
-            version.spec
-        ))),
+        Ok(_) | Err(_) => {
+            Err(LadderError::corrupt(format!("stored built-in spec {:?}", version.spec)).into())
+        }
     }
 }
 
@@ -72,10 +73,10 @@ impl BotFactory for BuiltinFactory {
         Box::pin(async move {
             match version.kind {
                 BotKind::Builtin => builtin_fighter(version),
-                BotKind::Wasm | BotKind::Endpoint => Err(LadderError::BotRejected(format!(
-                    "{} bots cannot run in the built-in-only worker",
-                    version.kind.name()
-                ))),
+                BotKind::Wasm | BotKind::Endpoint => Err(Rejection::NotBuiltin {
+                    kind: version.kind.name(),
+                }
+                .into()),
             }
         })
     }
@@ -116,7 +117,7 @@ impl BotFactory for LadderFactory {
                             self.host
                                 .load_component(bytes, wall_clock)
                                 .await
-                                .map_err(|error| LadderError::BotRejected(error.to_string()))?
+                                .map_err(Rejection::Sandbox)?
                         }
                     };
                     Ok(Fighter::new(FighterSource::Component(loaded)))
@@ -287,12 +288,15 @@ pub async fn work_once(
 struct RunFailure {
     /// What the worker was doing, as owners read it (`publishing the replay`).
     during: &'static str,
-    error: LadderError,
+    error: ServiceError,
 }
 
 /// Tags an error with the step it ended the run in.
-fn failed(during: &'static str) -> impl FnOnce(LadderError) -> RunFailure {
-    move |error| RunFailure { during, error }
+fn failed<E: Into<ServiceError>>(during: &'static str) -> impl FnOnce(E) -> RunFailure {
+    move |error| RunFailure {
+        during,
+        error: error.into(),
+    }
 }
 
 /// Records the cause of a failed run on its match for its owners (and for the
@@ -303,12 +307,13 @@ fn failed(during: &'static str) -> impl FnOnce(LadderError) -> RunFailure {
 /// cause that cannot be recorded is logged.
 async fn record_failure(store: &Store, match_id: &str, lease_id: &str, failed: &RunFailure) {
     let RunFailure { during, error } = failed;
-    tracing::warn!(%error, during, "the run failed; the match runs again after its lease");
+    let line = error.line();
+    tracing::warn!(error = %line, during, "the run failed; the match runs again after its lease");
     let detail = match error {
-        LadderError::Database(_) | LadderError::Migrate(_) | LadderError::Corrupt(_) => {
-            duel_plumbing::reply::internal("a ranked match's run failed", error)
-        }
-        other => other.to_string(),
+        ServiceError::Ladder(
+            store @ (LadderError::Database(_) | LadderError::Migrate(_) | LadderError::Corrupt(_)),
+        ) => duel_plumbing::reply::internal("a ranked match's run failed", store),
+        _ => line,
     };
     let cause = duel_ladder_core::failure::public_cause(during, &detail);
     match store.record_run_failure(match_id, lease_id, &cause).await {
@@ -322,23 +327,23 @@ async fn record_failure(store: &Store, match_id: &str, lease_id: &str, failed: &
 /// the match cannot be played as accepted.
 fn match_options(claim: &Claim, config: &WorkerConfig) -> Result<MatchOptions> {
     let game = &claim.game;
-    let ruleset = Ruleset::from_version(&game.ruleset)
-        .map_err(|error| LadderError::BotRejected(format!("match pins {error}")))?;
+    let ruleset = Ruleset::from_version(&game.ruleset).map_err(PinnedRules::UnknownRuleset)?;
     if ruleset != Ruleset::CURRENT {
-        return Err(LadderError::BotRejected(format!(
-            "match pins ruleset {}, this worker plays {}",
-            ruleset.version(),
-            Ruleset::CURRENT.version()
-        )));
+        return Err(PinnedRules::Ruleset {
+            pinned: ruleset.version(),
+            plays: Ruleset::CURRENT.version(),
+        }
+        .into());
     }
     let budget = ruleset.budget_tokens(game.class);
     if u64::try_from(game.budget).ok() != Some(budget) {
-        return Err(LadderError::BotRejected(format!(
-            "match pins a budget of {} tokens, but ruleset {} gives class {} {budget}",
-            game.budget,
-            ruleset.version(),
-            game.class.name()
-        )));
+        return Err(PinnedRules::Budget {
+            pinned: game.budget,
+            ruleset: ruleset.version(),
+            class: game.class.name(),
+            budget,
+        }
+        .into());
     }
     let seed = u64::try_from(game.seed)
         .map_err(|_| LadderError::corrupt(format!("stored seed {} is negative", game.seed)))?;
@@ -374,9 +379,9 @@ async fn prepare(
             if error.is_bad_input() {
                 // A component the sandbox refuses, an endpoint that does not
                 // answer: running again would not help.
-                LadderError::BotRejected(error.to_string())
+                Rejection::Match(error).into()
             } else {
-                LadderError::Io(error.to_string())
+                ServiceError::Match(error)
             }
         })
 }
@@ -391,9 +396,14 @@ async fn run_claim(
     let times = config.metrics.as_deref();
     let session = match timed(times, Step::Prepare, prepare(factory, config, &claim)).await {
         Ok(session) => session,
-        // Neither a refused bot nor a corrupt row gets better by running again.
-        Err(error @ (LadderError::BotRejected(_) | LadderError::Corrupt(_))) => {
-            let reason = error.to_string();
+        // Neither a refused bot, nor rules this worker does not play, nor a
+        // corrupt row gets better by running again.
+        Err(
+            error @ (ServiceError::BotRejected(_)
+            | ServiceError::RulesMismatch(_)
+            | ServiceError::Ladder(LadderError::Corrupt(_))),
+        ) => {
+            let reason = error.line();
             tracing::warn!(%reason, "voiding a match that cannot be run");
             store
                 .void_claimed(&game.id, &claim.lease_id, &reason, store.clock().now_ms())
@@ -494,7 +504,7 @@ async fn run_claim(
         // An earlier run of this match published its replay and then lost its
         // lease before settling. A published replay is never replaced (it is
         // served as immutable), so that run's result is the one settled.
-        Ok(Err(duel_referee::RefereeError::Replay(duel_replays::ReplayError::Conflict(_)))) => {
+        Ok(Err(duel_referee::MatchError::Replay(duel_replays::ReplayError::Conflict(_)))) => {
             replay = published_replay(config, &game.id)
                 .await
                 .map_err(failed("reading the replay an earlier run published"))?;
@@ -503,15 +513,15 @@ async fn run_claim(
             );
         }
         Ok(Err(error)) => {
-            return Err(failed("publishing the replay")(LadderError::Io(
-                error.to_string(),
-            )));
+            return Err(failed("publishing the replay")(ServiceError::Match(error)));
         }
         Err(_) => {
-            return Err(failed("publishing the replay")(LadderError::Io(format!(
-                "publishing the replay to {} took more than {publish_ms} ms",
-                config.replays.description()
-            ))));
+            return Err(failed("publishing the replay")(
+                ServiceError::PublishTimedOut {
+                    store: config.replays.description().to_owned(),
+                    ms: publish_ms,
+                },
+            ));
         }
     }
     if let Some(live) = live {
@@ -649,13 +659,14 @@ async fn hold_lease_to_publish(
     let now = store.clock().now_ms();
     match store.lease_expires(match_id, lease_id).await? {
         Some(expires) if !lease_needs_extension(expires, now, lease_ms) => Ok(()),
-        Some(_) => store
-            .heartbeat(match_id, lease_id, lease_ms, now)
-            .await
-            .map(drop),
+        Some(_) => {
+            store.heartbeat(match_id, lease_id, lease_ms, now).await?;
+            Ok(())
+        }
         None => Err(LadderError::LeaseLost(format!(
             "match {match_id}: lease {lease_id} was taken"
-        ))),
+        ))
+        .into()),
     }
 }
 
@@ -696,7 +707,7 @@ pub async fn run(
                 if let Some(metrics) = &config.metrics {
                     metrics.error(&error);
                 }
-                tracing::error!(%error, "worker pass failed");
+                tracing::error!(error = %error.line(), "worker pass failed");
             }
         }
         tokio::select! {
@@ -782,22 +793,27 @@ async fn keep_logs(store: &Store, game: &crate::model::Match, replay: &duel_repl
 /// The replay an earlier run of `match_id` published, checked to be this
 /// match's and signed with this ladder's key.
 async fn published_replay(config: &WorkerConfig, match_id: &str) -> Result<Replay> {
-    let corrupt = |why: String| LadderError::Io(format!("published replay of {match_id}: {why}"));
+    let unusable = |fault: PublishedReplayFault| ServiceError::PublishedReplay {
+        match_id: match_id.to_owned(),
+        fault,
+    };
     let json = config
         .replays
         .get_json(match_id)
         .await
-        .map_err(|error| corrupt(error.to_string()))?
-        .ok_or_else(|| corrupt("refused as a conflict, then not found".to_owned()))?;
+        .map_err(|error| unusable(error.into()))?
+        .ok_or_else(|| unusable(PublishedReplayFault::Missing))?;
     // With an expected key, `Ok(Ok(_))` is always a valid signature by it.
     match duel_replays::check_signature(&json, Some(&config.signing_key.verifying_key())) {
         Ok(Ok(_)) => {}
-        Ok(Err(failure)) => return Err(corrupt(format!("signature: {failure:?}"))),
-        Err(error) => return Err(corrupt(error.to_string())),
+        Ok(Err(failure)) => {
+            return Err(unusable(PublishedReplayFault::Signature(failure)));
+        }
+        Err(error) => return Err(unusable(error.into())),
     }
-    let replay = Replay::from_slice(&json).map_err(|error| corrupt(error.to_string()))?;
+    let replay = Replay::from_slice(&json).map_err(|error| unusable(error.into()))?;
     if replay.match_id != match_id {
-        return Err(corrupt(format!("it names match {}", replay.match_id)));
+        return Err(unusable(PublishedReplayFault::OtherMatch(replay.match_id)));
     }
     Ok(replay)
 }

@@ -1,7 +1,9 @@
-//! The one error type of the store, and of everything above it: the rules'
+//! The one error type of the store: the rules'
 //! own errors ([`CoreError`], converted variant for variant) beside what a
 //! database, a replay store or a disk can fail with. Messages are one line:
-//! they reach operators and owners through the CLI as they are.
+//! they reach operators and owners through the CLI as they are. A variant
+//! that wraps a cause of another crate keeps it as its `source` and ends
+//! with its words.
 
 use duel_ladder_core::CoreError;
 use duel_replays::ReplayError;
@@ -38,16 +40,14 @@ pub enum LadderError {
     /// would be exceeded; the message names the quota and its value.
     #[error("quota exceeded: {0}")]
     Quota(String),
-    /// A bot upload or endpoint was refused by validation.
-    #[error("bot rejected: {0}")]
-    BotRejected(String),
     #[error("replay: {0}")]
     Replay(#[from] ReplayError),
     /// Stored data that breaks an invariant the code relies on.
     #[error("corrupt data: {0}")]
     Corrupt(String),
-    #[error("{0}")]
-    Io(String),
+    /// The operating system gave no randomness for a new token.
+    #[error("no randomness for a token: {0}")]
+    Randomness(#[source] getrandom::Error),
 }
 
 impl LadderError {

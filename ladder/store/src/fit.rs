@@ -8,10 +8,11 @@ use std::collections::HashMap;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
+use super::rows::active_season_on;
 use super::script::{Arg, Script, placeholder_rows};
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
-use crate::limits::{FIT_UNLOCKED_ATTEMPTS, FIT_WRITE_ROWS};
+use crate::limits::FIT_WRITE_ROWS;
 use duel_ladder_core::rating::{FitGame, Rating, Score, season_fit};
 use duel_rules::WeightClass;
 
@@ -27,8 +28,8 @@ pub struct FitReport {
     /// Fits solved without locks and thrown away because a rated game
     /// settled before they could be written.
     pub stale: u32,
-    /// Whether the fit was finally solved with the class's ratings rows
-    /// locked, after [`FIT_UNLOCKED_ATTEMPTS`] stale ones.
+    /// Whether the fit was solved with the class's ratings rows locked
+    /// ([`Store::fit_season_locked`]).
     pub locked: bool,
 }
 
@@ -49,35 +50,22 @@ pub struct SolvedFit {
 
 impl Store {
     /// Fits the running season's ratings of `class` from all its rated
-    /// games. The wave timer runs it; ending a season runs it for every class
-    /// before the standings freeze. FAILED_PRECONDITION when no season runs.
-    ///
-    /// The games are read and the fit solved without holding a lock, so
-    /// settlements go on meanwhile (at a million matches solving takes
-    /// seconds); the class's ratings rows are locked only to check that no
-    /// rated game settled since the read and to write. A fit gone stale is
-    /// solved again, [`FIT_UNLOCKED_ATTEMPTS`] times at most, then under the
-    /// locks, so a busy class is still fitted.
-    pub async fn fit_season(&self, class: WeightClass) -> Result<FitReport> {
-        let mut stale = 0;
-        while stale < FIT_UNLOCKED_ATTEMPTS {
-            let solved = self.solve_season_fit(class).await?;
-            if let Some(report) = self.write_season_fit(&solved).await? {
-                return Ok(FitReport { stale, ..report });
-            }
-            stale += 1;
-        }
+    /// games, with the class's ratings rows locked from the read of the games
+    /// to the write: settlements of the class wait meanwhile. What the wave
+    /// timer falls back to when fits solved without locks
+    /// ([`Store::solve_season_fit`]) keep going stale. FAILED_PRECONDITION
+    /// when no season runs.
+    pub async fn fit_season_locked(&self, class: WeightClass) -> Result<FitReport> {
         let row_locks = self.dialect().row_locks();
-        let report = write_tx!(self, |conn| async {
-            let season = super::seasons::active_season_tx(conn)
+        write_tx!(self, |conn| async {
+            let season = active_season_on(conn)
                 .await?
                 .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
-            fit_tx(conn, row_locks, season.id, class.name()).await
-        })?;
-        Ok(FitReport {
-            stale,
-            locked: true,
-            ..report
+            let report = fit_tx(conn, row_locks, season.id, class.name()).await?;
+            Ok(FitReport {
+                locked: true,
+                ..report
+            })
         })
     }
 
@@ -85,7 +73,7 @@ impl Store {
     /// connection, holding no lock, and solves their fit.
     pub async fn solve_season_fit(&self, class: WeightClass) -> Result<SolvedFit> {
         let mut conn = self.read_pool().acquire().await?;
-        let season = super::seasons::active_season_tx(&mut conn)
+        let season = active_season_on(&mut conn)
             .await?
             .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
         let inputs = read_fit_inputs(&mut conn, false, season.id, class.name()).await?;
@@ -106,7 +94,7 @@ impl Store {
     pub async fn write_season_fit(&self, solved: &SolvedFit) -> Result<Option<FitReport>> {
         let row_locks = self.dialect().row_locks();
         write_tx!(self, |conn| async {
-            let running = super::seasons::active_season_tx(conn).await?;
+            let running = active_season_on(conn).await?;
             if running.is_none_or(|season| season.id != solved.season_id) {
                 return Ok(None);
             }

@@ -1,8 +1,6 @@
 //! The stakes ledger in SQL: applying one transfer inside a caller's
 //! transaction, balances, and loading the history for `ledger check`.
 
-use std::collections::BTreeMap;
-
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
@@ -10,10 +8,10 @@ use super::script::{Arg, Script, placeholder_rows};
 use super::{Store, get, write_tx};
 use crate::error::{LadderError, Result};
 use duel_ladder_core::ledger::{
-    self, Account, Delta, LedgerReport, Transfer, TransferKind, TransferOp, TransferOutcome,
-    TransferRequest, escrow_account, resolve_transfer_id, stake_transfer_id,
+    self, Account, Delta, LedgerReport, LedgerViolation, StakedMatch, Transfer, TransferKind,
+    TransferOp, TransferOutcome, TransferRequest,
 };
-use duel_ladder_core::model::MatchState;
+use duel_ladder_core::model::{MatchState, winner_from_name};
 
 fn transfer_from_row(row: &AnyRow) -> Result<Transfer> {
     Ok(Transfer {
@@ -289,67 +287,6 @@ fn different_fields(existing: &Transfer, request: &TransferRequest) -> LadderErr
     ))
 }
 
-/// Stake transfers of one match must be resolved (posted or voided) as the
-/// match's state says; returns the first mismatch.
-fn check_match_stakes(
-    matches: &[(String, MatchState, Option<String>)],
-    transfers: &[Transfer],
-) -> Result<(), String> {
-    let by_id: BTreeMap<&str, &Transfer> = transfers
-        .iter()
-        .map(|transfer| (transfer.id.as_str(), transfer))
-        .collect();
-    let resolved: BTreeMap<&str, &Transfer> = transfers
-        .iter()
-        .filter_map(|transfer| {
-            transfer
-                .pending_id
-                .as_deref()
-                .map(|pending| (pending, transfer))
-        })
-        .collect();
-    for (match_id, state, winner) in matches {
-        for side in ['a', 'b'] {
-            let stake_id = stake_transfer_id(match_id, side);
-            let Some(stake) = by_id.get(stake_id.as_str()) else {
-                return Err(format!("match {match_id} has no stake transfer {stake_id}"));
-            };
-            if stake.kind != TransferKind::Pending || stake.credit != escrow_account(match_id) {
-                return Err(format!(
-                    "stake {stake_id} is not a pending transfer into the match escrow"
-                ));
-            }
-            let resolution = resolved
-                .get(stake_id.as_str())
-                .map(|transfer| transfer.kind);
-            let expected = match (state, winner.as_deref()) {
-                (MatchState::Queued | MatchState::Running, _) => None,
-                (MatchState::Settled, Some("a" | "b")) => Some(TransferKind::Post),
-                (MatchState::Settled, _) | (MatchState::Voided, _) => Some(TransferKind::Void),
-            };
-            if resolution != expected {
-                let describe =
-                    |kind: Option<TransferKind>| kind.map_or("unresolved", TransferKind::name);
-                return Err(format!(
-                    "match {match_id} is {} but stake {stake_id} is {} (expected {})",
-                    state.name(),
-                    describe(resolution),
-                    describe(expected)
-                ));
-            }
-            if let Some(transfer) = resolved.get(stake_id.as_str())
-                && transfer.id != resolve_transfer_id(match_id, side)
-            {
-                return Err(format!(
-                    "stake {stake_id} resolved by unexpected transfer {}",
-                    transfer.id
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 impl Store {
     /// Applies one transfer in its own transaction.
     pub async fn transfer(&self, request: &TransferRequest) -> Result<TransferOutcome> {
@@ -369,9 +306,9 @@ impl Store {
     }
 
     /// Every ledger invariant over the whole history (see [`ledger::check`]), plus
-    /// each match's stakes resolved as its state says. `Ok(Err(..))` names the
-    /// first violation.
-    pub async fn ledger_check(&self) -> Result<Result<LedgerReport, String>> {
+    /// each match's stakes resolved as its state says
+    /// ([`ledger::check_stakes`]). `Ok(Err(..))` names the first violation.
+    pub async fn ledger_check(&self) -> Result<Result<LedgerReport, LedgerViolation>> {
         // One transaction: a consistent snapshot on both backends.
         let mut conn = self.writer().await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
@@ -394,11 +331,13 @@ impl Store {
             .await?
             .iter()
             .map(|row| {
-                Ok((
-                    get::<String>(row, "id")?,
-                    MatchState::from_name(&get::<String>(row, "state")?)?,
-                    get::<Option<String>>(row, "winner")?,
-                ))
+                Ok(StakedMatch {
+                    id: get(row, "id")?,
+                    state: MatchState::from_name(&get::<String>(row, "state")?)?,
+                    winner: get::<Option<String>>(row, "winner")?
+                        .map(|winner| winner_from_name(&winner))
+                        .transpose()?,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         tx.commit().await?;
@@ -406,7 +345,7 @@ impl Store {
             Ok(report) => report,
             Err(violation) => return Ok(Err(violation)),
         };
-        if let Err(violation) = check_match_stakes(&matches, &transfers) {
+        if let Err(violation) = ledger::check_stakes(&matches, &transfers) {
             return Ok(Err(violation));
         }
         Ok(Ok(report))

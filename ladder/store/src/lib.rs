@@ -94,7 +94,6 @@ mod settle;
 pub mod site;
 mod sqlite;
 mod status;
-pub mod synthetic;
 mod transcripts;
 mod tv;
 
@@ -113,7 +112,7 @@ use duel_ladder_core::clock::{Clock, SystemClock};
 
 pub use cost::{ClassSpend, CostLine, FallbackShare, ModelLine};
 pub use fit::{FitReport, SolvedFit};
-pub use matches::{PairSide, WaveReport};
+pub use matches::{PairOrigin, PairSide, PoolEntry, WaveReport};
 pub use postgres::Postgres;
 pub use replay_index::LadderReplayIndex;
 pub use seasons::SeasonChoice;
@@ -144,10 +143,6 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Whether the backend locks rows (`SELECT … FOR UPDATE`); without row
     /// locks, the write transaction holds the whole database.
     fn row_locks(&self) -> bool;
-    /// Reads two bots' ratings in a season (`$1` season, `$2`, `$3` bot ids) and
-    /// locks both rows in bot-id order until the transaction ends, where the
-    /// backend has row locks.
-    fn select_ratings_for_update(&self) -> &'static str;
     /// Whether several statements with bound parameters go as one command
     /// (SQLite's driver prepares and runs them in turn, one hop to its
     /// connection thread for all; PostgreSQL prepares one per command).
@@ -217,7 +212,7 @@ impl Reads {
 
     /// The running season, if any.
     pub async fn active_season(&self) -> Result<Option<duel_ladder_core::model::Season>> {
-        seasons::active_season_tx(&mut *self.reader().await?).await
+        rows::active_season_on(&mut *self.reader().await?).await
     }
 
     /// The season that ended last, if any.
@@ -225,7 +220,8 @@ impl Reads {
         seasons::last_ended_season_on(&mut *self.reader().await?).await
     }
 
-    /// The season `choice` names (see [`Store::chosen_season`]).
+    /// The season a choice names: the running one, else the one that ended
+    /// last (its frozen table); NOT_FOUND only when there never was a season.
     pub async fn chosen_season(
         &self,
         choice: &SeasonChoice,
@@ -376,8 +372,7 @@ pub use duel_ladder_core::clock::now_ms;
 /// (the rules only give it its form).
 pub fn new_token() -> Result<String> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)
-        .map_err(|error| LadderError::Io(format!("no randomness for a token: {error}")))?;
+    getrandom::fill(&mut bytes).map_err(LadderError::Randomness)?;
     Ok(duel_ladder_core::auth::token_of(bytes))
 }
 

@@ -56,45 +56,9 @@ pub const MAX_CHART_POINTS: i64 = 500;
 /// Opponents listed on a bot's page (those it met most often).
 pub const MAX_OPPONENTS_LISTED: i64 = 50;
 
-// The synthetic ladder of `ladder bench-site seed` ([`crate::synthetic`]).
-
-/// The fewest bots `bench-site seed` makes: each class needs at least five,
-/// so every bot has opponents of other owners.
-pub const BENCH_SITE_MIN_BOTS: u64 = 15;
-
-/// Bots per owner account in a seeded ladder.
-pub const BENCH_SITE_BOTS_PER_OWNER: u64 = 5;
-
-/// The stake of each seeded match, per side.
-pub const BENCH_SITE_STAKE: i64 = 10;
-
-/// The seeded matches span this many days, the ended season the first
-/// `BENCH_SITE_ENDED_SHARE_PERCENT` of them.
-pub const BENCH_SITE_SPAN_DAYS: i64 = 300;
-pub const BENCH_SITE_ENDED_SHARE_PERCENT: u64 = 30;
-
-/// One seeded match in this many has the class's busiest bot on side a (its
-/// page has the most matches, chart points and opponents), and one in
-/// `BENCH_SITE_RIVALRY_EVERY` also meets that bot's rival (the head-to-head).
-pub const BENCH_SITE_BUSY_EVERY: u64 = 100;
-pub const BENCH_SITE_RIVALRY_EVERY: u64 = 1_000;
-
-/// With a replay store, `bench-site seed` writes transcripts for this many
-/// of the ended season's newest heavy matches in which side a called a
-/// model: the class whose transcripts are largest, each
-/// `BENCH_SITE_TRANSCRIPT_DECISIONS` calls that spend the class's whole
-/// budget (about 2 MB of JSON, half the referee's cap per match).
-pub const BENCH_SITE_TRANSCRIPTS: i64 = 8;
-pub const BENCH_SITE_TRANSCRIPT_DECISIONS: u64 = 24;
-
 /// Rows of `ratings` one statement of the season fit writes: 4 values a row
 /// keeps a statement under SQLite's 32,766 bound parameters.
 pub const FIT_WRITE_ROWS: usize = 1_000;
-
-/// Fits of a class solved without locks and found stale (a rated game
-/// settled between their read and their write) before the next is solved
-/// with the class's ratings rows locked, as settlements then wait on it.
-pub const FIT_UNLOCKED_ATTEMPTS: u32 = 3;
 
 /// Spend tables (one per season and class) a process keeps in memory for the
 /// cost page (`kept::KeptReads`): four seasons of three classes, at most

@@ -8,25 +8,23 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::ledger_sql::{apply_transfer, create_account, load_account};
-use super::play::{ReadyBot, pause_tx, ready_after_match_tx, short_of_stake, take_active_tx};
+use super::play::{pause_tx, ready_after_match_tx, take_active_tx};
+use super::rows::active_season_on;
 use super::rows::match_from_row;
 use super::script::{Arg, Script};
-use super::seasons::{active_season_tx, ensure_rating, load_ratings, store_rating};
+use super::seasons::ensure_rating;
 use super::{ClaimSql, Store, get, write_tx};
 use crate::error::{LadderError, Result};
-use crate::limits::MAX_LIST_ROWS;
+use crate::limits::{MAX_ACTIVE_PER_CLASS, MAX_LIST_ROWS};
 use crate::params::Params;
 use duel_ladder_core::failure;
-use duel_ladder_core::ledger::{
-    self, Plan, SettleGate, Settlement, escrow_account, owner_account, rake_transfer_id,
-};
+use duel_ladder_core::ledger::{self, Settlement, escrow_account, owner_account};
 use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_MATCH_RUNS, MAX_PAIR_MEETINGS_PER_SEASON};
-use duel_ladder_core::matchmaker::{self, Waiting};
+use duel_ladder_core::matchmaker::{self, Contender, Waiting};
 use duel_ladder_core::model::{
     BotKind, BotVersion, Claim, Match, MatchSide, MatchState, PlayRecord, Winner, class_from_name,
 };
 use duel_ladder_core::rating;
-use duel_ladder_core::repeat::Verdict;
 
 const MATCH_SELECT: &str = "SELECT m.*, ba.name AS name_a, bb.name AS name_b FROM matches m \
      JOIN bots ba ON ba.id = m.bot_a JOIN bots bb ON bb.id = m.bot_b";
@@ -49,16 +47,31 @@ pub struct PairSide {
     pub stake: i64,
 }
 
-/// Where a paired bot came from: its acceptance takes it out of there.
+/// Where a bot of a wave's pool waits: its acceptance takes it out of there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Origin {
-    /// Paired by the caller ([`Store::accept_pair`]).
-    Direct,
+pub enum PairOrigin {
     /// The one-shot queue: its row is removed.
     Queue,
     /// Continuous play: it must still be active and ready since `cutoff_ms`;
     /// it is busy until this match settles or is voided.
     Active { cutoff_ms: i64 },
+}
+
+/// A bot in a wave's pool: what the matchmaker weighs, the stake it puts in
+/// escrow when paired, and where it waits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolEntry {
+    pub waiting: Waiting,
+    pub stake: i64,
+    pub origin: PairOrigin,
+}
+
+/// Where a paired bot came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// Paired by the caller ([`Store::accept_pair`]): it waited nowhere.
+    Direct,
+    Pool(PairOrigin),
 }
 
 /// Accepts a pairing: removes both bots from where they waited, pins the ruleset in force,
@@ -72,7 +85,7 @@ async fn accept_tx(
     seed: i64,
     now: i64,
 ) -> Result<Match> {
-    let season = active_season_tx(conn)
+    let season = active_season_on(conn)
         .await?
         .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
     // A wave's pair takes the sides its meetings so far give it; a caller's
@@ -97,7 +110,7 @@ async fn accept_tx(
     for (side, origin) in order.map(|index| (&sides[index], origins[index])) {
         match origin {
             Origin::Direct => {}
-            Origin::Queue => {
+            Origin::Pool(PairOrigin::Queue) => {
                 let removed = sqlx::query("DELETE FROM queue WHERE bot_id = $1")
                     .bind(side.bot_id.clone())
                     .execute(&mut *conn)
@@ -108,7 +121,7 @@ async fn accept_tx(
                     ));
                 }
             }
-            Origin::Active { cutoff_ms } => {
+            Origin::Pool(PairOrigin::Active { cutoff_ms }) => {
                 take_active_tx(conn, &side.bot_id, side.stake, cutoff_ms).await?;
             }
         }
@@ -135,18 +148,15 @@ async fn accept_tx(
             super::rows::recent_opponents(row)?,
         ));
     }
-    let (class_a, class_b) = (&rows[0].1, &rows[1].1);
-    if class_a != class_b {
-        return Err(LadderError::Invalid(format!(
-            "bots of classes {class_a} and {class_b} cannot meet"
-        )));
-    }
-    if rows[0].0 == rows[1].0 {
-        return Err(LadderError::Invalid(
-            "two bots of one owner cannot meet".to_owned(),
-        ));
-    }
-    let class = class_from_name(class_a)?;
+    let contender = |index: usize| -> Result<Contender<'_>> {
+        Ok(Contender {
+            owner_id: &rows[index].0,
+            class: class_from_name(&rows[index].1)?,
+        })
+    };
+    let (a, b) = (contender(0)?, contender(1)?);
+    matchmaker::may_meet(a, b)?;
+    let class = a.class;
     let ruleset = Ruleset::CURRENT;
     let budget = i64::try_from(ruleset.budget_tokens(class)).unwrap_or(i64::MAX);
     let rake_bp = sqlx::query("SELECT value FROM settings WHERE key = 'rake_bp'")
@@ -368,201 +378,6 @@ async fn claimed_match(conn: &mut AnyConnection, match_id: &str) -> Result<AnyRo
         })
 }
 
-async fn complete_tx(
-    conn: &mut AnyConnection,
-    select_for_update: &'static str,
-    select_ratings: &'static str,
-    request: &super::settle::SettleRequest,
-) -> Result<Settlement> {
-    let super::settle::SettleRequest {
-        match_id,
-        lease_id,
-        winner,
-        replay_path,
-        played,
-        now,
-    } = request;
-    let (winner, now) = (*winner, *now);
-    let row = sqlx::query(select_for_update)
-        .bind(match_id.to_owned())
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or_else(|| LadderError::NotFound(format!("match {match_id}")))?;
-    let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
-    let holder: Option<String> = get(&row, "lease_id")?;
-    let expires: Option<i64> = get(&row, "lease_expires_ms")?;
-    let holds_lease = holder.as_deref() == Some(lease_id.as_str());
-    // The locked row has every column settlement needs (bot names stay empty).
-    let game = match_from_row(&row)?;
-    let pot = game.sides[0].stake + game.sides[1].stake;
-    match ledger::may_settle(state, holds_lease, expires, now) {
-        SettleGate::Repeat => {
-            let rake = match game.winner {
-                Some(Winner::A | Winner::B) => rake_paid(conn, match_id).await?,
-                _ => 0,
-            };
-            return Ok(Settlement {
-                match_id: match_id.to_owned(),
-                winner: game.winner.unwrap_or(Winner::Draw),
-                pot,
-                rake,
-                payout: if game.winner == Some(Winner::Draw) {
-                    0
-                } else {
-                    pot - rake
-                },
-                already_settled: true,
-                plan: None,
-            });
-        }
-        SettleGate::Settle => {}
-        SettleGate::LeaseLost => {
-            return Err(LadderError::LeaseLost(format!(
-                "match {match_id} is {} and lease {lease_id} no longer holds it",
-                state.name()
-            )));
-        }
-    }
-    // Ratings move only while the match's season runs; ended seasons stay
-    // frozen. A repeat of a rated game, or a pair's game past its rated ones,
-    // moves none either.
-    let season_open = get::<Option<i64>>(&row, "season_open")? == Some(1);
-    let verdict = if played.is_some() {
-        let mut rated = Vec::new();
-        for row in sqlx::query(sqlx::AssertSqlSafe(super::settle::rated_keys_select(1)))
-            .bind(super::settle::pair_key_of(&game))
-            .fetch_all(&mut *conn)
-            .await?
-        {
-            rated.push(super::settle::rated_key_from_row(&row)?);
-        }
-        super::settle::verdict(&rated, request, &game)
-    } else {
-        Verdict::Rated
-    };
-    let ratings = if season_open && verdict == Verdict::Rated {
-        // Acceptance created both rating rows in the same transaction as the
-        // match; they are locked before they are read (on PostgreSQL), so a
-        // concurrent settlement of either bot waits for this one.
-        let [a, b] = &game.sides;
-        Some(load_ratings(conn, select_ratings, game.season_id, [&a.bot_id, &b.bot_id]).await?)
-    } else {
-        None
-    };
-    // The rake pinned at acceptance, not the setting now.
-    let plan = ledger::settle(&game, winner, game.rake_bp, ratings);
-    let record = Record {
-        replay_path,
-        played: played.as_ref(),
-        verdict: &verdict,
-    };
-    apply_plan(conn, &game, &plan, record, now).await?;
-    Ok(Settlement {
-        match_id: match_id.to_owned(),
-        winner,
-        pot: plan.pot,
-        rake: plan.rake,
-        payout: plan.payout,
-        already_settled: false,
-        plan: Some(plan),
-    })
-}
-
-/// Writes a settlement plan: the ratings (rows already locked, in bot-id
-/// order), the match row, then the ledger. The ledger comes last: owners' rows
-/// and the house's are shared by every match, so they are locked only for these
-/// statements and the commit (in one global order: owners by id, the house).
-/// What a settled match row records besides its result.
-struct Record<'a> {
-    replay_path: &'a str,
-    played: Option<&'a PlayRecord>,
-    verdict: &'a Verdict,
-}
-
-async fn apply_plan(
-    conn: &mut AnyConnection,
-    game: &Match,
-    plan: &Plan,
-    record: Record<'_>,
-    now: i64,
-) -> Result<()> {
-    for change in &plan.ratings {
-        store_rating(
-            conn,
-            game.season_id,
-            &change.bot_id,
-            change.after,
-            change.score,
-        )
-        .await?;
-    }
-    let changes: Vec<_> = plan
-        .ratings
-        .iter()
-        .map(|change| (game, change, now))
-        .collect();
-    if let Some((sql, args)) = super::settle::rating_history_insert(&changes) {
-        let mut history = super::script::Script::default();
-        history.push(sql, args);
-        history.run(conn, false).await?;
-    }
-    let mut update = Script::default();
-    let mut args = vec![
-        Arg::from(plan.winner.name()),
-        Arg::from(now),
-        Arg::from(record.replay_path),
-        Arg::from(game.id.as_str()),
-    ];
-    args.extend(super::settle::played_args(
-        record.played,
-        record.verdict.repeat_of(),
-    ));
-    args.push(Arg::from(record.verdict.not_rated().unwrap_or("")));
-    args.extend(super::settle::rating_change_args(game, plan));
-    update.push_expecting(
-        "UPDATE matches SET state = 'settled', winner = $1, finished_ms = $2, replay_path = $3, \
-         lease_expires_ms = NULL, play_key = NULLIF($5, ''), repeat_of = NULLIF($6, ''), \
-         round_wins_a = NULLIF($7, -1), round_wins_b = NULLIF($8, -1), damage_a = NULLIF($9, -1), \
-         damage_b = NULLIF($10, -1), exchanges = NULLIF($11, -1), tokens_a = NULLIF($12, -1), \
-         tokens_b = NULLIF($13, -1), cost_usd_a = NULLIF($14, -1.0), cost_usd_b = NULLIF($15, -1.0), \
-         rating_change_a = CASE WHEN $16 = 1 THEN $17 END, \
-         rating_change_b = CASE WHEN $16 = 1 THEN $18 END, not_rated = NULLIF($19, '') WHERE id = $4"
-            .to_owned(),
-        args,
-        1,
-        "matches",
-    );
-    if let Some(played) = record.played {
-        super::settle::record_usage(
-            &mut update,
-            &[super::settle::Usage {
-                game,
-                winner: plan.winner,
-                played,
-            }],
-        );
-    }
-    super::settle::record_spend(&mut update, game, plan.winner, record.played);
-    update.run(conn, false).await?;
-    let [a, b] = &game.sides;
-    ready_after_match_tx(conn, &game.id, [&a.bot_id, &b.bot_id], now).await?;
-    for request in &plan.transfers {
-        apply_transfer(conn, request, now).await?;
-    }
-    Ok(())
-}
-
-async fn rake_paid(conn: &mut AnyConnection, match_id: &str) -> Result<i64> {
-    let row = sqlx::query("SELECT amount FROM transfers WHERE id = $1")
-        .bind(rake_transfer_id(match_id))
-        .fetch_optional(&mut *conn)
-        .await?;
-    Ok(row
-        .map(|row| get::<i64>(&row, "amount"))
-        .transpose()?
-        .unwrap_or(0))
-}
-
 async fn heartbeat_tx(
     conn: &mut AnyConnection,
     match_id: &str,
@@ -607,24 +422,11 @@ pub struct WaveReport {
     pub duration_ms: u64,
 }
 
-/// A fresh match seed from the referee's one generator, as the database stores
-/// it (seeds are below `SEED_MODULUS`, so they always fit an `i64`).
-fn stored_seed() -> i64 {
-    const _: () = assert!(duel_referee::limits::SEED_MODULUS <= i64::MAX as u64);
-    duel_referee::host::new_seed() as i64
-}
-
 impl Store {
-    /// Accepts one pairing outside the queue (tests, benchmarks, house matches):
-    /// same transaction as a wave's.
-    pub async fn accept_pair(&self, sides: [PairSide; 2]) -> Result<Match> {
-        let match_id = duel_referee::host::new_match_id();
-        self.accept_pair_as(sides, &match_id, stored_seed()).await
-    }
-
-    /// [`Store::accept_pair`] with a chosen match id and seed (replays of a
-    /// simulation, where every id must come out the same).
-    pub async fn accept_pair_as(
+    /// Accepts one pairing outside the queue (tests, benchmarks, house
+    /// matches) under the id and seed the caller drew: the same transaction
+    /// as a wave's pair.
+    pub async fn accept_pair(
         &self,
         sides: [PairSide; 2],
         match_id: &str,
@@ -641,151 +443,145 @@ impl Store {
         ))
     }
 
-    /// Runs one pairing wave over everyone waiting in `class`, active bots
-    /// ready as soon as their last match ended.
-    pub async fn run_wave(&self, class: WeightClass) -> Result<WaveReport> {
-        self.run_wave_paced(class, 0).await
+    /// Accepts a pair a wave made from its pool, under the id and seed the
+    /// caller drew: both bots leave where they waited, and both stakes go to
+    /// escrow, in one transaction. A bot that left its place meanwhile is a
+    /// conflict; an owner who cannot cover a stake, insufficient credits.
+    pub async fn accept_wave_pair(
+        &self,
+        pair: [&PoolEntry; 2],
+        match_id: &str,
+        seed: i64,
+    ) -> Result<Match> {
+        let sides = pair.map(|entry| PairSide {
+            bot_id: entry.waiting.bot_id.clone(),
+            stake: entry.stake,
+        });
+        let origins = pair.map(|entry| Origin::Pool(entry.origin));
+        let now = self.now();
+        write_tx!(self, |conn| accept_tx(
+            conn, &sides, origins, match_id, seed, now
+        ))
     }
 
-    /// Runs one pairing wave over everyone waiting in `class`: the one-shot
-    /// queue and the active bots whose last match ended at least
-    /// `match_interval_ms` ago. Each pair is accepted in its own transaction
-    /// (stakes escrowed once); an active bot whose owner cannot cover its
-    /// stake is paused with the reason, a queued one dropped. The wave is
-    /// recorded for `ladder status`.
-    pub async fn run_wave_paced(
-        &self,
-        class: WeightClass,
-        match_interval_ms: u64,
-    ) -> Result<WaveReport> {
-        let started = std::time::Instant::now();
-        let Some(season) = self.active_season().await? else {
-            return Err(LadderError::Precondition(
-                "no season is running; an operator starts one".to_owned(),
-            ));
-        };
-        let mut report = WaveReport {
-            season: season.name.clone(),
-            at_ms: self.now(),
-            ..WaveReport::default()
-        };
-        let interval_ms = i64::try_from(match_interval_ms).unwrap_or(i64::MAX);
-        let cutoff_ms = report.at_ms.saturating_sub(interval_ms);
+    /// The one-shot queue of `class` as a wave's pool, oldest first; a bot
+    /// queued before `season_id` began has the initial rating.
+    pub async fn wave_queue(&self, season_id: i64, class: WeightClass) -> Result<Vec<PoolEntry>> {
         let rows = sqlx::query(
             "SELECT q.bot_id, q.owner_id, q.stake, q.waves_waited, b.recent_opponents, r.rating \
              FROM queue q JOIN bots b ON b.id = q.bot_id \
              LEFT JOIN ratings r ON r.bot_id = q.bot_id AND r.season_id = $1 \
              WHERE q.class = $2 ORDER BY q.enqueued_ms, q.bot_id",
         )
-        .bind(season.id)
+        .bind(season_id)
         .bind(class.name())
         .fetch_all(&mut *self.writer().await?)
         .await?;
-        let mut waiting = Vec::with_capacity(rows.len());
-        let mut stakes = Vec::with_capacity(rows.len());
-        let mut origins = Vec::with_capacity(rows.len());
-        for row in &rows {
-            waiting.push(Waiting {
-                bot_id: get(row, "bot_id")?,
-                owner_id: get(row, "owner_id")?,
-                // A bot queued before this season has no rating row yet.
-                rating: get::<Option<f64>>(row, "rating")?.unwrap_or(rating::INITIAL.rating),
-                waves_waited: get(row, "waves_waited")?,
-                recent_opponents: super::rows::recent_opponents(row)?,
-            });
-            stakes.push(get::<i64>(row, "stake")?);
-            origins.push(Origin::Queue);
-        }
-        for ready in self.ready_bots(season.id, class, cutoff_ms).await? {
-            // Paused before pairing, so it takes no partner from another bot.
-            if self.pause_if_short(&ready).await?.is_some() {
-                report.paused.push(ready.bot_id);
-                continue;
-            }
-            let ReadyBot {
-                bot_id,
-                owner_id,
-                stake,
-                waves_waited,
-                recent_opponents,
-                rating,
-            } = ready;
-            waiting.push(Waiting {
-                bot_id,
-                owner_id,
-                rating,
-                waves_waited,
-                recent_opponents,
-            });
-            stakes.push(stake);
-            origins.push(Origin::Active { cutoff_ms });
-        }
-        report.waiting = waiting.len();
-        let exhausted = self.exhausted_pairs(season.id, class).await?;
-        for (first, second) in matchmaker::pair_wave(&waiting, &exhausted) {
-            let sides = [first, second].map(|index| PairSide {
-                bot_id: waiting[index].bot_id.clone(),
-                stake: stakes[index],
-            });
-            let pair_origins = [origins[first], origins[second]];
-            let match_id = duel_referee::host::new_match_id();
-            let seed = stored_seed();
-            let now = self.now();
-            match write_tx!(self, |conn| accept_tx(
-                conn,
-                &sides,
-                pair_origins,
-                &match_id,
-                seed,
-                now
-            )) {
-                Ok(game) => report.matches.push(game.id),
-                Err(LadderError::InsufficientCredits(_)) => {
-                    // Drop (or pause) whichever bot's owner cannot cover its
-                    // stake now; the other keeps its place for the next wave.
-                    for (index, side) in [first, second].into_iter().zip(&sides) {
-                        let account = self
-                            .account(&owner_account(&waiting[index].owner_id))
-                            .await?;
-                        if account.available() >= side.stake {
-                            continue;
-                        }
-                        match origins[index] {
-                            Origin::Queue => {
-                                sqlx::query("DELETE FROM queue WHERE bot_id = $1")
-                                    .bind(side.bot_id.clone())
-                                    .execute(&mut *self.writer().await?)
-                                    .await?;
-                                report.dropped.push(side.bot_id.clone());
-                            }
-                            Origin::Active { .. } => {
-                                let reason = short_of_stake(account.available(), side.stake);
-                                let bot_id = side.bot_id.clone();
-                                if write_tx!(self, |conn| pause_tx(conn, &bot_id, &reason))? {
-                                    report.paused.push(side.bot_id.clone());
-                                }
-                            }
-                            Origin::Direct => {}
-                        }
-                    }
-                }
-                Err(LadderError::Conflict(_)) => {}
-                Err(error) => return Err(error),
-            }
-        }
+        rows.iter()
+            .map(|row| {
+                Ok(PoolEntry {
+                    waiting: Waiting {
+                        bot_id: get(row, "bot_id")?,
+                        owner_id: get(row, "owner_id")?,
+                        rating: get::<Option<f64>>(row, "rating")?
+                            .unwrap_or(rating::INITIAL.rating),
+                        waves_waited: get(row, "waves_waited")?,
+                        recent_opponents: super::rows::recent_opponents(row)?,
+                    },
+                    stake: get(row, "stake")?,
+                    origin: PairOrigin::Queue,
+                })
+            })
+            .collect()
+    }
+
+    /// Active bots of `class` a wave may pair: unpaused, with no open match,
+    /// ready since `cutoff_ms` at the latest; oldest ready first.
+    pub async fn wave_ready(
+        &self,
+        season_id: i64,
+        class: WeightClass,
+        cutoff_ms: i64,
+    ) -> Result<Vec<PoolEntry>> {
+        let rows = sqlx::query(
+            "SELECT b.id, b.owner_id, b.active_stake, b.active_waves, b.recent_opponents, \
+             r.rating FROM bots b \
+             LEFT JOIN ratings r ON r.bot_id = b.id AND r.season_id = $1 \
+             WHERE b.class = $2 AND b.active_stake IS NOT NULL AND b.paused_reason IS NULL \
+             AND b.active_ready_ms IS NOT NULL AND b.active_ready_ms <= $3 \
+             ORDER BY b.active_ready_ms, b.id LIMIT $4",
+        )
+        .bind(season_id)
+        .bind(class.name())
+        .bind(cutoff_ms)
+        .bind(MAX_ACTIVE_PER_CLASS)
+        .fetch_all(&mut *self.writer().await?)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(PoolEntry {
+                    waiting: Waiting {
+                        bot_id: get(row, "id")?,
+                        owner_id: get(row, "owner_id")?,
+                        rating: get::<Option<f64>>(row, "rating")?
+                            .unwrap_or(rating::INITIAL.rating),
+                        waves_waited: get(row, "active_waves")?,
+                        recent_opponents: super::rows::recent_opponents(row)?,
+                    },
+                    stake: get(row, "active_stake")?,
+                    origin: PairOrigin::Active { cutoff_ms },
+                })
+            })
+            .collect()
+    }
+
+    /// Pauses an active bot of a wave's pool whose owner cannot cover its
+    /// stake now ([`ledger::short_of_stake`], read and written in one
+    /// transaction), with the reason; `None` when its owner can (or it is
+    /// no longer active).
+    pub async fn pause_if_short(&self, bot: &PoolEntry) -> Result<Option<String>> {
+        let (bot_id, owner_id) = (&bot.waiting.bot_id, &bot.waiting.owner_id);
+        write_tx!(self, |conn| async {
+            let available = load_account(conn, &owner_account(owner_id))
+                .await?
+                .map(|account| account.available())
+                .unwrap_or(0);
+            let Some(reason) = ledger::short_of_stake(available, bot.stake) else {
+                return Ok(None);
+            };
+            Ok(pause_tx(conn, bot_id, &reason).await?.then_some(reason))
+        })
+    }
+
+    /// Pauses an active bot with `reason`; whether it was paused (a bot
+    /// deactivated or paused meanwhile is left as it is).
+    pub async fn pause(&self, bot_id: &str, reason: &str) -> Result<bool> {
+        write_tx!(self, |conn| pause_tx(conn, bot_id, reason))
+    }
+
+    /// Takes a bot out of the one-shot queue (its owner cannot cover its stake).
+    pub async fn drop_from_queue(&self, bot_id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM queue WHERE bot_id = $1")
+            .bind(bot_id.to_owned())
+            .execute(&mut *self.writer().await?)
+            .await?;
+        Ok(())
+    }
+
+    /// After a wave of `class`: every bot it left waiting has waited one
+    /// wave more (its rating window widens), queued or active and ready
+    /// since `cutoff_ms`.
+    pub async fn wave_waited(&self, class: WeightClass, cutoff_ms: i64) -> Result<()> {
         sqlx::query("UPDATE queue SET waves_waited = waves_waited + 1 WHERE class = $1")
             .bind(class.name())
             .execute(&mut *self.writer().await?)
             .await?;
-        self.active_waited(class, cutoff_ms).await?;
-        report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.record_wave(class, season.id, &report).await?;
-        Ok(report)
+        self.active_waited(class, cutoff_ms).await
     }
 
     /// The pairs of `class` that met [`MAX_PAIR_MEETINGS_PER_SEASON`] times
     /// this season: few, and found by index.
-    async fn exhausted_pairs(
+    pub async fn exhausted_pairs(
         &self,
         season_id: i64,
         class: WeightClass,
@@ -960,21 +756,6 @@ impl Store {
         .await
     }
 
-    /// Settles one match in its own transaction (the batch's fallback).
-    pub(crate) async fn complete_one(
-        &self,
-        request: &super::settle::SettleRequest,
-    ) -> Result<Settlement> {
-        let select = self.dialect().select_match_for_update();
-        let select_ratings = self.dialect().select_ratings_for_update();
-        write_tx!(self, |conn| complete_tx(
-            conn,
-            select,
-            select_ratings,
-            request
-        ))
-    }
-
     /// Voids a match the lease holder cannot run (a bot that cannot be built);
     /// stakes are returned.
     pub async fn void_claimed(
@@ -1012,11 +793,6 @@ impl Store {
         .execute(&mut *self.writer().await?)
         .await?;
         Ok(recorded.rows_affected() == 1)
-    }
-
-    pub async fn game(&self, match_id: &str) -> Result<Match> {
-        let mut conn = self.writer().await?;
-        load_match(&mut conn, match_id).await
     }
 
     /// Matches, newest first, optionally in one state and/or with one bot.
@@ -1094,10 +870,7 @@ async fn void_claimed_tx(
     let state = MatchState::from_name(&get::<String>(&row, "state")?)?;
     let holder: Option<String> = get(&row, "lease_id")?;
     let expires: Option<i64> = get(&row, "lease_expires_ms")?;
-    if state != MatchState::Running
-        || holder.as_deref() != Some(lease_id)
-        || expires.is_none_or(|at| at < now)
-    {
+    if !ledger::may_void(state, holder.as_deref() == Some(lease_id), expires, now) {
         return Err(LadderError::LeaseLost(format!(
             "match {match_id} is no longer held by lease {lease_id}"
         )));

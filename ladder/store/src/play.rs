@@ -9,22 +9,14 @@
 use duel_rules::WeightClass;
 use sqlx::AnyConnection;
 
-use super::ledger_sql::load_account;
 use super::rows::{load_bot, load_own_bot, stake_precondition_tx};
 use super::seasons::ensure_rating;
 use super::{Store, count_of, get, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_ACTIVE_PER_CLASS;
 use duel_ladder_core::auth::User;
-use duel_ladder_core::ledger::owner_account;
-use duel_ladder_core::limits::MAX_TRANSFER_CREDITS;
+use duel_ladder_core::ledger;
 use duel_ladder_core::model::{Bot, Play};
-use duel_ladder_core::rating;
-
-/// Why a bot is paused: its owner's balance no longer covers its stake.
-pub(crate) fn short_of_stake(available: i64, stake: i64) -> String {
-    format!("balance {available} is below the stake {stake}")
-}
 
 /// Pauses an active bot with `reason` (one conditional statement: a bot
 /// deactivated meanwhile stays inactive). Returns whether it was paused.
@@ -89,17 +81,6 @@ pub(crate) async fn ready_after_match_tx(
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-/// One active bot a wave may pair.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ReadyBot {
-    pub bot_id: String,
-    pub owner_id: String,
-    pub stake: i64,
-    pub waves_waited: i64,
-    pub recent_opponents: Vec<String>,
-    pub rating: f64,
 }
 
 async fn activate_tx(
@@ -188,11 +169,7 @@ impl Store {
     /// running season, an open class, a bot not in the one-shot queue and a
     /// balance covering the stake.
     pub async fn activate(&self, owner: &User, bot_name: &str, stake: i64) -> Result<Bot> {
-        if stake <= 0 || stake > MAX_TRANSFER_CREDITS {
-            return Err(LadderError::Invalid(format!(
-                "stake must be 1 to {MAX_TRANSFER_CREDITS} credits"
-            )));
-        }
+        ledger::check_stake(stake)?;
         write_tx!(self, |conn| activate_tx(
             conn,
             self.dialect().row_locks(),
@@ -207,60 +184,6 @@ impl Store {
     /// is still played.
     pub async fn deactivate(&self, owner: &User, bot_name: &str) -> Result<Bot> {
         write_tx!(self, |conn| deactivate_tx(conn, owner, bot_name))
-    }
-
-    /// Active bots of `class` a wave may pair: unpaused, with no open match,
-    /// ready since `cutoff_ms` at the latest; oldest ready first.
-    pub(crate) async fn ready_bots(
-        &self,
-        season_id: i64,
-        class: WeightClass,
-        cutoff_ms: i64,
-    ) -> Result<Vec<ReadyBot>> {
-        let rows = sqlx::query(
-            "SELECT b.id, b.owner_id, b.active_stake, b.active_waves, b.recent_opponents, \
-             r.rating FROM bots b \
-             LEFT JOIN ratings r ON r.bot_id = b.id AND r.season_id = $1 \
-             WHERE b.class = $2 AND b.active_stake IS NOT NULL AND b.paused_reason IS NULL \
-             AND b.active_ready_ms IS NOT NULL AND b.active_ready_ms <= $3 \
-             ORDER BY b.active_ready_ms, b.id LIMIT $4",
-        )
-        .bind(season_id)
-        .bind(class.name())
-        .bind(cutoff_ms)
-        .bind(MAX_ACTIVE_PER_CLASS)
-        .fetch_all(&mut *self.writer().await?)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ReadyBot {
-                    bot_id: get(row, "id")?,
-                    owner_id: get(row, "owner_id")?,
-                    stake: get(row, "active_stake")?,
-                    waves_waited: get(row, "active_waves")?,
-                    recent_opponents: super::rows::recent_opponents(row)?,
-                    rating: get::<Option<f64>>(row, "rating")?.unwrap_or(rating::INITIAL.rating),
-                })
-            })
-            .collect()
-    }
-
-    /// Pauses an active bot whose owner cannot cover its stake, with the
-    /// reason; `None` when its owner can (or it is no longer active).
-    pub(crate) async fn pause_if_short(&self, bot: &ReadyBot) -> Result<Option<String>> {
-        write_tx!(self, |conn| async {
-            let available = load_account(conn, &owner_account(&bot.owner_id))
-                .await?
-                .map(|account| account.available())
-                .unwrap_or(0);
-            if available >= bot.stake {
-                return Ok(None);
-            }
-            let reason = short_of_stake(available, bot.stake);
-            Ok(pause_tx(conn, &bot.bot_id, &reason)
-                .await?
-                .then_some(reason))
-        })
     }
 
     /// Widens the rating window of the active bots a wave left unpaired.

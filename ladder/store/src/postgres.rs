@@ -61,11 +61,6 @@ impl Dialect for Postgres {
         true
     }
 
-    fn select_ratings_for_update(&self) -> &'static str {
-        "SELECT bot_id, rating, deviation, volatility FROM ratings \
-         WHERE season_id = $1 AND (bot_id = $2 OR bot_id = $3) ORDER BY bot_id FOR UPDATE"
-    }
-
     fn is_retryable(&self, error: &sqlx::Error) -> bool {
         // 40001 serialization failure, 40P01 deadlock detected.
         match error {

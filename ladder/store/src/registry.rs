@@ -331,11 +331,6 @@ impl Store {
         Ok((user, token))
     }
 
-    /// The account a token belongs to.
-    pub async fn authenticate(&self, token: &str) -> Result<User> {
-        authenticate_on(&mut *self.writer().await?, token).await
-    }
-
     pub async fn user_by_name(&self, name: &str) -> Result<User> {
         let row = sqlx::query("SELECT id, name, role FROM users WHERE name = $1")
             .bind(name.to_owned())
@@ -444,11 +439,6 @@ impl Store {
         })
     }
 
-    pub async fn bot(&self, name: &str) -> Result<Bot> {
-        let mut conn = self.writer().await?;
-        load_bot(&mut conn, name).await
-    }
-
     /// Changes one of `owner`'s bots' profile (description, author, source
     /// URL): checked, trimmed; an empty field is cleared.
     pub async fn edit_profile(
@@ -493,11 +483,7 @@ impl Store {
     }
 
     pub async fn enqueue(&self, owner: &User, bot_name: &str, stake: i64) -> Result<QueueEntry> {
-        if stake <= 0 || stake > MAX_TRANSFER_CREDITS {
-            return Err(LadderError::Invalid(format!(
-                "stake must be 1 to {MAX_TRANSFER_CREDITS} credits"
-            )));
-        }
+        duel_ladder_core::ledger::check_stake(stake)?;
         write_tx!(self, |conn| enqueue_tx(
             conn,
             self.dialect().row_locks(),
@@ -510,7 +496,7 @@ impl Store {
 
     /// Takes a bot out of the queue; `owner` must own it.
     pub async fn dequeue(&self, owner: &User, bot_name: &str) -> Result<()> {
-        let bot = self.bot(bot_name).await?;
+        let bot = load_bot(&mut *self.writer().await?, bot_name).await?;
         if bot.owner_id != owner.id {
             return Err(LadderError::PermissionDenied(format!(
                 "bot {bot_name} belongs to {}",

@@ -7,7 +7,6 @@ use sqlx::{AnyConnection, Row};
 
 use super::get;
 use super::ledger_sql::load_account;
-use super::seasons::active_season_tx;
 use crate::error::{LadderError, Result};
 use duel_ladder_core::auth::User;
 use duel_ladder_core::ledger::owner_account;
@@ -16,6 +15,23 @@ use duel_ladder_core::model::{
     winner_from_name,
 };
 use duel_ladder_core::profile::BotProfile;
+
+pub(crate) fn season_from_row(row: &AnyRow) -> Result<Season> {
+    Ok(Season {
+        id: get(row, "id")?,
+        name: get(row, "name")?,
+        started_ms: get(row, "started_ms")?,
+        ended_ms: get(row, "ended_ms")?,
+    })
+}
+
+/// The running season, if any, read on `conn`.
+pub(crate) async fn active_season_on(conn: &mut AnyConnection) -> Result<Option<Season>> {
+    let row = sqlx::query("SELECT * FROM seasons WHERE ended_ms IS NULL ORDER BY id DESC LIMIT 1")
+        .fetch_optional(&mut *conn)
+        .await?;
+    row.as_ref().map(season_from_row).transpose()
+}
 
 /// A bot's recent opponents, the latest first (stored separated by spaces).
 pub(crate) fn recent_opponents(row: &AnyRow) -> Result<Vec<String>> {
@@ -104,7 +120,7 @@ pub(crate) async fn load_own_bot(
 pub(crate) async fn running_season_tx(
     conn: &mut AnyConnection,
 ) -> Result<duel_ladder_core::model::Season> {
-    active_season_tx(conn).await?.ok_or_else(|| {
+    active_season_on(conn).await?.ok_or_else(|| {
         LadderError::Precondition("no season is running; an operator starts one".to_owned())
     })
 }

@@ -5,6 +5,7 @@ use duel_rules::WeightClass;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
+use super::rows::{active_season_on, season_from_row};
 use super::{Store, get, is_unique_violation, write_tx};
 use crate::error::{LadderError, Result};
 use crate::limits::MAX_LIST_ROWS;
@@ -31,15 +32,6 @@ impl SeasonChoice {
             Err(_) => SeasonChoice::Name(text.to_owned()),
         }
     }
-}
-
-fn season_from_row(row: &AnyRow) -> Result<Season> {
-    Ok(Season {
-        id: get(row, "id")?,
-        name: get(row, "name")?,
-        started_ms: get(row, "started_ms")?,
-        ended_ms: get(row, "ended_ms")?,
-    })
 }
 
 /// The seasons, oldest first, read on `conn`.
@@ -86,7 +78,7 @@ pub(crate) async fn chosen_season_on(
     match choice {
         SeasonChoice::Id(id) => season_on(conn, *id).await,
         SeasonChoice::Name(name) => season_named_on(conn, name).await,
-        SeasonChoice::Current => match active_season_tx(conn).await? {
+        SeasonChoice::Current => match active_season_on(conn).await? {
             Some(season) => Ok(season),
             None => last_ended_season_on(conn).await?.ok_or_else(|| {
                 LadderError::NotFound(
@@ -96,13 +88,6 @@ pub(crate) async fn chosen_season_on(
             }),
         },
     }
-}
-
-pub(crate) async fn active_season_tx(conn: &mut AnyConnection) -> Result<Option<Season>> {
-    let row = sqlx::query("SELECT * FROM seasons WHERE ended_ms IS NULL ORDER BY id DESC LIMIT 1")
-        .fetch_optional(&mut *conn)
-        .await?;
-    row.as_ref().map(season_from_row).transpose()
 }
 
 /// Creates the bot's rating row for a season if missing: a soft reset of its
@@ -155,71 +140,8 @@ pub(crate) async fn ensure_rating(
     Ok(())
 }
 
-/// The ratings of two bots in a season, in the order given, read with
-/// [`super::Dialect::select_ratings_for_update`]: on PostgreSQL both rows stay
-/// locked (taken in bot-id order) until the transaction ends, so two
-/// settlements of one bot run one after the other and neither loses the
-/// other's change.
-pub(crate) async fn load_ratings(
-    conn: &mut AnyConnection,
-    select_for_update: &'static str,
-    season_id: i64,
-    bot_ids: [&str; 2],
-) -> Result<[Rating; 2]> {
-    let rows = sqlx::query(select_for_update)
-        .bind(season_id)
-        .bind(bot_ids[0].to_owned())
-        .bind(bot_ids[1].to_owned())
-        .fetch_all(&mut *conn)
-        .await?;
-    let rating_of = |bot_id: &str| -> Result<Rating> {
-        let row = rows
-            .iter()
-            .find(|row| get::<String>(row, "bot_id").is_ok_and(|id| id == bot_id))
-            .ok_or_else(|| {
-                LadderError::corrupt(format!("bot {bot_id} has no rating in season {season_id}"))
-            })?;
-        Ok(Rating {
-            rating: get(row, "rating")?,
-            deviation: get(row, "deviation")?,
-            volatility: get(row, "volatility")?,
-        })
-    };
-    Ok([rating_of(bot_ids[0])?, rating_of(bot_ids[1])?])
-}
-
-/// Stores a bot's rating after a match with its tally.
-pub(crate) async fn store_rating(
-    conn: &mut AnyConnection,
-    season_id: i64,
-    bot_id: &str,
-    rating: Rating,
-    score: rating::Score,
-) -> Result<()> {
-    let (win, loss, draw) = match score {
-        rating::Score::Win => (1, 0, 0),
-        rating::Score::Loss => (0, 1, 0),
-        rating::Score::Draw => (0, 0, 1),
-    };
-    sqlx::query(
-        "UPDATE ratings SET rating = $1, deviation = $2, volatility = $3, games = games + 1, \
-         wins = wins + $4, losses = losses + $5, draws = draws + $6 WHERE season_id = $7 AND bot_id = $8",
-    )
-    .bind(rating.rating)
-    .bind(rating.deviation)
-    .bind(rating.volatility)
-    .bind(win as i64)
-    .bind(loss as i64)
-    .bind(draw as i64)
-    .bind(season_id)
-    .bind(bot_id.to_owned())
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
 async fn start_tx(conn: &mut AnyConnection, name: &str, now: i64) -> Result<Season> {
-    if let Some(active) = active_season_tx(conn).await? {
+    if let Some(active) = active_season_on(conn).await? {
         return Err(LadderError::Conflict(format!(
             "season {} is still running; end it first",
             active.name
@@ -307,7 +229,7 @@ fn live_standings(rows: &[AnyRow]) -> Result<Vec<Standing>> {
 }
 
 async fn end_tx(conn: &mut AnyConnection, row_locks: bool, now: i64) -> Result<Season> {
-    let mut season = active_season_tx(conn)
+    let mut season = active_season_on(conn)
         .await?
         .ok_or_else(|| LadderError::Precondition("no season is running".to_owned()))?;
     // The frozen table is the fit of every rated game, including those
@@ -370,11 +292,6 @@ impl Store {
         write_tx!(self, |conn| end_tx(conn, row_locks, self.now()))
     }
 
-    pub async fn active_season(&self) -> Result<Option<Season>> {
-        let mut conn = self.writer().await?;
-        active_season_tx(&mut conn).await
-    }
-
     pub async fn seasons(&self) -> Result<Vec<Season>> {
         seasons_on(&mut *self.writer().await?).await
     }
@@ -385,17 +302,6 @@ impl Store {
 
     pub async fn season_named(&self, name: &str) -> Result<Season> {
         season_named_on(&mut *self.writer().await?, name).await
-    }
-
-    /// The season that ended last, if any ever did.
-    pub async fn last_ended_season(&self) -> Result<Option<Season>> {
-        last_ended_season_on(&mut *self.writer().await?).await
-    }
-
-    /// The season a choice names: the running one, else the one that ended
-    /// last (its frozen table); NOT_FOUND only when there never was a season.
-    pub async fn chosen_season(&self, choice: &SeasonChoice) -> Result<Season> {
-        chosen_season_on(&mut *self.writer().await?, choice).await
     }
 
     /// Standings of a season (the running one if `None`, else the last ended
@@ -410,14 +316,14 @@ impl Store {
         self.standings_of(&choice, class).await
     }
 
-    /// Standings of the season `choice` names (see [`Store::chosen_season`]),
+    /// Standings of the season `choice` names (see [`crate::Reads::chosen_season`]),
     /// sorted per class by rating − 2·RD (the conservative rating), then name.
     pub async fn standings_of(
         &self,
         choice: &SeasonChoice,
         class: Option<WeightClass>,
     ) -> Result<(Season, Vec<Standing>)> {
-        let season = self.chosen_season(choice).await?;
+        let season = chosen_season_on(&mut *self.writer().await?, choice).await?;
         // The class filter only when given (crate::params).
         if season.ended_ms.is_none() {
             let mut params = Params::after(1);

@@ -7,11 +7,11 @@
 //! PostgreSQL, where every commit waits for its WAL flush, that is where a
 //! settlement's time went.
 //!
-//! The batch is the fast path for the common case (a running match settled by
-//! its lease holder). Anything else in a batch (a repeat of a settlement, a match
-//! twice) is settled on its own afterwards; any failure of the batched
-//! transaction rolls it back and settles each request on its own
-//! (the one-match transaction in `matches.rs`), which reports the real error.
+//! There is one writer of a settled match: a match settled alone is a batch of
+//! one, written by the same statements. A match asked twice in one batch is
+//! settled on its own afterwards (a repeat by then); any failure of the batched
+//! transaction rolls it back and settles each request in a transaction of
+//! its own, so one request's failure is its own and the others settle.
 //! Plans are [`duel_ladder_core::ledger::settle`]'s, computed in the batch's order, each
 //! from the ratings the previous one left: the same results as settling the
 //! requests one by one.
@@ -132,9 +132,32 @@ impl Store {
         }
     }
 
+    /// Settles one match in a transaction of its own: a batch of one, so a
+    /// match settled alone is written by the same statements as one settled
+    /// with others. Retried where the database says a retry may pass.
     async fn settle_alone(&self, request: &SettleRequest) -> Result<Settlement> {
         self.settlements.alone.fetch_add(1, Ordering::Relaxed);
-        self.complete_one(request).await
+        let mut attempt: u32 = 0;
+        loop {
+            match self.settle_in_one_tx(std::slice::from_ref(request)).await {
+                Err(LadderError::Database(ref error))
+                    if attempt < crate::MAX_TRANSACTION_RETRIES_PUB && self.is_retryable(error) =>
+                {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt) * 3))
+                        .await;
+                }
+                Err(error) => return Err(error),
+                Ok(mut answers) => {
+                    return answers.pop().flatten().unwrap_or_else(|| {
+                        Err(LadderError::corrupt(format!(
+                            "the settlement of match {} gave no answer",
+                            request.match_id
+                        )))
+                    });
+                }
+            }
+        }
     }
 
     /// Writes one batch and answers every request in it.
@@ -163,6 +186,25 @@ impl Store {
         &self,
         requests: &[SettleRequest],
     ) -> Result<Vec<Option<Result<Settlement>>>> {
+        let answers = self.settle_in_one_tx(requests).await?;
+        let written = answers
+            .iter()
+            .filter(|answer| matches!(answer, Some(Ok(_))))
+            .count();
+        if written > 0 {
+            let queue = &*self.settlements;
+            queue.batches.fetch_add(1, Ordering::Relaxed);
+            queue.batched.fetch_add(written as u64, Ordering::Relaxed);
+        }
+        Ok(answers)
+    }
+
+    /// Settles `requests` in one transaction ([`settle_many_tx`]), committed
+    /// unless it fails: then nothing was written.
+    async fn settle_in_one_tx(
+        &self,
+        requests: &[SettleRequest],
+    ) -> Result<Vec<Option<Result<Settlement>>>> {
         let mut conn = self.writer().await?;
         let mut tx = self.begin_settlement(&mut conn).await?;
         let backend = Backend {
@@ -172,15 +214,6 @@ impl Store {
         match settle_many_tx(&mut tx, backend, requests).await {
             Ok(answers) => {
                 tx.commit().await?;
-                let written = answers
-                    .iter()
-                    .filter(|answer| matches!(answer, Some(Ok(_))))
-                    .count();
-                if written > 0 {
-                    let queue = &*self.settlements;
-                    queue.batches.fetch_add(1, Ordering::Relaxed);
-                    queue.batched.fetch_add(written as u64, Ordering::Relaxed);
-                }
                 Ok(answers)
             }
             Err(error) => {
@@ -203,7 +236,7 @@ struct Planned {
 /// A rated match of a pair of versions: what decides whether a later match
 /// of the same pair in the same season is rated.
 #[derive(Clone, Debug)]
-pub(crate) struct RatedKey {
+struct RatedKey {
     pub match_id: String,
     pub season_id: i64,
     pub pair_key: String,
@@ -212,7 +245,7 @@ pub(crate) struct RatedKey {
 }
 
 /// The key of `game`'s two versions ([`repeat::pair_key`]).
-pub(crate) fn pair_key_of(game: &Match) -> String {
+fn pair_key_of(game: &Match) -> String {
     let [a, b] = &game.sides;
     repeat::pair_key([
         KeySide {
@@ -228,7 +261,7 @@ pub(crate) fn pair_key_of(game: &Match) -> String {
 
 /// Whether `game` is rated, from the rated matches of its pair ([`repeat::verdict`]).
 /// A match settled without a record of its game is rated.
-pub(crate) fn verdict(rated: &[RatedKey], request: &SettleRequest, game: &Match) -> Verdict {
+fn verdict(rated: &[RatedKey], request: &SettleRequest, game: &Match) -> Verdict {
     let Some(played) = request.played.as_ref() else {
         return Verdict::Rated;
     };
@@ -262,17 +295,7 @@ fn rated_of_matches_select(count: usize) -> String {
     )
 }
 
-/// The SQL that finds the rated, settled matches of any of `count` pairs of
-/// versions (placeholders from `$1`): at most a few per pair and season.
-pub(crate) fn rated_keys_select(count: usize) -> String {
-    format!(
-        "SELECT id, season_id, pair_key, play_key, accepted_ms FROM matches \
-         WHERE pair_key IN ({}) AND state = 'settled' AND not_rated IS NULL",
-        placeholder_rows(count, 1)
-    )
-}
-
-pub(crate) fn rated_key_from_row(row: &sqlx::any::AnyRow) -> Result<RatedKey> {
+fn rated_key_from_row(row: &sqlx::any::AnyRow) -> Result<RatedKey> {
     Ok(RatedKey {
         match_id: get(row, "id")?,
         season_id: get(row, "season_id")?,
@@ -325,8 +348,10 @@ async fn settle_many_tx(
         let expires: Option<i64> = get(row, "lease_expires_ms")?;
         let holds_lease = holder.as_deref() == Some(request.lease_id.as_str());
         match ledger::may_settle(game.state, holds_lease, expires, request.now) {
-            // A repeat by the same lease reads what was paid: alone, after.
-            SettleGate::Repeat => {}
+            // A repeat by the lease that settled: what was paid, unchanged.
+            SettleGate::Repeat => {
+                answers[index] = Some(Ok(settled_already(conn, &game).await?));
+            }
             SettleGate::Settle => {
                 let season_open = get::<Option<i64>>(row, "season_open")? == Some(1);
                 runnable.push((index, game, season_open));
@@ -443,6 +468,37 @@ async fn settle_many_tx(
         }));
     }
     Ok(answers)
+}
+
+/// What a match settled before was paid, as its settlement answered: a
+/// repeat writes nothing.
+async fn settled_already(conn: &mut AnyConnection, game: &Match) -> Result<Settlement> {
+    let pot = game.sides[0].stake + game.sides[1].stake;
+    let rake = match game.winner {
+        Some(Winner::A | Winner::B) => {
+            let row = sqlx::query("SELECT amount FROM transfers WHERE id = $1")
+                .bind(ledger::rake_transfer_id(&game.id))
+                .fetch_optional(&mut *conn)
+                .await?;
+            row.map(|row| get::<i64>(&row, "amount"))
+                .transpose()?
+                .unwrap_or(0)
+        }
+        _ => 0,
+    };
+    Ok(Settlement {
+        match_id: game.id.clone(),
+        winner: game.winner.unwrap_or(Winner::Draw),
+        pot,
+        rake,
+        payout: if game.winner == Some(Winner::Draw) {
+            0
+        } else {
+            pot - rake
+        },
+        already_settled: true,
+        plan: None,
+    })
 }
 
 /// Every asked match's row with whether its season runs, and the ratings of
@@ -627,7 +683,7 @@ fn record_history(writes: &mut Script, requests: &[SettleRequest], planned: &[Pl
 
 /// Ratings after matches, for the bots' pages' charts, in one statement:
 /// each change with its match and when it was settled. `None` without changes.
-pub(super) fn rating_history_insert(
+fn rating_history_insert(
     changes: &[(&Match, &ledger::RatingChange, i64)],
 ) -> Option<(String, Vec<Arg>)> {
     if changes.is_empty() {
@@ -703,7 +759,7 @@ fn won_by(side: usize, winner: Winner) -> bool {
 }
 
 /// One settled match with a record of its play: what [`record_usage`] reads.
-pub(crate) struct Usage<'a> {
+struct Usage<'a> {
     pub game: &'a Match,
     pub winner: Winner,
     pub played: &'a PlayRecord,
@@ -731,7 +787,7 @@ const MODEL_SPEND_ARGS: usize = 12;
 /// bot's sums by model (`model_spend`): the cost of a win and the standings
 /// by model are read from these. A side that lost no decision has no
 /// fallback row.
-pub(crate) fn record_usage(writes: &mut Script, records: &[Usage<'_>]) {
+fn record_usage(writes: &mut Script, records: &[Usage<'_>]) {
     let side_name = |side: usize| if side == 0 { "a" } else { "b" };
     let mut fallbacks = Vec::new();
     let mut fallback_rows = 0;
@@ -860,19 +916,6 @@ pub(crate) fn record_usage(writes: &mut Script, records: &[Usage<'_>]) {
     }
 }
 
-/// Every bot's season spend recomputed from the settled matches, as
-/// migration 0010 first filled it (and `bench-site seed` fills it after
-/// writing its matches): the sums, then the fallbacks.
-pub(crate) const SEASON_SPEND_FROM_MATCHES: [&str; 2] = [
-    "UPDATE ratings SET settled = s.settled, settled_wins = s.wins, settled_draws = s.draws, settled_losses = s.losses, tokens = s.tokens, cost_usd = s.cost, unpriced = s.unpriced, priced_wins = s.priced_wins, decisions = s.decisions FROM ( SELECT season_id, bot, COUNT(*) AS settled, SUM(won) AS wins, SUM(drawn) AS draws, SUM(lost) AS losses, SUM(tokens) AS tokens, COALESCE(SUM(cost), 0.0) AS cost, SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS unpriced, SUM(CASE WHEN cost IS NULL THEN 0 ELSE won END) AS priced_wins, SUM(decisions) AS decisions FROM ( SELECT m.season_id, m.bot_a AS bot, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_a, 0) AS tokens, m.cost_usd_a AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' UNION ALL SELECT m.season_id, m.bot_b AS bot, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_b, 0) AS tokens, m.cost_usd_b AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' ) sides GROUP BY season_id, bot ) s WHERE ratings.season_id = s.season_id AND ratings.bot_id = s.bot",
-    "UPDATE ratings SET fallback_timeout = f.f_timeout, fallback_budget = f.f_budget, fallback_fault = f.f_fault FROM ( SELECT m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END AS bot, SUM(f.timeout) AS f_timeout, SUM(f.budget) AS f_budget, SUM(f.fault) AS f_fault FROM match_fallbacks f JOIN matches m ON m.id = f.match_id WHERE m.state = 'settled' GROUP BY m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END ) f WHERE ratings.season_id = f.season_id AND ratings.bot_id = f.bot",
-];
-
-/// Every bot's sums by model recomputed from the settled matches, as
-/// migration 0012 first filled them (and `bench-site seed` fills them after
-/// writing its matches' `match_models`).
-pub(crate) const MODEL_SPEND_FROM_MATCHES: &str = "INSERT INTO model_spend (season_id, class, model, bot_id, matches, wins, draws, calls, tokens, cost_usd, unpriced, priced_wins) SELECT m.season_id, m.class, mm.model, CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END, COUNT(*), SUM(CASE WHEN m.winner = mm.side THEN 1 ELSE 0 END), SUM(CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END), SUM(mm.calls), SUM(mm.tokens), COALESCE(SUM(mm.cost_usd), 0.0), SUM(CASE WHEN mm.cost_usd IS NULL THEN 1 ELSE 0 END), SUM(CASE WHEN mm.cost_usd IS NOT NULL AND m.winner = mm.side THEN 1 ELSE 0 END) FROM match_models mm JOIN matches m ON m.id = mm.match_id WHERE m.state = 'settled' GROUP BY m.season_id, m.class, mm.model, CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END";
-
 /// What one bot spent over some settled matches of one season: what
 /// settlement adds to its ratings row (the cost page reads it there).
 #[derive(Clone, Copy, Debug, Default)]
@@ -948,39 +991,9 @@ impl Spend {
     }
 }
 
-/// Adds one match settled alone to both bots' season spend (the batch adds
-/// it in `store_ratings`, with the ratings).
-pub(crate) fn record_spend(
-    writes: &mut Script,
-    game: &Match,
-    winner: Winner,
-    played: Option<&PlayRecord>,
-) {
-    for (side, game_side) in game.sides.iter().enumerate() {
-        let mut spend = Spend::default();
-        spend.add(side, winner, played);
-        let mut args = vec![
-            Arg::from(game.season_id),
-            Arg::from(game_side.bot_id.as_str()),
-        ];
-        args.extend(spend.args());
-        writes.push_expecting(
-            format!(
-                "WITH d(d_season, d_bot, {SPEND_COLUMNS}) AS (VALUES {}) \
-                 UPDATE ratings SET {SPEND_SETS} \
-                 FROM d WHERE ratings.season_id = d.d_season AND ratings.bot_id = d.d_bot",
-                placeholder_rows(1, 2 + SPEND_ARGS)
-            ),
-            args,
-            1,
-            "ratings",
-        );
-    }
-}
-
 /// Whether the plan moved ratings (1 or 0), then side `a`'s and `b`'s change
 /// in rating points (0.0 when it did not).
-pub(crate) fn rating_change_args(game: &Match, plan: &Plan) -> [Arg; 3] {
+fn rating_change_args(game: &Match, plan: &Plan) -> [Arg; 3] {
     let change = |side: usize| {
         plan.ratings
             .iter()
@@ -996,7 +1009,7 @@ pub(crate) fn rating_change_args(game: &Match, plan: &Plan) -> [Arg; 3] {
 
 /// A settlement's record as eleven typed arguments: the key, the match it
 /// repeats, then the facts; `""`, `-1` and `-1.0` where there are none.
-pub(crate) fn played_args(played: Option<&PlayRecord>, repeat_of: Option<&str>) -> [Arg; 11] {
+fn played_args(played: Option<&PlayRecord>, repeat_of: Option<&str>) -> [Arg; 11] {
     let int = |value: Option<i64>| Arg::from(value.unwrap_or(-1));
     let cost = |value: Option<f64>| Arg::from(value.filter(|usd| *usd >= 0.0).unwrap_or(-1.0));
     [
@@ -1191,9 +1204,12 @@ fn update_accounts(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::PairSide;
     use duel_ladder_core::auth::Role;
+    use duel_ladder_core::clock::ManualClock;
     use duel_ladder_core::model::{BotSource, MatchState};
 
     async fn running_pair(store: &Store, tag: &str) -> (String, String) {
@@ -1219,7 +1235,8 @@ mod tests {
             });
         }
         let [a, b]: [PairSide; 2] = bots.try_into().expect("two sides");
-        store.accept_pair([a, b]).await.expect("accept");
+        let id = uuid::Uuid::new_v4().to_string();
+        store.accept_pair([a, b], &id, 7).await.expect("accept");
         let claim = store
             .claim(60_000, 1_000)
             .await
@@ -1244,33 +1261,64 @@ mod tests {
     /// changes the wrong number of rows still refuses the whole batch.
     #[tokio::test]
     async fn a_refused_batch_writes_nothing_on_postgres() {
-        let admin_url = "postgres://postgres@127.0.0.1:5432/postgres";
-        sqlx::any::install_default_drivers();
-        let Ok(mut admin) = <sqlx::AnyConnection as sqlx::Connection>::connect(admin_url).await
-        else {
-            assert!(
-                std::env::var("DUEL_TEST_SERVICES").as_deref() != Ok("required"),
-                "PostgreSQL is not reachable at {admin_url}"
-            );
-            eprintln!("skipped: PostgreSQL is not reachable at {admin_url}");
+        let Some(postgres) = TestPostgres::create().await else {
             return;
         };
-        let name = format!("ladder_unit_{}", uuid::Uuid::new_v4().simple());
-        let create = format!("CREATE DATABASE \"{name}\"");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(create))
-            .execute(&mut admin)
-            .await
-            .expect("create database");
-        let store = Store::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
-            .await
-            .expect("store");
-        refused_batch_writes_nothing(&store).await;
-        store.close().await;
-        let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
-            .execute(&mut admin)
-            .await
-            .expect("drop database");
+        refused_batch_writes_nothing(&postgres.store).await;
+        postgres.drop().await;
+    }
+
+    /// A fresh PostgreSQL database for one test, dropped after it.
+    struct TestPostgres {
+        store: Store,
+        admin: sqlx::AnyConnection,
+        name: String,
+    }
+
+    impl TestPostgres {
+        const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+        /// `None` (said) where PostgreSQL is down and not required.
+        async fn create() -> Option<TestPostgres> {
+            Self::create_with(|store| store).await
+        }
+
+        async fn create_with(set_up: impl FnOnce(Store) -> Store) -> Option<TestPostgres> {
+            sqlx::any::install_default_drivers();
+            let admin_url = Self::ADMIN_URL;
+            let Ok(mut admin) = <sqlx::AnyConnection as sqlx::Connection>::connect(admin_url).await
+            else {
+                assert!(
+                    std::env::var("DUEL_TEST_SERVICES").as_deref() != Ok("required"),
+                    "PostgreSQL is not reachable at {admin_url}"
+                );
+                eprintln!("skipped: PostgreSQL is not reachable at {admin_url}");
+                return None;
+            };
+            let name = format!("ladder_unit_{}", uuid::Uuid::new_v4().simple());
+            let create = format!("CREATE DATABASE \"{name}\"");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+                .execute(&mut admin)
+                .await
+                .expect("create database");
+            let store = Store::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+                .await
+                .expect("store");
+            Some(TestPostgres {
+                store: set_up(store),
+                admin,
+                name,
+            })
+        }
+
+        async fn drop(mut self) {
+            self.store.close().await;
+            let drop = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name);
+            sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
+                .execute(&mut self.admin)
+                .await
+                .expect("drop database");
+        }
     }
 
     async fn refused_batch_writes_nothing(store: &Store) {
@@ -1306,7 +1354,7 @@ mod tests {
             error.to_string().contains("batched settlement wrote"),
             "{error}"
         );
-        let game = store.game(&first).await.expect("first");
+        let game = store.reads().game(&first).await.expect("first");
         assert_eq!(game.state, MatchState::Running, "half settled: {game:?}");
         let (_, standings) = store.standings(None, None).await.expect("standings");
         assert!(
@@ -1319,11 +1367,16 @@ mod tests {
             .await;
         assert!(settled.is_ok(), "{settled:?}");
         assert_eq!(
-            store.game(&first).await.expect("first").state,
+            store.reads().game(&first).await.expect("first").state,
             MatchState::Settled
         );
         // Settled alone, the match still adds to both bots' season spend.
-        let season = store.active_season().await.expect("read").expect("season");
+        let season = store
+            .reads()
+            .active_season()
+            .await
+            .expect("read")
+            .expect("season");
         let lines = store
             .reads()
             .cost_lines(&season, duel_rules::WeightClass::Light)
@@ -1334,5 +1387,233 @@ mod tests {
             .map(|line| (line.matches, line.wins, line.losses, line.unpriced_matches))
             .collect();
         assert_eq!(spent, [(1, 1, 0, 1), (1, 0, 1, 1)], "{lines:?}");
+    }
+
+    /// The clock every row of [`alone_and_batched_rows_agree`] is written at.
+    const AGREED_MS: i64 = 1_700_000_000_000;
+
+    /// A match settled alone and one settled in a batch with another are
+    /// written by one writer: every column of their settled rows (and of
+    /// their bots' ratings rows) agrees, ids aside, for a rated game and for
+    /// a repeat.
+    #[tokio::test]
+    async fn alone_and_batched_rows_agree_on_sqlite() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::connect(&format!("sqlite://{}/l.db", dir.path().display()))
+            .await
+            .expect("store")
+            .with_clock(Arc::new(ManualClock::new(AGREED_MS)));
+        alone_and_batched_rows_agree(&store).await;
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn alone_and_batched_rows_agree_on_postgres() {
+        let Some(postgres) = TestPostgres::create_with(|store| {
+            store.with_clock(Arc::new(ManualClock::new(AGREED_MS)))
+        })
+        .await
+        else {
+            return;
+        };
+        alone_and_batched_rows_agree(&postgres.store).await;
+        postgres.drop().await;
+    }
+
+    /// Two owners with a bot each, named after `tag`: the bots' ids, and
+    /// the ids a row of theirs holds, as names that read the same in every
+    /// pair.
+    async fn pair_of_bots(store: &Store, tag: &str) -> ([String; 2], Vec<(String, String)>) {
+        let mut bots = Vec::new();
+        let mut names = Vec::new();
+        for side in ["a", "b"] {
+            let (owner, _) = store
+                .create_user(&format!("{tag}{side}"), Role::Owner)
+                .await
+                .expect("owner");
+            store
+                .grant_credits(&owner, 1_000, &format!("grant:{tag}{side}"))
+                .await
+                .expect("grant");
+            let source = BotSource::builtin("builtin:random".to_owned());
+            let bot = store
+                .register_bot(&owner, &format!("{tag}{side}bot"), "light", &source)
+                .await
+                .expect("bot");
+            names.push((owner.id, format!("<owner {side}>")));
+            names.push((bot.id.clone(), format!("<bot {side}>")));
+            bots.push(bot.id);
+        }
+        (bots.try_into().expect("two bots"), names)
+    }
+
+    /// Accepts `bots`' match and claims it: its id and lease.
+    async fn running_match(store: &Store, bots: &[String; 2]) -> (String, String) {
+        let sides = bots.clone().map(|bot_id| PairSide { bot_id, stake: 10 });
+        let id = uuid::Uuid::new_v4().to_string();
+        store.accept_pair(sides, &id, 7).await.expect("accept");
+        let claim = store
+            .claim(60_000, AGREED_MS)
+            .await
+            .expect("claim")
+            .expect("queued");
+        assert_eq!(claim.game.id, id);
+        (id, claim.lease_id)
+    }
+
+    /// A game with every fact a settlement records: rounds, damage, tokens,
+    /// a priced and an unpriced model, decisions lost to the fallback.
+    fn full_record() -> PlayRecord {
+        PlayRecord {
+            play_key: "sha256:one-game".to_owned(),
+            round_wins: [2, 1],
+            damage: [41, 30],
+            exchanges: 27,
+            tokens: [300, 120],
+            cost_usd: [Some(0.25), None],
+            fallbacks: [
+                Fallbacks {
+                    timeout: 1,
+                    budget: 0,
+                    fault: 2,
+                },
+                Fallbacks::default(),
+            ],
+            models: vec![
+                duel_ladder_core::model::ModelUse {
+                    side: 0,
+                    model: "small".to_owned(),
+                    calls: 3,
+                    tokens: 300,
+                    cost_usd: Some(0.25),
+                },
+                duel_ladder_core::model::ModelUse {
+                    side: 1,
+                    model: "house".to_owned(),
+                    calls: 2,
+                    tokens: 120,
+                    cost_usd: None,
+                },
+            ],
+        }
+    }
+
+    /// Every column of one row as text, ids replaced by their names.
+    fn row_text(row: &sqlx::any::AnyRow, names: &[(String, String)]) -> Vec<(String, String)> {
+        use sqlx::{Column, Row};
+        row.columns()
+            .iter()
+            .map(|column| {
+                let name = column.name();
+                let value = if let Ok(value) = row.try_get::<Option<i64>, _>(name) {
+                    format!("{value:?}")
+                } else if let Ok(value) = row.try_get::<Option<f64>, _>(name) {
+                    format!("{value:?}")
+                } else if let Ok(value) = row.try_get::<Option<String>, _>(name) {
+                    names.iter().fold(format!("{value:?}"), |text, (id, name)| {
+                        text.replace(id, name)
+                    })
+                } else {
+                    panic!("column {name} reads as no integer, real or text")
+                };
+                (name.to_owned(), value)
+            })
+            .collect()
+    }
+
+    /// A settled match's row and its bots' ratings rows, as text.
+    async fn settled_rows(
+        store: &Store,
+        match_id: &str,
+        names: &[(String, String)],
+    ) -> Vec<Vec<(String, String)>> {
+        let mut conn = store.writer().await.expect("writer");
+        let game = sqlx::query("SELECT * FROM matches WHERE id = $1")
+            .bind(match_id.to_owned())
+            .fetch_one(&mut *conn)
+            .await
+            .expect("match row");
+        let mut rows = vec![row_text(&game, names)];
+        for side in ["bot_a", "bot_b"] {
+            let bot: String = get(&game, side).expect("bot");
+            let rating = sqlx::query("SELECT * FROM ratings WHERE bot_id = $1")
+                .bind(bot)
+                .fetch_one(&mut *conn)
+                .await
+                .expect("ratings row");
+            rows.push(row_text(&rating, names));
+        }
+        rows
+    }
+
+    async fn alone_and_batched_rows_agree(store: &Store) {
+        store.start_season("s1").await.expect("season");
+        let mut pairs = Vec::new();
+        for tag in ["p", "q", "r"] {
+            pairs.push(pair_of_bots(store, tag).await);
+        }
+        let request = |(match_id, lease_id): &(String, String)| SettleRequest {
+            match_id: match_id.clone(),
+            lease_id: lease_id.clone(),
+            winner: Winner::A,
+            replay_path: "replays/the-match.json".to_owned(),
+            played: Some(full_record()),
+            now: AGREED_MS + 5_000,
+        };
+        // The first game of each pair is rated; the second, the same game
+        // again, is a repeat of it.
+        let mut firsts: Vec<String> = Vec::new();
+        for round in ["rated", "repeat"] {
+            let mut running = Vec::new();
+            for (bots, _) in &pairs {
+                running.push(running_match(store, bots).await);
+            }
+            let alone = store
+                .settle_alone(&request(&running[0]))
+                .await
+                .expect("settled alone");
+            let batched = store
+                .try_batch(&[request(&running[1]), request(&running[2])])
+                .await
+                .expect("batch");
+            assert!(
+                batched.iter().all(|answer| matches!(answer, Some(Ok(_)))),
+                "{batched:?}"
+            );
+            assert!(!alone.already_settled);
+            let rows = |index: usize| {
+                let (match_id, lease_id) = &running[index];
+                let (bots, names) = &pairs[index];
+                let mut names = names.clone();
+                let key = repeat::pair_key(
+                    [&bots[0], &bots[1]].map(|bot_id| KeySide { bot_id, version: 1 }),
+                );
+                names.push((key, "<pair key>".to_owned()));
+                names.push((match_id.clone(), "<match>".to_owned()));
+                names.push((lease_id.clone(), "<lease>".to_owned()));
+                if let Some(first) = firsts.get(index) {
+                    names.push((first.clone(), "<first match>".to_owned()));
+                }
+                async move { settled_rows(store, match_id, &names).await }
+            };
+            let (alone_rows, batched_rows) = (rows(0).await, rows(1).await);
+            assert_eq!(alone_rows, batched_rows, "{round}: alone, then batched");
+            assert_eq!(batched_rows, rows(2).await, "{round}: both batched");
+            let not_rated = alone_rows[0]
+                .iter()
+                .find(|(column, _)| column == "not_rated")
+                .map(|(_, value)| value.clone());
+            let expected = if round == "rated" {
+                "None"
+            } else {
+                "Some(\"repeat\")"
+            };
+            assert_eq!(not_rated.as_deref(), Some(expected), "{round}");
+            if firsts.is_empty() {
+                firsts = running.into_iter().map(|(match_id, _)| match_id).collect();
+            }
+        }
+        let stats = store.settlement_stats();
+        assert_eq!((stats.alone, stats.batches, stats.batched), (2, 2, 4));
     }
 }

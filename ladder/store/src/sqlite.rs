@@ -40,11 +40,6 @@ impl Dialect for Sqlite {
         false
     }
 
-    fn select_ratings_for_update(&self) -> &'static str {
-        "SELECT bot_id, rating, deviation, volatility FROM ratings \
-         WHERE season_id = $1 AND (bot_id = $2 OR bot_id = $3)"
-    }
-
     fn is_retryable(&self, error: &sqlx::Error) -> bool {
         // SQLITE_BUSY (5) and SQLITE_LOCKED (6), should the busy timeout run out.
         match error {

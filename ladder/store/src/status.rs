@@ -10,7 +10,7 @@ use duel_ladder_core::model::{ClassStatus, LadderStatus, WaveRecord};
 
 impl Store {
     /// Records a class's last wave (one row per class, replaced each wave).
-    pub(crate) async fn record_wave(
+    pub async fn record_wave(
         &self,
         class: WeightClass,
         season_id: i64,
@@ -34,8 +34,13 @@ impl Store {
     /// Every class's counts; matches are those of the running season (else
     /// of the one that ended last).
     pub async fn status(&self) -> Result<LadderStatus> {
-        let season = self.active_season().await?;
-        let last_ended = self.last_ended_season().await?;
+        let (season, last_ended) = {
+            let mut conn = self.writer().await?;
+            (
+                crate::rows::active_season_on(&mut conn).await?,
+                crate::seasons::last_ended_season_on(&mut conn).await?,
+            )
+        };
         let season_id = season
             .as_ref()
             .or(last_ended.as_ref())

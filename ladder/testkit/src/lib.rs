@@ -1,21 +1,25 @@
 //! What the ladder's tests share (a dev-dependency of its crates): test
 //! databases — a fresh SQLite file, or a fresh PostgreSQL database on
 //! 127.0.0.1:5432 (user postgres, trust auth) created and dropped per test —,
-//! [`both_backends!`] to run one test body on each, real bots ([`bots`]), and
-//! the referee tests' headless Chromium and service checks.
+//! [`both_backends!`] to run one test body on each, real bots ([`bots`]),
+//! matches accepted under drawn ids ([`accept_pair`]), reproducible random
+//! numbers ([`rng`]), and the referee tests' headless Chromium and service
+//! checks.
 //! Where PostgreSQL is down, its tests fail under `DUEL_TEST_SERVICES=required`
 //! (scripts/test.sh) and are skipped, saying so, otherwise.
 
 pub mod bots;
 #[path = "../../../referee/tests/support/chromium.rs"]
 pub mod chromium;
+pub mod rng;
 #[path = "../../../referee/tests/support/services.rs"]
 pub mod services;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use duel_ladder_core::auth::{Role, User};
-use duel_ladder_store::Store;
+use duel_ladder_core::model::Match;
+use duel_ladder_store::{PairSide, Store};
 use sqlx::Connection;
 
 pub const POSTGRES_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -123,6 +127,18 @@ impl TestDb {
         }
         (user, token)
     }
+}
+
+/// Accepts a pairing outside the queue ([`Store::accept_pair`]) under a fresh
+/// match id and a seed of the tests' own; the service draws both with the
+/// referee's generators.
+pub async fn accept_pair(store: &Store, sides: [PairSide; 2]) -> duel_ladder_store::Result<Match> {
+    static SEEDS: AtomicU64 = AtomicU64::new(1);
+    let mut rng = rng::SplitMix64::new(SEEDS.fetch_add(1, Ordering::Relaxed));
+    let seed = i64::try_from(rng.below(1_000_000_000)).expect("below 10^9");
+    store
+        .accept_pair(sides, &uuid::Uuid::new_v4().to_string(), seed)
+        .await
 }
 
 /// Whether PostgreSQL answers; reports the skip (or fails) when it does not.

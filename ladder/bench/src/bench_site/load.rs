@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::seed::{self, LoadTargets};
+use crate::error::{BenchError, Result};
 use duel_ladder_site::limits::SITE_PAGE_ROWS;
-use duel_ladder_store::synthetic::{self, LoadTargets};
-use duel_ladder_store::{LadderError, Result, Store};
 
 use crate::limits::{
     BENCH_SITE_DEEP_LISTING_PAGE, BENCH_SITE_MAX_CONCURRENCY, BENCH_SITE_MAX_REQUESTS,
@@ -221,19 +221,17 @@ impl Target {
 }
 
 fn query(pairs: &[(&str, &str)]) -> Result<String> {
-    serde_urlencoded::to_string(pairs)
-        .map_err(|error| LadderError::Invalid(format!("cannot encode a query: {error}")))
+    serde_urlencoded::to_string(pairs).map_err(BenchError::Query)
 }
 
 fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// The pages of a seeded ladder (their addresses found in SQL by the store).
-async fn targets(store: &Store) -> Result<(Vec<Target>, Vec<String>)> {
+/// The pages of a seeded ladder (their addresses found in SQL).
+async fn targets(db: &sqlx::AnyPool) -> Result<(Vec<Target>, Vec<String>)> {
     let page_rows = to_i64(SITE_PAGE_ROWS as u64);
-    let found =
-        synthetic::load_targets(store, page_rows, to_i64(BENCH_SITE_DEEP_LISTING_PAGE)).await?;
+    let found = seed::load_targets(db, page_rows, to_i64(BENCH_SITE_DEEP_LISTING_PAGE)).await?;
     let LoadTargets {
         season,
         class,
@@ -520,24 +518,27 @@ async fn watchers(base: &str, config: &LoadConfig) -> SseFigures {
 /// Runs the load against a running `ladder serve --http` over `config.db_url`.
 pub async fn load(config: &LoadConfig) -> Result<LoadReport> {
     if config.requests == 0 || config.requests > BENCH_SITE_MAX_REQUESTS {
-        return Err(LadderError::Invalid(format!(
+        return Err(BenchError::Invalid(format!(
             "--requests must be 1 to {BENCH_SITE_MAX_REQUESTS}"
         )));
     }
     if config.concurrency == 0 || config.concurrency > BENCH_SITE_MAX_CONCURRENCY {
-        return Err(LadderError::Invalid(format!(
+        return Err(BenchError::Invalid(format!(
             "--concurrency must be 1 to {BENCH_SITE_MAX_CONCURRENCY}"
         )));
     }
     let base = config.url.trim_end_matches('/').to_owned();
-    let store = Store::connect(&config.db_url).await?;
-    let (targets, mut notes) = targets(&store).await?;
+    let store = duel_ladder_store::Store::connect(&config.db_url).await?;
+    let backend = store.backend();
     store.close().await;
+    let db = seed::open(&config.db_url).await?;
+    let (targets, mut notes) = targets(&db).await?;
+    db.close().await;
     let client = reqwest::Client::builder()
         .timeout(BENCH_SITE_REQUEST_TIMEOUT)
         .pool_max_idle_per_host(config.concurrency)
         .build()
-        .map_err(|error| LadderError::Io(format!("cannot build an HTTP client: {error}")))?;
+        .map_err(BenchError::HttpClient)?;
     let mut pages = Vec::new();
     for target in &targets {
         if target.json_only {
@@ -567,7 +568,7 @@ pub async fn load(config: &LoadConfig) -> Result<LoadReport> {
     };
     Ok(LoadReport {
         url: base,
-        backend: store.backend(),
+        backend,
         requests_per_page: config.requests,
         concurrency: config.concurrency,
         warmup_requests: BENCH_SITE_WARMUP_REQUESTS.min(config.requests),

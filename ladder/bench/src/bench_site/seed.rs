@@ -1,6 +1,10 @@
-//! A synthetic ladder for the site's scale benchmark (`ladder bench-site`):
-//! [`seed`] writes a consistent-looking ladder straight in SQL, set-based (one `INSERT … SELECT` per table over a number series), so a
-//! million matches take minutes on PostgreSQL.
+//! `ladder bench-site seed`: a synthetic ladder for the site's scale
+//! benchmark. [`seed`] writes a consistent-looking ladder straight in SQL,
+//! set-based (one `INSERT … SELECT` per table over a number series), so a
+//! million matches take minutes on PostgreSQL. It lives here, beside the
+//! benchmark, not in the store: the production store never writes a ladder
+//! that was not played, and this SQL mirrors its schema (migrations in
+//! `migrations/`) for a benchmark only.
 //!
 //! What is written: owners (one per [`BENCH_SITE_BOTS_PER_OWNER`] bots), bots
 //! in three classes with one built-in version each, an ended season with its
@@ -30,15 +34,60 @@ use duel_rules::{Ruleset, WeightClass};
 use serde::Serialize;
 
 use duel_ladder_core::limits::{CONSERVATIVE_DEVIATIONS, PROVISIONAL_DEVIATION};
+use duel_ladder_store::Store;
+use duel_ladder_store::site::{MatchCursor, StandingCursor};
+use sqlx::any::AnyRow;
+use sqlx::{AnyPool, Row};
 
-use crate::error::{LadderError, Result};
+use crate::error::{BenchError, Result};
 use crate::limits::{
     BENCH_SITE_BOTS_PER_OWNER, BENCH_SITE_BUSY_EVERY, BENCH_SITE_ENDED_SHARE_PERCENT,
     BENCH_SITE_MIN_BOTS, BENCH_SITE_RIVALRY_EVERY, BENCH_SITE_SPAN_DAYS, BENCH_SITE_STAKE,
     BENCH_SITE_TRANSCRIPT_DECISIONS, BENCH_SITE_TRANSCRIPTS,
 };
-use crate::site::{MatchCursor, StandingCursor};
-use crate::{Store, get};
+
+/// Every bot's season spend recomputed from the settled matches, as
+/// migration 0010 first filled it: the sums, then the fallbacks.
+const SEASON_SPEND_FROM_MATCHES: [&str; 2] = [
+    "UPDATE ratings SET settled = s.settled, settled_wins = s.wins, settled_draws = s.draws, settled_losses = s.losses, tokens = s.tokens, cost_usd = s.cost, unpriced = s.unpriced, priced_wins = s.priced_wins, decisions = s.decisions FROM ( SELECT season_id, bot, COUNT(*) AS settled, SUM(won) AS wins, SUM(drawn) AS draws, SUM(lost) AS losses, SUM(tokens) AS tokens, COALESCE(SUM(cost), 0.0) AS cost, SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS unpriced, SUM(CASE WHEN cost IS NULL THEN 0 ELSE won END) AS priced_wins, SUM(decisions) AS decisions FROM ( SELECT m.season_id, m.bot_a AS bot, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_a, 0) AS tokens, m.cost_usd_a AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' UNION ALL SELECT m.season_id, m.bot_b AS bot, CASE WHEN m.winner = 'b' THEN 1 ELSE 0 END AS won, CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END AS drawn, CASE WHEN m.winner = 'a' THEN 1 ELSE 0 END AS lost, COALESCE(m.tokens_b, 0) AS tokens, m.cost_usd_b AS cost, COALESCE(m.exchanges, 0) AS decisions FROM matches m WHERE m.state = 'settled' ) sides GROUP BY season_id, bot ) s WHERE ratings.season_id = s.season_id AND ratings.bot_id = s.bot",
+    "UPDATE ratings SET fallback_timeout = f.f_timeout, fallback_budget = f.f_budget, fallback_fault = f.f_fault FROM ( SELECT m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END AS bot, SUM(f.timeout) AS f_timeout, SUM(f.budget) AS f_budget, SUM(f.fault) AS f_fault FROM match_fallbacks f JOIN matches m ON m.id = f.match_id WHERE m.state = 'settled' GROUP BY m.season_id, CASE WHEN f.side = 'a' THEN m.bot_a ELSE m.bot_b END ) f WHERE ratings.season_id = f.season_id AND ratings.bot_id = f.bot",
+];
+
+/// Every bot's sums by model recomputed from the settled matches'
+/// `match_models`, as migration 0012 first filled them.
+const MODEL_SPEND_FROM_MATCHES: &str = "INSERT INTO model_spend (season_id, class, model, bot_id, matches, wins, draws, calls, tokens, cost_usd, unpriced, priced_wins) SELECT m.season_id, m.class, mm.model, CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END, COUNT(*), SUM(CASE WHEN m.winner = mm.side THEN 1 ELSE 0 END), SUM(CASE WHEN m.winner = 'draw' THEN 1 ELSE 0 END), SUM(mm.calls), SUM(mm.tokens), COALESCE(SUM(mm.cost_usd), 0.0), SUM(CASE WHEN mm.cost_usd IS NULL THEN 1 ELSE 0 END), SUM(CASE WHEN mm.cost_usd IS NOT NULL AND m.winner = mm.side THEN 1 ELSE 0 END) FROM match_models mm JOIN matches m ON m.id = mm.match_id WHERE m.state = 'settled' GROUP BY m.season_id, m.class, mm.model, CASE WHEN mm.side = 'a' THEN m.bot_a ELSE m.bot_b END";
+
+/// A pool on a ladder database the store has migrated: one connection, as
+/// the seed's statements go one after the other (on SQLite, beside the
+/// store's own writer, waiting for it as it would for another process).
+pub async fn open(db_url: &str) -> Result<AnyPool> {
+    sqlx::any::install_default_drivers();
+    Ok(sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .after_connect(|conn, _meta| {
+            Box::pin(async move {
+                if conn.backend_name().eq_ignore_ascii_case("sqlite") {
+                    sqlx::raw_sql(
+                        "PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
+                         PRAGMA synchronous = NORMAL;",
+                    )
+                    .execute(&mut *conn)
+                    .await?;
+                }
+                Ok(())
+            })
+        })
+        .connect(db_url)
+        .await?)
+}
+
+/// Reads a column, a type mismatch as a database error.
+fn get<'r, T>(row: &'r AnyRow, column: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>,
+{
+    Ok(row.try_get::<T, _>(column)?)
+}
 
 /// The seeded ladder's time origin (2026-01-01T00:00:00Z), in Unix ms.
 const ORIGIN_MS: i64 = 1_767_225_600_000;
@@ -104,24 +153,26 @@ pub async fn seed(
     replays: Option<&ReplayStore>,
 ) -> Result<SeedReport> {
     if bots < BENCH_SITE_MIN_BOTS {
-        return Err(LadderError::Invalid(format!(
+        return Err(BenchError::Invalid(format!(
             "--bots must be at least {BENCH_SITE_MIN_BOTS}"
         )));
     }
     if matches == 0 || matches > i64::MAX as u64 / 1_000_000 {
-        return Err(LadderError::Invalid(
+        return Err(BenchError::Invalid(
             "--matches must be a positive number".to_owned(),
         ));
     }
+    // The store migrates the database; the seed writes beside it.
     let store = Store::connect(db_url).await?;
+    let db = open(db_url).await?;
     let existing: i64 = get(
         &sqlx::query("SELECT COUNT(*) AS n FROM bots")
-            .fetch_one(&mut *store.writer().await?)
+            .fetch_one(&db)
             .await?,
         "n",
     )?;
     if existing > 0 {
-        return Err(LadderError::Invalid(format!(
+        return Err(BenchError::Invalid(format!(
             "bench-site seed needs an empty database; this one has {existing} bots"
         )));
     }
@@ -269,18 +320,9 @@ pub async fn seed(
                 usd_per_token = float_sql(BENCH_SITE_USD_PER_TOKEN),
             ),
         ),
-        (
-            "season spend",
-            crate::settle::SEASON_SPEND_FROM_MATCHES[0].to_owned(),
-        ),
-        (
-            "season fallbacks",
-            crate::settle::SEASON_SPEND_FROM_MATCHES[1].to_owned(),
-        ),
-        (
-            "model spend",
-            crate::settle::MODEL_SPEND_FROM_MATCHES.to_owned(),
-        ),
+        ("season spend", SEASON_SPEND_FROM_MATCHES[0].to_owned()),
+        ("season fallbacks", SEASON_SPEND_FROM_MATCHES[1].to_owned()),
+        ("model spend", MODEL_SPEND_FROM_MATCHES.to_owned()),
         (
             "standings",
             format!(
@@ -331,7 +373,7 @@ pub async fn seed(
             // Before the sums: the transcripts' matches spend more than
             // the others, and the sums must count it.
             let began = Instant::now();
-            transcripts = seed_transcripts(&store, replays).await?;
+            transcripts = seed_transcripts(&db, replays).await?;
             let seconds = secs(began.elapsed());
             tracing::info!(step = "transcripts", seconds, transcripts, "seeded");
             timings.push(("transcripts".to_owned(), seconds));
@@ -351,9 +393,7 @@ pub async fn seed(
                 solving += began.elapsed();
                 let began = Instant::now();
                 if store.write_season_fit(&solved).await?.is_none() {
-                    return Err(LadderError::Io(
-                        "seeding season fit: the games changed under it".to_owned(),
-                    ));
+                    return Err(BenchError::FitChanged);
                 }
                 locked += began.elapsed();
             }
@@ -368,21 +408,24 @@ pub async fn seed(
         }
         let began = Instant::now();
         sqlx::query(sqlx::AssertSqlSafe(statement))
-            .execute(&mut *store.writer().await?)
+            .execute(&db)
             .await
-            .map_err(|error| LadderError::Io(format!("seeding {name}: {error}")))?;
+            .map_err(|source| BenchError::Seeding { step: name, source })?;
         let seconds = secs(began.elapsed());
         tracing::info!(step = name, seconds, "seeded");
         timings.push((name.to_owned(), seconds));
     }
     let history: i64 = get(
         &sqlx::query("SELECT COUNT(*) AS n FROM rating_history")
-            .fetch_one(&mut *store.writer().await?)
+            .fetch_one(&db)
             .await?,
         "n",
     )?;
+    db.close().await;
+    let backend = store.backend();
+    store.close().await;
     Ok(SeedReport {
-        backend: store.backend(),
+        backend,
         bots,
         owners,
         matches,
@@ -396,7 +439,7 @@ pub async fn seed(
 /// The ended season's newest heavy matches in which side a called a model,
 /// newest first, at most `limit`, with the model: those [`seed`] writes
 /// transcripts for, the first of which a load reads.
-pub async fn transcript_matches(store: &Store, limit: i64) -> Result<Vec<(String, String)>> {
+pub async fn transcript_matches(db: &AnyPool, limit: i64) -> Result<Vec<(String, String)>> {
     let rows = sqlx::query(
         "SELECT m.id, mm.model FROM matches m \
          JOIN match_models mm ON mm.match_id = m.id AND mm.side = 'a' \
@@ -406,7 +449,7 @@ pub async fn transcript_matches(store: &Store, limit: i64) -> Result<Vec<(String
     )
     .bind(WeightClass::Heavy.name())
     .bind(limit)
-    .fetch_all(store.read_pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|row| Ok((get(row, "id")?, get(row, "model")?)))
@@ -415,10 +458,10 @@ pub async fn transcript_matches(store: &Store, limit: i64) -> Result<Vec<(String
 
 /// Writes the transcripts of [`transcript_matches`] and records what their
 /// calls spent in the matches' rows and model index.
-async fn seed_transcripts(store: &Store, replays: &ReplayStore) -> Result<u64> {
+async fn seed_transcripts(db: &AnyPool, replays: &ReplayStore) -> Result<u64> {
     let budget_tokens = Ruleset::CURRENT.budget_tokens(WeightClass::Heavy);
     let mut written = 0;
-    for (id, model) in transcript_matches(store, BENCH_SITE_TRANSCRIPTS).await? {
+    for (id, model) in transcript_matches(db, BENCH_SITE_TRANSCRIPTS).await? {
         let transcript = synthetic_transcript(&id, &model, budget_tokens);
         let calls = transcript
             .decisions
@@ -430,7 +473,7 @@ async fn seed_transcripts(store: &Store, replays: &ReplayStore) -> Result<u64> {
         replays.put_transcript(&transcript).await?;
         let tokens = i64::try_from(tokens).unwrap_or(i64::MAX);
         let cost = BENCH_SITE_USD_PER_TOKEN * tokens as f64;
-        let mut writer = store.writer().await?;
+        let mut writer = db.acquire().await?;
         sqlx::query(
             "UPDATE match_models SET calls = $1, tokens = $2, \
              cost_usd = CASE WHEN cost_usd IS NULL THEN NULL ELSE $3 END \
@@ -568,13 +611,11 @@ pub struct LoadTargets {
 /// The pages of a seeded ladder, listing pages `page_rows` long, the deep
 /// listing page at most `deep_listing_page`.
 pub async fn load_targets(
-    store: &Store,
+    pool: &AnyPool,
     page_rows: i64,
     deep_listing_page: i64,
 ) -> Result<LoadTargets> {
-    let not_seeded =
-        || LadderError::Invalid("the database has no season: seed it first".to_owned());
-    let pool = store.read_pool();
+    let not_seeded = || BenchError::Invalid("the database has no season: seed it first".to_owned());
     let season_row = sqlx::query(
         "SELECT id, name FROM seasons ORDER BY CASE WHEN ended_ms IS NULL THEN 0 ELSE 1 END, id DESC LIMIT 1",
     )
@@ -590,7 +631,7 @@ pub async fn load_targets(
     )
     .fetch_optional(pool)
     .await?
-    .ok_or_else(|| LadderError::Invalid("the database has no settled match".to_owned()))?;
+    .ok_or_else(|| BenchError::Invalid("the database has no settled match".to_owned()))?;
     let bot_id: String = get(&busiest, "id")?;
     let bot: String = get(&busiest, "name")?;
     let class: String = get(&busiest, "class")?;
@@ -694,7 +735,7 @@ pub async fn load_targets(
         listing_cursor,
         standings_page,
         standings_cursor,
-        transcript_match: transcript_matches(store, 1)
+        transcript_match: transcript_matches(pool, 1)
             .await?
             .into_iter()
             .next()

@@ -186,7 +186,7 @@ pub async fn ledger_check(connection: super::Connection, json: bool) -> Result<b
 
 /// The one rendering of a ledger check, local or remote: on stdout, except a
 /// violation in text, which goes to stderr.
-pub fn print_ledger(json: bool, verdict: Result<LedgerReport, String>) {
+pub fn print_ledger(json: bool, verdict: Result<LedgerReport, impl std::fmt::Display>) {
     match verdict {
         Ok(LedgerReport {
             accounts,
@@ -211,7 +211,9 @@ pub fn print_ledger(json: bool, verdict: Result<LedgerReport, String>) {
         }) => emit(&format!(
             "ledger clean: {accounts} accounts, {transfers} transfers, {pending_unresolved} stakes in escrow, {credits_in_circulation} credits in circulation, house {house_credits}\n"
         )),
-        Err(violation) if json => emit(&json_line(&json!({ "ok": false, "violation": violation }))),
+        Err(violation) if json => emit(&json_line(
+            &json!({ "ok": false, "violation": violation.to_string() }),
+        )),
         Err(violation) => eprintln!("ledger check failed: {violation}"),
     }
 }

@@ -45,7 +45,48 @@ async fn dispatch(cli: Cli) -> Result<Outcome> {
     }
 }
 
+/// An error and its chain on one line, `context: error: cause`, as `{:#}`
+/// prints it, but each cause once: the ladder's errors end their message
+/// with their source's words (`database error: …`), which the chain would
+/// print again.
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 /// A verdict as an outcome: done when `ok`, else negative (exit 1).
 fn verdict(ok: bool) -> Outcome {
     if ok { Outcome::Done } else { Outcome::Negative }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_names_each_cause_once() {
+        let address = "127.0.0.1:1".parse().expect("address");
+        let error = anyhow::Error::new(duel_ladder::ServiceError::Listen {
+            address,
+            what: "gRPC",
+            source: std::io::Error::other("address in use"),
+        })
+        .context("serving l.db on 127.0.0.1:1");
+        assert_eq!(
+            one_line(&error),
+            "serving l.db on 127.0.0.1:1: cannot listen on 127.0.0.1:1 (gRPC): address in use"
+        );
+        let plain = anyhow::anyhow!("no such file").context("opening l.db");
+        assert_eq!(one_line(&plain), format!("{plain:#}"));
+    }
 }

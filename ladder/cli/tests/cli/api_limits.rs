@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use common::TestDb;
 use common::cli::{Cli, Server, start_server};
-use duel_ladder::LadderError;
 use duel_ladder::auth::User;
 use duel_ladder::ladder::{Ladder, Registration};
 use duel_ladder::model::{BotKind, BotSource, OwnerQuotas};
+use duel_ladder::{LadderError, ServiceError};
 use duel_proto::v1 as pb;
 use duel_proto::v1::ladder_client::LadderClient;
 use tonic::Code;
@@ -308,9 +308,9 @@ fn fake_wasm(bytes: Vec<u8>) -> BotSource {
     }
 }
 
-fn quota_message(error: LadderError) -> String {
-    match error {
-        LadderError::Quota(message) => message,
+fn quota_message(error: impl Into<ServiceError>) -> String {
+    match error.into() {
+        ServiceError::Ladder(LadderError::Quota(message)) => message,
         other => panic!("expected a quota error, got {other:?}"),
     }
 }
@@ -382,7 +382,7 @@ async fn quotas_refuse_with_their_name_and_value(db: &TestDb) {
         .await
         .unwrap_err();
     assert!(
-        matches!(refused, LadderError::BotRejected(_)),
+        matches!(refused, ServiceError::BotRejected(_)),
         "{refused:?}"
     );
     let charged = store.owner_usage(&bob.id).await.unwrap().compile_ms_today;

@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use common::TestDb;
-use duel_ladder::LadderError;
 use duel_ladder::auth::{Role, User};
 use duel_ladder::ladder::{Ladder, Registration};
 use duel_ladder::model::{MatchState, Play};
 use duel_ladder::store::{PairSide, SeasonChoice};
 use duel_ladder::worker::{BuiltinFactory, Worked, WorkerConfig, work_once};
+use duel_ladder::{LadderError, ServiceError};
 use duel_rules::WeightClass;
 
 struct Setup {
@@ -85,7 +85,9 @@ async fn work_all(db: &TestDb, config: &WorkerConfig) -> usize {
     }
 }
 
-fn ledger_clean(report: Result<duel_ladder::ledger::LedgerReport, String>) {
+fn ledger_clean(
+    report: Result<duel_ladder::ledger::LedgerReport, duel_ladder::ledger::LedgerViolation>,
+) {
     if let Err(violation) = report {
         panic!("ledger check: {violation}");
     }
@@ -101,10 +103,13 @@ async fn seasons_after_their_end(db: &TestDb) {
         .standings_of(operator, &SeasonChoice::Current, None)
         .await
         .expect_err("no season yet");
-    assert!(matches!(never, LadderError::NotFound(_)), "{never:?}");
+    assert!(
+        matches!(never, ServiceError::Ladder(LadderError::NotFound(_))),
+        "{never:?}"
+    );
     assert!(matches!(
         ladder.start_season(operator, "2026").await,
-        Err(LadderError::Invalid(_))
+        Err(ServiceError::Ladder(LadderError::Invalid(_)))
     ));
     ladder
         .start_season(operator, "autumn")
@@ -126,8 +131,7 @@ async fn seasons_after_their_end(db: &TestDb) {
     // Ending a season refits the class from all its rated games (serve's
     // wave timer does it after each wave; not running here): fit first, so
     // the live table is the one the end freezes.
-    db.store
-        .fit_season(WeightClass::Light)
+    duel_ladder::fit::fit_season(&db.store, WeightClass::Light)
         .await
         .expect("season fit");
     let (_, live) = ladder
@@ -154,7 +158,7 @@ async fn seasons_after_their_end(db: &TestDb) {
         ladder
             .standings_of(&alice, &SeasonChoice::parse("spring"), None)
             .await,
-        Err(LadderError::NotFound(_))
+        Err(ServiceError::Ladder(LadderError::NotFound(_)))
     ));
     // A second season ends too: the default is the latest one.
     ladder
@@ -187,12 +191,15 @@ async fn seasons_after_their_end(db: &TestDb) {
     );
     let refused = ladder.balance(&alice, Some("house")).await;
     assert!(
-        matches!(refused, Err(LadderError::PermissionDenied(_))),
+        matches!(
+            refused,
+            Err(ServiceError::Ladder(LadderError::PermissionDenied(_)))
+        ),
         "{refused:?}"
     );
     assert!(matches!(
         ladder.create_account(operator, "house", Role::Owner).await,
-        Err(LadderError::Invalid(_))
+        Err(ServiceError::Ladder(LadderError::Invalid(_)))
     ));
     ledger_clean(ladder.ledger_check(operator).await.expect("check"));
 }
@@ -226,16 +233,19 @@ async fn continuous_play(db: &TestDb) {
     // active bot.
     let refused = ladder.activate(&owners[0].0, "bot1", 10).await;
     assert!(
-        matches!(refused, Err(LadderError::PermissionDenied(_))),
+        matches!(
+            refused,
+            Err(ServiceError::Ladder(LadderError::PermissionDenied(_)))
+        ),
         "{refused:?}"
     );
     assert!(matches!(
         ladder.activate(operator, "bot1", 10).await,
-        Err(LadderError::PermissionDenied(_))
+        Err(ServiceError::Ladder(LadderError::PermissionDenied(_)))
     ));
     assert!(matches!(
         ladder.enqueue(&owners[0].0, "bot0", 10).await,
-        Err(LadderError::Conflict(_))
+        Err(ServiceError::Ladder(LadderError::Conflict(_)))
     ));
     // Waves re-queue the active bots match after match; nobody enqueues.
     // (A wave may pair nobody while a rating gap is wider than the bots'
@@ -306,7 +316,7 @@ async fn continuous_play(db: &TestDb) {
     assert_eq!((wave.pool, wave.pairs), (1, 0));
     assert!(matches!(
         ladder.status(&owners[0].0).await,
-        Err(LadderError::PermissionDenied(_))
+        Err(ServiceError::Ladder(LadderError::PermissionDenied(_)))
     ));
 
     // An owner who runs dry: 30 credits, active at 25; a one-shot match of
@@ -331,8 +341,9 @@ async fn continuous_play(db: &TestDb) {
         .deactivate(&owners[0].0, "bot0")
         .await
         .expect("deactivate bot0");
-    db.store
-        .accept_pair([
+    duel_ladder::wave::accept_pair(
+        &db.store,
+        [
             PairSide {
                 bot_id: other.id.clone(),
                 stake: 20,
@@ -341,9 +352,10 @@ async fn continuous_play(db: &TestDb) {
                 bot_id: bot0.id.clone(),
                 stake: 20,
             },
-        ])
-        .await
-        .expect("one-shot match");
+        ],
+    )
+    .await
+    .expect("one-shot match");
     assert_eq!(ladder.balance(&dry, None).await.expect("balance"), 10);
     let wave = ladder
         .run_wave(operator, WeightClass::Light)
@@ -391,7 +403,7 @@ async fn continuous_play(db: &TestDb) {
     assert_eq!(before, after, "a deactivated bot is not paired");
     assert!(matches!(
         ladder.deactivate(&owners[0].0, "bot0").await,
-        Err(LadderError::NotFound(_))
+        Err(ServiceError::Ladder(LadderError::NotFound(_)))
     ));
 
     // The season's end deactivates every bot, paused ones too.
@@ -450,30 +462,22 @@ async fn match_interval(db: &TestDb) {
     ladder.activate(&third, "bot2", 5).await.expect("activate");
     // Activation made them ready at once; an hour's interval still keeps
     // them out right after.
-    let rested = db
-        .store
-        .run_wave_paced(WeightClass::Light, 3_600_000)
+    let rested = duel_ladder::wave::run_wave_paced(&db.store, WeightClass::Light, 3_600_000)
         .await
         .expect("wave");
     assert_eq!(rested.waiting, 0);
-    let now = db
-        .store
-        .run_wave_paced(WeightClass::Light, 0)
+    let now = duel_ladder::wave::run_wave_paced(&db.store, WeightClass::Light, 0)
         .await
         .expect("wave");
     assert_eq!((now.waiting, now.matches.len()), (3, 1));
     assert_eq!(work_all(db, &setup.config).await, 1);
     // The two that played rest an hour; the third has waited since its
     // activation, also less than an hour ago.
-    let rested = db
-        .store
-        .run_wave_paced(WeightClass::Light, 3_600_000)
+    let rested = duel_ladder::wave::run_wave_paced(&db.store, WeightClass::Light, 3_600_000)
         .await
         .expect("wave");
     assert_eq!(rested.waiting, 0);
-    let again = db
-        .store
-        .run_wave_paced(WeightClass::Light, 0)
+    let again = duel_ladder::wave::run_wave_paced(&db.store, WeightClass::Light, 0)
         .await
         .expect("wave");
     assert_eq!(again.waiting, 3);

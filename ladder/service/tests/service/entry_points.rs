@@ -103,9 +103,7 @@ async fn a_ranked_match_records_what_referee_local_records() {
     ladder.enqueue(&alice, "oracle", 10).await.expect("enqueue");
     ladder.enqueue(&bob, "house", 10).await.expect("enqueue");
     let mut waves = 0;
-    while db
-        .store
-        .run_wave(WeightClass::Light)
+    while duel_ladder::wave::run_wave(&db.store, WeightClass::Light)
         .await
         .expect("wave")
         .matches

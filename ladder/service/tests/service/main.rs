@@ -1,6 +1,7 @@
 //! The service's tests, one binary: the facade's permissions, registration,
-//! seasons, workers and their leases, continuous play and real bots (WASM,
-//! endpoints, a model-driven bot), on SQLite and PostgreSQL.
+//! seasons, pairing waves and the season fit, workers and their leases,
+//! continuous play and real bots (WASM, endpoints, a model-driven bot), on
+//! SQLite and PostgreSQL.
 
 #[macro_use]
 extern crate duel_ladder_testkit;
@@ -23,4 +24,6 @@ mod entry_points;
 mod real_bots;
 mod registry;
 mod season;
+mod season_fit;
+mod waves;
 mod workers;

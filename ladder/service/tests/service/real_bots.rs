@@ -14,7 +14,7 @@ use std::sync::Arc;
 use common::TestDb;
 use common::bots::{serve_endpoint_bot, wasm};
 use duel_ladder::auth::User;
-use duel_ladder::error::LadderError;
+use duel_ladder::error::{LadderError, ServiceError};
 use duel_ladder::ladder::{Ladder, Registration};
 use duel_ladder::model::MatchState;
 use duel_ladder::worker::{LadderFactory, Worked, WorkerConfig, work_once};
@@ -53,7 +53,9 @@ async fn play(
     // A rating gap too wide for the first wave narrows as the bots wait.
     let mut waves = 0;
     loop {
-        let report = db.store.run_wave(class).await.expect("wave");
+        let report = duel_ladder::wave::run_wave(&db.store, class)
+            .await
+            .expect("wave");
         if report.matches.len() == 1 {
             break;
         }
@@ -147,7 +149,7 @@ async fn wasm_bots_play_ranked_matches(db: &TestDb) {
     assert_eq!(settled.len(), 2, "{settled:?}");
     let mut saw_both = false;
     for match_id in &settled {
-        let game = db.store.game(match_id).await.expect("match");
+        let game = db.store.reads().game(match_id).await.expect("match");
         assert_eq!(game.state, MatchState::Settled);
         let replay = published(&config, match_id).await;
         assert_eq!(replay.season.as_deref(), Some("s1"));
@@ -263,7 +265,12 @@ async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
     let [Worked::Settled(settlement)] = worked.as_slice() else {
         panic!("expected one settlement, got {worked:?}");
     };
-    let game = db.store.game(&settlement.match_id).await.expect("match");
+    let game = db
+        .store
+        .reads()
+        .game(&settlement.match_id)
+        .await
+        .expect("match");
     let replay = published(&config, &game.id).await;
     let budget = Ruleset::CURRENT.budget_tokens(WeightClass::Middle);
     assert_eq!((game.budget, replay.budget), (budget as i64, budget));
@@ -366,24 +373,24 @@ async fn model_calls_are_metered_under_the_class_budget(db: &TestDb) {
         .expect("the transcript agrees with the signed replay");
     assert!(matches!(
         reader.match_transcript(&bob, &game.id, None).await,
-        Err(LadderError::NotFound(_))
+        Err(ServiceError::Ladder(LadderError::NotFound(_)))
     ));
     assert!(matches!(
         reader
             .match_transcript(&bob, &game.id, Some("oracle"))
             .await,
-        Err(LadderError::PermissionDenied(_))
+        Err(ServiceError::Ladder(LadderError::PermissionDenied(_)))
     ));
     let (carol, _) = db.owner("carol", 0).await;
     assert!(matches!(
         reader.match_transcript(&carol, &game.id, None).await,
-        Err(LadderError::PermissionDenied(_))
+        Err(ServiceError::Ladder(LadderError::PermissionDenied(_)))
     ));
     assert!(matches!(
         reader
             .match_transcript(&alice, &game.id, Some("nobody"))
             .await,
-        Err(LadderError::Invalid(_))
+        Err(ServiceError::Ladder(LadderError::Invalid(_)))
     ));
 }
 both_backends!(
@@ -406,7 +413,9 @@ async fn a_budget_the_rules_do_not_give_voids_the_match(db: &TestDb) {
             .expect("bot");
         ladder.enqueue(owner, name, 10).await.expect("enqueue");
     }
-    let report = db.store.run_wave(WeightClass::Light).await.expect("wave");
+    let report = duel_ladder::wave::run_wave(&db.store, WeightClass::Light)
+        .await
+        .expect("wave");
     let match_id = report.matches[0].clone();
     // Tampered: the row claims the heavy budget for a light match.
     let pool = sqlx::AnyPool::connect(&db.url).await.expect("pool");
@@ -510,7 +519,10 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
     let (carol, _) = db.owner("carol", 0).await;
     let refused = ladder.match_logs(&carol, &settlement.match_id).await;
     assert!(
-        matches!(refused, Err(LadderError::PermissionDenied(_))),
+        matches!(
+            refused,
+            Err(ServiceError::Ladder(LadderError::PermissionDenied(_)))
+        ),
         "{refused:?}"
     );
 }
@@ -550,7 +562,7 @@ async fn an_endpoint_down_at_match_time_voids_the_match(db: &TestDb) {
         panic!("expected one voided match, got {worked:?}");
     };
     assert!(reason.contains("Hello failed"), "{reason}");
-    let game = db.store.game(match_id).await.expect("match");
+    let game = db.store.reads().game(match_id).await.expect("match");
     assert_eq!(game.state, duel_ladder::model::MatchState::Voided);
     for owner in [&alice, &bob] {
         assert_eq!(

@@ -8,8 +8,8 @@ use crate::common;
 
 use common::TestDb;
 use common::bots::{serve_endpoint_bot, wasm};
-use duel_ladder::LadderError;
 use duel_ladder::ladder::{Ladder, Registration};
+use duel_ladder::{LadderError, ServiceError};
 
 async fn endpoint_bots_are_checked(db: &TestDb) {
     // A loopback endpoint, allowed by this ladder's operator.
@@ -40,7 +40,7 @@ async fn endpoint_bots_are_checked(db: &TestDb) {
         .await
         .expect_err("nothing listens there");
     let message = error.to_string();
-    assert!(matches!(error, LadderError::BotRejected(_)), "{message}");
+    assert!(matches!(error, ServiceError::BotRejected(_)), "{message}");
     assert!(message.contains("did not answer Hello"), "{message}");
     assert_eq!(message.lines().count(), 1, "{message}");
     let old = serve_endpoint_bot(&["0.9.0"]).await;
@@ -62,7 +62,10 @@ async fn endpoint_bots_are_checked(db: &TestDb) {
     assert!(message.contains("loopback, private"), "{message}");
     for name in ["gone", "old", "local"] {
         assert!(
-            matches!(db.store.bot(name).await, Err(LadderError::NotFound(_))),
+            matches!(
+                db.store.reads().bot(name).await,
+                Err(LadderError::NotFound(_))
+            ),
             "{name} was not registered"
         );
     }
@@ -110,7 +113,7 @@ async fn uploads_are_validated_by_the_sandbox(db: &TestDb) {
             .expect_err(name);
         let message = error.to_string();
         assert!(
-            matches!(error, LadderError::BotRejected(_)),
+            matches!(error, ServiceError::BotRejected(_)),
             "{name}: {message}"
         );
         assert!(message.contains(reason), "{name}: {message}");
@@ -165,7 +168,10 @@ async fn look_alike_names_are_refused(db: &TestDb) {
             )
             .await
             .expect_err(look_alike);
-        assert!(matches!(error, LadderError::Conflict(_)), "{error}");
+        assert!(
+            matches!(error, ServiceError::Ladder(LadderError::Conflict(_))),
+            "{error}"
+        );
     }
     for dotted in [".", "..", "b-wasm."] {
         let error = ladder
@@ -177,7 +183,10 @@ async fn look_alike_names_are_refused(db: &TestDb) {
             )
             .await
             .expect_err(dotted);
-        assert!(matches!(error, LadderError::Invalid(_)), "{error}");
+        assert!(
+            matches!(error, ServiceError::Ladder(LadderError::Invalid(_))),
+            "{error}"
+        );
     }
     assert_eq!(db.store.bots(None).await.expect("bots").len(), 1);
 }

@@ -8,10 +8,10 @@ use crate::common;
 use std::sync::Arc;
 
 use common::TestDb;
-use duel_ladder::LadderError;
 use duel_ladder::auth::Role;
 use duel_ladder::ladder::{Ladder, Registration};
 use duel_ladder::worker::{BuiltinFactory, Worked, WorkerConfig, work_once};
+use duel_ladder::{LadderError, ServiceError};
 use duel_rules::WeightClass;
 
 fn ladder(db: &TestDb) -> Ladder {
@@ -173,7 +173,7 @@ async fn season_end_to_end(db: &TestDb) {
     }
     for game in db.store.reads().latest_settled(5).await.expect("latest") {
         for (name, rating) in game.names.iter().zip(game.ratings) {
-            let bot = db.store.bot(name).await.expect("bot");
+            let bot = db.store.reads().bot(name).await.expect("bot");
             let history = db
                 .store
                 .reads()
@@ -194,8 +194,7 @@ async fn season_end_to_end(db: &TestDb) {
     }
     // The wave timer of `ladder serve` refits the class from all its rated
     // games (not running here); ending the season freezes that fit.
-    db.store
-        .fit_season(WeightClass::Middle)
+    duel_ladder::fit::fit_season(&db.store, WeightClass::Middle)
         .await
         .expect("season fit");
     let (_, live) = ladder
@@ -282,10 +281,15 @@ async fn refusals(db: &TestDb) {
         .expect("register");
     for token in [None, Some(""), Some("dlt_not-a-token")] {
         let error = ladder.caller(token).await.expect_err("no caller");
-        assert!(matches!(error, LadderError::Unauthenticated(_)), "{error}");
+        assert!(
+            matches!(error, ServiceError::Ladder(LadderError::Unauthenticated(_))),
+            "{error}"
+        );
     }
-    let denied = |result: Result<(), LadderError>| match result {
-        Err(LadderError::PermissionDenied(message)) => assert!(!message.contains('\n')),
+    let denied = |result: Result<(), ServiceError>| match result {
+        Err(ServiceError::Ladder(LadderError::PermissionDenied(message))) => {
+            assert!(!message.contains('\n'))
+        }
         other => panic!("expected a refusal, got {other:?}"),
     };
     denied(
@@ -334,7 +338,7 @@ async fn refusals(db: &TestDb) {
             .expect("balance"),
         100
     );
-    let ace = db.store.bot("ace").await.expect("ace");
+    let ace = db.store.reads().bot("ace").await.expect("ace");
     assert_eq!(
         (ace.owner_id.as_str(), ace.versions.len()),
         (alice.id.as_str(), 1)
@@ -343,6 +347,7 @@ async fn refusals(db: &TestDb) {
     assert!(db.store.user_by_name("sock").await.is_err());
     assert_eq!(
         db.store
+            .reads()
             .active_season()
             .await
             .expect("season")
@@ -360,7 +365,7 @@ async fn refusals(db: &TestDb) {
         )
         .await
         .expect_err("loopback");
-    assert!(matches!(error, LadderError::BotRejected(_)), "{error}");
+    assert!(matches!(error, ServiceError::BotRejected(_)), "{error}");
     let error = ladder
         .register_bot(
             &alice,
@@ -370,6 +375,6 @@ async fn refusals(db: &TestDb) {
         )
         .await
         .expect_err("core module");
-    assert!(matches!(error, LadderError::BotRejected(_)), "{error}");
+    assert!(matches!(error, ServiceError::BotRejected(_)), "{error}");
 }
 both_backends!(permission_refusals_change_nothing, refusals);

@@ -1,4 +1,5 @@
-//! The standings' season fit through the store: after settling games, the
+//! The standings' season fit as the wave timer runs it (solved without
+//! locks, retried, then locked) over the store: after settling games, the
 //! ratings rows hold exactly `rating::season_fit` of the season's rated games
 //! (a repeat left out), ending the season freezes the fit of every game,
 //! including those settled after the last fit, and the next season's fit
@@ -7,20 +8,22 @@
 use crate::common;
 
 use common::TestDb;
+use duel_ladder::store::{PairSide, Store};
 use duel_ladder_core::model::{BotSource, Fallbacks, PlayRecord, Standing, Winner};
 use duel_ladder_core::rating::{self, FitGame, Rating, Score, season_fit};
-use duel_ladder_store::{PairSide, Store};
 use duel_rules::WeightClass;
 
 async fn settle(store: &Store, bots: [&str; 2], winner: Winner, play_key: &str) {
-    let match_id = store
-        .accept_pair(bots.map(|bot_id| PairSide {
+    let match_id = duel_ladder::wave::accept_pair(
+        store,
+        bots.map(|bot_id| PairSide {
             bot_id: bot_id.to_owned(),
             stake: 10,
-        }))
-        .await
-        .expect("accept")
-        .id;
+        }),
+    )
+    .await
+    .expect("accept")
+    .id;
     let claim = store
         .claim(60_000, 1_000)
         .await
@@ -128,7 +131,9 @@ async fn season_fit_read_back(db: &TestDb) {
         }
     }
     let sequential = standings(&db.store, None).await;
-    let report = db.store.fit_season(WeightClass::Light).await.expect("fit");
+    let report = duel_ladder::fit::fit_season(&db.store, WeightClass::Light)
+        .await
+        .expect("fit");
     assert_eq!((report.bots, report.games, report.written), (4, 6, 4));
     let starts = [rating::INITIAL; 4];
     let fitted = standings(&db.store, None).await;
@@ -145,9 +150,7 @@ async fn season_fit_read_back(db: &TestDb) {
     let x_row = fitted.iter().find(|s| &s.bot_id == x).expect("x");
     assert_eq!((x_row.games, x_row.wins, x_row.losses), (3, 3, 0));
     // Another class has nothing to fit.
-    let heavy = db
-        .store
-        .fit_season(WeightClass::Heavy)
+    let heavy = duel_ladder::fit::fit_season(&db.store, WeightClass::Heavy)
         .await
         .expect("heavy");
     assert_eq!((heavy.bots, heavy.games, heavy.written), (0, 0, 0));
@@ -174,7 +177,9 @@ async fn season_fit_read_back(db: &TestDb) {
         "a stale fit is not written"
     );
     assert_eq!(standings(&db.store, None).await, settled);
-    let report = db.store.fit_season(WeightClass::Light).await.expect("fit");
+    let report = duel_ladder::fit::fit_season(&db.store, WeightClass::Light)
+        .await
+        .expect("fit");
     assert_eq!((report.games, report.stale), (7, 0));
     assert_fitted(&standings(&db.store, None).await, &bots, &starts, &games);
     // A fit solved now is still current, and written.
@@ -198,15 +203,16 @@ async fn season_fit_read_back(db: &TestDb) {
     assert_eq!(frozen.len(), 4);
     assert_fitted(&frozen, &bots, &starts, &games);
     assert!(
-        db.store.fit_season(WeightClass::Light).await.is_err(),
+        duel_ladder::fit::fit_season(&db.store, WeightClass::Light)
+            .await
+            .is_err(),
         "no season runs"
     );
 
     // The next season's prior is each bot's soft reset of its frozen standing.
     db.store.start_season("s2").await.expect("season 2");
     settle(&db.store, [w, z], Winner::A, "k8").await;
-    db.store
-        .fit_season(WeightClass::Light)
+    duel_ladder::fit::fit_season(&db.store, WeightClass::Light)
         .await
         .expect("fit 2");
     let starts: Vec<Rating> = bots

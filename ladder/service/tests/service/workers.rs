@@ -106,8 +106,9 @@ async fn one_match(db: &TestDb, source_b: BotSource) -> String {
         .register_bot(&bob, "bravo", "light", &source_b)
         .await
         .expect("b");
-    db.store
-        .accept_pair([
+    duel_ladder::wave::accept_pair(
+        &db.store,
+        [
             PairSide {
                 bot_id: a.id,
                 stake: 100,
@@ -116,10 +117,11 @@ async fn one_match(db: &TestDb, source_b: BotSource) -> String {
                 bot_id: b.id,
                 stake: 100,
             },
-        ])
-        .await
-        .expect("accept")
-        .id
+        ],
+    )
+    .await
+    .expect("accept")
+    .id
 }
 
 async fn killed_worker_is_rerun_once(db: &TestDb) {
@@ -153,7 +155,7 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
     rerun.lease_ms = 20_000;
     rerun.heartbeat_ms = 1_000;
     assert_eq!(
-        db.store.game(&match_id).await.expect("match").state,
+        db.store.reads().game(&match_id).await.expect("match").state,
         MatchState::Running
     );
     assert_eq!(
@@ -179,7 +181,7 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
         panic!("expected a settlement, got {worked:?}");
     };
     assert_eq!(settlement.match_id, match_id);
-    let game = db.store.game(&match_id).await.expect("match");
+    let game = db.store.reads().game(&match_id).await.expect("match");
     assert_eq!((game.state, game.attempts), (MatchState::Settled, 2));
     let json = config
         .replays
@@ -257,7 +259,7 @@ async fn published_replay_is_settled_by_the_rerun(db: &TestDb) {
         duel_replays::WinnerName::Draw => duel_ladder::model::Winner::Draw,
     };
     assert_eq!(settlement.winner, expected);
-    let game = db.store.game(&match_id).await.expect("match");
+    let game = db.store.reads().game(&match_id).await.expect("match");
     assert_eq!(game.state, MatchState::Settled);
     assert_eq!(
         config
@@ -310,7 +312,7 @@ async fn unrunnable_bot_is_voided(db: &TestDb) {
         matches!(worked, Worked::Voided { match_id: ref id, .. } if *id == match_id),
         "{worked:?}"
     );
-    let game = db.store.game(&match_id).await.expect("match");
+    let game = db.store.reads().game(&match_id).await.expect("match");
     assert_eq!(game.state, MatchState::Voided);
     let owner = db.store.user_by_name("alice").await.expect("alice");
     assert_eq!(
@@ -352,7 +354,7 @@ async fn third_claim_voids(db: &TestDb) {
             .is_none(),
         "the third claim voids instead of running"
     );
-    let game = db.store.game(&match_id).await.expect("match");
+    let game = db.store.reads().game(&match_id).await.expect("match");
     assert_eq!((game.state, game.attempts), (MatchState::Voided, 2));
     assert_eq!(
         game.note.as_deref(),
@@ -401,7 +403,7 @@ async fn failed_runs_name_their_cause(db: &TestDb) {
             .await
             .expect_err("the replay cannot be published");
         assert!(error.to_string().contains("Not a directory"), "{error}");
-        let game = db.store.game(&match_id).await.expect("match");
+        let game = db.store.reads().game(&match_id).await.expect("match");
         assert_eq!((game.state, game.attempts), (MatchState::Running, run));
         let cause = game.last_failure.expect("the cause is recorded");
         assert!(
@@ -423,7 +425,7 @@ async fn failed_runs_name_their_cause(db: &TestDb) {
             .expect("the third claim voids"),
         Worked::Idle
     );
-    let game = db.store.game(&match_id).await.expect("match");
+    let game = db.store.reads().game(&match_id).await.expect("match");
     assert_eq!((game.state, game.attempts), (MatchState::Voided, 2));
     let note = game.note.expect("a void has a note");
     let cause = game.last_failure.expect("the last cause stays");
@@ -469,7 +471,7 @@ async fn only_the_lease_holder_records_a_cause(db: &TestDb) {
             .await
             .expect("write")
     );
-    let game = db.store.game(&match_id).await.expect("match");
+    let game = db.store.reads().game(&match_id).await.expect("match");
     assert_eq!(game.last_failure.as_deref(), Some("x failed: [path]"));
 }
 both_backends!(
@@ -509,7 +511,7 @@ async fn claims_take_the_oldest_first(db: &TestDb) {
             },
         ];
         async move {
-            store.accept_pair_as(sides, id, 7).await.expect("accept");
+            store.accept_pair(sides, id, 7).await.expect("accept");
         }
     };
     let clock = ManualClock::new(start);
@@ -542,7 +544,7 @@ async fn claims_take_the_oldest_first(db: &TestDb) {
     assert_eq!(claim(later).await.as_deref(), Some("m-b"));
     assert_eq!(claim(later).await.as_deref(), Some("m-c"));
     assert_eq!(claim(later).await, None, "every lease still runs");
-    let game = db.store.game("m-a").await.expect("m-a");
+    let game = db.store.reads().game("m-a").await.expect("m-a");
     assert_eq!((game.state, game.attempts), (MatchState::Running, 2));
 }
 both_backends!(

@@ -41,14 +41,15 @@ async fn settled_match(db: &TestDb, tag: &str) -> (String, Vec<String>) {
             .expect("register");
         ids.push(bot.id);
     }
-    let game = db
-        .store
-        .accept_pair([0, 1].map(|index| PairSide {
+    let game = duel_ladder::wave::accept_pair(
+        &db.store,
+        [0, 1].map(|index| PairSide {
             bot_id: ids[index].clone(),
             stake: 10,
-        }))
-        .await
-        .expect("accept");
+        }),
+    )
+    .await
+    .expect("accept");
     let claim = db
         .store
         .claim(60_000, 1_000)
@@ -254,8 +255,18 @@ async fn the_api_and_the_site_agree(db: &TestDb) {
     other.fighter = FighterName::B;
     kept.decisions.push(other);
     replays.put_transcript(&kept).await.expect("keep");
-    let owner_a = db.store.authenticate(&tokens[0]).await.expect("owner a");
-    let owner_b = db.store.authenticate(&tokens[1]).await.expect("owner b");
+    let owner_a = db
+        .store
+        .reads()
+        .authenticate(&tokens[0])
+        .await
+        .expect("owner a");
+    let owner_b = db
+        .store
+        .reads()
+        .authenticate(&tokens[1])
+        .await
+        .expect("owner b");
     let readers = [
         ("owner a", &owner_a, tokens[0].as_str()),
         ("owner b", &owner_b, tokens[1].as_str()),
@@ -296,8 +307,12 @@ async fn the_api_and_the_site_agree(db: &TestDb) {
                 };
                 let from_api = match api.match_transcript(user, &id, None).await {
                     Ok(transcript) => Ok(sides_of(&transcript)),
-                    Err(duel_ladder::LadderError::PermissionDenied(_)) => Err(403),
-                    Err(duel_ladder::LadderError::NotFound(_)) => Err(404),
+                    Err(duel_ladder::ServiceError::Ladder(
+                        duel_ladder::LadderError::PermissionDenied(_),
+                    )) => Err(403),
+                    Err(duel_ladder::ServiceError::Ladder(duel_ladder::LadderError::NotFound(
+                        _,
+                    ))) => Err(404),
                     Err(error) => panic!("{context}, {who}: {error}"),
                 };
                 assert_eq!(from_site, from_api, "{context}, {who}: {page}");

@@ -139,7 +139,9 @@ async fn settle_matches(db: &TestDb, replays: &std::path::Path) -> HashSet<Strin
             .expect("register");
         ladder.enqueue(&owner, &name, 10).await.expect("enqueue");
     }
-    let wave = db.store.run_wave(WeightClass::Light).await.expect("wave");
+    let wave = duel_ladder::wave::run_wave(&db.store, WeightClass::Light)
+        .await
+        .expect("wave");
     assert_eq!(wave.matches.len(), 2, "four new bots make two pairs");
     let store = duel_replays::store::ReplayStore::open(&replays.display().to_string())
         .expect("replay store");

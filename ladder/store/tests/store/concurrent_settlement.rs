@@ -50,8 +50,9 @@ async fn backlog_settled_at_once(db: &TestDb) {
                 .register_bot(&owner, &name, "light", &builtin())
                 .await
                 .expect("rival");
-            db.store
-                .accept_pair([
+            common::accept_pair(
+                &db.store,
+                [
                     PairSide {
                         bot_id: hero.id.clone(),
                         stake: 10,
@@ -60,9 +61,10 @@ async fn backlog_settled_at_once(db: &TestDb) {
                         bot_id: rival.id,
                         stake: 10,
                     },
-                ])
-                .await
-                .expect("accept");
+                ],
+            )
+            .await
+            .expect("accept");
         }
         let mut claims = Vec::new();
         for _ in 0..BACKLOG {

@@ -29,14 +29,16 @@ fn close(x: f64, y: f64) -> bool {
 }
 
 async fn accept(store: &Store, bots: [&str; 2]) -> String {
-    store
-        .accept_pair(bots.map(|bot_id| PairSide {
+    common::accept_pair(
+        store,
+        bots.map(|bot_id| PairSide {
             bot_id: bot_id.to_owned(),
             stake: 10,
-        }))
-        .await
-        .expect("accept")
-        .id
+        }),
+    )
+    .await
+    .expect("accept")
+    .id
 }
 
 async fn cost_read_back(db: &TestDb) {
@@ -240,7 +242,10 @@ async fn cost_read_back(db: &TestDb) {
     assert!(close(mini.score, 0.5) && close(mini.tokens_per_match, 200.0));
     assert!(mini.cost_per_win_usd.is_some_and(|usd| close(usd, 0.004)));
     // The season fit moves ratings without a settlement: the table shows it.
-    db.store.fit_season(WeightClass::Light).await.expect("fit");
+    db.store
+        .fit_season_locked(WeightClass::Light)
+        .await
+        .expect("fit");
     let (_, standings) = db
         .store
         .standings(Some(season.id), Some(WeightClass::Light))

@@ -10,13 +10,15 @@ use duel_ladder_store::{PairSide, Store};
 use duel_rules::WeightClass;
 
 async fn settle(store: &Store, bots: [&str; 2], winner: Winner, now: i64) {
-    let game = store
-        .accept_pair(bots.map(|bot_id| PairSide {
+    let game = common::accept_pair(
+        store,
+        bots.map(|bot_id| PairSide {
             bot_id: bot_id.to_owned(),
             stake: 10,
-        }))
-        .await
-        .expect("accept");
+        }),
+    )
+    .await
+    .expect("accept");
     let claim = store
         .claim(60_000, now)
         .await

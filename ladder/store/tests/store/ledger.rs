@@ -6,7 +6,7 @@ use crate::common;
 
 use common::TestDb;
 use duel_ladder_core::ledger::{
-    ISSUANCE_ACCOUNT, TransferOp, TransferOutcome, TransferRequest, owner_account,
+    ISSUANCE_ACCOUNT, LedgerViolation, TransferOp, TransferOutcome, TransferRequest, owner_account,
 };
 use duel_ladder_core::model::{BotSource, Winner};
 use duel_ladder_store::LadderError;
@@ -156,9 +156,9 @@ async fn settlement_once_with_rake(db: &TestDb) {
     let (bob, _) = db.owner("bob", 1_000).await;
     let bot_a = builtin_bot(db, &alice, "alpha").await;
     let bot_b = builtin_bot(db, &bob, "bravo").await;
-    let game = db
-        .store
-        .accept_pair([
+    let game = common::accept_pair(
+        &db.store,
+        [
             PairSide {
                 bot_id: bot_a.clone(),
                 stake: 100,
@@ -167,9 +167,10 @@ async fn settlement_once_with_rake(db: &TestDb) {
                 bot_id: bot_b.clone(),
                 stake: 99,
             },
-        ])
-        .await
-        .expect("accept");
+        ],
+    )
+    .await
+    .expect("accept");
     assert_eq!(
         db.store.available(&alice.id).await.expect("balance"),
         900,
@@ -232,9 +233,9 @@ async fn settlement_once_with_rake(db: &TestDb) {
         .start_season("never")
         .await
         .expect_err("one season at a time");
-    let draw = db
-        .store
-        .accept_pair([
+    let draw = common::accept_pair(
+        &db.store,
+        [
             PairSide {
                 bot_id: bot_b,
                 stake: 50,
@@ -243,9 +244,10 @@ async fn settlement_once_with_rake(db: &TestDb) {
                 bot_id: bot_a,
                 stake: 50,
             },
-        ])
-        .await
-        .expect("accept");
+        ],
+    )
+    .await
+    .expect("accept");
     let claim = db
         .store
         .claim(10_000, now)
@@ -292,7 +294,9 @@ async fn rake_pinned_at_acceptance(db: &TestDb) {
             },
         ]
     };
-    let running = db.store.accept_pair(pair()).await.expect("accept");
+    let running = common::accept_pair(&db.store, pair())
+        .await
+        .expect("accept");
     assert_eq!(running.rake_bp, 500, "the default rake");
     let now = 1_000;
     let claim = db
@@ -321,7 +325,9 @@ async fn rake_pinned_at_acceptance(db: &TestDb) {
         (10, 190),
         "5% pinned at acceptance, not the 20% set since"
     );
-    let later = db.store.accept_pair(pair()).await.expect("accept");
+    let later = common::accept_pair(&db.store, pair())
+        .await
+        .expect("accept");
     assert_eq!(later.rake_bp, 2_000);
     let claim = db
         .store
@@ -343,7 +349,12 @@ async fn rake_pinned_at_acceptance(db: &TestDb) {
         .expect("settle");
     assert_eq!((settlement.rake, settlement.payout), (40, 160));
     assert_eq!(
-        db.store.game(&later.id).await.expect("match").rake_bp,
+        db.store
+            .reads()
+            .game(&later.id)
+            .await
+            .expect("match")
+            .rake_bp,
         2_000
     );
     db.store
@@ -372,9 +383,21 @@ async fn tampering_is_named(db: &TestDb) {
         .await
         .expect("check")
         .expect_err("tampered");
-    assert!(
-        violation.contains("credits_posted 101 but its transfers sum to 100"),
-        "{violation}"
+    assert_eq!(
+        violation,
+        LedgerViolation::SumDiffers {
+            account: owner_account(&alice.id),
+            field: "credits_posted",
+            stored: 101,
+            history: 100,
+        }
+    );
+    assert_eq!(
+        violation.to_string(),
+        format!(
+            "account {} has credits_posted 101 but its transfers sum to 100",
+            owner_account(&alice.id)
+        )
     );
 }
 both_backends!(ledger_check_names_the_first_violation, tampering_is_named);

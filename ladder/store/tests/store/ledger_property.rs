@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use common::TestDb;
+use common::rng::SplitMix64;
 use duel_ladder_core::clock::ManualClock;
 use duel_ladder_core::ledger::{
     self, Account, Book, HOUSE_ACCOUNT, ISSUANCE_ACCOUNT, Plan, TransferOp, TransferRequest,
@@ -32,7 +33,6 @@ use duel_ladder_core::model::{BotSource, Match, MatchSide, MatchState, Winner};
 use duel_ladder_core::rating::{self, FitGame, Rating, Score};
 use duel_ladder_store::LadderError;
 use duel_ladder_store::PairSide;
-use duel_referee::builtin::SplitMix64;
 use duel_rules::WeightClass;
 
 const MATCHES: usize = 10_000;
@@ -537,7 +537,7 @@ async fn replay_against(db: &TestDb) {
                 store.start_season("s2").await.expect("next season");
             }
             Step::Refused { sides } => {
-                let refused = store.accept_pair_as(pair(sides), "refused", 0).await;
+                let refused = store.accept_pair(pair(sides), "refused", 0).await;
                 assert!(
                     matches!(refused, Err(LadderError::InsufficientCredits(_))),
                     "{at}: {refused:?}"
@@ -545,7 +545,7 @@ async fn replay_against(db: &TestDb) {
             }
             Step::Accept { id, sides } => {
                 let game = store
-                    .accept_pair_as(pair(sides), id, number as i64)
+                    .accept_pair(pair(sides), id, number as i64)
                     .await
                     .unwrap_or_else(|error| panic!("{at}: {error}"));
                 assert_eq!(
@@ -760,7 +760,7 @@ async fn finish(
                     None => break,
                 }
             }
-            let game = store.game(id).await.expect("match");
+            let game = store.reads().game(id).await.expect("match");
             assert_eq!(game.state, MatchState::Voided, "{at}");
             check(None);
         }

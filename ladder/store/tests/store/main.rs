@@ -17,5 +17,4 @@ mod ledger_property;
 mod logs;
 mod races;
 mod repeats;
-mod season_fit;
 mod transcripts;

@@ -47,7 +47,7 @@ async fn enqueue_races_activate(db: &TestDb) {
             .expect("queue")
             .iter()
             .any(|entry| entry.bot_name == name);
-        let active = db.store.bot(&name).await.expect("bot").play != Play::Inactive;
+        let active = db.store.reads().bot(&name).await.expect("bot").play != Play::Inactive;
         assert!(
             !(queued && active),
             "trial {trial}: {name} is both queued and active after {results:?}"
@@ -99,7 +99,7 @@ async fn one_name_registered_at_once(db: &TestDb) {
         }
         assert_eq!(winners.len(), 1, "trial {trial}: one owner gets {name}");
         assert_eq!(
-            db.store.bot(&name).await.expect("bot").owner_id,
+            db.store.reads().bot(&name).await.expect("bot").owner_id,
             winners[0],
             "trial {trial}"
         );

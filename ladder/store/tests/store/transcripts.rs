@@ -107,7 +107,7 @@ async fn transcripts_within_limits(db: &TestDb) {
             bot_id: bot_id.clone(),
             stake: 1,
         });
-        games.push(store.accept_pair(sides).await.expect("accept"));
+        games.push(common::accept_pair(&store, sides).await.expect("accept"));
     }
     // Alice's bot is side a of every match, Bob's side b.
     assert_eq!(games[0].sides[0].owner_id, alice.id);

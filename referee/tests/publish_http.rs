@@ -453,8 +453,9 @@ fn live_feeds_stream_a_match_in_progress() {
             .expect("get");
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.headers()[CONTENT_TYPE], "text/event-stream");
+        // The answer's head came once the feed had subscribed this
+        // spectator: what is published from here on reaches it.
         let reader = tokio::spawn(read_events(response));
-        tokio::time::sleep(Duration::from_millis(100)).await;
         for (round, exchange) in &exchanges[half..] {
             publisher.exchange(*round, exchange, None);
         }
@@ -666,8 +667,8 @@ fn beyond_the_cap_new_connections_wait_until_a_place_frees() {
                     .expect("connect"),
             );
         }
-        // Give the server time to accept both before the fetch connects.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The listener accepts in the order clients connected: both idle
+        // connections take the places before the fetch's.
         let http = client();
         let fetch = http.get(fixture.server.url("/replays/m-1")).send();
         tokio::pin!(fetch);

@@ -122,7 +122,7 @@ async fn run_match_over_the_limit_gets_resource_exhausted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_matches_in_flight_finish() {
-    let (slow, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(10))).await;
+    let (slow, slow_log) = serve_bot(Behaviour::Sleep(Duration::from_millis(10))).await;
     let replay_dir = tempfile::tempdir().unwrap();
     let mut config = serve_config(4, Default::default());
     config.replay_dir = Some(replay_dir.path().to_owned());
@@ -133,9 +133,12 @@ async fn shutdown_lets_matches_in_flight_finish() {
         let request = request(&slow.url(), "builtin:block", 1_000);
         tokio::spawn(async move { client.run_match(request).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until("the match to be in play", || {
+        slow_log.decisions.load(std::sync::atomic::Ordering::SeqCst) > 0
+    })
+    .await;
     referee.signal_stop();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_not_serving(&referee).await;
     let refused = client
         .run_match(request("builtin:block", "builtin:block", 100))
         .await
@@ -163,7 +166,7 @@ async fn shutdown_lets_matches_in_flight_finish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_past_the_grace_aborts_matches_without_half_written_replays() {
-    let (sleeper, _) = serve_bot(Behaviour::Sleep(Duration::from_millis(50))).await;
+    let (sleeper, sleeper_log) = serve_bot(Behaviour::Sleep(Duration::from_millis(50))).await;
     let replay_dir = tempfile::tempdir().unwrap();
     let mut config = serve_config(4, Default::default());
     config.replay_dir = Some(replay_dir.path().to_owned());
@@ -176,7 +179,13 @@ async fn shutdown_past_the_grace_aborts_matches_without_half_written_replays() {
         tokio::spawn(async move { client.run_match(request).await })
     };
     let mut watcher = {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        until("the first match to be in play", || {
+            sleeper_log
+                .decisions
+                .load(std::sync::atomic::Ordering::SeqCst)
+                > 0
+        })
+        .await;
         let mut detached = request(&sleeper.url(), "builtin:block", 1_000);
         detached.detach = true;
         let accepted = client.run_match(detached).await.unwrap().into_inner();

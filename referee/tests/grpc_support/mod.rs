@@ -660,3 +660,46 @@ pub async fn serve_gateway_with(credentials: duel_referee::credentials::Credenti
         _stop: stop,
     }
 }
+
+/// Waits until `check` holds, polling every few milliseconds, or fails the
+/// test after 10 s naming `what`: a test waits for a state, never for a
+/// guess of how long the state takes.
+pub async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited 10 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Waits until the referee's health service says `duel.v1.Referee` is not
+/// serving (shutdown has begun and new matches are refused).
+pub async fn until_not_serving(referee: &Running) {
+    let channel = tonic::transport::Channel::from_shared(referee.http_url())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: "duel.v1.Referee".into(),
+            })
+            .await
+            .map(|answer| answer.into_inner().status)
+            .ok();
+        if status != Some(tonic_health::pb::health_check_response::ServingStatus::Serving as i32) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited 10 s for shutdown to begin"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}

@@ -69,6 +69,31 @@ pub fn pair_key(sides: [KeySide<'_>; 2]) -> String {
     play_key(sides, &[])
 }
 
+/// Why a settled match moved no rating, as its row stores it (`not_rated`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotRated {
+    /// It repeats a rated match of its season move for move.
+    Repeat,
+    /// A pair's third game when a pair was rated twice a season at most:
+    /// no longer given, read on matches settled before this rule.
+    PairRated,
+}
+
+impl NotRated {
+    pub fn name(self) -> &'static str {
+        match self {
+            NotRated::Repeat => "repeat",
+            NotRated::PairRated => "pair_rated",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<NotRated> {
+        [NotRated::Repeat, NotRated::PairRated]
+            .into_iter()
+            .find(|reason| reason.name() == name)
+    }
+}
+
 /// Whether a settled match moves ratings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -82,7 +107,7 @@ impl Verdict {
     pub fn not_rated(&self) -> Option<&'static str> {
         match self {
             Verdict::Rated => None,
-            Verdict::Repeat(_) => Some("repeat"),
+            Verdict::Repeat(_) => Some(NotRated::Repeat.name()),
         }
     }
 
@@ -198,6 +223,10 @@ mod tests {
         );
         assert_eq!(verdict([("m3", 3, true)]).not_rated(), Some("repeat"));
         assert_eq!(Verdict::Rated.not_rated(), None);
+        for reason in [NotRated::Repeat, NotRated::PairRated] {
+            assert_eq!(NotRated::from_name(reason.name()), Some(reason));
+        }
+        assert_eq!(NotRated::from_name(""), None);
         assert_eq!(
             pair_key([side("x", 1), side("y", 2)]),
             pair_key([side("y", 2), side("x", 1)])

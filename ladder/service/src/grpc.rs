@@ -13,9 +13,12 @@ use tonic::{Request, Response, Status};
 use crate::auth::{Role, User};
 use crate::error::{LadderError, ServiceError};
 use crate::ladder::{Ladder, Registration};
-use crate::model::{self, Bot, LadderStatus, Match, MatchState, Play, Season, Standing, Winner};
+use crate::model::{
+    self, Bot, BotKind, LadderStatus, Match, MatchState, Play, Season, Standing, Winner,
+};
 use crate::profile::ProfileEdit;
 use crate::store::SeasonChoice;
+use duel_ladder_core::repeat::NotRated;
 use duel_referee::grpc::convert::class_to_proto;
 
 /// The service over one ladder; served behind [`crate::gate::Gate`], which
@@ -167,6 +170,32 @@ fn state_to_proto(state: MatchState) -> pb::LadderMatchState {
     }
 }
 
+fn kind_to_proto(kind: BotKind) -> pb::LadderBotKind {
+    match kind {
+        BotKind::Builtin => pb::LadderBotKind::Builtin,
+        BotKind::Wasm => pb::LadderBotKind::Wasm,
+        BotKind::Endpoint => pb::LadderBotKind::Endpoint,
+    }
+}
+
+fn play_to_proto(play: &Play) -> pb::LadderBotPlay {
+    match play {
+        Play::Inactive => pb::LadderBotPlay::Inactive,
+        Play::Active { .. } => pb::LadderBotPlay::Active,
+        Play::Paused { .. } => pb::LadderBotPlay::Paused,
+    }
+}
+
+/// A stored reason the rules no longer know reads as unspecified, as a
+/// rated match does; the string beside it still names it.
+fn not_rated_to_proto(not_rated: Option<&str>) -> pb::LadderNotRated {
+    match not_rated.and_then(NotRated::from_name) {
+        None => pb::LadderNotRated::Unspecified,
+        Some(NotRated::Repeat) => pb::LadderNotRated::Repeat,
+        Some(NotRated::PairRated) => pb::LadderNotRated::PairRated,
+    }
+}
+
 fn winner_to_proto(winner: Winner) -> pb::Winner {
     match winner {
         Winner::A => pb::Winner::A,
@@ -177,6 +206,7 @@ fn winner_to_proto(winner: Winner) -> pb::Winner {
 
 fn bot_pb(bot: Bot) -> pb::LadderBot {
     let play = bot.play.state_name().to_owned();
+    let play_enum = play_to_proto(&bot.play) as i32;
     let (active_stake, active_since_ms, paused_reason) = match bot.play {
         Play::Inactive => (0, 0, String::new()),
         Play::Active { stake, since_ms } => (stake, since_ms, String::new()),
@@ -188,6 +218,7 @@ fn bot_pb(bot: Bot) -> pb::LadderBot {
     };
     pb::LadderBot {
         play,
+        play_enum,
         active_stake,
         active_since_ms,
         paused_reason,
@@ -206,6 +237,7 @@ fn bot_pb(bot: Bot) -> pb::LadderBot {
             .map(|version| pb::LadderBotVersion {
                 version: version.version,
                 kind: version.kind.name().to_owned(),
+                kind_enum: kind_to_proto(version.kind) as i32,
                 spec: version.spec,
                 digest: version.digest,
                 created_ms: version.created_ms,
@@ -252,6 +284,7 @@ fn match_pb(game: Match, caller: &User) -> pb::LadderMatch {
         note: game.note.unwrap_or_default(),
         last_failure: game.last_failure.unwrap_or_default(),
         repeat_of: game.repeat_of.unwrap_or_default(),
+        not_rated_enum: not_rated_to_proto(game.not_rated.as_deref()) as i32,
         not_rated: game.not_rated.unwrap_or_default(),
     }
 }
@@ -830,6 +863,77 @@ mod tests {
                 assert_eq!(sent.weight_class, class.name());
                 assert_eq!(sent.weight_class_enum, class_to_proto(class) as i32);
             }
+        }
+    }
+
+    /// `not_rated`, a bot's `play` and a version's `kind` as enums say what
+    /// their strings say.
+    #[test]
+    fn not_rated_play_and_kind_enums_agree_with_their_names() {
+        for (name, sent) in [
+            (None, pb::LadderNotRated::Unspecified),
+            (Some("repeat"), pb::LadderNotRated::Repeat),
+            (Some("pair_rated"), pb::LadderNotRated::PairRated),
+            (
+                Some("a reason of the future"),
+                pb::LadderNotRated::Unspecified,
+            ),
+        ] {
+            assert_eq!(not_rated_to_proto(name), sent, "{name:?}");
+        }
+        let versions = [BotKind::Builtin, BotKind::Wasm, BotKind::Endpoint]
+            .into_iter()
+            .enumerate()
+            .map(|(index, kind)| model::BotVersion {
+                version: index as i64 + 1,
+                kind,
+                spec: format!("spec-{index}"),
+                digest: format!("sha256:{index}"),
+                created_ms: 5,
+            })
+            .collect::<Vec<_>>();
+        let plays = [
+            (Play::Inactive, pb::LadderBotPlay::Inactive),
+            (
+                Play::Active {
+                    stake: 10,
+                    since_ms: 5,
+                },
+                pb::LadderBotPlay::Active,
+            ),
+            (
+                Play::Paused {
+                    stake: 10,
+                    since_ms: 5,
+                    reason: "balance 0 is below the stake 10".to_owned(),
+                },
+                pb::LadderBotPlay::Paused,
+            ),
+        ];
+        for (play, play_pb) in plays {
+            let bot = Bot {
+                id: "b1".to_owned(),
+                name: "counter".to_owned(),
+                owner_id: "u1".to_owned(),
+                owner_name: "alice".to_owned(),
+                class: duel_rules::WeightClass::Light,
+                current_version: 3,
+                versions: versions.clone(),
+                play: play.clone(),
+                profile: Default::default(),
+            };
+            let sent = bot_pb(bot);
+            assert_eq!(sent.play, play.state_name());
+            assert_eq!(sent.play_enum, play_pb as i32, "{play:?}");
+            for (version, kind) in sent.versions.iter().zip([
+                pb::LadderBotKind::Builtin,
+                pb::LadderBotKind::Wasm,
+                pb::LadderBotKind::Endpoint,
+            ]) {
+                assert_eq!(version.kind_enum, kind as i32, "{}", version.kind);
+            }
+            let kinds: Vec<&str> = sent.versions.iter().map(|v| v.kind.as_str()).collect();
+            assert_eq!(kinds, ["builtin", "wasm", "endpoint"]);
         }
     }
 

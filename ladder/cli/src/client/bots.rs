@@ -397,6 +397,7 @@ mod tests {
             weight_class: "light".into(),
             current_version: 2,
             play: "inactive".into(),
+            play_enum: pb::LadderBotPlay::Inactive as i32,
             active_stake: 0,
             active_since_ms: 0,
             paused_reason: String::new(),
@@ -406,6 +407,7 @@ mod tests {
             versions: vec![pb::LadderBotVersion {
                 version: 1,
                 kind: "builtin".into(),
+                kind_enum: pb::LadderBotKind::Builtin as i32,
                 spec: "builtin:counter".into(),
                 digest: "d1".into(),
                 created_ms: 5,

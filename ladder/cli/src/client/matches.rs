@@ -330,6 +330,7 @@ mod tests {
             last_failure: String::new(),
             repeat_of: String::new(),
             not_rated: String::new(),
+            not_rated_enum: pb::LadderNotRated::Unspecified as i32,
         }
     }
 

@@ -478,7 +478,7 @@ async fn run_claim(
         });
     }
     replay.season = Some(claim.season_name.clone());
-    // Ranked replays are public and logs can reveal strategy (issue 12): each
+    // Ranked replays are public and logs can reveal strategy: each
     // side's logs are kept for its owner, and the published, signed replay
     // carries none.
     timed(times, Step::Logs, keep_logs(store, game, &replay)).await;

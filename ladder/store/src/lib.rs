@@ -13,11 +13,11 @@
 /// The oldest claimable match: the oldest queued one or the oldest running
 /// one whose lease expired (`$now` the time), whichever was accepted first,
 /// with `$lock` after each branch's `LIMIT`. Each branch walks
-/// `matches_claimable` in order and stops at its first row. The single
-/// `state = 'queued' OR (state = 'running' AND …)` it replaces made both
-/// databases read and sort every queued match on every claim: 468 µs per
-/// claim with 2,000 queued on SQLite, against 8.5 µs this way, on the one
-/// writer every worker waits for (docs/perf/ladder.md).
+/// `matches_claimable` in order and stops at its first row, so a claim reads
+/// two rows however many matches wait; one `state = 'queued' OR (state =
+/// 'running' AND …)` would read and sort every queued match, on the one
+/// writer every worker waits for (docs/perf/ladder.md, "The store's query
+/// shapes").
 macro_rules! oldest_claimable_sql {
     ($columns:literal, $now:literal, $lock:literal) => {
         concat!(

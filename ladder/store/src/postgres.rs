@@ -19,8 +19,8 @@ impl Dialect for Postgres {
     }
 
     // A batch's statements differ only in their numbers of rows, and each
-    // text is planned afresh for its first executions on a connection: at
-    // 0.5-1 ms a plan that was most of a batch's time (docs/perf/ladder.md).
+    // text is planned afresh for its first executions on a connection, which
+    // would be most of a batch's time (docs/perf/ladder.md).
     // Every one of them finds its rows by key, so the generic plan is the
     // plan. Sent with `BEGIN` as one simple query, queued before the first
     // statement: no round trip of its own; `LOCAL` ends with the transaction.

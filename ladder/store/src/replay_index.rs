@@ -1,7 +1,7 @@
 //! The listing of the ladder's public replays (`GET /replays`), answered from
 //! its settled matches: the match row settled with its replay's location is the
 //! index entry, written in the settlement's own transaction, so the replay
-//! store keeps one object per replay and no index files (issue 15).
+//! store keeps one object per replay and no index files.
 
 use duel_replays::store::{IndexedFighter, ListPage, ListQuery, ReplayIndex, ReplayMeta};
 use duel_replays::{ClassName, ReplayError, WinnerName};

@@ -2,10 +2,9 @@
 //! being written wait, then go together in one transaction whose statements
 //! each cover the whole batch (one read of the match rows, one of the ratings,
 //! one write per table, one update of every account the batch touches, the
-//! house's row once). The number of statements no longer grows with the batch:
-//! on SQLite, where every statement is a hop to sqlx's connection thread, and on
-//! PostgreSQL, where every commit waits for its WAL flush, that is where a
-//! settlement's time went.
+//! house's row once), so the number of statements does not grow with the
+//! batch: on SQLite every statement is a hop to sqlx's connection thread, on
+//! PostgreSQL every commit waits for its WAL flush (docs/perf/ladder.md).
 //!
 //! There is one writer of a settled match: a match settled alone is a batch of
 //! one, written by the same statements. A match asked twice in one batch is

@@ -438,9 +438,9 @@ impl Reads {
             return self.bot_matches(filter, cursor, limit).await;
         }
         // The page is cut from the index alone first, then named: with the
-        // joins in one query SQLite picked a plan that scanned far down the
-        // index for small limits (the home page's 10: 300 ms at 100,000
-        // matches; docs/perf/site.md).
+        // joins in one query SQLite may pick a plan that scans far down the
+        // index for small limits (docs/perf/ladder.md, "The store's query
+        // shapes").
         // The class filter only when given (crate::params).
         let mut params = Params::after(3);
         let class = filter.class.map_or(String::new(), |class| {
@@ -503,9 +503,9 @@ impl Reads {
     ) -> Result<Page<MatchLine>> {
         // One index range per side (bot_a…, bot_b…), merged; each side is cut at
         // the page size before the merge. Only the filters given are written
-        // into the SQL, one statement per combination (crate::params): with
-        // `$n = '' OR …` the generic plan read all 3,500 of a bot's matches
-        // and sorted them (6–11 ms, against 1–2 ms).
+        // into the SQL, one statement per combination (crate::params): the
+        // generic plan of `$n = '' OR …` reads every match of the bot and
+        // sorts them (docs/perf/ladder.md, "The store's query shapes").
         let mut params = Params::after(4);
         let opponent = filter.opponent_id.map(|id| params.placeholder(id));
         let mut winner_as = |side: Winner| {
@@ -711,9 +711,9 @@ impl Reads {
     /// its rated record, its rating history and its opponents, kept in
     /// memory between its settlements ([`crate::kept`]).
     pub async fn bot_reads(&self, bot_id: &str) -> Result<Arc<BotReads>> {
-        // Counting the opponents groups every settled match of the bot (5 ms
-        // on PostgreSQL for 3,520 matches) and the history is 500 rows: most
-        // of the page. Settlement adds one to the bot's `settled` in its
+        // Counting the opponents groups every settled match of the bot and
+        // the history is 500 rows: most of the page (docs/perf/ladder.md,
+        // "The store's query shapes"). Settlement adds one to the bot's `settled` in its
         // season's ratings row in the transaction that writes the match and
         // its rating history, so these sums say when to read again; they are
         // the bot's record besides.

@@ -1,4 +1,4 @@
-//! What keeps one party from exhausting the ladder (issue 13, finding 4), on a
+//! What keeps one party from exhausting the ladder, on a
 //! real `ladder serve` on loopback: the token is checked before a body is
 //! decoded (an unauthenticated 60 MiB upload is refused from its headers, and
 //! the server's peak memory shows it never held the upload), only uploads get
@@ -108,8 +108,8 @@ async fn uploads_are_authenticated_before_they_are_decoded() {
     assert_eq!(whoami.into_inner().account.unwrap().name, "alice");
     let before_kib = peak_rss_kib(pid);
 
-    // 60 MiB, under the upload size: before issue 13 the server decoded each
-    // of these whole and only then found no token.
+    // 60 MiB, under the upload size: refused from the headers, never
+    // decoded whole to find no token.
     let upload = vec![0u8; 60 * 1024 * 1024];
     for (what, token) in [("no token", None), ("a wrong token", Some("dlt_wrong"))] {
         let request = wasm_upload("big", upload.clone());

@@ -1,4 +1,4 @@
-//! Issue 14 through the `ladder` binary against a real `ladder serve`
+//! Continuous play through the `ladder` binary against a real `ladder serve`
 //! (`--match-interval-ms`): three owners activate a bot each and the season
 //! runs by itself; `ladder status` and `bot show` follow it; `bot deactivate`;
 //! after the season's end `standings` serves its frozen table by default and

@@ -1,4 +1,4 @@
-//! Issue 33 item 1, through the real binary: one client address cannot take
+//! Through the real binary: one client address cannot take
 //! the site from the others (per-client caps on connections and on event
 //! streams), and behind a trusted proxy clients are told apart by the
 //! address it forwards (`X-Forwarded-For`, or a PROXY protocol header with

@@ -1,6 +1,6 @@
 //! `scripts/docker-test.sh` (which .ci/run ends with) builds its Debian
 //! stand-in from the mirrors this machine's own apt sources name, never a
-//! mirror written in the script (issue 47): `--apt-sources` prints what it
+//! mirror written in the script: `--apt-sources` prints what it
 //! read, from one-line `sources.list` files and deb822 `.sources` stanzas,
 //! without source-package, disabled or foreign entries, and fails in one
 //! line when no source serves bookworm. Runs no Docker.

@@ -1,6 +1,6 @@
-//! Issue 47, finding 1, through the real `ladder serve` and `ladder worker`:
-//! an endpoint bot that names a 1,000,000-byte model in every model call can
-//! no longer void the ranked match it is in.
+//! Through the real `ladder serve` and `ladder worker`: an endpoint bot that
+//! names a 1,000,000-byte model in every model call cannot void the ranked
+//! match it is in.
 //!
 //! The bot (a `duel.v1.Bot` server on loopback) sends, in every decision,
 //! three `POST {openai_base_url}/chat/completions` with its decision's
@@ -50,7 +50,7 @@ const NAME_BYTES: usize = 1_000_000;
 const CALLS_PER_DECISION: usize = 3;
 /// One ranked match, its waves and its publication, with room for a slow machine.
 const SETTLE_DEADLINE: Duration = Duration::from_secs(120);
-/// What the issue allows this match's replay (it is ~66 KB, the
+/// The most this match's replay may take (it is ~66 KB, the
 /// transcript ~54 KB), and the worker's whole log.
 const ONE_MIB: usize = 1024 * 1024;
 

@@ -1,5 +1,5 @@
-//! Every answer of `ladder serve` over HTTP carries the security headers
-//! (issue 47): every route of the router its `--http` listener serves (the
+//! Every answer of `ladder serve` over HTTP carries the security headers:
+//! every route of the router its `--http` listener serves (the
 //! replay service, `/metrics`, the site and its JSON twins, Duel TV,
 //! transcripts and the owner's form), walked from a table that is checked
 //! complete against the `.route(` calls in the sources, and its error

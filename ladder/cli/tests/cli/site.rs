@@ -1,4 +1,4 @@
-//! The public ladder site over real HTTP (issue 14): a `ladder serve --http`
+//! The public ladder site over real HTTP: a `ladder serve --http`
 //! whose three active bots play a season by themselves, then every page and
 //! its JSON twin: home, seasons, a class's table paged by cursor, bot pages
 //! (one chart point per rated match), head-to-heads, the match listing walked

@@ -1,4 +1,4 @@
-//! The ladder site in real headless Chromium (issue 14). A season is played
+//! The ladder site in real headless Chromium. A season is played
 //! through the binaries: `ladder serve --http --workers 0` and a separate
 //! `ladder worker` process, three owners' active bots (two WASM, one
 //! built-in). The browser opens `/`, follows a standings link to a bot page
@@ -335,7 +335,7 @@ async fn every_item(http: &reqwest::Client, base: &str, path: &str, pointer: &st
     panic!("{path}: the listing never ends")
 }
 
-/// Issue 32's transcripts in the browser: a season played through the
+/// Transcripts in the browser: a season played through the
 /// binaries with a model-using endpoint bot (the Rust example with
 /// `--think`, asking the worker's built-in house model, priced in the
 /// catalogue). Its owner reads its model calls on a match page through the

@@ -1,4 +1,4 @@
-//! A void names its cause (issue 47), through the real `ladder serve`: the
+//! A void names its cause, through the real `ladder serve`: the
 //! replay store refuses every write (its temporary folder, where each replay
 //! is written first, is a file), so each run of a ranked match fails while
 //! publishing its replay; the match runs again after its lease and the third

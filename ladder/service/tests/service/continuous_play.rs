@@ -1,4 +1,4 @@
-//! Issue 14 on both backends, through the permission layer: seasons after
+//! Continuous play on both backends, through the permission layer: seasons after
 //! their end (standings by name or id, the last ended season's frozen table
 //! served when none runs, the house's balance for operators), continuous
 //! ranked play (active bots re-queued by the waves match after match, paused
@@ -489,7 +489,7 @@ both_backends!(match_interval_test, match_interval);
 /// smaller id first) and every exchange's actions, oriented the same way.
 type GameKey = (String, String, Vec<[String; 2]>);
 
-/// The pairing property with deterministic bots (issue 32): the waves spread
+/// The pairing property with deterministic bots: the waves spread
 /// the meetings over every pair that may meet, no game is rated twice in a
 /// season, and no pair more than its rated games. The replays themselves are the evidence: two matches whose replays
 /// show the same versions playing the same actions are never both rated.

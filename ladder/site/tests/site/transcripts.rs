@@ -233,10 +233,9 @@ fn sides_of(transcript: &Transcript) -> Vec<&'static str> {
         .collect()
 }
 
-/// After the reveal the site served a match's transcript to anyone while the
-/// API's `MatchTranscript` still refused a stranger (issue 47). Now one rule
-/// decides (core::reveal::readable_sides, with `Reads::transcript_revealed`):
-/// for every policy, before and after the season's end, each reader (both
+/// The site and the API's `MatchTranscript` read transcripts by one rule
+/// (core::reveal::readable_sides, with `Reads::transcript_revealed`): for
+/// every policy, before and after the season's end, each reader (both
 /// owners, a stranger, an operator, someone without a token) reads the same
 /// sides from the site as from the API, or is refused alike.
 async fn the_api_and_the_site_agree(db: &TestDb) {
@@ -387,8 +386,8 @@ async fn post_until_refused(
     (statuses, None)
 }
 
-/// The owner form looked a token up for every POST: 300 bad-token POSTs from
-/// one address were all answered 401 in 4 s (issue 47). Now one address gets
+/// The owner form is rate limited before it looks a token up (300 bad-token
+/// POSTs from one address were once all looked up): one address gets
 /// its burst (100) and the rate (50 a second), then 429 with `Retry-After`
 /// before any lookup; another address, and behind a trusted proxy another
 /// forwarded client, still gets through.

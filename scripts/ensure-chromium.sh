@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's headless-capable Chromium for the replay viewer test
-# (replays viewer test in referee/tests/viewer.rs) when it is missing.
+# (replays viewer test in referee/tests/referee/viewer.rs) when it is missing.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1; then
     exit 0

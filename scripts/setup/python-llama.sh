@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real OpenAI-compatible upstream for referee/tests/llama_upstream.rs:
+# A real OpenAI-compatible upstream for referee/tests/referee/llama_upstream.rs:
 # llama.cpp's server from the `llama-cpp-python` package, and the `gguf`
 # package that writes the tiny model the test serves. One environment,
 # target/python-llama/venv (tests install nothing).

@@ -3,8 +3,7 @@
 //! minimum, bots played from their source folders and built once, and
 //! `referee new` projects that build, pass their own test and play.
 
-#[path = "support/services.rs"]
-mod services;
+use crate::services;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -16,8 +16,7 @@ use duel_replays::CallOutcome;
 use duel_rules::Side;
 use support::{Gateway, serve_gateway};
 
-#[path = "grpc_support/mod.rs"]
-mod support;
+use crate::grpc_support as support;
 
 /// Two built-in models: `house` (the default) and `echo`, the same model
 /// under another name.

@@ -1,7 +1,7 @@
 //! Round trips through both replay stores: the local folder, and an S3
 //! bucket on a real S3-compatible server (moto) started on 127.0.0.1.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};

@@ -6,8 +6,7 @@
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
 
-#[path = "grpc_support/mod.rs"]
-mod support;
+use crate::grpc_support as support;
 
 use std::process::{Command, Output};
 use std::sync::Arc;

@@ -10,13 +10,11 @@
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/services.rs"]
 #[allow(dead_code)]
-mod services;
+use crate::services;
 
-#[path = "support/python_llm.rs"]
 #[allow(dead_code)]
-mod python_llm;
+use crate::python_llm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

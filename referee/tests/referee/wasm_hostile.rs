@@ -8,8 +8,7 @@
 //! opponent plays every exchange itself, as re-running it from the tape gives.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../sandbox/tests/common/handmade.rs"]
-mod handmade;
+use crate::handmade;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The replay service over real HTTP on a loopback port: every route, its
 //! headers, and its errors; the listener's connection cap and timeouts.
 
-mod support;
+use crate::support;
 
 use std::num::NonZeroU32;
 use std::time::Duration;

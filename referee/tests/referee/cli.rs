@@ -2,8 +2,7 @@
 //! `--watch` over real HTTP, and every kind of bad input (one line on stderr,
 //! non-zero exit, no panic).
 
-#[path = "watch_support/mod.rs"]
-mod watch_support;
+use crate::watch_support;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! `referee replay sign|verify|fetch|show|put` as a user runs them: the real
 //! binary, real files, a real replay service on loopback.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -7,9 +7,8 @@
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/services.rs"]
 #[allow(dead_code)]
-mod services;
+use crate::services;
 
 use std::io::Write;
 use std::path::PathBuf;

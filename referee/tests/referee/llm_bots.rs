@@ -9,16 +9,13 @@
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/services.rs"]
 #[allow(dead_code)]
-mod services;
+use crate::services;
 
-#[path = "support/python_llm.rs"]
 #[allow(dead_code)]
-mod python_llm;
+use crate::python_llm;
 
-#[path = "grpc_support/mod.rs"]
-mod grpc;
+use crate::grpc_support as grpc;
 
 use std::path::Path;
 use std::process::{Command, Output};

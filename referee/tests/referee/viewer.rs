@@ -4,9 +4,8 @@
 //! (desktop and phone width) under the target folder; and follow a match of
 //! the real `referee local --watch` live to its end.
 
-mod support;
-#[path = "watch_support/mod.rs"]
-mod watch_support;
+use crate::support;
+use crate::watch_support;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -4,8 +4,7 @@
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
 
-#[path = "grpc_support/mod.rs"]
-mod support;
+use crate::grpc_support as support;
 
 use std::time::Duration;
 

@@ -5,8 +5,7 @@
 // Tests: a failed unwrap is a failed assertion.
 #![allow(clippy::unwrap_used)]
 
-#[path = "grpc_support/mod.rs"]
-mod support;
+use crate::grpc_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,11 +4,13 @@
 //! connect. Every write is one transaction; PostgreSQL transactions that lose a
 //! deadlock or serialization race are retried.
 //!
-//! Architecture invariant: the only crate of the ladder with SQL. It enforces
-//! data invariants (no negative balance, each pending transfer resolved once, a
-//! match settled once and only by the lease holder) by applying what the
-//! rules (`duel-ladder-core`) decide; permissions are checked one layer up,
-//! in the service's facade.
+//! Architecture invariant: the ladder's SQL (besides it only the bench's
+//! synthetic seed). It enforces data invariants (no negative balance, each
+//! pending transfer resolved once, a match settled once and only by the
+//! lease holder) by applying what the rules (`duel-ladder-core`) decide and
+//! writing what the service draws (match ids, seeds); it decides nothing:
+//! pairing waves and retries are the service's, permissions are checked in
+//! its facade. It depends on no referee crate.
 
 /// The oldest claimable match: the oldest queued one or the oldest running
 /// one whose lease expired (`$now` the time), whichever was accepted first,

@@ -9,10 +9,10 @@
 //! (scripts/test.sh) and are skipped, saying so, otherwise.
 
 pub mod bots;
-#[path = "../../../referee/tests/support/chromium.rs"]
+#[path = "../../../referee/tests/referee/support/chromium.rs"]
 pub mod chromium;
 pub mod rng;
-#[path = "../../../referee/tests/support/services.rs"]
+#[path = "../../../referee/tests/referee/support/services.rs"]
 pub mod services;
 
 use std::sync::atomic::{AtomicU64, Ordering};

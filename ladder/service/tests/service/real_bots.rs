@@ -5,7 +5,7 @@
 //! voided. Every replay is signed, published with its season, and verifies.
 
 use crate::common;
-#[path = "../../../../referee/tests/support/python_llm.rs"]
+#[path = "../../../../referee/tests/referee/support/python_llm.rs"]
 #[allow(dead_code)]
 mod python_llm;
 
@@ -433,7 +433,11 @@ async fn a_budget_the_rules_do_not_give_voids_the_match(db: &TestDb) {
     let Worked::Voided { reason, .. } = worked else {
         panic!("expected a void, got {worked:?}");
     };
-    assert!(reason.contains("budget of 512000"), "{reason}");
+    // A mismatch of the rules says so; it is not a rejected bot.
+    assert_eq!(
+        reason,
+        "rules mismatch: match pins a budget of 512000 tokens, but ruleset 1.0.0 gives class light 8000"
+    );
     assert_eq!(db.store.available(&alice.id).await.expect("balance"), 1_000);
 }
 both_backends!(

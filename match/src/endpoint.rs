@@ -19,7 +19,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use crate::address_policy::{self, AddressPolicy};
 use crate::bot::{Bot, BotFailure, Decision, DecisionFuture};
 use crate::convert;
-use crate::error::MatchError;
+use crate::error::{HelloFailure, MatchError};
 use crate::limits::MAX_BOT_RESPONSE_BYTES;
 use duel_gateway::credentials::Credentials;
 use duel_gateway::limits::MAX_GRPC_MESSAGE_BYTES;
@@ -242,15 +242,15 @@ impl EndpointBot {
 
 /// A `Hello` that lists a ruleset other than ours is refused: the bot would
 /// play rules it does not know.
-fn check_ruleset(hello: pb::HelloResponse) -> Result<pb::HelloResponse, String> {
+fn check_ruleset(hello: pb::HelloResponse) -> Result<pb::HelloResponse, HelloFailure> {
     let ours = duel_rules::Ruleset::CURRENT.version();
     if hello.rulesets.is_empty() || hello.rulesets.iter().any(|version| version == ours) {
         return Ok(hello);
     }
-    Err(format!(
-        "speaks ruleset {}, not {ours}",
-        hello.rulesets.join(", ")
-    ))
+    Err(HelloFailure::OtherRuleset {
+        spoken: hello.rulesets.join(", "),
+        ours,
+    })
 }
 
 /// The channel settings of an endpoint bot: `timeout` bounds connecting and
@@ -273,20 +273,23 @@ fn endpoint_for(url: &str, timeout: Duration, trust: &Trust) -> Result<Endpoint,
 async fn ask_hello(
     client: &mut BotClient<Channel>,
     timeout: Duration,
-) -> Result<pb::HelloResponse, String> {
+) -> Result<pb::HelloResponse, HelloFailure> {
     let mut hello = tonic::Request::new(pb::HelloRequest {});
     hello.set_timeout(timeout);
     match tokio::time::timeout(timeout, client.hello(hello)).await {
         Ok(Ok(response)) => Ok(response.into_inner()),
-        Ok(Err(status)) => Err(format!(
-            "Hello failed ({:?}): {}",
-            status.code(),
-            status.message().lines().next().unwrap_or_default()
-        )),
-        Err(_) => Err(format!(
-            "no answer to Hello within {} ms",
-            timeout.as_millis()
-        )),
+        Ok(Err(status)) => Err(HelloFailure::Status {
+            code: status.code(),
+            message: status
+                .message()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        }),
+        Err(_) => Err(HelloFailure::NoAnswer {
+            timeout_ms: timeout.as_millis(),
+        }),
     }
 }
 

@@ -10,8 +10,12 @@ pub enum MatchError {
     #[error("{0}")]
     Spec(String),
     /// A `.wasm` path that cannot be read, or is not a regular file.
-    #[error("cannot read bot {path}: {reason}")]
-    BotFile { path: PathBuf, reason: String },
+    #[error("cannot read bot {}: {reason}", path.display())]
+    BotFile {
+        path: PathBuf,
+        #[source]
+        reason: BotFileReason,
+    },
     /// A component the sandbox refuses (not a `duel:bot` component, too large…):
     /// bad input, the reason in one line.
     #[error("bot {bot}: {source}")]
@@ -23,7 +27,11 @@ pub enum MatchError {
     /// An endpoint bot that does not answer `Hello` before a match (unreachable,
     /// wrong protocol, wrong ruleset).
     #[error("bot {url}: {reason}")]
-    Unreachable { url: String, reason: String },
+    Unreachable {
+        url: String,
+        #[source]
+        reason: HelloFailure,
+    },
     /// An endpoint whose address this host may not dial (a private address on
     /// a public service, see `address_policy`), or whose name does not resolve.
     #[error("bot {url}: {reason}")]
@@ -49,6 +57,55 @@ pub enum MatchError {
     /// The clock's time could not be written as RFC 3339.
     #[error("cannot format the current time: {0}")]
     Clock(#[source] time::error::Format),
+}
+
+/// Why a bot's `.wasm` file could not be read (the path is the error's).
+#[derive(Debug, thiserror::Error)]
+pub enum BotFileReason {
+    #[error("not a regular file (a {kind})")]
+    NotRegular { kind: &'static str },
+    #[error("{size_bytes} bytes, more than the {limit_bytes}-byte limit")]
+    TooLarge { size_bytes: u64, limit_bytes: u64 },
+    #[error("not read within {deadline_ms} ms")]
+    Stalled { deadline_ms: u64 },
+    #[error("{0}")]
+    Io(#[source] std::io::Error),
+    #[error("{0}")]
+    File(#[source] duel_files::FileError),
+}
+
+impl From<duel_files::FileError> for BotFileReason {
+    fn from(error: duel_files::FileError) -> BotFileReason {
+        match error {
+            duel_files::FileError::NotRegular { kind, .. } => BotFileReason::NotRegular { kind },
+            duel_files::FileError::TooLarge {
+                size_bytes,
+                limit_bytes,
+                ..
+            } => BotFileReason::TooLarge {
+                size_bytes,
+                limit_bytes,
+            },
+            duel_files::FileError::Stalled { deadline_ms, .. } => {
+                BotFileReason::Stalled { deadline_ms }
+            }
+            duel_files::FileError::Io { source, .. } => BotFileReason::Io(source),
+            other => BotFileReason::File(other),
+        }
+    }
+}
+
+/// Why an endpoint bot did not answer `Hello` as a match needs.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HelloFailure {
+    /// An error status (its message's first line: a bot's text, kept short).
+    #[error("Hello failed ({code:?}): {message}")]
+    Status { code: tonic::Code, message: String },
+    #[error("no answer to Hello within {timeout_ms} ms")]
+    NoAnswer { timeout_ms: u128 },
+    /// The bot names the rulesets it speaks, and not this referee's.
+    #[error("speaks ruleset {spoken}, not {ours}")]
+    OtherRuleset { spoken: String, ours: &'static str },
 }
 
 impl MatchError {

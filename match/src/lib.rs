@@ -31,7 +31,7 @@ pub mod wasm;
 pub use bot::{Bot, BotFailure, Decision, FailureCause};
 pub use bots::{BotContext, InferenceLink};
 pub use endpoint::EndpointPolicy;
-pub use error::MatchError;
+pub use error::{BotFileReason, HelloFailure, MatchError};
 pub use host::{
     BotMaker, Fighter, FighterSource, HostConfig, MatchHost, MatchObserver, MatchOptions,
     MatchSession, Played, ReplaySinks, WasmAllocation,

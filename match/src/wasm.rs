@@ -22,21 +22,7 @@ pub fn read_component(path: &Path, cap_bytes: usize) -> Result<Vec<u8>, MatchErr
     duel_files::read_regular_within(path, cap_bytes as u64, duel_files::READ_DEADLINE).map_err(
         |error| MatchError::BotFile {
             path: path.to_owned(),
-            reason: match error {
-                duel_files::FileError::NotRegular { kind, .. } => {
-                    format!("not a regular file (a {kind})")
-                }
-                duel_files::FileError::TooLarge {
-                    size_bytes,
-                    limit_bytes,
-                    ..
-                } => format!("{size_bytes} bytes, more than the {limit_bytes}-byte limit"),
-                duel_files::FileError::Stalled { deadline_ms, .. } => {
-                    format!("not read within {deadline_ms} ms")
-                }
-                duel_files::FileError::Io { source, .. } => source.to_string(),
-                other => other.to_string(),
-            },
+            reason: error.into(),
         },
     )
 }

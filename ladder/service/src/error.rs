@@ -171,22 +171,10 @@ impl From<ReplayError> for ServiceError {
     }
 }
 
-/// An error and its causes on one line, `what: why: …`, each cause once: a
-/// message that already quotes its cause (the database's, say) is not
-/// followed by it again.
-pub fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let text = next.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        cause = next.source();
-    }
-    line
-}
+/// An error and its causes on one line, each cause once (the match engine's
+/// printer: a message that already quotes its cause, the database's say, is
+/// not followed by it again).
+pub use duel_referee::terminal::error_line as one_line;
 
 pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
 

@@ -210,9 +210,7 @@ pub async fn serve_listeners(
         metrics: metrics_listener,
         http: http_listener,
     } = listeners;
-    let address: SocketAddr = listener.local_addr().map_err(|error| {
-        RefereeError::Serve(format!("cannot read the listening address: {error}"))
-    })?;
+    let address: SocketAddr = listener.local_addr().map_err(RefereeError::LocalAddr)?;
     if !address.ip().is_loopback() && config.operator_token.is_none() {
         return Err(RefereeError::Config(format!(
             "listening on {address} (beyond loopback) needs an operator token in {OPERATOR_TOKEN_ENV}"
@@ -236,7 +234,7 @@ pub async fn serve_listeners(
     // The host loads the tokenizer (a few hundred ms) before any match starts.
     let host = tokio::task::spawn_blocking(move || MatchHost::new(host_config))
         .await
-        .map_err(|error| RefereeError::Serve(format!("cannot start the match host: {error}")))?;
+        .map_err(RefereeError::HostStart)?;
     let matches = Matches::new(MatchesConfig {
         max_concurrent_matches: config.max_concurrent_matches,
         host,
@@ -297,7 +295,7 @@ pub async fn serve_listeners(
         .register_encoded_file_descriptor_set(duel_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
-        .map_err(|error| RefereeError::Serve(format!("cannot build reflection: {error}")))?;
+        .map_err(RefereeError::Reflection)?;
     let auth = OperatorAuth::new(config.operator_token.as_deref());
     let referee = RefereeServer::new(RefereeService::new(matches.clone()))
         .max_decoding_message_size(MAX_GRPC_MESSAGE_BYTES)
@@ -332,7 +330,7 @@ pub async fn serve_listeners(
         .add_service(referee)
         .serve_with_incoming_shutdown(incoming, drained)
         .await
-        .map_err(|error| RefereeError::Serve(format!("server stopped: {error}")))
+        .map_err(RefereeError::Stopped)
 }
 
 /// Serves only the metered gateway on `listener` (`referee local` with

@@ -73,9 +73,16 @@ impl From<ServiceError> for Status {
             ServiceError::Referee(RefereeError::Config(_)) => Code::InvalidArgument,
             ServiceError::Referee(RefereeError::Bind { .. }) => Code::Internal,
             ServiceError::Referee(RefereeError::Replay(_)) => Code::Internal,
-            ServiceError::Referee(RefereeError::Serve(_)) => Code::Internal,
-            ServiceError::Referee(RefereeError::Live(_)) => Code::Internal,
-            ServiceError::Referee(RefereeError::Fetch(_)) => Code::Unavailable,
+            ServiceError::Referee(
+                RefereeError::LocalAddr(_)
+                | RefereeError::HostStart(_)
+                | RefereeError::Reflection(_)
+                | RefereeError::Stopped(_)
+                | RefereeError::AlreadyLive { .. }
+                | RefereeError::TooManyLive { .. }
+                | RefereeError::HttpClient(_),
+            ) => Code::Internal,
+            ServiceError::Referee(RefereeError::Fetch { .. }) => Code::Unavailable,
             ServiceError::Model(error) => {
                 return duel_gateway::inference::model_status(error.clone());
             }
@@ -95,9 +102,9 @@ mod tests {
 
     #[test]
     fn internal_errors_reach_callers_as_a_correlation_id_only() {
-        let error = ServiceError::Referee(RefereeError::Serve(
-            "cannot write /var/lib/duel/replays/x.json: disk full".to_owned(),
-        ));
+        let error = ServiceError::Referee(RefereeError::LocalAddr(std::io::Error::other(
+            "cannot write /var/lib/duel/replays/x.json: disk full",
+        )));
         let status = Status::from(error);
         assert_eq!(status.code(), Code::Internal);
         assert!(

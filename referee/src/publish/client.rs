@@ -4,7 +4,7 @@
 use duel_replays::store::decompress;
 use duel_replays::{MAX_REPLAY_BYTES, VerifyingKey, parse_public_key};
 
-use crate::error::RefereeError;
+use crate::error::{FetchFailure, RefereeError};
 use crate::limits::FETCH_TIMEOUT;
 
 /// An HTTP client with the fetch timeout, rustls, and no proxies from the
@@ -14,7 +14,7 @@ pub fn http_client() -> Result<reqwest::Client, RefereeError> {
         .timeout(FETCH_TIMEOUT)
         .user_agent(concat!("duel-referee/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|error| RefereeError::Fetch(format!("cannot start an HTTP client: {error}")))
+        .map_err(RefereeError::HttpClient)
 }
 
 /// The URL of replay `id` on the service at `server` (its base URL).
@@ -43,7 +43,10 @@ async fn get_at_most(
     accept_zstd: bool,
     limit_bytes: u64,
 ) -> Result<Vec<u8>, RefereeError> {
-    let fetch_error = |detail: String| RefereeError::Fetch(format!("cannot fetch {url}: {detail}"));
+    let fetch_error = |source: FetchFailure| RefereeError::Fetch {
+        url: url.to_owned(),
+        source,
+    };
     let mut request = client.get(url);
     if accept_zstd {
         request = request.header(reqwest::header::ACCEPT_ENCODING, "zstd");
@@ -51,7 +54,7 @@ async fn get_at_most(
     let mut response = request
         .send()
         .await
-        .map_err(|error| fetch_error(error.to_string()))?;
+        .map_err(|error| fetch_error(FetchFailure::Request(error)))?;
     let status = response.status();
     let zstd = response
         .headers()
@@ -61,12 +64,10 @@ async fn get_at_most(
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|error| fetch_error(error.to_string()))?
+        .map_err(|error| fetch_error(FetchFailure::Request(error)))?
     {
         if (body.len() + chunk.len()) as u64 > limit_bytes {
-            return Err(fetch_error(format!(
-                "the answer is over {limit_bytes} bytes"
-            )));
+            return Err(fetch_error(FetchFailure::TooLarge { limit_bytes }));
         }
         body.extend_from_slice(&chunk);
     }
@@ -80,10 +81,13 @@ async fn get_at_most(
                     .map(str::to_owned)
             })
             .unwrap_or_else(|| status.to_string());
-        return Err(fetch_error(format!("{} ({detail})", status.as_u16())));
+        return Err(fetch_error(FetchFailure::Status {
+            status: status.as_u16(),
+            detail,
+        }));
     }
     if zstd {
-        return decompress(&body).map_err(|error| fetch_error(error.to_string()));
+        return decompress(&body).map_err(|error| fetch_error(FetchFailure::Decompress(error)));
     }
     Ok(body)
 }
@@ -110,7 +114,9 @@ pub async fn fetch_public_key(
 ) -> Result<VerifyingKey, RefereeError> {
     let url = format!("{}/public-key", server.trim_end_matches('/'));
     let body = get_bounded(client, &url, false).await?;
-    let text = String::from_utf8(body)
-        .map_err(|_| RefereeError::Fetch(format!("{url} did not answer with text")))?;
+    let text = String::from_utf8(body).map_err(|error| RefereeError::Fetch {
+        url,
+        source: FetchFailure::NotText(error),
+    })?;
     Ok(parse_public_key(&text)?)
 }

@@ -134,14 +134,14 @@ impl LiveFeeds {
         duel_replays::store::validate_id(match_id)?;
         let mut matches = lock(&self.matches);
         if matches.contains_key(match_id) {
-            return Err(RefereeError::Live(format!(
-                "match {match_id} is already live"
-            )));
+            return Err(RefereeError::AlreadyLive {
+                match_id: match_id.to_owned(),
+            });
         }
         if matches.len() >= MAX_LIVE_MATCHES {
-            return Err(RefereeError::Live(format!(
-                "{MAX_LIVE_MATCHES} matches are live already"
-            )));
+            return Err(RefereeError::TooManyLive {
+                limit: MAX_LIVE_MATCHES,
+            });
         }
         let (sender, _) = broadcast::channel(MAX_LIVE_EVENTS);
         let feed = Arc::new(Mutex::new(LiveMatch {

@@ -50,18 +50,7 @@ async fn dispatch(cli: Cli) -> Result<Outcome> {
 /// with their source's words (`database error: …`), which the chain would
 /// print again.
 pub fn one_line(error: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
+    duel_referee::terminal::error_line(error.as_ref())
 }
 
 /// A verdict as an outcome: done when `ok`, else negative (exit 1).

@@ -24,7 +24,7 @@ COPY . .
 RUN --mount=type=cache,id=duel-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=duel-cargo-git,target=/usr/local/cargo/git \
     --mount=type=cache,id=duel-target,target=/src/target \
-    cargo build --profile dist --locked --bin referee --bin ladder \
+    cargo build --profile dist --locked --features duel-referee/jemalloc,duel-referee/s3 --bin referee --bin ladder \
  && mkdir -p /out \
  && cp target/dist/referee target/dist/ladder /out/
 

@@ -5,9 +5,11 @@ ratios (this tree / the earlier commit).
 
     scripts/bench-against.py REV [--runs 5] [--only NAME ...]
 
-REV's `referee` and `ladder` are built once (release profile) in a worktree
-under /var/tmp/duel-bench-<rev>/ with its own target directory; this tree's
-are built with the usual `cargo build --release`. What is measured, each as a
+REV's `referee` and `ladder` are built once (its release profile) in a
+worktree under /var/tmp/duel-bench-<rev>/ with its own target directory;
+this tree's are built with `--profile dist` (what the Docker image ships:
+release with thin LTO, as every release profile was before the bot author's
+build dropped LTO), or `--profile release` to time the author's build. What is measured, each as a
 whole process (user + system CPU and wall time from the kernel's own
 accounting, `os.wait4`):
 
@@ -43,10 +45,13 @@ def run(command, **kwargs):
     subprocess.run(command, check=True, **kwargs)
 
 
-def build_this_tree():
+def build_this_tree(profile):
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    run(["cargo", "build", "--release", "--bin", "referee", "--bin", "ladder", "--bin", "endpoint-bot"], cwd=ROOT)
-    return os.path.join(target, "release")
+    run(
+        ["cargo", "build", "--profile", profile, "--bin", "referee", "--bin", "ladder", "--bin", "endpoint-bot"],
+        cwd=ROOT,
+    )
+    return os.path.join(target, profile)
 
 
 def build_revision(rev):
@@ -134,10 +139,11 @@ def main():
     parser.add_argument("rev", help="the earlier commit to compare with")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", nargs="*", help="these benchmarks only")
+    parser.add_argument("--profile", default="dist", help="this tree's build profile (default: dist)")
     args = parser.parse_args()
 
     short, old = build_revision(args.rev)
-    new = build_this_tree()
+    new = build_this_tree(args.profile)
     binaries = {
         short: {"referee": os.path.join(old, "referee"), "ladder": os.path.join(old, "ladder")},
         "this tree": {"referee": os.path.join(new, "referee"), "ladder": os.path.join(new, "ladder")},

@@ -17,10 +17,17 @@ export DUEL_TEST_SERVICES=required
 
 # Doctests first (nextest does not run them), so the last lines are nextest's
 # summary of the whole suite.
-cargo test --workspace --doc --quiet
+# The suite runs with the feature set the Docker image ships (SHIPPED); the bot
+# author's default set (no jemalloc, no S3) is built and its one difference,
+# the S3 store's refusal, tested at the end.
+SHIPPED=duel-referee/jemalloc,duel-referee/s3
+cargo test --workspace --doc --quiet --features "$SHIPPED"
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast
+  cargo nextest run --workspace --no-fail-fast --features "$SHIPPED"
 else
   echo "cargo-nextest not found: running cargo test (slower)"
-  cargo test --workspace --no-fail-fast
+  cargo test --workspace --no-fail-fast --features "$SHIPPED"
 fi
+echo "== the default feature set: duel-replays without s3, the referee without jemalloc"
+cargo test -p duel-replays --lib --no-default-features --features store --quiet
+cargo check -p duel-referee --bins --quiet

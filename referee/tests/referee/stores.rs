@@ -191,103 +191,109 @@ fn unknown_store_urls_are_refused() {
     assert!(ReplayStore::open("s3://").is_err());
 }
 
-/// A moto S3 server on a free loopback port, killed on drop.
-struct Moto {
-    child: Child,
-    port: u16,
-}
+/// The S3 store is the `s3` feature's (on in the shipped set that CI tests).
+#[cfg(feature = "s3")]
+mod s3 {
+    use super::*;
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// A moto S3 server on a free loopback port, killed on drop.
+    struct Moto {
+        child: Child,
+        port: u16,
     }
-}
 
-/// A moto server, or `None` (the test skipped) where moto is not installed.
-fn start_moto() -> Option<Moto> {
-    let Some(moto_server) = support::services::program(&["moto_server"]) else {
-        support::services::skip(
-            "moto",
-            "moto_server is not on PATH; scripts/ensure-moto.sh installs it",
-        );
-        return None;
-    };
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    let child = Command::new(moto_server)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|error| {
-            panic!("cannot start moto_server ({error}): install it with scripts/ensure-moto.sh")
-        });
-    let mut moto = Moto { child, port };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(moto);
+    impl Drop for Moto {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
-        if let Ok(Some(status)) = moto.child.try_wait() {
-            panic!(
-                "moto_server exited at start ({status}): install it with scripts/ensure-moto.sh"
+    }
+
+    /// A moto server, or `None` (the test skipped) where moto is not installed.
+    fn start_moto() -> Option<Moto> {
+        let Some(moto_server) = support::services::program(&["moto_server"]) else {
+            support::services::skip(
+                "moto",
+                "moto_server is not on PATH; scripts/ensure-moto.sh installs it",
             );
+            return None;
+        };
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(moto_server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!("cannot start moto_server ({error}): install it with scripts/ensure-moto.sh")
+            });
+        let mut moto = Moto { child, port };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(moto);
+            }
+            if let Ok(Some(status)) = moto.child.try_wait() {
+                panic!(
+                    "moto_server exited at start ({status}): install it with scripts/ensure-moto.sh"
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "moto_server did not listen on port {port} within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
-        assert!(
-            Instant::now() < deadline,
-            "moto_server did not listen on port {port} within 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
     }
-}
 
-#[test]
-fn s3_bucket_round_trip() {
-    let Some(moto) = start_moto() else {
-        return;
-    };
-    let endpoint = format!("http://127.0.0.1:{}", moto.port);
-    let runtime = support::runtime();
-    runtime.block_on(async {
-        // moto accepts unsigned requests; object_store cannot create buckets.
-        let created = reqwest::Client::new()
-            .put(format!("{endpoint}/duel-replays"))
-            .send()
-            .await
-            .expect("create bucket");
-        assert!(
-            created.status().is_success(),
-            "create bucket: {}",
-            created.status()
-        );
-    });
-    let options = [
-        ("aws_endpoint", endpoint.as_str()),
-        ("aws_allow_http", "true"),
-        ("aws_access_key_id", "test"),
-        ("aws_secret_access_key", "test"),
-        ("aws_region", "us-east-1"),
-    ];
-    let store = ReplayStore::open_with("s3://duel-replays/ranked/v1", &options).expect("open");
-    runtime.block_on(round_trip(&store));
-    runtime.block_on(async {
-        // The objects sit under the prefix in the bucket.
-        let listing = reqwest::Client::new()
-            .get(format!(
-                "{endpoint}/duel-replays?list-type=2&prefix=ranked/v1/replays/"
-            ))
-            .send()
-            .await
-            .expect("list bucket")
-            .text()
-            .await
-            .expect("text");
-        assert!(
-            listing.contains("ranked/v1/replays/r-1.json.zst"),
-            "{listing}"
-        );
-    });
+    #[test]
+    fn s3_bucket_round_trip() {
+        let Some(moto) = start_moto() else {
+            return;
+        };
+        let endpoint = format!("http://127.0.0.1:{}", moto.port);
+        let runtime = support::runtime();
+        runtime.block_on(async {
+            // moto accepts unsigned requests; object_store cannot create buckets.
+            let created = reqwest::Client::new()
+                .put(format!("{endpoint}/duel-replays"))
+                .send()
+                .await
+                .expect("create bucket");
+            assert!(
+                created.status().is_success(),
+                "create bucket: {}",
+                created.status()
+            );
+        });
+        let options = [
+            ("aws_endpoint", endpoint.as_str()),
+            ("aws_allow_http", "true"),
+            ("aws_access_key_id", "test"),
+            ("aws_secret_access_key", "test"),
+            ("aws_region", "us-east-1"),
+        ];
+        let store = ReplayStore::open_with("s3://duel-replays/ranked/v1", &options).expect("open");
+        runtime.block_on(round_trip(&store));
+        runtime.block_on(async {
+            // The objects sit under the prefix in the bucket.
+            let listing = reqwest::Client::new()
+                .get(format!(
+                    "{endpoint}/duel-replays?list-type=2&prefix=ranked/v1/replays/"
+                ))
+                .send()
+                .await
+                .expect("list bucket")
+                .text()
+                .await
+                .expect("text");
+            assert!(
+                listing.contains("ranked/v1/replays/r-1.json.zst"),
+                "{listing}"
+            );
+        });
+    }
 }

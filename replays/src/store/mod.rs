@@ -37,6 +37,7 @@
 //! again lists it.
 
 mod local;
+#[cfg(feature = "s3")]
 mod s3;
 
 use std::fmt;
@@ -57,7 +58,12 @@ use crate::limits::{
 use crate::transcript::Transcript;
 
 pub use local::LocalBackend;
+#[cfg(feature = "s3")]
 pub use s3::S3Backend;
+
+/// What opening an `s3://` store says in a build without the `s3` feature.
+pub const NO_S3_SUPPORT: &str = "this build has no S3 replay stores: build it with `--features s3` \
+     (cargo run --release -p duel-referee --features s3 -- …)";
 
 /// What a storage system provides to hold replays. Keys are `/`-separated
 /// relative names of safe characters (`A-Z a-z 0-9 - _ . /`).
@@ -356,6 +362,18 @@ impl ReplayStore {
         Ok(())
     }
 
+    #[cfg(feature = "s3")]
+    fn open_s3(rest: &str, options: &[(&str, &str)]) -> Result<ReplayStore, ReplayError> {
+        let backend = S3Backend::open(rest, options)?;
+        Ok(ReplayStore::new(Arc::new(backend), format!("s3://{rest}")))
+    }
+
+    /// A build without the `s3` feature names the one step that adds it.
+    #[cfg(not(feature = "s3"))]
+    fn open_s3(_rest: &str, _options: &[(&str, &str)]) -> Result<ReplayStore, ReplayError> {
+        Err(ReplayError::Store(NO_S3_SUPPORT.to_owned()))
+    }
+
     /// Opens the store named by `url`: a plain path or `file:///path` (a local
     /// folder, created if missing), or `s3://bucket[/prefix]` with the endpoint,
     /// region and credentials from the standard `AWS_*` environment variables.
@@ -367,8 +385,7 @@ impl ReplayStore {
     /// `aws_allow_http`, …) that override the environment.
     pub fn open_with(url: &str, options: &[(&str, &str)]) -> Result<ReplayStore, ReplayError> {
         if let Some(rest) = url.strip_prefix("s3://") {
-            let backend = S3Backend::open(rest, options)?;
-            return Ok(ReplayStore::new(Arc::new(backend), format!("s3://{rest}")));
+            return ReplayStore::open_s3(rest, options);
         }
         let path = match url.strip_prefix("file://") {
             Some(path) => path,
@@ -706,6 +723,23 @@ pub fn check_query(query: &ListQuery) -> Result<(), ReplayError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without the feature an `s3://` URL is refused with the step that adds
+    /// it; with it, the URL reaches the S3 backend, which refuses an empty
+    /// bucket name for its own reason (no URL here names a bucket: opening
+    /// one would reach for the network).
+    #[test]
+    fn an_s3_url_names_the_feature_only_when_the_build_lacks_it() {
+        let error = ReplayStore::open("s3://")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        if cfg!(feature = "s3") {
+            assert_eq!(error, "replay store: s3:// URL has no bucket name");
+        } else {
+            assert!(error.contains(NO_S3_SUPPORT), "{error}");
+        }
+    }
 
     #[test]
     fn a_reused_compression_context_writes_the_same_frames_as_a_fresh_one() {

@@ -194,15 +194,16 @@ impl Credentials {
         self.check_from(token, None)
     }
 
-    /// [`Credentials::check`] for a caller at `client` (its connection's
-    /// peer): unknown tokens count against the address's allowance, and an
-    /// address without allowance is refused before any lookup.
+    /// [`Credentials::check`] for a caller whose allowance is kept under
+    /// `client` (its peer's key: the IPv4 address or the IPv6 /64, as
+    /// `duel_plumbing::clients::client_key` draws it): unknown tokens count
+    /// against the allowance, and a key without allowance is refused before
+    /// any lookup.
     pub fn check_from(
         &self,
         token: &str,
         client: Option<IpAddr>,
     ) -> Result<Holder, CredentialError> {
-        let client = client.map(duel_plumbing::clients::client_key);
         if let Some(client) = client {
             self.bad_tries.admit(client)?;
         }

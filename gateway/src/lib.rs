@@ -14,12 +14,14 @@ pub mod inference;
 pub mod limits;
 pub mod meter;
 pub mod models;
+#[cfg(feature = "serve")]
 pub mod openai;
 pub mod tls;
 pub mod tokens;
 
 pub use credentials::{Credential, CredentialError, Credentials, Holder};
 pub use error::GatewayError;
+#[cfg(feature = "serve")]
 pub use inference::{gateway_routes, serve_inference, serve_inference_within};
 pub use meter::{
     CallText, ChatMessage, Completion, FighterMeter, ModelCall, ModelError, ModelRequest, Spent,

@@ -120,6 +120,8 @@ impl Catalogue {
                 &format!("models file {}", path.display()),
                 1,
             )),
+            // Parsing fails with Config only; `serve` builds have other variants.
+            #[allow(unreachable_patterns)]
             other => other,
         })
     }

@@ -198,7 +198,7 @@ fn holder(
         .ok_or_else(|| {
             ApiError::unauthenticated("the Authorization header is not `Bearer <token>`")
         })?;
-    Ok(credentials.check_from(token, client)?)
+    Ok(credentials.check_from(token, client.map(duel_plumbing::clients::client_key))?)
 }
 
 async fn list_models(

@@ -14,6 +14,16 @@ use crate::limits::MAX_REPLAY_BYTES;
 /// The format tag of every replay this crate writes.
 pub const FORMAT: &str = "duel-replay/1";
 
+/// The `signature` member of a signed replay (made and checked in `sign.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplaySignature {
+    pub alg: String,
+    /// The signer's public key, standard base64 of its 32 bytes.
+    pub key: String,
+    /// Standard base64 of the 64-byte signature over the canonical bytes.
+    pub sig: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Replay {
     /// [`FORMAT`] in every replay written here; borrowed, since a replay is
@@ -51,7 +61,7 @@ pub struct Replay {
     pub result: MatchResultRecord,
     /// The referee's signature over the rest (see `sign.rs` for the exact bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<crate::sign::ReplaySignature>,
+    pub signature: Option<ReplaySignature>,
 }
 
 /// A fighter's header. Its strings are shared (`Arc<str>`): a tournament or a

@@ -19,6 +19,7 @@ mod verify;
 /// The key types of replay signatures.
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::ReplayError;
+pub use format::ReplaySignature;
 pub use format::{
     ActionName, CallOutcome, CallRecord, ClassName, ExchangeRecord, FORMAT, FighterInfo,
     FighterKind, MatchResultRecord, ModelPrice, ModelSpend, Replay, RoundEndName, RoundRecord,
@@ -31,9 +32,9 @@ pub use limits::{
     MAX_TRANSCRIPT_BYTES, ZSTD_LEVEL,
 };
 pub use sign::{
-    ReplaySignature, SIGNATURE_ALG, SignatureFailure, SignatureStatus, canonical_bytes,
-    check_signature, default_signing_key_path, generate_signing_key, load_or_create_signing_key,
-    parse_public_key, public_key_text, sign,
+    SIGNATURE_ALG, SignatureFailure, SignatureStatus, canonical_bytes, check_signature,
+    default_signing_key_path, generate_signing_key, load_or_create_signing_key, parse_public_key,
+    public_key_text, sign,
 };
 pub use transcript::{Transcript, calls_sha256, verify_transcript};
 pub use verify::{Disagreement, Location, VerifiedMatch, verify};

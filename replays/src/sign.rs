@@ -18,24 +18,14 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::error::ReplayError;
-use crate::format::Replay;
+use crate::format::{Replay, ReplaySignature};
 use crate::limits::MAX_KEY_FILE_BYTES;
 
 /// The one signature algorithm of `duel-replay/1`.
 pub const SIGNATURE_ALG: &str = "ed25519";
-
-/// The `signature` member of a signed replay.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplaySignature {
-    pub alg: String,
-    /// The signer's public key, standard base64 of its 32 bytes.
-    pub key: String,
-    /// Standard base64 of the 64-byte signature over the canonical bytes.
-    pub sig: String,
-}
 
 /// Why a signature check failed. A verdict about the replay, not an I/O error.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -3,6 +3,28 @@
 use crate::action::Action;
 use crate::ruleset::Ruleset;
 
+/// What a ruleset does with a fighter and an exchange, written here beside the
+/// steps (the ruleset's numbers are in `ruleset.rs`, which knows nothing of
+/// exchanges: the arrow points one way).
+impl Ruleset {
+    /// A fighter's state at the start of every round.
+    pub const fn fresh_fighter(self) -> FighterState {
+        FighterState {
+            hp: self.start_hp(),
+            stamina: self.max_stamina(),
+            staggered: false,
+        }
+    }
+
+    /// Resolves one exchange simultaneously from the same pre-exchange state.
+    /// `chosen` are the actions after any substitution, fighter `a` first.
+    pub fn resolve_exchange(self, pre: [FighterState; 2], chosen: [Action; 2]) -> ExchangeOutcome {
+        match self {
+            Ruleset::V1_0_0 => resolve_v1_0_0(self, pre, chosen),
+        }
+    }
+}
+
 /// A fighter's state between exchanges. `staggered` means it takes ×1.5 in the
 /// next exchange. HP is not clamped below zero (a knockout can show −7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,7 +81,7 @@ const EXHAUSTED_STAMINA_GAIN: i32 = 10;
 const STAGGER_STAMINA_LOSS: i32 = 10;
 const GUARD_BREAK_STAMINA_LOSS: i32 = 15;
 
-pub(crate) fn resolve_v1_0_0(
+fn resolve_v1_0_0(
     ruleset: Ruleset,
     pre: [FighterState; 2],
     chosen: [Action; 2],

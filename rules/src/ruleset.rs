@@ -7,7 +7,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::action::Action;
-use crate::exchange::{self, ExchangeOutcome, FighterState};
 
 /// A ruleset version. The engine carries it as a value: every match, observation
 /// and replay names the version it is played under.
@@ -92,29 +91,12 @@ impl Ruleset {
         stamina >= self.stamina_cost(action)
     }
 
-    /// A fighter's state at the start of every round.
-    pub const fn fresh_fighter(self) -> FighterState {
-        FighterState {
-            hp: self.start_hp(),
-            stamina: self.max_stamina(),
-            staggered: false,
-        }
-    }
-
     /// The token budget per fighter per match of a weight class (D-10).
     pub const fn budget_tokens(self, class: WeightClass) -> u64 {
         match class {
             WeightClass::Light => 8_000,
             WeightClass::Middle => 64_000,
             WeightClass::Heavy => 512_000,
-        }
-    }
-
-    /// Resolves one exchange simultaneously from the same pre-exchange state.
-    /// `chosen` are the actions after any substitution, fighter `a` first.
-    pub fn resolve_exchange(self, pre: [FighterState; 2], chosen: [Action; 2]) -> ExchangeOutcome {
-        match self {
-            Ruleset::V1_0_0 => exchange::resolve_v1_0_0(self, pre, chosen),
         }
     }
 }

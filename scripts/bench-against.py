@@ -38,6 +38,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What the Docker image builds (scripts/test.sh's SHIPPED): earlier commits
+# had jemalloc and S3 stores unconditionally.
+SHIPPED_FEATURES = "duel-referee/jemalloc,duel-referee/s3"
 
 
 def run(command, **kwargs):
@@ -48,7 +51,10 @@ def run(command, **kwargs):
 def build_this_tree(profile):
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     run(
-        ["cargo", "build", "--profile", profile, "--bin", "referee", "--bin", "ladder", "--bin", "endpoint-bot"],
+        [
+            "cargo", "build", "--profile", profile, "--features", SHIPPED_FEATURES,
+            "--bin", "referee", "--bin", "ladder", "--bin", "endpoint-bot",
+        ],
         cwd=ROOT,
     )
     return os.path.join(target, profile)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Does the ladder rank bots as a round robin does? (issue 32, docs/perf/ladder.md)
+"""Does the ladder rank bots as a round robin does? (docs/perf/ladder.md)
 
 Plays a ranked season through the real binaries on SQLite (`ladder init`,
 `ladder serve`, the CLI), with every example bot from three owners, until

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 47's probe of the model gateway, rerun against the real `referee`.
+"""The hardening probe of the model gateway, rerun against the real `referee`.
 
 An endpoint bot (gRPC, Python) that attacks the gateway's OpenAI face during
 its own decisions, and an OpenAI-compatible upstream of our own, both on

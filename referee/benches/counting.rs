@@ -3,7 +3,7 @@
 //! punctuation, CJK, random scripts, and the shapes that broke tiktoken-rs
 //! (runs of one letter, of spaces, of newlines, of one punctuation mark).
 //! Each input is counted by the referee's counter (`duel_referee::tokens`)
-//! and, side by side, by tiktoken-rs (the counter before issue 47) where it
+//! and, side by side, by tiktoken-rs (the counter before bpe-openai) where it
 //! finishes; the time of a count and the memory it takes (each input
 //! counted in a fresh process: its peak RSS above the tables' own).
 //!

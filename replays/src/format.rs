@@ -111,10 +111,9 @@ impl ExchangeRecord {
 ///
 /// A substitution's reason and the bot's log lines are rare (most decisions
 /// answer in time and log nothing), so they live behind one pointer
-/// ([`SideNotes`]) rather than inline: a record is 64 bytes instead of 104,
-/// and a match copies and drops dozens of them (docs/perf/runner.md). The
-/// JSON is the same as when they were fields: `reason` and `log` sit where
-/// they always did, and are left out when empty.
+/// ([`SideNotes`]) rather than inline, which keeps a record at 64 bytes: a
+/// match copies and drops dozens of them (docs/perf/runner.md). In the JSON
+/// `reason` and `log` are members of the side, left out when empty.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(from = "OwnedSideRecordFields")]
 pub struct SideRecord {

@@ -374,7 +374,7 @@ mod tests {
     }
 
     /// `referee serve`'s operator door answered every wrong token at once
-    /// (issue 47): now one address gets the burst, then RESOURCE_EXHAUSTED
+    /// once: now one address gets the burst, then RESOURCE_EXHAUSTED
     /// before its token is compared; another address, or another /64, still
     /// reaches the comparison.
     #[test]

@@ -1,4 +1,4 @@
-//! The bot author's loop through the real binary (issue 12): openings that make
+//! The bot author's loop through the real binary: openings that make
 //! deterministic bots play varied games and re-verify, the wall clock's real
 //! minimum, bots played from their source folders and built once, and
 //! `referee new` projects that build, pass their own test and play.

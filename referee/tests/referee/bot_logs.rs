@@ -1,4 +1,4 @@
-//! Bots' logs through the real binary (issue 12): what the example `chatter`
+//! Bots' logs through the real binary: what the example `chatter`
 //! bot writes with `log`, `println!` and `eprintln!` reaches the replay beside
 //! its exchange, `--logs` prints it under that exchange, the tape names the
 //! cause of each substitution inline, and replays with or without logs verify.

@@ -1,4 +1,4 @@
-//! Issue 47: the model gateway can never be turned against the match. Each
+//! The model gateway can never be turned against the match. Each
 //! test is one finding of the probe (an endpoint bot attacking the gateway
 //! during its own decisions), against the real gateway on loopback, and the
 //! probe itself as a whole match under `referee serve`: what a bot sends is

@@ -1,4 +1,4 @@
-//! Issue 33, items 4, 6, 7 and 10, through the real binary: no file is
+//! Files named on the command line, through the real binary: no file is
 //! written through a planted link or over something that is not a regular
 //! file; no file named on the command line can block a command or stream into
 //! it; no string from a replay reaches the terminal as an escape sequence;
@@ -40,7 +40,7 @@ fn fifo(path: &Path) {
     assert!(made.success());
 }
 
-/// Issue 33 item 4: `--replay` through a link planted at the target once
+/// `--replay` through a link planted at the target once
 /// overwrote the file it pointed to and left the output a link; a FIFO or
 /// any non-regular target was replaced by a regular file.
 #[test]
@@ -190,7 +190,7 @@ fn tournament_results_are_never_appended_through_a_link() {
     );
 }
 
-/// Issue 33 item 6: a FIFO named as a book, a replay or a transcript once
+/// A FIFO named as a book, a replay or a transcript once
 /// hung the command forever. Each is refused at once, in one line.
 #[test]
 fn files_that_would_block_are_refused_at_once() {
@@ -250,7 +250,7 @@ fn files_that_would_block_are_refused_at_once() {
     );
 }
 
-/// Issue 33 item 7: a replay's fighter names reached the terminal raw
+/// A replay's fighter names reached the terminal raw
 /// (ESC, OSC, CSI, the one-byte C1 CSI 0x9b) in `replay show`, `verify` and
 /// `put`. Every string from the replay is shown without its controls.
 #[test]
@@ -297,7 +297,7 @@ fn escapes_in_a_replay_never_reach_the_terminal() {
     }
 }
 
-/// Issue 47: U+202E and the other bidirectional controls reached the
+/// U+202E and the other bidirectional controls reached the
 /// terminal from text a bot or a model controls (a name, a log line, a
 /// model's name). The tape, its log lines and its calls print none of them.
 #[test]
@@ -358,7 +358,7 @@ fn bidirectional_controls_in_a_replay_never_reach_the_terminal() {
     }
 }
 
-/// Issue 33 item 10: `referee new duel-bot-sdk` wrote a project depending on
+/// `referee new duel-bot-sdk` wrote a project depending on
 /// itself, which could not build.
 #[test]
 fn new_refuses_the_names_of_its_own_dependencies() {

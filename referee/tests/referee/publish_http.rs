@@ -503,7 +503,7 @@ fn live_feeds_stream_a_match_in_progress() {
 
 /// Every error the service answers is JSON `{"error": …}`, also where axum
 /// itself refuses: an id that is not UTF-8 once percent-decoded (a plain-text
-/// 400 before issue 13) and a method a route does not serve (an empty 405).
+/// 400 once) and a method a route does not serve (an empty 405).
 #[test]
 fn every_http_error_is_json() {
     let fixture = fixture(RateConfig::default());

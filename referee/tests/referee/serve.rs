@@ -225,7 +225,7 @@ async fn bad_requests_get_clear_codes() {
     let mut client = referee_client(&referee).await;
     let wasm = tempfile::Builder::new().suffix(".wasm").tempfile().unwrap();
     let wasm_path = wasm.path().display().to_string();
-    // Files that would stream forever or block a match slot (issue 13): a
+    // Files that would stream forever or block a match slot: a
     // link to /dev/zero, a FIFO with no writer.
     let folder = tempfile::tempdir().unwrap();
     let zero_link = folder.path().join("zero.wasm");
@@ -303,8 +303,7 @@ async fn bad_requests_get_clear_codes() {
     referee.stop().await;
 }
 
-/// Sends bytes as they are as the one message of a unary call (issue 13,
-/// finding 8): what a broken or hostile client puts on the wire.
+/// Sends bytes as they are as the one message of a unary call: what a broken or hostile client puts on the wire.
 #[derive(Debug, Clone, Default)]
 struct RawBytes;
 
@@ -953,7 +952,7 @@ async fn all_closed(sockets: Vec<tokio::net::TcpStream>, within: Duration) {
         .expect("every idle socket closed by the server in time");
 }
 
-// Issue 33 item 2: at a 1,024-descriptor limit, 1,030 idle sockets to either
+// At a 1,024-descriptor limit, 1,030 idle sockets to either
 // listener used to hold the process's descriptors for good, and RunMatch
 // failed with DEADLINE_EXCEEDED. Now each listener takes at most half the
 // limit, closes a socket that sends nothing within its timeout, and a match

@@ -123,7 +123,7 @@ fn resume_plays_no_pairing_twice_and_ends_with_the_full_table() {
         String::from_utf8_lossy(&refused.stderr)
     );
 
-    // The plan is saved: `--resume --out DIR` alone continues it (issue 12).
+    // The plan is saved: `--resume --out DIR` alone continues it.
     let bare = referee(&[
         "tournament",
         "--resume",
@@ -328,7 +328,7 @@ fn sprt_verdict_does_not_depend_on_jobs() {
 
 /// Two bots that play alike whatever the seed give one game pair over and over:
 /// the SPRT says so, and an interval with an infinite end is printed as its two
-/// ends, never as "± ∞" (issue 12).
+/// ends, never as "± ∞".
 #[test]
 fn sprt_between_deterministic_bots_warns_that_every_pair_was_alike() {
     let output = referee(&[

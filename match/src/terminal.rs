@@ -43,6 +43,24 @@ pub fn safe_lines(text: &str) -> String {
         .collect()
 }
 
+/// An error and its causes on one line, `what: why: …`, each cause once: a
+/// message that already quotes its cause (as the typed errors of this
+/// workspace do) is not followed by it again. Not yet made safe: print it
+/// through [`safe`].
+pub fn error_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let text = next.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = next.source();
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,22 +103,4 @@ mod tests {
         // Right-to-left text itself is text.
         assert_eq!(safe("שלום مرحبا"), "שלום مرحبا");
     }
-}
-
-/// An error and its causes on one line, `what: why: …`, each cause once: a
-/// message that already quotes its cause (as the typed errors of this
-/// workspace do) is not followed by it again. Not yet made safe: print it
-/// through [`safe`].
-pub fn error_line(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let text = next.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        cause = next.source();
-    }
-    line
 }

@@ -732,7 +732,7 @@ mod tests {
     fn an_s3_url_names_the_feature_only_when_the_build_lacks_it() {
         let error = ReplayStore::open("s3://")
             .map(|_| ())
-            .unwrap_err()
+            .expect_err("an s3:// URL without a bucket is refused")
             .to_string();
         if cfg!(feature = "s3") {
             assert_eq!(error, "replay store: s3:// URL has no bucket name");

@@ -5,9 +5,10 @@
 //! call whose prompt alone does not fit (gassing the fighter out), and
 //! forwards the rest to an OpenAI-compatible chat-completions endpoint.
 //!
-//! A call goes through named stages, each a function of [`FighterMeter`]
-//! (`complete_admitted` calls them in order): `admit` (into its decision;
-//! from then on recorded, however it ends), `resolve` (the model),
+//! A call goes through named stages, each a function of [`FighterMeter`]:
+//! `admit` (into its decision; from then on recorded, however it ends;
+//! `complete_request` and `open_call` admit), then, called in order by
+//! `complete_admitted`, `resolve` (the model),
 //! `validate` (every text a bot sends bounded before it is recorded, logged
 //! or echoed; roles from the documented set), `size_by_bytes` (a prompt
 //! that cannot fit even at the longest token's bytes each is refused

@@ -3,9 +3,9 @@
 //! `/api`, and the paced broadcast of ranked matches ([`tv`]).
 //!
 //! Architecture invariant: the site reads the ladder through
-//! [`duel_ladder_store::Reads`] only, so no page can change it; and nothing
-//! but the `ladder` binary depends on this crate, so a page's change
-//! rebuilds the site and the CLI alone.
+//! [`duel_ladder_store::Reads`] only, so no page can change it; and only the
+//! `ladder` binary and the bench (its page size) depend on this crate, so a
+//! page's change rebuilds the site, the bench and the CLI alone.
 //!
 //! | page | JSON twin |
 //! |---|---|

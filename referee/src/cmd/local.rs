@@ -124,11 +124,13 @@ async fn prepare(
     let mut options = MatchOptions::new(args.class.into())
         .wall_clock(std::time::Duration::from_secs_f64(args.wall_clock));
     options.seed = args.seed;
-    // Compiling a large component (a Python bot: ~30 s) the first time is
-    // said, not silent; from the cache it takes milliseconds and says nothing.
+    // Compiling a large component (a Python bot) the first time is said,
+    // with the time it took, not silent; from the cache it takes
+    // milliseconds and says nothing.
     let compiling = SlowNotice::after(
         COMPILE_NOTICE_AFTER,
-        "compiling the bots' components (the first time takes up to ~30 s for a large bot; later runs use the cache)…",
+        "compiling the bots' components to machine code (kept in the cache for later runs)…",
+        "compiled the bots' components",
     );
     let session = host
         .prepare(bots.each_ref().map(ResolvedBot::fighter), options)

@@ -271,7 +271,7 @@ const RUST_README: &str = r#"# {name}
 A duel bot in Rust (Ruleset 1.0.0), built into a WebAssembly component of the
 `duel:bot@1.1.0` world.
 
-    referee local . builtin:counter --logs     # build (first time ~40 s) and play
+    referee local . builtin:counter --logs     # build (once per edit) and play
     referee local . builtin:counter --watch    # the same, in the browser viewer
     cargo test                                 # plays a match (needs `referee` on PATH or $REFEREE)
 
@@ -366,7 +366,7 @@ A duel bot in Python (Ruleset 1.0.0), built into a WebAssembly component of
 the `duel:bot@1.1.0` world by componentize-py.
 
     python3 -m pip install componentize-py==0.25.1
-    referee local . builtin:counter --logs     # build (first time ~30 s) and play
+    referee local . builtin:counter --logs     # build (once per edit) and play
     python3 test_bot.py                        # plays a match (needs `referee` on PATH or $REFEREE)
 
 The referee builds this folder itself and keeps the component in its cache,

@@ -162,8 +162,10 @@ fn environment(folder: &Path, cache: &Path) -> Result<PathBuf> {
     if venv.join(".ready").is_file() {
         return Ok(python);
     }
+    // What is done, then how long it took: no guess at the time.
+    let started = Instant::now();
     eprintln!(
-        "setting up a Python environment for {} (first time, about a minute)…",
+        "setting up a Python environment for {} (python3 -m venv, pip install of its requirements.txt and grpcio-tools; kept for later runs)…",
         folder.display()
     );
     let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
@@ -188,6 +190,11 @@ fn environment(folder: &Path, cache: &Path) -> Result<PathBuf> {
         duel_files::WriteOptions::PUBLIC,
     )
     .map_err(|error| anyhow::anyhow!("cannot mark the environment ready: {error}"))?;
+    eprintln!(
+        "set up the Python environment in {:.1} s ({})",
+        started.elapsed().as_secs_f64(),
+        venv.display()
+    );
     Ok(python)
 }
 

@@ -119,11 +119,11 @@ impl Language {
         }
     }
 
-    /// A first build's usual length here, said in the progress line.
-    fn first_build_estimate(self) -> &'static str {
+    /// What builds the component, said in the progress line.
+    fn builder(self) -> &'static str {
         match self {
-            Language::Rust => "~40 s",
-            Language::Python => "~30 s",
+            Language::Rust => "cargo build --release --target wasm32-wasip2",
+            Language::Python => "componentize-py",
         }
     }
 }
@@ -162,9 +162,11 @@ pub fn build_folder(folder: &Path) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&cache)
         .with_context(|| format!("cannot create the bot cache {}", cache.display()))?;
+    // What is done and why, not a guess at how long: the line after the
+    // build says how long it took.
     let progress = Progress::start(&format!(
-        "building {name} (first time, {})…",
-        language.first_build_estimate()
+        "building {name} with {} (no build of these sources in the cache)…",
+        language.builder()
     ));
     let partial = cache.join(format!(
         ".{name}-{}.{}.partial",
@@ -447,26 +449,64 @@ mod tests {
 }
 
 /// A line on stderr if some work is still going after a while (compiling a
-/// large component the first time), and nothing if it finishes before.
+/// large component the first time), and nothing if it finishes before; once
+/// shown, its end is said with the time it took.
 #[derive(Debug)]
 pub struct SlowNotice {
+    /// Set when the work is done; whether the notice was shown.
+    state: std::sync::Arc<std::sync::Mutex<NoticeState>>,
     done: Option<std::sync::mpsc::Sender<()>>,
+    started: Instant,
+    finished: &'static str,
+}
+
+#[derive(Debug, Default)]
+struct NoticeState {
+    done: bool,
+    shown: bool,
 }
 
 impl SlowNotice {
-    pub fn after(delay: Duration, message: &'static str) -> SlowNotice {
-        let (done, finished) = std::sync::mpsc::channel::<()>();
+    /// `message` once `delay` has passed; `finished` (followed by the time
+    /// taken) when done, if `message` was shown.
+    pub fn after(delay: Duration, message: &'static str, finished: &'static str) -> SlowNotice {
+        let (done, finished_work) = std::sync::mpsc::channel::<()>();
+        let state = std::sync::Arc::new(std::sync::Mutex::new(NoticeState::default()));
+        let shared = std::sync::Arc::clone(&state);
         std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(delay) {
-                eprintln!("{message}");
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                finished_work.recv_timeout(delay)
+            {
+                let mut state = shared.lock().unwrap_or_else(|poison| poison.into_inner());
+                if !state.done {
+                    state.shown = true;
+                    eprintln!("{message}");
+                }
             }
         });
-        SlowNotice { done: Some(done) }
+        SlowNotice {
+            state,
+            done: Some(done),
+            started: Instant::now(),
+            finished,
+        }
     }
 
     pub fn done(mut self) {
         if let Some(done) = self.done.take() {
             let _ = done.send(());
+        }
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        state.done = true;
+        if state.shown {
+            eprintln!(
+                "{} in {:.1} s",
+                self.finished,
+                self.started.elapsed().as_secs_f64()
+            );
         }
     }
 }

@@ -308,7 +308,18 @@ fn a_rust_bot_from_its_folder_is_built_once_and_its_own_test_passes() {
     );
     let stderr = text(&first.stderr);
     assert!(first.status.success(), "{stderr}");
-    assert!(stderr.contains("building mybot (first time"), "{stderr}");
+    // What it does, then how long it took: measured, not guessed.
+    assert!(
+        stderr.contains("building mybot with cargo build --release --target wasm32-wasip2"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("first time"), "{stderr}");
+    let took = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("built mybot in "))
+        .and_then(|rest| rest.split(" s ").next())
+        .and_then(|seconds| seconds.parse::<f64>().ok());
+    assert!(took.is_some_and(|seconds| seconds >= 0.0), "{stderr}");
     let replay: serde_json::Value = serde_json::from_slice(&first.stdout).expect("json");
     assert_eq!(replay["fighters"][0]["name"], "mybot");
     assert_eq!(replay["fighters"][0]["spec"], bot);
@@ -419,7 +430,11 @@ fn a_python_bot_from_its_folder_plays_logs_and_passes_its_own_test() {
     );
     let stderr = text(&played.stderr);
     assert!(played.status.success(), "{stderr}");
-    assert!(stderr.contains("building pybot (first time"), "{stderr}");
+    assert!(
+        stderr.contains("building pybot with componentize-py"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("built pybot in "), "{stderr}");
     let tape = text(&played.stdout);
     assert!(tape.contains("round 1 exchange 1: stamina"), "{tape}");
     // print() output is a log line too, under the first exchange only.

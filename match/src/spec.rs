@@ -35,7 +35,8 @@ pub enum BuiltinSpec {
     Counter,
 }
 
-const BUILTIN_HELP: &str = "block, random, script:JAB,HEAVY,…, counter";
+/// The built-in bots, as error messages list them.
+pub const BUILTIN_HELP: &str = "block, random, script:JAB,HEAVY,…, counter";
 
 impl fmt::Display for BuiltinSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

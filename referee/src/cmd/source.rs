@@ -60,10 +60,42 @@ impl ResolvedBot {
     }
 }
 
+/// Every form of bot spec the CLI takes, folders included, for errors.
+fn accepted_forms() -> String {
+    format!(
+        "a bot's source folder (a Rust crate with Cargo.toml, a Python bot with app.py, or a Python endpoint bot with bot.py), a .wasm component, builtin:NAME ({}), or grpc://host:port",
+        duel_referee::spec::BUILTIN_HELP
+    )
+}
+
+/// A spec that names no builtin and no address, and no folder or `.wasm`
+/// file: says whether the path is missing or is some other file, with every
+/// form a spec may take (one line).
+fn not_a_spec(text: &str, path: &Path) -> anyhow::Error {
+    let found = match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            format!("{} does not exist", path.display())
+        }
+        Err(error) => format!("cannot read {}: {error}", path.display()),
+        Ok(_) => format!("{} is not a folder nor a .wasm file", path.display()),
+    };
+    // `counter` for `builtin:counter`.
+    let guess = BotSpec::parse(&format!("builtin:{text}"))
+        .map(|spec| format!(" (did you mean {spec}?)"))
+        .unwrap_or_default();
+    anyhow::anyhow!(
+        "bot spec {text:?}: {found}{guess}; a bot spec is {}",
+        accepted_forms()
+    )
+}
+
 /// Parses `text` as a bot spec; a folder is built (or taken from the cache).
 pub fn resolve(text: &str) -> Result<ResolvedBot> {
     let path = Path::new(text);
     let looks_like_spec = text.starts_with("builtin:") || text.contains("://");
+    if !looks_like_spec && !path.is_dir() && !text.ends_with(".wasm") {
+        return Err(not_a_spec(text, path));
+    }
     if !looks_like_spec && path.is_dir() {
         let name = folder_name(path);
         if super::python_endpoint::is_python_endpoint(path) {

@@ -261,7 +261,35 @@ fn bad_bot_specs_are_one_line_errors() {
         &["local", "builtin:script:", "builtin:block"],
         "empty script",
     );
-    assert_bad_input(&["local", "bot.exe", "builtin:block"], "not a bot spec");
+    // A path that does not exist says so, and lists every form a spec may
+    // take, folders included; nothing is built first.
+    assert_bad_input(
+        &["local", "bot.exe", "builtin:block"],
+        "bot.exe does not exist",
+    );
+    for args in [
+        &["local", "./nope", "examples/bots/jabber"][..],
+        &["tournament", "./nope", "builtin:block"][..],
+    ] {
+        for expected in [
+            "bot spec \"./nope\": ./nope does not exist",
+            "a bot's source folder (a Rust crate with Cargo.toml, a Python bot with app.py",
+            "a .wasm component",
+            "builtin:NAME",
+            "grpc://host:port",
+        ] {
+            assert_bad_input(args, expected);
+        }
+    }
+    assert_bad_input(
+        &["local", "counter", "builtin:block"],
+        "counter does not exist (did you mean builtin:counter?)",
+    );
+    // A file that is neither a folder nor a component says that.
+    assert_bad_input(
+        &["local", "Cargo.toml", "builtin:block"],
+        "Cargo.toml is not a folder nor a .wasm file",
+    );
     assert_bad_input(
         &["local", "missing/bot.wasm", "builtin:block"],
         "cannot read bot missing/bot.wasm",

@@ -128,10 +128,13 @@ fn match_line(game: &pb::LadderMatch) -> Result<String> {
     let side =
         |side: &pb::LadderMatchSide| format!("{} v{} ({} cr)", side.bot, side.version, side.stake);
     let (a, b) = sides(game)?;
-    let result = if game.winner.is_empty() {
-        String::new()
-    } else {
-        format!(" winner {}", game.winner)
+    // The winner by name and version, not by side ("a" is the wire's).
+    let result = match game.winner.as_str() {
+        "" => String::new(),
+        "a" => format!(" winner {} v{}", a.bot, a.version),
+        "b" => format!(" winner {} v{}", b.bot, b.version),
+        "draw" => " drawn".to_owned(),
+        other => format!(" winner {other}"),
     };
     let repeat = match game.not_rated.as_str() {
         "" => String::new(),
@@ -338,8 +341,30 @@ mod tests {
     fn a_match_renders_as_a_line_and_as_json() {
         assert_eq!(
             render_list(&[game()], false).expect("text"),
-            "1970-01-01 00:00:00 UTC m1 light counter v1 (10 cr) vs block v1 (15 cr) settled winner a\n"
+            "1970-01-01 00:00:00 UTC m1 light counter v1 (10 cr) vs block v1 (15 cr) settled winner counter v1\n"
         );
+        let b_won = pb::LadderMatch {
+            winner: "b".into(),
+            ..game()
+        };
+        assert!(
+            render_list(std::slice::from_ref(&b_won), false)
+                .expect("text")
+                .ends_with("settled winner block v1\n")
+        );
+        let drawn = pb::LadderMatch {
+            winner: "draw".into(),
+            ..game()
+        };
+        assert!(
+            render_list(std::slice::from_ref(&drawn), false)
+                .expect("text")
+                .ends_with("settled drawn\n")
+        );
+        // The JSON keeps the side, as before.
+        let value: Value =
+            serde_json::from_str(&render_list(&[game()], true).expect("json")).expect("JSON");
+        assert_eq!(value[0]["winner"], "a");
         let repeat = pb::LadderMatch {
             repeat_of: "m0".into(),
             not_rated: "repeat".into(),
@@ -348,7 +373,7 @@ mod tests {
         assert!(
             render_list(std::slice::from_ref(&repeat), false)
                 .expect("text")
-                .ends_with("winner a (not rated: repeats m0)\n")
+                .ends_with("winner counter v1 (not rated: repeats m0)\n")
         );
         let value: Value =
             serde_json::from_str(&render_list(&[repeat], true).expect("json")).expect("JSON");

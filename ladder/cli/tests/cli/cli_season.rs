@@ -186,6 +186,25 @@ async fn season_through_cli(db: &TestDb) {
     }
     let matches = cli.json(&alice, &["matches"]);
     assert!(states(&matches).iter().all(|state| state == "settled"));
+    // People read the winner's name, scripts the side.
+    let lines = cli.ok(&alice, &["matches"]);
+    for (game, line) in matches
+        .as_array()
+        .expect("matches")
+        .iter()
+        .zip(lines.lines())
+    {
+        let expected = match game["winner"].as_str() {
+            Some("draw") => " drawn".to_owned(),
+            Some(side) => format!(
+                " winner {} v{}",
+                game[side]["bot"].as_str().expect("bot name"),
+                game[side]["version"]
+            ),
+            None => panic!("a settled match has a winner: {game}"),
+        };
+        assert!(line.contains(&expected), "{expected:?} in {line}");
+    }
     let first = &matches[0];
     let id = first["id"].as_str().expect("match id");
     let seen_by_owner = cli.json(&alice, &["matches", "--id", id]);

@@ -48,7 +48,7 @@ pub const HOUSE_URL: &str = "builtin:house";
 pub struct ModelEntry {
     /// What bots send as `model`.
     pub name: String,
-    /// The upstream's base URL (`http://127.0.0.1:8080/v1`) or chat-completions
+    /// The upstream's base URL (`http://127.0.0.1:8081/v1`) or chat-completions
     /// URL, or [`HOUSE_URL`].
     pub url: String,
     /// The name sent upstream (default: `name`).

@@ -282,17 +282,17 @@ pub struct LocalArgs {
 pub struct ModelArgs {
     /// A model catalogue: a TOML file of [[model]] tables, each with `name`
     /// (what bots send as `model`) and `url` (an OpenAI-compatible base URL
-    /// such as http://127.0.0.1:8080/v1, or builtin:house), and optionally
+    /// such as http://127.0.0.1:8081/v1, or builtin:house), and optionally
     /// `upstream_model`, `api_key_env`, `input_usd_per_mtok`,
     /// `output_usd_per_mtok` and `default = true`. Without a model, bots'
     /// model calls are refused as unavailable and cost nothing.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["model_url", "model"])]
     pub models: Option<PathBuf>,
     /// One model, without a catalogue: an OpenAI-compatible URL (llama.cpp's
-    /// llama-server http://127.0.0.1:8080/v1, Ollama http://127.0.0.1:11434/v1,
-    /// vLLM http://127.0.0.1:8000/v1, or https://… trusting the system's roots
-    /// and DUEL_EXTRA_CA), or builtin:house, the built-in deterministic model
-    /// for offline runs (no --model needed).
+    /// `llama-server --port 8081` at http://127.0.0.1:8081/v1, Ollama
+    /// http://127.0.0.1:11434/v1, vLLM http://127.0.0.1:8000/v1, or https://…
+    /// trusting the system's roots and DUEL_EXTRA_CA), or builtin:house, the
+    /// built-in deterministic model for offline runs (no --model needed).
     #[arg(long, value_name = "URL")]
     pub model_url: Option<String>,
     /// The model's name with --model-url: what bots send and what goes upstream.

@@ -610,3 +610,69 @@ fn watch_flags_need_watch() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--watch"), "{}", stderr(&output));
 }
+
+/// The long flags `referee ARGS --help` lists (one per option line).
+fn flags_in_help(args: &[&str]) -> Vec<String> {
+    let output = referee(args);
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+    stdout(&output)
+        .lines()
+        .map(str::trim_start)
+        .filter(|line| line.starts_with('-'))
+        .filter_map(|line| {
+            line.split([' ', ',', '=', '<', '['])
+                .find(|word| word.starts_with("--") && word.len() > 2)
+                .map(str::to_owned)
+        })
+        .filter(|flag| flag != "--help")
+        .collect()
+}
+
+/// The README's synopsis of `local` and `replay show` names every flag
+/// their --help lists (`--logs` was missing), and the docs' examples give a
+/// model server another port than the referee's and the ladder's HTTP.
+#[test]
+fn the_readme_synopsis_names_every_flag_and_each_server_has_its_own_port() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    for (args, start) in [
+        (&["local", "--help"][..], "referee local A B"),
+        (&["replay", "show", "--help"][..], "referee replay show"),
+    ] {
+        let synopsis = readme
+            .lines()
+            .filter(|line| line.starts_with(start))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(!synopsis.is_empty(), "no synopsis for {start}");
+        let flags = flags_in_help(args);
+        assert!(flags.contains(&"--logs".to_owned()), "{flags:?}");
+        for flag in flags {
+            assert!(
+                synopsis.contains(&flag),
+                "README's synopsis of {start} lacks {flag}: {synopsis}"
+            );
+        }
+    }
+    let mut docs = vec![
+        root.join("README.md"),
+        root.join("referee/templates/python-llm/README.md"),
+    ];
+    for entry in std::fs::read_dir(root.join("docs/areas")).expect("docs/areas") {
+        docs.push(entry.expect("entry").path());
+    }
+    for path in docs {
+        let text = std::fs::read_to_string(&path).expect("doc");
+        for model_on_8080 in [
+            "--model-url http://127.0.0.1:8080",
+            "--port 8080",
+            "url = \"http://127.0.0.1:8080",
+        ] {
+            assert!(
+                !text.contains(model_on_8080),
+                "{}: a model server on 8080, the port of the referee's and ladder's HTTP: {model_on_8080}",
+                path.display()
+            );
+        }
+    }
+}

@@ -247,7 +247,13 @@ fn plays_a_whole_match_against_counter() {
     let output = Command::new(&referee)
         .args(["local", env!("CARGO_MANIFEST_DIR"), "builtin:counter", "--json", "--seed", "1"])
         .output()
-        .unwrap_or_else(|error| panic!("cannot run {referee} (install it or set REFEREE): {error}"));
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run {referee} ({error}): put the referee on PATH (in a clone of the duel project: \
+                 cargo build --release -p duel-referee && export PATH=\"$PWD/target/release:$PATH\", \
+                 or cargo install --path referee), or name it: REFEREE=/path/to/referee cargo test"
+            )
+        });
     assert!(
         output.status.success(),
         "referee failed: {}",
@@ -335,16 +341,38 @@ const PYTHON_TEST: &str = r#""""Plays this bot against builtin:counter with the 
 $REFEREE) and checks that every decision was its own: python3 test_bot.py"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+HOW_TO_GET_REFEREE = (
+    "put the referee on PATH (in a clone of the duel project: "
+    "cargo build --release -p duel-referee && export PATH=\"$PWD/target/release:$PATH\", "
+    "or cargo install --path referee), or name it: REFEREE=/path/to/referee python3 test_bot.py")
+
+
+def find_referee():
+    """The referee to run ($REFEREE, else `referee` on PATH), or why there is none."""
+    named = os.environ.get("REFEREE")
+    if named:
+        found = shutil.which(named)
+        if found is None:
+            return None, f"REFEREE={named} is not a program that can be run: {HOW_TO_GET_REFEREE}"
+        return found, None
+    found = shutil.which("referee")
+    if found is None:
+        return None, f"`referee` is not on PATH: {HOW_TO_GET_REFEREE}"
+    return found, None
+
 
 class PlaysTest(unittest.TestCase):
     def test_plays_a_whole_match_against_counter(self):
-        referee = os.environ.get("REFEREE", "referee")
+        referee, missing = find_referee()
+        if referee is None:
+            self.fail(missing)
         done = subprocess.run(
             [referee, "local", HERE, "builtin:counter", "--json", "--seed", "1"],
             capture_output=True, text=True, check=False)

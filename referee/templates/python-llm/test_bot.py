@@ -3,6 +3,7 @@
 (needs `referee` on PATH, or named by $REFEREE)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -10,10 +11,31 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+HOW_TO_GET_REFEREE = (
+    "put the referee on PATH (in a clone of the duel project: "
+    "cargo build --release -p duel-referee && export PATH=\"$PWD/target/release:$PATH\", "
+    "or cargo install --path referee), or name it: REFEREE=/path/to/referee python3 test_bot.py")
+
+
+def find_referee():
+    """The referee to run ($REFEREE, else `referee` on PATH), or why there is none."""
+    named = os.environ.get("REFEREE")
+    if named:
+        found = shutil.which(named)
+        if found is None:
+            return None, f"REFEREE={named} is not a program that can be run: {HOW_TO_GET_REFEREE}"
+        return found, None
+    found = shutil.which("referee")
+    if found is None:
+        return None, f"`referee` is not on PATH: {HOW_TO_GET_REFEREE}"
+    return found, None
+
 
 class PlaysTest(unittest.TestCase):
     def test_thinks_with_the_house_model_and_the_transcript_verifies(self):
-        referee = os.environ.get("REFEREE", "referee")
+        referee, missing = find_referee()
+        if referee is None:
+            self.fail(missing)
         with tempfile.TemporaryDirectory() as folder:
             replay = os.path.join(folder, "match.json")
             transcript = os.path.join(folder, "transcript.json")

@@ -482,3 +482,55 @@ fn referee_new_refuses_a_bad_name_and_an_existing_folder() {
         text(&taken.stderr)
     );
 }
+
+/// A Python starter's own test, run where no `referee` is on PATH, fails
+/// saying how to put it there (or name it), not with a FileNotFoundError.
+#[test]
+fn a_python_starters_test_without_a_referee_says_how_to_get_one() {
+    let Some(python) = services::program(&["python3"]) else {
+        services::skip("python3", "the Python starters' tests run on it");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nothing_on_path = dir.path().join("empty");
+    std::fs::create_dir(&nothing_on_path).expect("mkdir");
+    for (name, extra) in [("pystarter", None), ("llmstarter", Some("--llm"))] {
+        let folder = dir.path().join(name);
+        let mut args = vec![
+            "new",
+            name,
+            "--lang",
+            "python",
+            "--dir",
+            folder.to_str().expect("utf-8"),
+        ];
+        args.extend(extra);
+        let written = referee(&args);
+        assert!(written.status.success(), "{}", text(&written.stderr));
+        for (referee_env, expected) in [
+            (None, "`referee` is not on PATH: put the referee on PATH"),
+            (
+                Some("/no/such/referee"),
+                "REFEREE=/no/such/referee is not a program that can be run",
+            ),
+        ] {
+            let mut command = Command::new(&python);
+            command
+                .arg(folder.join("test_bot.py"))
+                .env("PATH", &nothing_on_path)
+                .env_remove("REFEREE");
+            if let Some(value) = referee_env {
+                command.env("REFEREE", value);
+            }
+            let tested = command.output().expect("python3 runs");
+            let stderr = text(&tested.stderr);
+            assert!(!tested.status.success(), "{name}: {stderr}");
+            assert!(stderr.contains(expected), "{name}: {stderr}");
+            assert!(
+                stderr.contains("export PATH=") && stderr.contains("REFEREE=/path/to/referee"),
+                "{name}: {stderr}"
+            );
+            assert!(!stderr.contains("FileNotFoundError"), "{name}: {stderr}");
+        }
+    }
+}

@@ -74,8 +74,9 @@ pub struct NewArgs {
     /// The folder to write (default: ./NAME); it must not exist.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Rust: the duel-bot-sdk folder to depend on (default: the checkout this
-    /// referee was built from).
+    /// Rust: the duel-bot-sdk folder to depend on (default: the sdk/ of the
+    /// checkout the running referee is in, else of the current folder's
+    /// checkout, else of the one it was built from; it says which).
     #[arg(long, value_name = "PATH", conflicts_with = "sdk_git")]
     pub sdk: Option<PathBuf>,
     /// Rust: depend on duel-bot-sdk from this git repository instead.

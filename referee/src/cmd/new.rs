@@ -9,8 +9,12 @@ use anyhow::{Context, Result, bail};
 use super::Outcome;
 use crate::cli::{LangArg, NewArgs};
 
-/// Where the SDK is when the referee was built from a checkout of this project.
-const CHECKOUT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
+/// Where the SDK was when the referee was built: the last place looked, for a
+/// referee that runs neither from a checkout nor in one.
+const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
+
+/// The largest `Cargo.toml` read to recognise the SDK.
+const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
 pub fn run(args: NewArgs) -> Result<Outcome> {
     check_name(&args.name)?;
@@ -27,8 +31,13 @@ pub fn run(args: NewArgs) -> Result<Outcome> {
     if args.llm && args.lang != LangArg::Python {
         bail!("--llm writes a Python bot: add --lang python (nothing was written)");
     }
+    let mut sdk_note = None;
     let files = match (args.lang, args.llm) {
-        (LangArg::Rust, _) => rust_files(&args.name, &sdk_dependency(&args)?),
+        (LangArg::Rust, _) => {
+            let (dependency, note) = sdk_dependency(&args)?;
+            sdk_note = note;
+            rust_files(&args.name, &dependency)
+        }
         (LangArg::Python, false) => python_files(&args.name),
         (LangArg::Python, true) => python_llm_files(&args.name),
     };
@@ -37,6 +46,9 @@ pub fn run(args: NewArgs) -> Result<Outcome> {
     println!("wrote a {} bot in {shown}/:", args.lang.name());
     for (path, _) in &files {
         println!("  {shown}/{path}");
+    }
+    if let Some(note) = sdk_note {
+        println!("{note}");
     }
     if args.llm {
         println!(
@@ -83,28 +95,98 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The SDK dependency line: `--sdk PATH`, `--sdk-git URL`, or the checkout the
-/// referee was built from.
-fn sdk_dependency(args: &NewArgs) -> Result<String> {
+/// The SDK dependency line (`--sdk PATH`, `--sdk-git URL`, or the SDK of a
+/// checkout found as [`default_sdk`] says) and, when it was not given, a
+/// line saying which SDK was taken and why.
+fn sdk_dependency(args: &NewArgs) -> Result<(String, Option<String>)> {
     if let Some(url) = &args.sdk_git {
-        return Ok(format!("{{ git = {} }}", toml_string(url)));
+        return Ok((format!("{{ git = {} }}", toml_string(url)), None));
     }
-    let path = match &args.sdk {
-        Some(path) => path.clone(),
-        None => PathBuf::from(CHECKOUT_SDK),
+    let (path, why) = match &args.sdk {
+        Some(path) => {
+            if !path.join("Cargo.toml").is_file() {
+                bail!(
+                    "cannot find duel-bot-sdk at {}: pass --sdk PATH (the sdk/ folder of a checkout) or --sdk-git URL (the project's git repository)",
+                    path.display()
+                );
+            }
+            (path.clone(), None)
+        }
+        None => {
+            let (path, why) = default_sdk()?;
+            (path, Some(why))
+        }
     };
-    if !path.join("Cargo.toml").is_file() {
-        bail!(
-            "cannot find duel-bot-sdk at {}: pass --sdk PATH (the sdk/ folder of a checkout) or --sdk-git URL (the project's git repository)",
-            path.display()
-        );
-    }
     let path = std::fs::canonicalize(&path)
         .with_context(|| format!("cannot resolve {}", path.display()))?;
-    Ok(format!(
-        "{{ path = {} }}",
-        toml_string(&path.to_string_lossy())
+    let note = why.map(|why| {
+        format!(
+            "duel-bot-sdk: {} ({why}; --sdk PATH or --sdk-git URL to choose another)",
+            path.display()
+        )
+    });
+    Ok((
+        format!("{{ path = {} }}", toml_string(&path.to_string_lossy())),
+        note,
     ))
+}
+
+/// The SDK a new Rust bot depends on when none is named: the checkout the
+/// running referee sits in (`target/release/referee` of a clone), else the
+/// checkout of the current folder, else the one the binary was built from
+/// (which may have moved since: then an error says how to name one).
+fn default_sdk() -> Result<(PathBuf, &'static str)> {
+    let running = std::env::current_exe().ok();
+    if let Some(sdk) = running
+        .as_deref()
+        .and_then(Path::parent)
+        .and_then(checkout_sdk_above)
+    {
+        return Ok((sdk, "the checkout the running referee is in"));
+    }
+    let here = std::env::current_dir().ok();
+    if let Some(sdk) = here.as_deref().and_then(checkout_sdk_above) {
+        return Ok((sdk, "the checkout of the current folder"));
+    }
+    let built_from = PathBuf::from(BUILT_FROM_SDK);
+    if is_sdk(&built_from) {
+        return Ok((
+            built_from,
+            "the checkout the referee was built from: neither the referee nor the current folder is in a checkout",
+        ));
+    }
+    bail!(
+        "cannot find duel-bot-sdk: neither the running referee ({}) nor the current folder is in a checkout of the duel project, and the checkout it was built from ({}) is gone; pass --sdk PATH (the sdk/ folder of a checkout) or --sdk-git URL (the project's git repository) (nothing was written)",
+        running
+            .as_deref()
+            .map_or_else(|| "?".into(), Path::to_string_lossy),
+        built_from.display()
+    )
+}
+
+/// The `sdk/` folder of the checkout `start` is in, if any.
+fn checkout_sdk_above(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|folder| folder.join("sdk"))
+        .find(|sdk| is_sdk(sdk))
+}
+
+/// Whether `folder` holds the duel-bot-sdk crate.
+fn is_sdk(folder: &Path) -> bool {
+    let manifest = folder.join("Cargo.toml");
+    let Ok(meta) = std::fs::metadata(&manifest) else {
+        return false;
+    };
+    if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {
+        return false;
+    }
+    std::fs::read_to_string(&manifest).is_ok_and(|text| {
+        text.lines().any(|line| {
+            let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            line == "name=\"duel-bot-sdk\""
+        })
+    })
 }
 
 /// A TOML basic string.

@@ -534,3 +534,95 @@ fn a_python_starters_test_without_a_referee_says_how_to_get_one() {
         }
     }
 }
+
+/// A copy of the referee binary at `path` (a hard link when it can be): a
+/// referee that runs from somewhere else than where it was built.
+fn referee_copy(path: &Path) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    if std::fs::hard_link(referee_path(), path).is_err() {
+        std::fs::copy(referee_path(), path).expect("copy the referee");
+    }
+}
+
+/// `referee new NAME` run by `referee` from `cwd`: the SDK path its Cargo.toml
+/// names, and what it printed.
+fn new_rust_bot_sdk(referee: &Path, cwd: &Path, folder: &Path) -> (String, String) {
+    let output = Command::new(referee)
+        .args(["new", "sdkbot", "--dir", folder.to_str().expect("utf-8")])
+        .current_dir(cwd)
+        .output()
+        .expect("the referee runs");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let manifest = std::fs::read_to_string(folder.join("Cargo.toml")).expect("Cargo.toml");
+    let line = manifest
+        .lines()
+        .find(|line| line.starts_with("duel-bot-sdk = "))
+        .expect("the SDK dependency")
+        .to_owned();
+    (line, text(&output.stdout))
+}
+
+/// `referee new` depends on the SDK of the checkout the running referee is
+/// in, else of the current folder's checkout, and says which; only then
+/// on the one it was built from.
+#[test]
+fn referee_new_takes_the_sdk_of_the_running_clone_and_says_which() {
+    // Beside the test binaries, where a hard link to the referee works,
+    // unless that is inside this checkout (its SDK would be found first).
+    let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = if target_tmp
+        .ancestors()
+        .any(|folder| folder.join("sdk/Cargo.toml").is_file())
+    {
+        tempfile::tempdir()
+    } else {
+        tempfile::tempdir_in(target_tmp)
+    }
+    .expect("temp dir");
+    let root = std::fs::canonicalize(dir.path()).expect("canonical");
+    let clone = root.join("clone");
+    std::fs::create_dir_all(clone.join("sdk")).expect("mkdir");
+    std::fs::write(
+        clone.join("sdk/Cargo.toml"),
+        "[package]\nname = \"duel-bot-sdk\"\n",
+    )
+    .expect("write");
+    let outside = root.join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    let sdk_line = |sdk: &Path| {
+        format!(
+            "duel-bot-sdk = {{ path = {:?} }}",
+            sdk.display().to_string()
+        )
+    };
+
+    // Run from the clone's target/release, from a folder outside it.
+    let in_clone = clone.join("target/release/referee");
+    referee_copy(&in_clone);
+    let (line, said) = new_rust_bot_sdk(&in_clone, &outside, &root.join("one"));
+    assert_eq!(line, sdk_line(&clone.join("sdk")), "{said}");
+    assert!(
+        said.contains("the checkout the running referee is in"),
+        "{said}"
+    );
+
+    // A referee outside any checkout, run in the clone: the clone's SDK.
+    let loose = root.join("bin/referee");
+    referee_copy(&loose);
+    let (line, said) = new_rust_bot_sdk(&loose, &clone.join("sdk"), &root.join("two"));
+    assert_eq!(line, sdk_line(&clone.join("sdk")), "{said}");
+    assert!(
+        said.contains("the checkout of the current folder"),
+        "{said}"
+    );
+
+    // Neither: the checkout it was built from, said as such.
+    let built_from = std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk"))
+        .expect("this checkout's SDK");
+    let (line, said) = new_rust_bot_sdk(&loose, &outside, &root.join("three"));
+    assert_eq!(line, sdk_line(&built_from), "{said}");
+    assert!(
+        said.contains("the checkout the referee was built from"),
+        "{said}"
+    );
+}

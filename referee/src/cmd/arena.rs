@@ -301,42 +301,71 @@ fn saved_class(name: &str) -> Result<duel_rules::WeightClass> {
         .with_context(|| format!("the saved plan names an unknown weight class {name:?}"))
 }
 
-fn signed(value: f64) -> String {
+/// A number for people's tables: its minus sign is U+2212 '−' (the same as
+/// the tables' other minus signs), never ASCII '-'. `--json` keeps numbers.
+fn minus(text: String) -> String {
+    text.replace('-', "−")
+}
+
+/// `value` with `decimals` places, its minus sign a '−'; −0.0 prints as 0.
+fn number(value: f64, decimals: usize) -> String {
     // `+ 0.0` turns −0.0 into 0.0.
+    minus(format!("{:.decimals$}", value + 0.0))
+}
+
+/// "+107.5", "−42.0", "+0.0".
+fn signed(value: f64) -> String {
     let value = value + 0.0;
     if value >= 0.0 {
         format!("+{value:.1}")
     } else {
-        format!("{value:.1}")
+        number(value, 1)
     }
 }
 
-/// "+107.5 ± 66.2"; an interval with an infinite end as its two ends,
-/// "−511.5 (−∞ to −402.3)"; an all-won or all-lost record has an infinite
-/// estimate, whose sign follows the score.
-fn elo_text(elo: Option<EloInterval>, score: f64) -> String {
-    let end = |value: Option<f64>, infinite: &str| value.map_or(infinite.to_owned(), signed);
+/// An Elo difference with its 95% interval, for people: "+107.5 ± 66.2";
+/// an interval open at one end (the score's interval reaches 0 or 1) as
+/// the end it has, "−511.5 (≤ −402.3)". What has no finite value says why
+/// instead of printing "−∞" or "+0.0 ± 0.0": "— (all won)", "— (all lost)",
+/// and `alike` ("all drawn", "every pair alike") for a record whose games
+/// (or pairs) all scored the same, whose interval has no width.
+fn elo_text(elo: Option<EloInterval>, score: f64, alike: &str) -> String {
     match elo {
         Some(EloInterval {
             elo: Some(elo),
             low: Some(low),
             high: Some(high),
-        }) => {
-            format!("{} ± {:.1}", signed(elo), (high - low) / 2.0)
+        }) if high - low > 0.0 => {
+            format!("{} ± {}", signed(elo), number((high - low) / 2.0, 1))
         }
         Some(EloInterval {
             elo: Some(elo),
-            low,
-            high,
-        }) => format!(
-            "{} ({} to {})",
-            signed(elo),
-            end(low, "−∞"),
-            end(high, "+∞")
-        ),
-        Some(EloInterval { elo: None, .. }) if score >= 0.5 => "+∞".to_owned(),
-        Some(EloInterval { elo: None, .. }) => "−∞".to_owned(),
-        None => "—".to_owned(),
+            low: Some(_),
+            high: Some(_),
+        }) if elo.abs() < 0.05 => format!("— ({alike})"),
+        Some(EloInterval {
+            elo: Some(elo),
+            low: Some(_),
+            high: Some(_),
+        }) => format!("{} ({alike})", signed(elo)),
+        Some(EloInterval {
+            elo: Some(elo),
+            low: None,
+            high: Some(high),
+        }) => format!("{} (≤ {})", signed(elo), signed(high)),
+        Some(EloInterval {
+            elo: Some(elo),
+            low: Some(low),
+            high: None,
+        }) => format!("{} (≥ {})", signed(elo), signed(low)),
+        Some(EloInterval {
+            elo: Some(elo),
+            low: None,
+            high: None,
+        }) => format!("{} (any)", signed(elo)),
+        Some(EloInterval { elo: None, .. }) if score >= 0.5 => "— (all won)".to_owned(),
+        Some(EloInterval { elo: None, .. }) => "— (all lost)".to_owned(),
+        None => "— (no games)".to_owned(),
     }
 }
 
@@ -411,7 +440,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
     );
     let _ = writeln!(
         out,
-        "\n {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9}  {:>7} {:>7}",
+        "\n {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>18}  {:>7} {:>7} {:>7}  {:>9}  {:>7} {:>7}",
         "#",
         "bot",
         "games",
@@ -430,7 +459,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
     for (rank, row) in table.bots.iter().enumerate() {
         let _ = writeln!(
             out,
-            " {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>16}  {:>7} {:>7} {:>7}  {:>9.0}  {:>7} {:>7}",
+            " {:>2}  {:<name_width$}  {:>6} {:>6} {:>6} {:>6}  {:>6}  {:>18}  {:>7} {:>7} {:>7}  {:>9.0}  {:>7} {:>7}",
             rank + 1,
             row.bot,
             row.games,
@@ -438,7 +467,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
             row.draws,
             row.losses,
             percent(row.score),
-            elo_text(row.elo, row.score),
+            elo_text(row.elo, row.score, "all drawn"),
             percent(row.substituted[0]),
             percent(row.substituted[1]),
             percent(row.substituted[2]),
@@ -452,7 +481,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
     for pair in &table.pairs {
         let _ = writeln!(
             out,
-            "  {:<name_width$}  vs  {:<name_width$}  {:>5} games  {:>4}-{}-{}  {:>6}  {:>16}",
+            "  {:<name_width$}  vs  {:<name_width$}  {:>5} games  {:>4}-{}-{}  {:>6}  {:>18}",
             pair.a,
             pair.b,
             pair.games,
@@ -460,7 +489,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
             pair.draws,
             pair.losses,
             percent(pair.score),
-            elo_text(pair.elo, pair.score),
+            elo_text(pair.elo, pair.score, "all drawn"),
         );
     }
     out
@@ -506,11 +535,14 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         if run.pairs_done > before {
             bar.set_position(run.pairs_done);
             let message = format!(
-                "LLR {:.2} ({lower:.2}, {upper:.2}) · Elo {}",
-                run.llr,
+                "LLR {} ({}, {}) · Elo {}",
+                number(run.llr, 2),
+                number(lower, 2),
+                number(upper, 2),
                 elo_text(
                     run.pentanomial.elo().map(EloInterval::from),
-                    run.wdl.score().unwrap_or(0.5)
+                    run.wdl.score().unwrap_or(0.5),
+                    "every pair alike"
                 )
             );
             if show_lines && run.pairs_done.is_multiple_of(100) {
@@ -528,12 +560,16 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
     let elo = run.pentanomial.elo().map(EloInterval::from);
     let verdict_text = match run.verdict {
         Verdict::AcceptH1 => format!(
-            "H1 accepted: {} is stronger than {} (at least {:+} Elo)",
-            names[0], names[1], args.elo1
+            "H1 accepted: {} is stronger than {} (at least {} Elo)",
+            names[0],
+            names[1],
+            minus(format!("{:+}", args.elo1))
         ),
         Verdict::AcceptH0 => format!(
-            "H0 accepted: {} is not {:+} Elo stronger than {}",
-            names[0], args.elo1, names[1]
+            "H0 accepted: {} is not {} Elo stronger than {}",
+            names[0],
+            minus(format!("{:+}", args.elo1)),
+            names[1]
         ),
         Verdict::Continue if interrupted.load(Ordering::SeqCst) => {
             "no verdict: interrupted".to_owned()
@@ -597,7 +633,12 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         let _ = writeln!(
             out,
             "SPRT {} vs {} · elo0 {} · elo1 {} · alpha {} · beta {}",
-            names[0], names[1], args.elo0, args.elo1, args.alpha, args.beta
+            names[0],
+            names[1],
+            minus(args.elo0.to_string()),
+            minus(args.elo1.to_string()),
+            args.alpha,
+            args.beta
         );
         let _ = writeln!(
             out,
@@ -611,13 +652,19 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         );
         let _ = writeln!(
             out,
-            "  Elo {} (95%) · {} latency p50 {}, p99 {}",
-            elo_text(elo, run.wdl.score().unwrap_or(0.5)),
+            "  Elo (95%) {} · {} latency p50 {}, p99 {}",
+            elo_text(elo, run.wdl.score().unwrap_or(0.5), "every pair alike"),
             names[0],
             latency_text(percentile(&latencies, 50)),
             latency_text(percentile(&latencies, 99))
         );
-        let _ = writeln!(out, "  LLR {:.2} ({lower:.2}, {upper:.2})", run.llr);
+        let _ = writeln!(
+            out,
+            "  LLR {} ({}, {})",
+            number(run.llr, 2),
+            number(lower, 2),
+            number(upper, 2)
+        );
         out.push_str(&model_lines(&spending.bots));
         let _ = writeln!(out, "{verdict_text}");
         stdout.print(&out)?;
@@ -641,4 +688,60 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         Verdict::Continue if interrupted.load(Ordering::SeqCst) => Outcome::Interrupted,
         Verdict::Continue => Outcome::NoVerdict,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(elo: Option<f64>, low: Option<f64>, high: Option<f64>) -> Option<EloInterval> {
+        Some(EloInterval { elo, low, high })
+    }
+
+    #[test]
+    fn elo_texts_use_one_minus_sign_and_say_why_there_is_no_number() {
+        let cases = [
+            (
+                interval(Some(107.5), Some(41.3), Some(173.7)),
+                0.6,
+                "+107.5 ± 66.2",
+            ),
+            (
+                interval(Some(-42.0), Some(-80.0), Some(-4.0)),
+                0.4,
+                "−42.0 ± 38.0",
+            ),
+            (
+                interval(Some(-511.5), None, Some(-402.3)),
+                0.05,
+                "−511.5 (≤ −402.3)",
+            ),
+            (
+                interval(Some(511.5), Some(402.3), None),
+                0.95,
+                "+511.5 (≥ +402.3)",
+            ),
+            (
+                interval(Some(0.0), Some(0.0), Some(0.0)),
+                0.5,
+                "— (all drawn)",
+            ),
+            (
+                interval(Some(190.8), Some(190.8), Some(190.8)),
+                0.75,
+                "+190.8 (all drawn)",
+            ),
+            (interval(None, None, None), 1.0, "— (all won)"),
+            (interval(None, None, None), 0.0, "— (all lost)"),
+            (None, 0.0, "— (no games)"),
+        ];
+        for (elo, score, expected) in cases {
+            let text = elo_text(elo, score, "all drawn");
+            assert_eq!(text, expected);
+            assert!(!text.contains('-') && !text.contains('∞'), "{text}");
+        }
+        assert_eq!(number(-2.944, 2), "−2.94");
+        assert_eq!(number(-0.0, 1), "0.0");
+        assert_eq!(signed(-0.0), "+0.0");
+    }
 }

@@ -381,3 +381,74 @@ fn sprt_between_deterministic_bots_warns_that_every_pair_was_alike() {
     let verdict: serde_json::Value = serde_json::from_slice(&varied.stdout).expect("json");
     assert_eq!(verdict["identical_pairs"], false);
 }
+
+/// Tables print no "+0.0 ± 0.0" and no "−∞": a record with no decisive game,
+/// or one all won or all lost, says so; and every minus sign is a '−'.
+#[test]
+fn tables_say_why_an_elo_has_no_number_and_use_one_minus_sign() {
+    let output = referee(&[
+        "tournament",
+        "builtin:block",
+        "builtin:script:BLOCK",
+        "builtin:counter",
+        "--rounds",
+        "2",
+        "--jobs",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // block and script:BLOCK only ever draw each other.
+    let drawn = text
+        .lines()
+        .find(|line| {
+            line.contains("builtin:block")
+                && line.contains(" vs ")
+                && line.contains("builtin:script:BLOCK")
+        })
+        .expect("the block pairing");
+    assert!(drawn.contains("— (all drawn)"), "{text}");
+    assert!(!text.contains("± 0.0"), "{text}");
+    assert!(!text.contains('∞'), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.contains(" -") && !line.contains("(-"),
+            "an ASCII minus sign: {line}"
+        );
+    }
+    // The JSON keeps numbers: an all-drawn pairing is Elo 0 with no width.
+    let json = referee(&[
+        "tournament",
+        "builtin:block",
+        "builtin:script:BLOCK",
+        "--json",
+    ]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(value["standings"]["pairs"][0]["elo"]["elo"], 0.0, "{value}");
+
+    let sprt = referee(&[
+        "sprt",
+        "builtin:counter",
+        "builtin:block",
+        "--elo0",
+        "-5",
+        "--elo1",
+        "10",
+        "--max-pairs",
+        "20",
+    ]);
+    let text = String::from_utf8_lossy(&sprt.stdout);
+    assert!(text.contains("  Elo (95%) "), "{text}");
+    assert!(text.contains("elo0 −5"), "{text}");
+    assert!(!text.contains('∞') && !text.contains("± 0.0"), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.contains(" -") && !line.contains("(-"),
+            "an ASCII minus sign: {line}"
+        );
+    }
+}

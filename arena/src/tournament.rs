@@ -338,6 +338,46 @@ fn wdl_of(summary: &MatchSummary, entrant: usize) -> Wdl {
     }
 }
 
+/// The entrants best first: by score; bots level on score by their
+/// head-to-head among themselves (wins minus losses in the games they
+/// played each other: for two bots, who won their pairing), then by name.
+/// Every comparison is of keys, so the order is total even when three
+/// level bots beat each other in a circle (then their names decide).
+fn ranking(bots: &[String], records: &[Wdl], pairs: &BTreeMap<(usize, usize), Wdl>) -> Vec<usize> {
+    let score = |entrant: usize| records[entrant].score().unwrap_or(0.0);
+    let mut order: Vec<usize> = (0..bots.len()).collect();
+    order.sort_by(|&x, &y| score(y).total_cmp(&score(x)));
+    let mut balance = vec![0i64; bots.len()];
+    for level in order.chunk_by(|&x, &y| score(x).total_cmp(&score(y)).is_eq()) {
+        for &bot in level {
+            for &other in level {
+                let record = match (
+                    bot.cmp(&other),
+                    pairs.get(&(bot.min(other), bot.max(other))),
+                ) {
+                    (std::cmp::Ordering::Less, Some(record)) => *record,
+                    (std::cmp::Ordering::Greater, Some(record)) => Wdl {
+                        wins: record.losses,
+                        draws: record.draws,
+                        losses: record.wins,
+                    },
+                    _ => continue,
+                };
+                let wins = i64::try_from(record.wins).unwrap_or(i64::MAX);
+                let losses = i64::try_from(record.losses).unwrap_or(i64::MAX);
+                balance[bot] = balance[bot].saturating_add(wins.saturating_sub(losses));
+            }
+        }
+    }
+    order.sort_by(|&x, &y| {
+        score(y)
+            .total_cmp(&score(x))
+            .then_with(|| balance[y].cmp(&balance[x]))
+            .then_with(|| bots[x].cmp(&bots[y]))
+    });
+    order
+}
+
 /// The standings over `summaries` (any order: the table depends only on the set).
 pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled: u64) -> Standings {
     let count = bots.len();
@@ -393,7 +433,9 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
             .or_default()
             .add(wdl_of(summary, low));
     }
-    let mut rows: Vec<BotStanding> = (0..count)
+    let order = ranking(bots, &records, &pairs);
+    let rows: Vec<BotStanding> = order
+        .into_iter()
         .map(|entrant| {
             let record = records[entrant];
             latencies[entrant].sort_unstable();
@@ -431,7 +473,6 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
             }
         })
         .collect();
-    rows.sort_by(|x, y| y.score.total_cmp(&x.score).then_with(|| x.bot.cmp(&y.bot)));
     let pairs = pairs
         .into_iter()
         .map(|((a, b), record)| PairStanding {
@@ -456,6 +497,7 @@ pub fn standings(bots: &[String], summaries: &[MatchSummary], matches_scheduled:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use duel_replays::WinnerName;
 
     fn plan(format: Format, bots: usize, rounds: u32) -> TournamentPlan {
         TournamentPlan {
@@ -500,6 +542,63 @@ mod tests {
         assert_eq!(percentile(&[1, 2, 3, 4], 50), 2);
         assert_eq!(percentile(&[1, 2, 3, 4], 99), 4);
         assert_eq!(percentile(&[7], 1), 7);
+    }
+
+    /// One match of `entrants` won by `winner`.
+    fn played(index: u64, entrants: [usize; 2], winner: WinnerName) -> MatchSummary {
+        MatchSummary {
+            index,
+            entrants,
+            seed: index,
+            winner,
+            round_wins: [0, 0],
+            damage: [0, 0],
+            tokens: [0, 0],
+            decisions: [36, 36],
+            substitutions: [[0; 3]; 2],
+            latencies_us: [Vec::new(), Vec::new()],
+            play: 0,
+            models: [Vec::new(), Vec::new()],
+        }
+    }
+
+    fn names(table: &Standings) -> Vec<&str> {
+        table.bots.iter().map(|row| row.bot.as_str()).collect()
+    }
+
+    #[test]
+    fn bots_level_on_score_rank_by_their_head_to_head_then_name() {
+        let bots: Vec<String> = ["alpha", "zeta", "x", "y"].map(String::from).to_vec();
+        let (alpha, zeta, x, y) = (0, 1, 2, 3);
+        let summaries = [
+            // zeta beat alpha, from either side.
+            played(0, [alpha, zeta], WinnerName::B),
+            played(1, [alpha, x], WinnerName::A),
+            played(2, [y, alpha], WinnerName::B),
+            played(3, [zeta, x], WinnerName::A),
+            played(4, [zeta, y], WinnerName::B),
+            played(5, [x, y], WinnerName::Draw),
+        ];
+        let table = standings(&bots, &summaries, 6);
+        assert_eq!(table.bots[0].score, table.bots[1].score);
+        assert_eq!(names(&table), ["zeta", "alpha", "y", "x"]);
+        // alpha beating zeta instead, still level: alpha first.
+        let mut reversed = summaries.clone();
+        reversed[0].winner = WinnerName::A;
+        reversed[1].winner = WinnerName::B;
+        reversed[4].winner = WinnerName::A;
+        let table = standings(&bots, &reversed, 6);
+        assert_eq!(table.bots[0].score, table.bots[1].score);
+        assert_eq!(names(&table), ["alpha", "zeta", "x", "y"]);
+
+        // Three level bots beating each other in a circle: by name.
+        let bots: Vec<String> = ["c", "a", "b"].map(String::from).to_vec();
+        let circle = [
+            played(0, [1, 2], WinnerName::A),
+            played(1, [2, 0], WinnerName::A),
+            played(2, [0, 1], WinnerName::A),
+        ];
+        assert_eq!(names(&standings(&bots, &circle, 3)), ["a", "b", "c"]);
     }
 
     #[test]

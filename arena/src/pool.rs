@@ -189,6 +189,14 @@ pub struct MatchSummary {
     /// written before it existed.
     #[serde(default)]
     pub models: [Vec<ModelTally>; 2],
+    /// Per fighter: its model calls refused as unavailable (no model
+    /// configured, or the upstream failed). Left out when both are 0.
+    #[serde(default, skip_serializing_if = "is_zero_pair")]
+    pub unavailable_calls: [u32; 2],
+}
+
+fn is_zero_pair(pair: &[u32; 2]) -> bool {
+    *pair == [0, 0]
 }
 
 /// What one fighter spent on one model in one match.
@@ -218,6 +226,7 @@ impl MatchSummary {
         let mut decisions = [0u32; 2];
         let mut substitutions = [[0u32; 3]; 2];
         let mut latencies_us: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+        let mut unavailable_calls = [0u32; 2];
         let mut play = Fnv1a::default();
         for (position, (_, exchange)) in replay.exchanges().enumerate() {
             // The opening's exchanges were played, not decided.
@@ -225,6 +234,13 @@ impl MatchSummary {
             for (index, record) in exchange.sides().into_iter().enumerate() {
                 play.write(duel_rules::Action::from(record.action).name().as_bytes());
                 play.write(duel_rules::Source::from(record.source).name().as_bytes());
+                let unavailable = record
+                    .calls()
+                    .iter()
+                    .filter(|call| call.outcome == duel_replays::CallOutcome::Unavailable)
+                    .count();
+                unavailable_calls[index] = unavailable_calls[index]
+                    .saturating_add(u32::try_from(unavailable).unwrap_or(u32::MAX));
                 if !decided {
                     continue;
                 }
@@ -262,6 +278,7 @@ impl MatchSummary {
                     .map(ModelTally::of)
                     .collect()
             }),
+            unavailable_calls,
         }
     }
 

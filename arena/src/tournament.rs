@@ -559,6 +559,7 @@ mod tests {
             latencies_us: [Vec::new(), Vec::new()],
             play: 0,
             models: [Vec::new(), Vec::new()],
+            unavailable_calls: [0, 0],
         }
     }
 

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use duel_plumbing::Shutdown;
-use duel_referee::arena::pool::{Control, Entrant, PoolSettings, display_names, play_matches};
+use duel_referee::arena::pool::{
+    Control, Entrant, MatchSummary, PoolSettings, display_names, play_matches,
+};
 use duel_referee::arena::sprt::{SprtRun, pair_matches};
 use duel_referee::arena::stats::{Sprt, Verdict};
 use duel_referee::arena::tournament::{
@@ -34,6 +36,42 @@ fn wall_clock(seconds: f64) -> Duration {
 struct Gateway {
     _runtime: Option<tokio::runtime::Runtime>,
     _stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// A model is configured (`--model-url` or `--models`): without one,
+    /// bots' calls are refused as unavailable.
+    model_configured: bool,
+}
+
+/// Once per bot, a warning that it called a model while none is configured
+/// (its calls were refused, free, and it decided without an answer).
+struct NoModelWarnings {
+    model_configured: bool,
+    warned: std::collections::BTreeSet<usize>,
+}
+
+impl NoModelWarnings {
+    fn new(model_configured: bool) -> NoModelWarnings {
+        NoModelWarnings {
+            model_configured,
+            warned: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// The warning lines `summary` calls for (none twice for one bot).
+    fn check(&mut self, summary: &MatchSummary, names: &[String]) -> Vec<String> {
+        if self.model_configured {
+            return Vec::new();
+        }
+        let mut lines = Vec::new();
+        for (side, &entrant) in summary.entrants.iter().enumerate() {
+            if summary.unavailable_calls[side] > 0 && self.warned.insert(entrant) {
+                let name = names.get(entrant).map_or("a bot", String::as_str);
+                lines.push(format!(
+                    "warning: {name} called a model, but none is configured: its calls are refused as unavailable (free) and it decides without an answer. Configure one with --model-url builtin:house (offline), --model-url URL --model NAME, or --models FILE."
+                ));
+            }
+        }
+        lines
+    }
 }
 
 /// How the pool plays: `jobs` matches at once, their WASM instances pooled for
@@ -60,6 +98,7 @@ fn pool_settings(
     let mut gateway = Gateway {
         _runtime: None,
         _stop: None,
+        model_configured: config.gateway.is_enabled(),
     };
     if specs
         .iter()
@@ -228,7 +267,7 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
     if let Some(limit) = args.limit {
         remaining.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
-    let (settings, _gateway) = pool_settings(
+    let (settings, gateway) = pool_settings(
         jobs(args.jobs),
         class,
         settings_clock,
@@ -237,6 +276,14 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
         (&args.model, &entrants),
     )?;
     check_entrants(&entrants, &settings)?;
+    let names = display_names(&entrants);
+    let mut no_model = NoModelWarnings::new(gateway.model_configured);
+    // Matches played before a --resume count too.
+    for summary in &summaries {
+        for line in no_model.check(summary, &names) {
+            eprintln!("{line}");
+        }
+    }
     let interrupted = interrupt_flag()?;
     let bar = progress_bar(
         schedule.len() as u64,
@@ -257,6 +304,9 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
             write_error.get_or_insert(error);
             return Control::Stop;
         }
+        for line in no_model.check(&summary, &names) {
+            bar.suspend(|| eprintln!("{line}"));
+        }
         summaries.push(summary);
         bar.inc(1);
         Control::Continue
@@ -266,7 +316,7 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
         return Err(error.into());
     }
     summaries.sort_by_key(|summary| summary.index);
-    let table = standings(&display_names(&entrants), &summaries, schedule.len() as u64);
+    let table = standings(&names, &summaries, schedule.len() as u64);
     let mut stdout = Stdout::new();
     if args.json {
         let text = serde_json::to_string_pretty(&serde_json::json!({
@@ -508,7 +558,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         (None, book) if !book.is_empty() => OpeningSource::Book(book),
         (None, _) => OpeningSource::None,
     };
-    let (settings, _gateway) = pool_settings(
+    let (settings, gateway) = pool_settings(
         jobs(args.jobs),
         args.class.into(),
         wall_clock(args.wall_clock),
@@ -529,7 +579,11 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
             .then(|| pair_matches(args.seed, position / 2)[(position % 2) as usize])
     };
     let mut run = SprtRun::new(test);
+    let mut no_model = NoModelWarnings::new(gateway.model_configured);
     play_matches(&entrants, &settings, &interrupted, &next, |summary| {
+        for line in no_model.check(&summary, &names) {
+            bar.suspend(|| eprintln!("{line}"));
+        }
         let before = run.pairs_done;
         let verdict = run.record(summary);
         if run.pairs_done > before {

@@ -411,3 +411,84 @@ fn tournament_and_sprt_show_tokens_and_cost_per_model() {
     );
     assert_eq!(verdict["spending"]["base"]["models"], serde_json::json!([]));
 }
+
+/// A tournament (and an SPRT) in which a bot calls a model while none is
+/// configured warns once per such bot on stderr, naming it and how to
+/// configure one; with a model, or with bots that never call one, nothing.
+#[test]
+fn a_tournament_warns_once_per_bot_that_calls_a_model_when_none_is_configured() {
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bots/oracle.wasm");
+    assert!(oracle.is_file(), "scripts/build-bots builds the oracle bot");
+    let oracle = oracle.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_referee"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.code().is_some_and(|code| code != 2),
+            "{}",
+            text(&output.stderr)
+        );
+        output
+    };
+    let warning = "warning: oracle called a model, but none is configured";
+    let bare = run(&[
+        "tournament",
+        oracle,
+        "builtin:counter",
+        "builtin:block",
+        "--rounds",
+        "2",
+        "--jobs",
+        "2",
+        "--json",
+    ]);
+    let stderr = text(&bare.stderr);
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--model-url builtin:house") && stderr.contains("--models FILE"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("counter called"), "{stderr}");
+    // The JSON on stdout stays a document.
+    serde_json::from_slice::<serde_json::Value>(&bare.stdout).unwrap();
+
+    let sprt = run(&[
+        "sprt",
+        oracle,
+        "builtin:block",
+        "--elo0",
+        "0",
+        "--elo1",
+        "20",
+        "--max-pairs",
+        "2",
+    ]);
+    assert_eq!(
+        text(&sprt.stderr).matches(warning).count(),
+        1,
+        "{}",
+        text(&sprt.stderr)
+    );
+
+    let with_model = run(&[
+        "tournament",
+        oracle,
+        "builtin:counter",
+        "--model-url",
+        "builtin:house",
+    ]);
+    assert!(
+        !text(&with_model.stderr).contains("none is configured"),
+        "{}",
+        text(&with_model.stderr)
+    );
+    let no_caller = run(&["tournament", "builtin:counter", "builtin:block"]);
+    assert!(
+        !text(&no_caller.stderr).contains("warning"),
+        "{}",
+        text(&no_caller.stderr)
+    );
+}

@@ -193,10 +193,34 @@ pub struct MatchSummary {
     /// configured, or the upstream failed). Left out when both are 0.
     #[serde(default, skip_serializing_if = "is_zero_pair")]
     pub unavailable_calls: [u32; 2],
+    /// Per fighter: the reason of its first fault in the match (cut to
+    /// [`FAULT_REASON_CHARS`]), to say why a bot faults. Left out when
+    /// neither faulted.
+    #[serde(default, skip_serializing_if = "is_none_pair")]
+    pub first_fault: [Option<String>; 2],
 }
+
+/// The most characters of a fault's reason a summary keeps.
+pub const FAULT_REASON_CHARS: usize = 200;
 
 fn is_zero_pair(pair: &[u32; 2]) -> bool {
     *pair == [0, 0]
+}
+
+fn is_none_pair(pair: &[Option<String>; 2]) -> bool {
+    pair.iter().all(Option::is_none)
+}
+
+/// `reason` cut to [`FAULT_REASON_CHARS`] characters, on one line.
+fn short_reason(reason: &str) -> String {
+    let line: String = reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match line.char_indices().nth(FAULT_REASON_CHARS) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line,
+    }
 }
 
 /// What one fighter spent on one model in one match.
@@ -227,6 +251,7 @@ impl MatchSummary {
         let mut substitutions = [[0u32; 3]; 2];
         let mut latencies_us: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
         let mut unavailable_calls = [0u32; 2];
+        let mut first_fault: [Option<String>; 2] = [None, None];
         let mut play = Fnv1a::default();
         for (position, (_, exchange)) in replay.exchanges().enumerate() {
             // The opening's exchanges were played, not decided.
@@ -255,6 +280,10 @@ impl MatchSummary {
                     SourceName::Fault => {
                         substitutions[index][2] += 1;
                         latencies_us[index].push(record.latency_micros());
+                        if first_fault[index].is_none() {
+                            first_fault[index] =
+                                Some(short_reason(record.reason().unwrap_or("no reason given")));
+                        }
                     }
                 }
             }
@@ -279,6 +308,7 @@ impl MatchSummary {
                     .collect()
             }),
             unavailable_calls,
+            first_fault,
         }
     }
 

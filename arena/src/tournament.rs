@@ -560,6 +560,7 @@ mod tests {
             play: 0,
             models: [Vec::new(), Vec::new()],
             unavailable_calls: [0, 0],
+            first_fault: [None, None],
         }
     }
 

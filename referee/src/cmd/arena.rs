@@ -327,7 +327,11 @@ pub fn tournament(args: TournamentArgs) -> Result<Outcome> {
         .context("cannot encode the standings")?;
         stdout.print(&format!("{text}\n"))?;
     } else {
-        stdout.print(&tournament_table(&plan, &table))?;
+        stdout.print(&tournament_table(
+            &plan,
+            &table,
+            &first_faults(&names, &summaries),
+        ))?;
     }
     if table.matches_played < table.matches_scheduled {
         let how = match &dir {
@@ -464,7 +468,58 @@ fn model_lines(bots: &[duel_referee::arena::tournament::BotStanding]) -> String 
     out
 }
 
-fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
+/// Per bot that faulted, by name: the reason of its first fault (in match
+/// order), to say why a fault rate is what it is.
+fn first_faults(
+    names: &[String],
+    summaries: &[MatchSummary],
+) -> std::collections::BTreeMap<String, String> {
+    let mut faults = std::collections::BTreeMap::new();
+    for summary in summaries {
+        for (side, &entrant) in summary.entrants.iter().enumerate() {
+            if let (Some(reason), Some(name)) = (&summary.first_fault[side], names.get(entrant)) {
+                faults.entry(name.clone()).or_insert_with(|| reason.clone());
+            }
+        }
+    }
+    faults
+}
+
+/// Per bot that faulted: its fault rate and its first fault's reason (a
+/// fault is a trap, a limit or a bad answer; BLOCK was played instead).
+fn fault_lines(
+    bots: &[duel_referee::arena::tournament::BotStanding],
+    faults: &std::collections::BTreeMap<String, String>,
+) -> String {
+    let mut out = String::new();
+    let faulted: Vec<_> = bots.iter().filter(|row| row.substituted[2] > 0.0).collect();
+    if faulted.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n Faults (the bot trapped, hit a limit or answered badly; BLOCK was played instead)"
+    );
+    for row in faulted {
+        let reason = faults.get(&row.bot).map_or_else(
+            || "reason not recorded".to_owned(),
+            |reason| format!("first: {reason}"),
+        );
+        let _ = writeln!(
+            out,
+            "  {}: {} of its decisions · {reason}",
+            row.bot,
+            percent(row.substituted[2])
+        );
+    }
+    out
+}
+
+fn tournament_table(
+    plan: &TournamentPlan,
+    table: &Standings,
+    faults: &std::collections::BTreeMap<String, String>,
+) -> String {
     let name_width = table
         .bots
         .iter()
@@ -527,6 +582,7 @@ fn tournament_table(plan: &TournamentPlan, table: &Standings) -> String {
         );
     }
     out.push_str(&model_lines(&table.bots));
+    out.push_str(&fault_lines(&table.bots, faults));
     let _ = writeln!(out, "\n Pairings (first bot's view)");
     for pair in &table.pairs {
         let _ = writeln!(

@@ -249,3 +249,35 @@ fn tournament_and_sprt_replays_keep_logs() {
     assert_eq!(replays.len(), 2, "one pair");
     assert!(chatter_logged(&replays));
 }
+
+/// The tournament table explains a fault rate: chatter faults on every third
+/// decision on purpose, and the table says so with its first fault's reason.
+#[test]
+fn a_tournament_names_the_first_fault_of_a_bot_that_faults() {
+    let output = referee(&[
+        "tournament",
+        &bot("chatter"),
+        "builtin:block",
+        "builtin:counter",
+        "--jobs",
+        "1",
+    ]);
+    let table = ok(&output);
+    assert!(table.contains("\n Faults ("), "{table}");
+    let line = table
+        .lines()
+        .find(|line| line.starts_with("  chatter: "))
+        .unwrap_or_else(|| panic!("no fault line for chatter: {table}"));
+    assert!(
+        line.contains("of its decisions · first: panicked: index out of bounds"),
+        "{line}"
+    );
+    let share: f64 = line["  chatter: ".len()..]
+        .split('%')
+        .next()
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("a percentage: {line}"));
+    assert!((30.0..=33.4).contains(&share), "{line}");
+    // Bots that never fault get no line.
+    assert!(!table.contains("  builtin:block: "), "{table}");
+}

@@ -491,6 +491,13 @@ fn a_python_starters_test_without_a_referee_says_how_to_get_one() {
         services::skip("python3", "the Python starters' tests run on it");
         return;
     };
+    // The interpreter itself: `python3` on PATH may be a script that needs
+    // PATH (a shim), which is emptied below.
+    let found = Command::new(&python)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    let python = text(&found.stdout).trim().to_owned();
     let dir = tempfile::tempdir().expect("temp dir");
     let nothing_on_path = dir.path().join("empty");
     std::fs::create_dir(&nothing_on_path).expect("mkdir");

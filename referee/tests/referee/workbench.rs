@@ -452,3 +452,60 @@ fn tables_say_why_an_elo_has_no_number_and_use_one_minus_sign() {
         );
     }
 }
+
+/// Bots level on score are ranked by their head-to-head, not by name:
+/// FEINT,JAB beats DODGE,JAB and both score a third.
+#[test]
+fn bots_level_on_score_are_ranked_by_their_head_to_head() {
+    let output = referee(&[
+        "tournament",
+        "builtin:script:JAB",
+        "builtin:script:HEAVY,RECOVER",
+        "builtin:script:FEINT,JAB",
+        "builtin:script:DODGE,JAB",
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let bots = value["standings"]["bots"].as_array().expect("bots");
+    let rank = |name: &str| {
+        bots.iter()
+            .position(|row| row["bot"] == name)
+            .unwrap_or_else(|| panic!("{name} in {value}"))
+    };
+    let (winner, loser) = ("builtin:script:FEINT,JAB", "builtin:script:DODGE,JAB");
+    assert_eq!(
+        bots[rank(winner)]["score"],
+        bots[rank(loser)]["score"],
+        "{value}"
+    );
+    let pair = value["standings"]["pairs"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .find(|pair| pair["a"] == winner && pair["b"] == loser)
+        .unwrap_or_else(|| panic!("the pairing in {value}"));
+    assert!(pair["wins"].as_u64() > pair["losses"].as_u64(), "{pair}");
+    assert!(rank(winner) < rank(loser), "{value}");
+
+    // The table reads the same.
+    let text = referee(&[
+        "tournament",
+        "builtin:script:JAB",
+        "builtin:script:HEAVY,RECOVER",
+        "builtin:script:FEINT,JAB",
+        "builtin:script:DODGE,JAB",
+    ]);
+    let table = String::from_utf8_lossy(&text.stdout);
+    let row = |name: &str| {
+        table
+            .lines()
+            .position(|line| line.contains(&format!("  {name} ")) && !line.contains(" vs "))
+            .unwrap_or_else(|| panic!("{name} in {table}"))
+    };
+    assert!(row(winner) < row(loser), "{table}");
+}

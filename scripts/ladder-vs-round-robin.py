@@ -93,6 +93,12 @@ def main():
     # the tie.
     parser.add_argument("--rounds", type=int, default=40,
                         help="round-robin rounds (each pairing from both sides per round; default 40, ~1.5 min)")
+    # Ranked matches open with two forced exchanges drawn from their seeds
+    # (duel_ladder_core::limits::RANKED_OPENING_EXCHANGES, docs/RULES.md): the
+    # round robin plays the same game, its openings drawn the same way.
+    parser.add_argument("--openings", type=int, default=2,
+                        help="forced opening exchanges of each round-robin game, as ranked "
+                             "matches have (default 2; 0 for none)")
     parser.add_argument("--tie", type=float, default=0.02,
                         help="round-robin scores this close count as tied (default 0.02)")
     parser.add_argument("--timeout-s", type=int, default=3600,
@@ -183,7 +189,8 @@ def main():
         tournament = subprocess.run(
             [referee_bin, "tournament", *(os.path.join(args.bots, f"{bot}.wasm") for bot in bots),
              "--class", args.weight_class, "--rounds", str(args.rounds), "--jobs", "2",
-             "--models", models, "--json"],
+             "--models", models, "--json",
+             *(["--openings", str(args.openings)] if args.openings else [])],
             capture_output=True, text=True)
         if tournament.returncode != 0:
             sys.exit(f"ladder-vs-round-robin: referee tournament: {tournament.stderr.strip()}")

@@ -49,6 +49,107 @@ pub struct BenchReport {
     /// workers, in [`Step::ALL`]'s order: where a worker waits, not only where
     /// it computes.
     pub step_ms: Vec<(Step, f64)>,
+    /// The settle phase cut into windows of `--window` settled matches, in
+    /// the order they settled: whether a settlement costs more late in a
+    /// season than early (empty without `--window`).
+    pub windows: Vec<Window>,
+}
+
+/// One window of consecutive settlements (the `from`-th to the `to`-th
+/// settled match of the run).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Window {
+    pub from: usize,
+    pub to: usize,
+    pub settled_per_s: f64,
+    /// This process's CPU per match over the window (`None` without Linux's
+    /// `/proc/self/stat`).
+    pub cpu_ms_per_match: Option<f64>,
+    /// The workers' settle step (the settlement's SQL and its wait for a
+    /// batch), wall clock per match, summed over the workers.
+    pub settle_ms_per_match: f64,
+}
+
+/// Where the settle phase stood at a window's edge.
+#[derive(Clone, Copy, Debug)]
+struct WindowMark {
+    settled: usize,
+    at: Instant,
+    cpu: Option<(u64, u64)>,
+    settle_s: f64,
+}
+
+/// The windows' edges, marked by whichever worker settles the match that
+/// closes a window.
+struct WindowMarks {
+    window: usize,
+    settled: std::sync::atomic::AtomicUsize,
+    marks: std::sync::Mutex<Vec<WindowMark>>,
+    metrics: Arc<LadderMetrics>,
+    host: MatchHost,
+}
+
+impl WindowMarks {
+    fn settle_s(&self) -> f64 {
+        step_sums_s(&self.metrics.render(&self.host.wasm_stats()))
+            .get(Step::Settle.name())
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    fn mark(&self, settled: usize) {
+        let mark = WindowMark {
+            settled,
+            at: Instant::now(),
+            cpu: process_cpu_ticks(),
+            settle_s: self.settle_s(),
+        };
+        self.marks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(mark);
+    }
+
+    /// Counts one settled match, marking the edge of a window it closes.
+    fn settled_one(&self) {
+        if self.window == 0 {
+            return;
+        }
+        let settled = self
+            .settled
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        if settled.is_multiple_of(self.window) {
+            self.mark(settled);
+        }
+    }
+
+    fn windows(&self) -> Vec<Window> {
+        let mut marks = self
+            .marks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        marks.sort_by_key(|mark| mark.settled);
+        marks
+            .windows(2)
+            .map(|pair| {
+                let (start, end) = (pair[0], pair[1]);
+                let count = end.settled - start.settled;
+                Window {
+                    from: start.settled + 1,
+                    to: end.settled,
+                    settled_per_s: rate(count, end.at.saturating_duration_since(start.at)),
+                    cpu_ms_per_match: cpu_use(start.cpu, end.cpu, count)
+                        .map(|cpu| cpu.per_match_ms),
+                    settle_ms_per_match: per_match_ms(
+                        Duration::from_secs_f64((end.settle_s - start.settle_s).max(0.0)),
+                        count,
+                    ),
+                }
+            })
+            .collect()
+    }
 }
 
 /// `ladder bench --json`: the report's figures, steps keyed by name
@@ -65,6 +166,7 @@ pub struct BenchJson {
     pub settled_per_s: f64,
     pub settlements: SettlementsJson,
     pub step_ms: std::collections::BTreeMap<&'static str, f64>,
+    pub windows: Vec<Window>,
     pub workers: usize,
 }
 
@@ -100,6 +202,7 @@ impl BenchReport {
                 .iter()
                 .map(|(step, ms)| (step.name(), *ms))
                 .collect(),
+            windows: self.windows.clone(),
             workers: self.workers,
         }
     }
@@ -184,12 +287,15 @@ fn rate(count: usize, elapsed: Duration) -> f64 {
     count as f64 / elapsed.as_secs_f64().max(1e-9)
 }
 
-/// Runs the benchmark on `db_url`, which must hold no running season.
+/// Runs the benchmark on `db_url`, which must hold no running season;
+/// `window` (0: none) cuts the settle phase into windows of that many
+/// settled matches ([`BenchReport::windows`]).
 pub async fn settle_bench(
     db_url: &str,
     matches: usize,
     workers: usize,
     replays_dir: PathBuf,
+    window: usize,
 ) -> Result<BenchReport> {
     let store = Store::connect(db_url).await?;
     if store.reads().active_season().await?.is_some() {
@@ -255,12 +361,23 @@ pub async fn settle_bench(
     // The workers time each step into their metrics, as in production; the
     // report reads the sums from the exposition a scraper would read.
     let metrics = LadderMetrics::new();
+    let marks = Arc::new(WindowMarks {
+        window,
+        settled: std::sync::atomic::AtomicUsize::new(0),
+        marks: std::sync::Mutex::new(Vec::new()),
+        metrics: Arc::clone(&metrics),
+        host: host.clone(),
+    });
     let cpu_before = process_cpu_ticks();
     let started = Instant::now();
+    if window > 0 {
+        marks.mark(0);
+    }
     let mut tasks = Vec::new();
     for _ in 0..workers.max(1) {
         let store = store.clone();
         let factory = Arc::clone(&factory);
+        let marks = Arc::clone(&marks);
         let mut config = WorkerConfig::new(host.clone(), replays.clone(), Arc::clone(&signing_key));
         config.metrics = Some(Arc::clone(&metrics));
         tasks.push(tokio::spawn(async move {
@@ -268,7 +385,10 @@ pub async fn settle_bench(
             loop {
                 match worker::work_once(&store, &*factory, &config).await? {
                     Worked::Idle => return Ok::<usize, ServiceError>(settled),
-                    Worked::Settled(_) => settled += 1,
+                    Worked::Settled(_) => {
+                        settled += 1;
+                        marks.settled_one();
+                    }
                     _ => {}
                 }
             }
@@ -352,6 +472,7 @@ pub async fn settle_bench(
         ledger,
         settle_cpu,
         step_ms,
+        windows: marks.windows(),
     };
     store.close().await;
     Ok(report)

@@ -320,6 +320,18 @@ pub struct ServeArgs {
     /// wave (the wave interval sets the pace).
     #[arg(long, default_value_t = duel_ladder::limits::DEFAULT_MATCH_INTERVAL_MS)]
     pub match_interval_ms: u64,
+    /// Ranked matches accepted from now on open with N exchanges forced for
+    /// both fighters, drawn from each match's seed, so that deterministic
+    /// bots play new games each time they meet (docs/RULES.md, "Ranked
+    /// matches open with two forced exchanges"); 0: no opening. Each match
+    /// keeps the length it was accepted with.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = duel_ladder::limits::RANKED_OPENING_EXCHANGES as u8,
+        value_parser = clap::value_parser!(u8).range(0..=duel_replays::MAX_OPENING_EXCHANGES as i64)
+    )]
+    pub ranked_openings: u8,
     /// The Inference URL endpoint bots are told (default: http://<listen>).
     #[arg(long, value_name = "URL", value_parser = http_url)]
     pub public_url: Option<String>,
@@ -366,6 +378,11 @@ pub struct BenchArgs {
     pub workers: usize,
     #[arg(long, default_value = "bench-replays")]
     pub replays_dir: PathBuf,
+    /// Also time each run of N consecutive settlements (settled/s, the
+    /// settle step and CPU per match): whether a settlement costs more at the
+    /// 50,000th match of a season than at the 2,000th. 0: no windows.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub window: usize,
     /// One JSON object instead of lines of text.
     #[arg(long)]
     pub json: bool,

@@ -1097,6 +1097,7 @@ mod tests {
             budget: 0,
             rake_bp: 500,
             seed: 7,
+            opening_exchanges: 0,
             sides: [
                 side("bot-z", owner_a, stakes[0]),
                 side("bot-y", owner_b, stakes[1]),

@@ -100,6 +100,16 @@ pub const RECENT_MEETING_PENALTY: f64 = 50.0;
 /// when its other opponents are far or met far more often.
 pub const REPEATED_PAIR_PENALTY: f64 = 250.0;
 
+/// Ranked matches open with this many exchanges forced for both fighters,
+/// drawn from the match's seed (duel_match::opening::Opening::random: each
+/// fighter uniform over the actions it can pay for), and pinned on the match
+/// at acceptance. Ruleset 1.0.0 has no randomness, so without an opening two
+/// deterministic bots play one game however often they meet; with two
+/// exchanges a pair has up to 6^4 = 1,296 openings, and a season's matches
+/// are new games (docs/RULES.md, "Ranked matches open with two forced
+/// exchanges").
+pub const RANKED_OPENING_EXCHANGES: i64 = 2;
+
 /// The most times two bots meet in one season. A backstop behind the penalty:
 /// deterministic bots would otherwise fill a season with one game (docs/RULES.md).
 pub const MAX_PAIR_MEETINGS_PER_SEASON: i64 = 40;

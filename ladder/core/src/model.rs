@@ -224,6 +224,10 @@ pub struct Match {
     /// setting applies only to matches accepted after it.
     pub rake_bp: i64,
     pub seed: i64,
+    /// Exchanges forced at the start, drawn from `seed`
+    /// (crate::limits::RANKED_OPENING_EXCHANGES when accepted; 0 for matches
+    /// accepted before ranked openings).
+    pub opening_exchanges: i64,
     pub sides: [MatchSide; 2],
     pub state: MatchState,
     pub attempts: i64,

@@ -841,6 +841,7 @@ mod tests {
                     budget: 1_000,
                     rake_bp: 0,
                     seed: 7,
+                    opening_exchanges: 0,
                     sides: [side("counter"), side("block")],
                     state,
                     attempts: 1,

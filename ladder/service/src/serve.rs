@@ -54,6 +54,9 @@ pub struct ServeConfig {
     /// An active bot is back in the waves no sooner than this after its last
     /// match settled (`--match-interval-ms`).
     pub match_interval: Duration,
+    /// The forced opening ranked matches are accepted with from now on, in
+    /// exchanges (`--ranked-openings`; `None` keeps the stored setting).
+    pub ranked_openings: Option<u8>,
     /// Accept endpoint bots on loopback and private addresses.
     pub allow_private_endpoints: bool,
     /// How matches are built and played (the metered model gateway, the WASM
@@ -245,6 +248,21 @@ pub async fn serve(
         .await?
         .with_log_limits(config.log_limits)
         .with_transcript_limits(config.transcript_limits);
+    if let Some(exchanges) = config.ranked_openings {
+        if usize::from(exchanges) > duel_replays::MAX_OPENING_EXCHANGES {
+            return Err(crate::store::LadderError::Invalid(format!(
+                "a ranked opening of {exchanges} exchanges is longer than {}",
+                duel_replays::MAX_OPENING_EXCHANGES
+            ))
+            .into());
+        }
+        store
+            .set_setting(
+                crate::limits::OPENING_EXCHANGES_SETTING,
+                i64::from(exchanges),
+            )
+            .await?;
+    }
     let replays = open_replays(&config.replays)?;
     let credentials = Credentials::new();
     let (listener, grpc_address) = bind(config.listen, "gRPC").await?;

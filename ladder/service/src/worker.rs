@@ -18,13 +18,14 @@ use std::time::{Duration, Instant};
 
 use duel_referee::address_policy::AddressPolicy;
 use duel_referee::limits::DECISION_WALL_CLOCK;
+use duel_referee::opening::Opening;
 use duel_referee::publish::{LiveEvent, LiveFeeds, LivePublisher};
 use duel_referee::{
     BotSpec, EndpointPolicy, Fighter, FighterSource, HostConfig, MatchHost, MatchOptions,
     MatchRecorder, MatchSession, ReplaySinks,
 };
 use duel_replays::store::ReplayStore;
-use duel_replays::{Replay, RoundResultRecord, SigningKey, SourceName};
+use duel_replays::{MAX_OPENING_EXCHANGES, Replay, RoundResultRecord, SigningKey, SourceName};
 use duel_rules::{ExchangeStep, Ruleset, Side};
 use tokio::sync::watch;
 
@@ -347,9 +348,19 @@ fn match_options(claim: &Claim, config: &WorkerConfig) -> Result<MatchOptions> {
     }
     let seed = u64::try_from(game.seed)
         .map_err(|_| LadderError::corrupt(format!("stored seed {} is negative", game.seed)))?;
+    let opening_exchanges = usize::try_from(game.opening_exchanges)
+        .ok()
+        .filter(|length| *length <= MAX_OPENING_EXCHANGES)
+        .ok_or_else(|| {
+            LadderError::corrupt(format!(
+                "stored opening of {} exchanges is outside 0..={MAX_OPENING_EXCHANGES}",
+                game.opening_exchanges
+            ))
+        })?;
     let mut options = MatchOptions::new(game.class)
         .seed(seed)
-        .wall_clock(config.decision_wall_clock);
+        .wall_clock(config.decision_wall_clock)
+        .opening(Opening::random(ruleset, seed, opening_exchanges));
     options.match_id = Some(game.id.clone());
     options.accepted_at = Some(duel_ladder_core::model::rfc3339(game.accepted_ms)?);
     Ok(options)

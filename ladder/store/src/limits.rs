@@ -6,6 +6,11 @@
 /// connection.
 pub const MAX_SETTLEMENT_BATCH: usize = 16;
 
+/// The `settings` key of the opening ranked matches are accepted with, in
+/// exchanges (`ladder serve --ranked-openings`); unset, it is
+/// duel_ladder_core::limits::RANKED_OPENING_EXCHANGES.
+pub const OPENING_EXCHANGES_SETTING: &str = "opening_exchanges";
+
 /// Rows read at a time while finding the oldest logs or transcript parts
 /// an owner over its quota must give up (most keeps read none: one sum
 /// shows the owner is within it).

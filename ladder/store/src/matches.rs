@@ -15,11 +15,13 @@ use super::script::{Arg, Script};
 use super::seasons::ensure_rating;
 use super::{ClaimSql, Store, get, write_tx};
 use crate::error::{LadderError, Result};
-use crate::limits::{MAX_ACTIVE_PER_CLASS, MAX_LIST_ROWS};
+use crate::limits::{MAX_ACTIVE_PER_CLASS, MAX_LIST_ROWS, OPENING_EXCHANGES_SETTING};
 use crate::params::Params;
 use duel_ladder_core::failure;
 use duel_ladder_core::ledger::{self, Settlement, escrow_account, owner_account};
-use duel_ladder_core::limits::{DEFAULT_RAKE_BP, MAX_MATCH_RUNS, MAX_PAIR_MEETINGS_PER_SEASON};
+use duel_ladder_core::limits::{
+    DEFAULT_RAKE_BP, MAX_MATCH_RUNS, MAX_PAIR_MEETINGS_PER_SEASON, RANKED_OPENING_EXCHANGES,
+};
 use duel_ladder_core::matchmaker::{self, Contender, Waiting};
 use duel_ladder_core::model::{
     BotKind, BotVersion, Claim, Match, MatchSide, MatchState, PlayRecord, Winner, class_from_name,
@@ -159,12 +161,22 @@ async fn accept_tx(
     let class = a.class;
     let ruleset = Ruleset::CURRENT;
     let budget = i64::try_from(ruleset.budget_tokens(class)).unwrap_or(i64::MAX);
-    let rake_bp = sqlx::query("SELECT value FROM settings WHERE key = 'rake_bp'")
-        .fetch_optional(&mut *conn)
-        .await?
-        .map(|row| get::<i64>(&row, "value"))
-        .transpose()?
-        .unwrap_or(DEFAULT_RAKE_BP);
+    // The rake and the opening's length in force now, pinned on the match.
+    let mut rake_bp = DEFAULT_RAKE_BP;
+    let mut opening_exchanges = RANKED_OPENING_EXCHANGES;
+    let settings = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT key, value FROM settings WHERE key IN ('rake_bp', '{OPENING_EXCHANGES_SETTING}')"
+    )))
+    .fetch_all(&mut *conn)
+    .await?;
+    for row in settings {
+        let value = get::<i64>(&row, "value")?;
+        if get::<String>(&row, "key")? == "rake_bp" {
+            rake_bp = value;
+        } else {
+            opening_exchanges = value;
+        }
+    }
     let pair_key =
         duel_ladder_core::repeat::pair_key([0, 1].map(|index| duel_ladder_core::repeat::KeySide {
             bot_id: &sides[index].bot_id,
@@ -172,8 +184,8 @@ async fn accept_tx(
         }));
     sqlx::query(
         "INSERT INTO matches (id, season_id, class, ruleset, budget, seed, bot_a, version_a, owner_a, stake_a, \
-         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp, pair_key) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15, $16, $17)",
+         bot_b, version_b, owner_b, stake_b, state, attempts, accepted_ms, rake_bp, pair_key, opening_exchanges) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'queued', 0, $15, $16, $17, $18)",
     )
     .bind(match_id.to_owned())
     .bind(season.id)
@@ -192,6 +204,7 @@ async fn accept_tx(
     .bind(now)
     .bind(rake_bp)
     .bind(pair_key.clone())
+    .bind(opening_exchanges)
     .execute(&mut *conn)
     .await?;
     let escrow = escrow_account(match_id);
@@ -223,6 +236,7 @@ async fn accept_tx(
         budget,
         rake_bp,
         seed,
+        opening_exchanges,
         sides: [side(0), side(1)],
         state: MatchState::Queued,
         attempts: 0,
@@ -263,6 +277,16 @@ async fn pair_meetings_tx(
     row.map_or(Ok(0), |row| get::<i64>(&row, "meetings"))
 }
 
+/// Counts a pair's meeting and reads whether its versions repeated a game
+/// this season, by key: `$1` season, `$2` and `$3` the pair's bots (the
+/// smaller id first), `$4` class, `$5` the versions' pair key.
+pub(crate) const REMEMBER_MEETING_SQL: &str = "INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings, repeated) \
+     VALUES ($1, $2, $3, $4, 1, 0) ON CONFLICT (season_id, bot_low, bot_high) \
+     DO UPDATE SET meetings = pair_meetings.meetings + 1, \
+     repeated = CASE WHEN EXISTS (SELECT 1 FROM version_pairs WHERE season_id = $1 \
+     AND pair_key = $5 AND repeats > 0) THEN 1 ELSE 0 END \
+     RETURNING repeated";
+
 /// What the next waves know of this meeting: the pair's count this season,
 /// whether these versions of the pair (`pair_key`) already repeated a game
 /// this season, and each bot's recent opponents (latest first), this one
@@ -277,23 +301,17 @@ async fn remember_meeting(
 ) -> Result<()> {
     let (low, high) = matchmaker::pair_key(&sides[0].bot_id, &sides[1].bot_id);
     // A pair's first meeting cannot have repeated anything; at a later one,
-    // a repeat among the settled games of these versions (by `pair_key`'s
-    // index) says the next game will most likely be the same again.
-    let row = sqlx::query(
-        "INSERT INTO pair_meetings (season_id, bot_low, bot_high, class, meetings, repeated) \
-         VALUES ($1, $2, $3, $4, 1, 0) ON CONFLICT (season_id, bot_low, bot_high) \
-         DO UPDATE SET meetings = pair_meetings.meetings + 1, \
-         repeated = CASE WHEN EXISTS (SELECT 1 FROM matches WHERE pair_key = $5 \
-         AND season_id = $1 AND not_rated = 'repeat') THEN 1 ELSE 0 END \
-         RETURNING repeated",
-    )
-    .bind(season_id)
-    .bind(low)
-    .bind(high)
-    .bind(class.name())
-    .bind(pair_key.to_owned())
-    .fetch_one(&mut *conn)
-    .await?;
+    // a repeat among the settled games of these versions (counted per pair
+    // of versions at settlement) says the next game will most likely be the
+    // same again.
+    let row = sqlx::query(REMEMBER_MEETING_SQL)
+        .bind(season_id)
+        .bind(low)
+        .bind(high)
+        .bind(class.name())
+        .bind(pair_key.to_owned())
+        .fetch_one(&mut *conn)
+        .await?;
     let repeated = get::<i64>(&row, "repeated")? != 0;
     for (index, side) in sides.iter().enumerate() {
         let opponent = &sides[1 - index].bot_id;

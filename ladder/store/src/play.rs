@@ -71,8 +71,10 @@ pub(crate) async fn ready_after_match_tx(
     sqlx::query(
         "UPDATE bots SET active_ready_ms = $1, active_waves = 0 \
          WHERE (id = $2 OR id = $3) AND active_stake IS NOT NULL AND paused_reason IS NULL \
-         AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.id <> $4 AND m.state IN ('queued', 'running') \
-         AND (m.bot_a = bots.id OR m.bot_b = bots.id))",
+         AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.bot_a = bots.id \
+         AND m.state IN ('queued', 'running') AND m.id <> $4) \
+         AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.bot_b = bots.id \
+         AND m.state IN ('queued', 'running') AND m.id <> $4)",
     )
     .bind(now)
     .bind(bot_ids[0].to_owned())
@@ -119,8 +121,8 @@ async fn activate_tx(
     // makes it ready.
     let open_matches: i64 = get(
         &sqlx::query(
-            "SELECT COUNT(*) AS n FROM matches WHERE state IN ('queued', 'running') \
-             AND (bot_a = $1 OR bot_b = $1)",
+            "SELECT (SELECT COUNT(*) FROM matches WHERE bot_a = $1 AND state IN ('queued', 'running')) \
+             + (SELECT COUNT(*) FROM matches WHERE bot_b = $1 AND state IN ('queued', 'running')) AS n",
         )
         .bind(bot.id.clone())
         .fetch_one(&mut *conn)

@@ -67,6 +67,7 @@ pub(crate) fn match_from_row(row: &AnyRow) -> Result<Match> {
         budget: get(row, "budget")?,
         rake_bp: get(row, "rake_bp")?,
         seed: get(row, "seed")?,
+        opening_exchanges: get(row, "opening_exchanges")?,
         sides: [side("a")?, side("b")?],
         state: MatchState::from_name(&get::<String>(row, "state")?)?,
         attempts: get(row, "attempts")?,

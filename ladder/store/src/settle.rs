@@ -232,15 +232,17 @@ struct Planned {
     verdict: Verdict,
 }
 
-/// A rated match of a pair of versions: what decides whether a later match
-/// of the same pair in the same season is rated.
+/// The rated matches of the games a batch plays, by season and play key
+/// (`season_plays`): a later match with the same key repeats the one named.
+/// Read by primary key and added to as the batch settles, so a settlement's
+/// cost does not grow with the season (docs/perf/ladder.md).
+type RatedPlays = HashMap<(i64, String), RatedPlay>;
+
+/// The rated match of one game of a season.
 #[derive(Clone, Debug)]
-struct RatedKey {
-    pub match_id: String,
-    pub season_id: i64,
-    pub pair_key: String,
-    pub play_key: Option<String>,
-    pub accepted_ms: i64,
+struct RatedPlay {
+    match_id: String,
+    accepted_ms: i64,
 }
 
 /// The key of `game`'s two versions ([`repeat::pair_key`]).
@@ -258,50 +260,31 @@ fn pair_key_of(game: &Match) -> String {
     ])
 }
 
-/// Whether `game` is rated, from the rated matches of its pair ([`repeat::verdict`]).
-/// A match settled without a record of its game is rated.
-fn verdict(rated: &[RatedKey], request: &SettleRequest, game: &Match) -> Verdict {
+/// Whether `game` is rated, from the rated match of its game this season
+/// ([`repeat::verdict`]; equal play keys mean the same two versions, so the
+/// same pair). A match settled without a record of its game is rated.
+fn verdict(rated: &RatedPlays, request: &SettleRequest, game: &Match) -> Verdict {
     let Some(played) = request.played.as_ref() else {
         return Verdict::Rated;
     };
-    let pair = pair_key_of(game);
     repeat::verdict(
         rated
-            .iter()
-            .filter(|earlier| {
-                earlier.pair_key == pair
-                    && earlier.season_id == game.season_id
-                    && earlier.match_id != game.id
-            })
-            .map(|earlier| {
-                (
-                    earlier.match_id.as_str(),
-                    earlier.accepted_ms,
-                    earlier.play_key.as_deref() == Some(played.play_key.as_str()),
-                )
-            }),
+            .get(&(game.season_id, played.play_key.clone()))
+            .filter(|earlier| earlier.match_id != game.id)
+            .map(|earlier| (earlier.match_id.as_str(), earlier.accepted_ms, true)),
     )
 }
 
-/// The SQL that finds the rated, settled matches of the pairs of versions of
-/// `count` matches, by id (placeholders from `$1`).
-fn rated_of_matches_select(count: usize) -> String {
+/// The SQL that finds the rated matches of `count` games, each given as its
+/// match's id and play key, in their matches' seasons (placeholders from `$1`).
+fn rated_plays_select(count: usize) -> String {
     format!(
-        "SELECT r.id, r.season_id, r.pair_key, r.play_key, r.accepted_ms FROM matches m \
-         JOIN matches r ON r.pair_key = m.pair_key AND r.season_id = m.season_id \
-         WHERE m.id IN ({}) AND r.state = 'settled' AND r.not_rated IS NULL",
-        placeholder_rows(count, 1)
+        "WITH k(k_match, k_key) AS (VALUES {}) \
+         SELECT p.season_id, p.play_key, p.match_id, p.accepted_ms FROM k \
+         JOIN matches m ON m.id = k.k_match \
+         JOIN season_plays p ON p.season_id = m.season_id AND p.play_key = k.k_key",
+        placeholder_rows(count, 2)
     )
-}
-
-fn rated_key_from_row(row: &sqlx::any::AnyRow) -> Result<RatedKey> {
-    Ok(RatedKey {
-        match_id: get(row, "id")?,
-        season_id: get(row, "season_id")?,
-        pair_key: get(row, "pair_key")?,
-        play_key: get(row, "play_key")?,
-        accepted_ms: get(row, "accepted_ms")?,
-    })
 }
 
 /// How a batch's statements reach the database.
@@ -329,9 +312,7 @@ async fn settle_many_tx(
             asked.push(index);
         }
     }
-    let (rows, mut ratings, rated_keys) = read_batch(conn, backend, requests, &asked).await?;
-    // Keys rated by the batch's own earlier matches count as well.
-    let mut rated_keys = rated_keys;
+    let (rows, mut ratings, mut rated_plays) = read_batch(conn, backend, requests, &asked).await?;
     let mut runnable: Vec<(usize, Match, bool)> = Vec::new();
     for &index in &asked {
         let request = &requests[index];
@@ -371,15 +352,16 @@ async fn settle_many_tx(
     let mut planned = Vec::with_capacity(runnable.len());
     for (index, game, season_open) in runnable {
         let request = &requests[index];
-        let verdict = verdict(&rated_keys, request, &game);
+        let verdict = verdict(&rated_plays, request, &game);
+        // Games rated by the batch's own earlier matches count as well.
         if let (Some(played), Verdict::Rated) = (&request.played, &verdict) {
-            rated_keys.push(RatedKey {
-                match_id: game.id.clone(),
-                season_id: game.season_id,
-                pair_key: pair_key_of(&game),
-                play_key: Some(played.play_key.clone()),
-                accepted_ms: game.accepted_ms,
-            });
+            rated_plays.insert(
+                (game.season_id, played.play_key.clone()),
+                RatedPlay {
+                    match_id: game.id.clone(),
+                    accepted_ms: game.accepted_ms,
+                },
+            );
         }
         let before = if season_open && verdict == Verdict::Rated {
             let [a, b] = &game.sides;
@@ -430,6 +412,7 @@ async fn settle_many_tx(
     store_ratings(&mut writes, &ratings);
     record_history(&mut writes, requests, &planned);
     mark_settled(&mut writes, requests, &planned);
+    record_plays(&mut writes, requests, &planned);
     let usage: Vec<Usage<'_>> = planned
         .iter()
         .filter_map(|planned| {
@@ -512,7 +495,7 @@ async fn read_batch(
 ) -> Result<(
     HashMap<String, sqlx::any::AnyRow>,
     BTreeMap<(i64, String), Tally>,
-    Vec<RatedKey>,
+    RatedPlays,
 )> {
     let ids = placeholder_rows(asked.len(), 1);
     let match_ids: Vec<Arg> = asked
@@ -551,35 +534,42 @@ async fn read_batch(
         ),
         match_ids,
     );
-    // Pairs are known from the locked rows only; the read goes by the
-    // requests' matches, whose rows carry their versions.
+    // Seasons are known from the locked rows only; the read goes by the
+    // requests' matches and their games' keys.
     let keys: Vec<Arg> = asked
         .iter()
-        .filter(|&&index| requests[index].played.is_some())
-        .map(|&index| Arg::from(requests[index].match_id.as_str()))
+        .filter_map(|&index| {
+            let request = &requests[index];
+            let played = request.played.as_ref()?;
+            Some([
+                Arg::from(request.match_id.as_str()),
+                Arg::from(played.play_key.as_str()),
+            ])
+        })
+        .flatten()
         .collect();
     let has_keys = !keys.is_empty();
     if has_keys {
-        reads.push(rated_of_matches_select(keys.len()), keys);
+        reads.push(rated_plays_select(keys.len() / 2), keys);
     }
     let mut answers = reads.run(conn, backend.together).await?.into_iter();
     let (Some(match_rows), Some(rating_rows)) = (answers.next(), answers.next()) else {
         return Err(LadderError::corrupt("the settlement read gave no answer"));
     };
-    let mut rated_keys = Vec::new();
+    let mut rated_plays = RatedPlays::new();
     if has_keys {
         let Some(key_rows) = answers.next() else {
             return Err(LadderError::corrupt("the settlement read gave no answer"));
         };
-        // A pair with several matches in the batch comes back once per match.
+        // A game played by several matches of the batch comes back once per match.
         for row in key_rows.rows {
-            let rated = rated_key_from_row(&row)?;
-            if !rated_keys
-                .iter()
-                .any(|known: &RatedKey| known.match_id == rated.match_id)
-            {
-                rated_keys.push(rated);
-            }
+            rated_plays.insert(
+                (get(&row, "season_id")?, get(&row, "play_key")?),
+                RatedPlay {
+                    match_id: get(&row, "match_id")?,
+                    accepted_ms: get(&row, "accepted_ms")?,
+                },
+            );
         }
     }
     let mut rows = HashMap::new();
@@ -611,7 +601,7 @@ async fn read_batch(
             },
         );
     }
-    Ok((rows, tallies, rated_keys))
+    Ok((rows, tallies, rated_plays))
 }
 
 /// A bot's rating in a season as the batch moves it.
@@ -750,6 +740,70 @@ fn mark_settled(writes: &mut Script, requests: &[SettleRequest], planned: &[Plan
         args.extend(rating_change_args(&planned.game, &planned.plan));
     }
     writes.push_expecting(sql, args, planned.len(), "matches");
+}
+
+/// The batch's rated games (`season_plays`), which later matches of the
+/// same game repeat, and its repeats counted per pair of versions
+/// (`version_pairs`), which acceptance reads: one row per key, written by
+/// key, so their cost does not grow with the season.
+fn record_plays(writes: &mut Script, requests: &[SettleRequest], planned: &[Planned]) {
+    let mut rated = Vec::new();
+    let mut rated_rows = 0;
+    // Summed here: on PostgreSQL the batch's writes are one statement, and an
+    // upsert may not change one row twice.
+    let mut repeats: BTreeMap<(i64, String), i64> = BTreeMap::new();
+    for planned in planned {
+        let Some(played) = requests[planned.index].played.as_ref() else {
+            continue;
+        };
+        let game = &planned.game;
+        match planned.verdict {
+            Verdict::Rated => {
+                rated_rows += 1;
+                rated.extend([
+                    Arg::from(game.season_id),
+                    Arg::from(played.play_key.as_str()),
+                    Arg::from(game.id.as_str()),
+                    Arg::from(game.accepted_ms),
+                ]);
+            }
+            Verdict::Repeat(_) => {
+                *repeats
+                    .entry((game.season_id, pair_key_of(game)))
+                    .or_default() += 1;
+            }
+        }
+    }
+    if rated_rows > 0 {
+        // A key already kept (a match settled by another process at the
+        // same moment) keeps its first match.
+        writes.push(
+            format!(
+                "INSERT INTO season_plays (season_id, play_key, match_id, accepted_ms) VALUES {} \
+                 ON CONFLICT DO NOTHING",
+                placeholder_rows(rated_rows, 4)
+            ),
+            rated,
+        );
+    }
+    if !repeats.is_empty() {
+        let rows = repeats.len();
+        let args = repeats
+            .into_iter()
+            .flat_map(|((season_id, pair_key), count)| {
+                [Arg::from(season_id), Arg::from(pair_key), Arg::from(count)]
+            })
+            .collect();
+        writes.push(
+            format!(
+                "INSERT INTO version_pairs (season_id, pair_key, repeats) VALUES {} \
+                 ON CONFLICT (season_id, pair_key) DO UPDATE SET \
+                 repeats = version_pairs.repeats + excluded.repeats",
+                placeholder_rows(rows, 3)
+            ),
+            args,
+        );
+    }
 }
 
 /// Whether the bot on `side` (0 = a) won.
@@ -1049,15 +1103,7 @@ fn ready_bots(writes: &mut Script, requests: &[SettleRequest], planned: &[Planne
     // state: on PostgreSQL every write of the batch is one statement, whose
     // parts all see the rows as they were before it.
     let settled = planned.len();
-    let sql = format!(
-        "WITH d(d_bot, d_ready) AS (VALUES {}) \
-         UPDATE bots SET active_ready_ms = d.d_ready, active_waves = 0 FROM d \
-         WHERE bots.id = d.d_bot AND active_stake IS NOT NULL AND paused_reason IS NULL \
-         AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.state IN ('queued', 'running') \
-         AND (m.bot_a = bots.id OR m.bot_b = bots.id) AND m.id NOT IN ({}))",
-        placeholder_rows(latest.len(), 2),
-        shift_placeholders(&placeholder_rows(settled, 1), latest.len() * 2)
-    );
+    let sql = ready_bots_sql(latest.len(), settled);
     let mut args = Vec::with_capacity(latest.len() * 2 + settled);
     for (bot_id, now) in latest {
         args.extend([Arg::from(bot_id), Arg::from(now)]);
@@ -1068,6 +1114,24 @@ fn ready_bots(writes: &mut Script, requests: &[SettleRequest], planned: &[Planne
             .map(|planned| Arg::from(requests[planned.index].match_id.as_str())),
     );
     writes.push(sql, args);
+}
+
+/// The statement of [`ready_bots`] for `bots` bots and `settled` matches
+/// (placeholders from `$1`). A bot's other open matches are found through
+/// the open matches' own indexes (`matches_open_bot_a`, `_b`), not by
+/// walking every match the bot played.
+fn ready_bots_sql(bots: usize, settled: usize) -> String {
+    format!(
+        "WITH d(d_bot, d_ready) AS (VALUES {}) \
+         UPDATE bots SET active_ready_ms = d.d_ready, active_waves = 0 FROM d \
+         WHERE bots.id = d.d_bot AND active_stake IS NOT NULL AND paused_reason IS NULL \
+         AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.bot_a = bots.id \
+         AND m.state IN ('queued', 'running') AND m.id NOT IN ({settled_ids})) \
+         AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.bot_b = bots.id \
+         AND m.state IN ('queued', 'running') AND m.id NOT IN ({settled_ids}))",
+        placeholder_rows(bots, 2),
+        settled_ids = shift_placeholders(&placeholder_rows(settled, 1), bots * 2)
+    )
 }
 
 /// Every transfer of the batch: the new ones in one insert, the resolutions of
@@ -1242,6 +1306,87 @@ mod tests {
             .expect("claim")
             .expect("queued");
         (claim.game.id, claim.lease_id)
+    }
+
+    /// What SQLite plans for `sql` with every placeholder bound to text:
+    /// one line per step of the plan.
+    async fn sqlite_plan(conn: &mut sqlx::AnyConnection, sql: &str) -> Vec<String> {
+        use sqlx::Row;
+        let placeholders = (1..)
+            .take_while(|number| sql.contains(&format!("${number}")))
+            .count();
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(explain));
+        for _ in 0..placeholders {
+            query = query.bind("x");
+        }
+        query
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap_or_else(|error| panic!("explain {sql}: {error}"))
+            .iter()
+            .map(|row| row.try_get::<String, _>("detail").expect("detail"))
+            .collect()
+    }
+
+    /// Every statement a settlement and an acceptance run against a season's
+    /// history finds its rows by key (primary keys, the open matches'
+    /// partial indexes): none walks the matches of a pair or of a bot, so a
+    /// settlement costs the same at the 50,000th match of a season as at the
+    /// 2,000th (docs/perf/ladder.md measures both, on both backends).
+    #[tokio::test]
+    async fn settlement_reads_go_by_key_not_by_history() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::connect(&format!("sqlite://{}/l.db", dir.path().display()))
+            .await
+            .expect("store");
+        let mut conn = store.writer().await.expect("writer");
+        let statements = [
+            ("the rated games of a batch", rated_plays_select(3)),
+            ("bots ready again", ready_bots_sql(2, 3)),
+            (
+                "a pair's meeting",
+                crate::matches::REMEMBER_MEETING_SQL.to_owned(),
+            ),
+        ];
+        for (what, sql) in statements {
+            let plan = sqlite_plan(&mut conn, &sql).await;
+            // A scan of a statement's own VALUES (`k`, `d`) is the batch's
+            // rows; a scan of a table or its alias is a walk.
+            let walks: Vec<&String> = plan
+                .iter()
+                .filter(|step| {
+                    let scanned = step
+                        .strip_prefix("SCAN ")
+                        .and_then(|rest| rest.split_whitespace().next());
+                    scanned.is_some_and(|name| {
+                        [
+                            "matches",
+                            "m",
+                            "season_plays",
+                            "p",
+                            "version_pairs",
+                            "bots",
+                            "pair_meetings",
+                        ]
+                        .contains(&name)
+                    })
+                })
+                .collect();
+            assert!(walks.is_empty(), "{what} walks a table: {plan:#?}");
+            if what == "bots ready again" {
+                let open = plan
+                    .iter()
+                    .filter(|step| step.contains("matches_open_bot_"))
+                    .count();
+                assert_eq!(
+                    open, 2,
+                    "{what} does not use the open matches' indexes: {plan:#?}"
+                );
+            }
+        }
+        drop(conn);
+        store.close().await;
     }
 
     /// A batch one of whose writes is refused is rolled back whole: the
@@ -1551,12 +1696,24 @@ mod tests {
         for tag in ["p", "q", "r"] {
             pairs.push(pair_of_bots(store, tag).await);
         }
-        let request = |(match_id, lease_id): &(String, String)| SettleRequest {
+        // Each pair's one game, keyed as a worker keys it: by its versions
+        // and its actions.
+        let play_key = |index: usize| {
+            let bots = &pairs[index].0;
+            repeat::play_key(
+                [&bots[0], &bots[1]].map(|bot_id| KeySide { bot_id, version: 1 }),
+                &[[duel_rules::Action::Jab, duel_rules::Action::Block]],
+            )
+        };
+        let request = |index: usize, (match_id, lease_id): &(String, String)| SettleRequest {
             match_id: match_id.clone(),
             lease_id: lease_id.clone(),
             winner: Winner::A,
             replay_path: "replays/the-match.json".to_owned(),
-            played: Some(full_record()),
+            played: Some(PlayRecord {
+                play_key: play_key(index),
+                ..full_record()
+            }),
             now: AGREED_MS + 5_000,
         };
         // The first game of each pair is rated; the second, the same game
@@ -1568,11 +1725,11 @@ mod tests {
                 running.push(running_match(store, bots).await);
             }
             let alone = store
-                .settle_alone(&request(&running[0]))
+                .settle_alone(&request(0, &running[0]))
                 .await
                 .expect("settled alone");
             let batched = store
-                .try_batch(&[request(&running[1]), request(&running[2])])
+                .try_batch(&[request(1, &running[1]), request(2, &running[2])])
                 .await
                 .expect("batch");
             assert!(
@@ -1588,6 +1745,7 @@ mod tests {
                     [&bots[0], &bots[1]].map(|bot_id| KeySide { bot_id, version: 1 }),
                 );
                 names.push((key, "<pair key>".to_owned()));
+                names.push((play_key(index), "<play key>".to_owned()));
                 names.push((match_id.clone(), "<match>".to_owned()));
                 names.push((lease_id.clone(), "<lease>".to_owned()));
                 if let Some(first) = firsts.get(index) {

@@ -13,9 +13,15 @@ use crate::cli::{BenchArgs, BenchSiteCommand};
 use crate::client;
 
 pub async fn settle(args: BenchArgs) -> Result<Outcome> {
-    let report = settle_bench(&args.db, args.matches, args.workers, args.replays_dir)
-        .await
-        .with_context(|| format!("benchmarking {}", args.db))?;
+    let report = settle_bench(
+        &args.db,
+        args.matches,
+        args.workers,
+        args.replays_dir,
+        args.window,
+    )
+    .await
+    .with_context(|| format!("benchmarking {}", args.db))?;
     if args.json {
         say!("{}", serde_json::to_string_pretty(&report.json())?);
         return Ok(super::verdict(report.ledger.is_ok()));
@@ -66,6 +72,26 @@ fn print_settle(report: &BenchReport) {
         report.settled_per_s,
         report.workers as f64 * 1_000.0 / report.settled_per_s.max(1e-9)
     );
+    if let (Some(first), Some(last)) = (report.windows.first(), report.windows.last()) {
+        let line = |window: &duel_ladder_bench::bench::Window| {
+            format!(
+                "matches {}–{}: {:.0}/s, settle {:.2} ms, CPU {} per match",
+                window.from,
+                window.to,
+                window.settled_per_s,
+                window.settle_ms_per_match,
+                window
+                    .cpu_ms_per_match
+                    .map_or_else(|| "unknown".to_owned(), |ms| format!("{ms:.2} ms"))
+            )
+        };
+        say!(
+            "first window, {}; last window, {} ({} windows in --json)",
+            line(first),
+            line(last),
+            report.windows.len()
+        );
+    }
     let stats = report.settlements;
     say!(
         "settlements: {} in {} shared transactions ({:.1} each), {} alone",

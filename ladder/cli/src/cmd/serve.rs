@@ -30,6 +30,7 @@ pub async fn serve(args: ServeArgs) -> Result<Outcome> {
         workers: args.workers,
         wave_interval: Duration::from_millis(args.wave_interval_ms.max(1)),
         match_interval: Duration::from_millis(args.match_interval_ms),
+        ranked_openings: Some(args.ranked_openings),
         allow_private_endpoints: args.play.allow_private_endpoints,
         host: host_config(&args.play)?,
         public_url: args.public_url,

@@ -495,6 +495,12 @@ type GameKey = (String, String, Vec<[String; 2]>);
 /// show the same versions playing the same actions are never both rated.
 async fn deterministic_bots_rate_each_game_once(db: &TestDb) {
     let setup = setup(db).await;
+    // Without ranked openings (`ladder serve --ranked-openings 0`), so that
+    // the pairs play the same games again, which is what is under test.
+    db.store
+        .set_setting(duel_ladder::limits::OPENING_EXCHANGES_SETTING, 0)
+        .await
+        .expect("no openings");
     let Setup {
         ladder, operator, ..
     } = &setup;

@@ -137,7 +137,7 @@ async fn a_ranked_match_records_what_referee_local_records() {
     let ranked = Replay::from_slice(&json).expect("replay");
 
     // The same match as `referee local` plays it: its host and policy, the
-    // ranked match's seed and sides.
+    // ranked match's seed, sides and opening.
     let mut local_config = HostConfig::new(gateway(&model_url));
     local_config.endpoints = EndpointPolicy::LOCAL;
     let local_host = MatchHost::new(local_config);
@@ -150,9 +150,16 @@ async fn a_ranked_match_records_what_referee_local_records() {
             Fighter::from(BotSpec::parse("builtin:counter").expect("spec"))
         }
     };
+    assert!(!ranked.opening.is_empty(), "a ranked match opens forced");
+    let opening: Vec<[duel_rules::Action; 2]> = ranked
+        .opening
+        .iter()
+        .map(|[a, b]| [(*a).into(), (*b).into()])
+        .collect();
     let options = MatchOptions::new(WeightClass::Light)
         .seed(ranked.seed)
-        .wall_clock(CLOCK);
+        .wall_clock(CLOCK)
+        .opening(duel_referee::opening::Opening::from(opening));
     let session = local_host
         .prepare(
             [

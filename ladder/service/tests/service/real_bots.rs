@@ -507,7 +507,8 @@ async fn endpoint_bots_play_ranked_matches(db: &TestDb) {
         .iter()
         .map(|round| round.exchanges.len())
         .sum();
-    assert_eq!(side.exchanges.len(), exchanges);
+    // The opening's exchanges were forced, not asked.
+    assert_eq!(side.exchanges.len(), exchanges - replay.opening.len());
     assert!(
         side.exchanges
             .iter()
@@ -663,7 +664,8 @@ async fn an_openai_bot_is_metered_and_its_transcript_kept_apart(db: &TestDb) {
         .position(|fighter| &*fighter.name == "thinker")
         .expect("the thinker fought");
     let mut total = 0;
-    for (_, exchange) in replay.exchanges() {
+    // The opening's exchanges were forced: no call.
+    for (_, exchange) in replay.exchanges().skip(replay.opening.len()) {
         let record = exchange.sides()[side];
         assert_eq!(record.source, SourceName::Bot, "{record:?}");
         let calls = record.calls();

@@ -192,6 +192,26 @@ async fn killed_worker_is_rerun_once(db: &TestDb) {
     let replay = Replay::from_slice(&json).expect("replay parses");
     assert_eq!(replay.match_id, match_id);
     assert_eq!(replay.season.as_deref(), Some("s1"));
+    // A ranked match opens with the exchanges pinned at acceptance, drawn
+    // from its seed: the run after a lost lease plays that same opening, and
+    // the replay records it and verifies with it.
+    assert_eq!(
+        game.opening_exchanges,
+        duel_ladder::limits::RANKED_OPENING_EXCHANGES
+    );
+    let seed = u64::try_from(game.seed).expect("seed");
+    let length = usize::try_from(game.opening_exchanges).expect("length");
+    let opening =
+        duel_referee::opening::Opening::random(duel_rules::Ruleset::CURRENT, seed, length);
+    let recorded: Vec<[duel_rules::Action; 2]> = replay
+        .opening
+        .iter()
+        .map(|[a, b]| [(*a).into(), (*b).into()])
+        .collect();
+    assert_eq!(recorded.len(), length, "{:?}", replay.opening);
+    assert_eq!(recorded, opening.exchanges());
+    let verified = duel_replays::verify(&replay).expect("verifies");
+    assert!(verified.is_ok(), "{verified:?}");
     assert_eq!(
         game.replay_path.as_deref(),
         Some(config.replays.location(&match_id).as_str())

@@ -53,6 +53,7 @@ async fn start_server(db: &TestDb, replays: &std::path::Path, tv: TvConfig) -> S
         workers: 0,
         wave_interval: Duration::from_secs(3_600),
         match_interval: Duration::ZERO,
+        ranked_openings: None,
         allow_private_endpoints: true,
         host: duel_referee::HostConfig::new(duel_referee::ModelGateway::disabled()),
         public_url: None,

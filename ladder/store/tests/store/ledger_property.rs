@@ -221,6 +221,7 @@ impl Model {
                     budget: 0,
                     rake_bp,
                     seed: 0,
+                    opening_exchanges: 0,
                     sides: picked.map(|(owner, bot, stake)| MatchSide {
                         bot_id: bot,
                         bot_name: String::new(),

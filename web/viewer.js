@@ -11,9 +11,14 @@
 // - otherwise the page's own path without its trailing `/view` (the service
 //   serves the viewer at /replays/{id}/view and the JSON at /replays/{id}).
 //
+// Where it opens: a finished match (a replay, or a live URL opened again once
+// its match is over) on its last exchange, the whole chart drawn; a live match
+// on its newest exchange, following it; `#r2e7` on that exchange (once it is
+// played, live); `#start` at the opening bell.
+//
 // Nothing ahead of the exchange on screen is ever in the page: table rows,
-// chart points and round results are added as playback reaches them, so
-// scrubbing back and forth never spoils.
+// chart points and round results are added as playback reaches them, so going
+// back to the opening bell (|◀, Home, `#start`) and playing never spoils.
 (function () {
   "use strict";
 
@@ -49,7 +54,10 @@
       return { replay: url.pathname + url.search };
     }
     const live = /^(.*)\/live\/([^/]+)\/view\/?$/.exec(location.pathname);
-    if (live) return { live: live[1] + "/live/" + live[2], replay: live[1] + "/replays/" + live[2] };
+    if (live) {
+      return { live: live[1] + "/live/" + live[2], replay: live[1] + "/replays/" + live[2],
+        site: "/api/matches/" + live[2] };
+    }
     if (/\/view\/?$/.test(location.pathname)) return { replay: location.pathname.replace(/\/view\/?$/, "") };
     return null;
   }
@@ -59,20 +67,33 @@
     return fighter && fighter.name ? fighter.name : side.toUpperCase();
   }
 
-  // A ranked ladder match (its replay names a season and a match id) links
-  // back to the ladder's pages, which sit at the root of the same site.
-  // Names and ids go through encodeURIComponent and textContent only.
-  function showLadderLinks(replay) {
+  // The ladder match this page shows, `{ id, bots: [A, B] }`, or null: a
+  // replay that names a season and a match id is a ranked ladder match; a live
+  // match is one when the site beside this service knows it (`siteMatch`,
+  // from `/api/matches/{id}`: live feeds do not name a season).
+  function ladderMatch(replay, siteMatch) {
+    if (replay.season && replay.match_id) {
+      return { id: replay.match_id, bots: [fighterName(replay, "a"), fighterName(replay, "b")] };
+    }
+    if (siteMatch && siteMatch.id === replay.match_id) return siteMatch;
+    return null;
+  }
+
+  // A ranked ladder match links back to the ladder's pages, which sit at the
+  // root of the same site. Names and ids go through encodeURIComponent and
+  // textContent only.
+  function showLadderLinks(replay, siteMatch) {
     const nav = $("ladder-links");
-    if (!replay.season || !replay.match_id) {
+    const ladder = ladderMatch(replay, siteMatch);
+    if (!ladder) {
       nav.hidden = true;
       return;
     }
-    $("link-match").href = "/matches/" + encodeURIComponent(replay.match_id);
-    ["a", "b"].forEach((side) => {
+    $("link-match").href = "/matches/" + encodeURIComponent(ladder.id);
+    ["a", "b"].forEach((side, i) => {
       const link = $("link-bot-" + side);
-      link.textContent = fighterName(replay, side);
-      link.href = "/bots/" + encodeURIComponent(fighterName(replay, side));
+      link.textContent = ladder.bots[i];
+      link.href = "/bots/" + encodeURIComponent(ladder.bots[i]);
     });
     nav.hidden = false;
   }
@@ -395,6 +416,17 @@
     let index = 0;
     let timer = null;
     let live = false;
+    // The ladder match the site beside this service knows (live pages).
+    let siteMatch = null;
+    // A `#r…e…` of a live match that has not reached that exchange yet: it is
+    // shown when it arrives.
+    let pendingHash = false;
+    // The exchange a `#r…e…` opened stays on screen as a live match grows,
+    // until the spectator moves.
+    let pinned = false;
+    // The frame a `#r…e…` opened, highlighted (also in rows rebuilt when the
+    // match grows or its transcript arrives); -1 for none.
+    let targeted = -1;
     // Table rows per frame, built when the match (re)arrives, attached only
     // up to the frame shown.
     let rowsByFrame = [];
@@ -476,7 +508,16 @@
 
     // `#r2e7`: round 2, exchange 7. Shows that frame, scrolls its row into view
     // and highlights it. False when the match has no such exchange (yet).
+    // `#start`: the opening bell, to play the match without spoilers.
     function goToHash() {
+      if (location.hash === "#start" && replay) {
+        pause();
+        show(0);
+        targeted = -1;
+        highlightTarget();
+        document.body.dataset.target = "start";
+        return true;
+      }
       const match = /^#r(\d+)e(\d+)$/.exec(location.hash);
       if (!match || !replay) return false;
       const [round, exchange] = [Number(match[1]), Number(match[2])];
@@ -484,24 +525,39 @@
       if (target < 0) return false;
       pause();
       show(target);
-      tbody.querySelectorAll("tr.target").forEach((row) => row.classList.remove("target"));
-      rowsByFrame[target].forEach((row) => {
-        if (row.classList.contains("exchange") || row.classList.contains("detail")) row.classList.add("target");
-      });
+      pinned = true;
+      targeted = target;
+      highlightTarget();
       const row = $(match[0].slice(1));
       if (row) row.scrollIntoView({ block: "center" });
       document.body.dataset.target = match[0].slice(1);
       return true;
     }
 
-    $("btn-play").onclick = () => (timer === null ? play() : pause());
-    $("btn-back").onclick = () => { pause(); show(index - 1); };
-    $("btn-forward").onclick = () => { pause(); show(index + 1); };
-    $("btn-start").onclick = () => { pause(); show(0); };
-    $("btn-end").onclick = () => { pause(); show(last); };
+    // What the spectator does with the controls; it unpins a linked exchange.
+    const moveTo = (frame) => { pinned = false; pause(); show(frame); };
+    $("btn-play").onclick = () => { pinned = false; if (timer === null) play(); else pause(); };
+    $("btn-back").onclick = () => moveTo(index - 1);
+    $("btn-forward").onclick = () => moveTo(index + 1);
+    $("btn-start").onclick = () => moveTo(0);
+    $("btn-end").onclick = () => moveTo(last);
     $("speed").onchange = () => { if (timer !== null) play(); };
-    scrub.oninput = () => { pause(); show(Number(scrub.value)); };
-    window.addEventListener("hashchange", goToHash);
+    scrub.oninput = () => moveTo(Number(scrub.value));
+
+    // Marks the linked exchange's rows (`targeted`), and only those.
+    function highlightTarget() {
+      tbody.querySelectorAll("tr.target").forEach((row) => row.classList.remove("target"));
+      (rowsByFrame[targeted] || []).forEach((row) => {
+        if (row.classList.contains("exchange") || row.classList.contains("detail")) row.classList.add("target");
+      });
+    }
+
+    // Tries the page's `#r…e…` now; one the match has not reached stays pending.
+    function followHash() {
+      pendingHash = !goToHash() && /^#r\d+e\d+$/.test(location.hash);
+    }
+
+    window.addEventListener("hashchange", followHash);
     window.addEventListener("resize", () => { if (replay) drawChart($("chart"), frames, index, last, startState); });
     document.addEventListener("keydown", (event) => {
       if (event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement) return;
@@ -511,9 +567,11 @@
     });
 
     // `isLive`: the match is still being played (no signature, no result yet).
+    // The first match given is shown at its last exchange (a finished match
+    // whole, a live one at its newest), then wherever `#…` points.
     function setReplay(next, url, isLive) {
       const first = replay === null;
-      const following = first ? isLive : index === last && timer === null;
+      const following = first || (!pinned && index === last && timer === null);
       replay = next;
       live = isLive;
       ({ frames, start: startState } = buildFrames(replay));
@@ -527,7 +585,7 @@
         replay.seed !== undefined ? "seed " + replay.seed : null,
         replay.season ? "season " + replay.season : null, replay.accepted_at].filter(Boolean).join(" · ");
       $("raw-link").href = url;
-      showLadderLinks(replay);
+      showLadderLinks(replay, siteMatch);
       if (isLive) setBadge("live", "live", "");
       $("name-a").textContent = fighterName(replay, "a");
       $("name-b").textContent = fighterName(replay, "b");
@@ -540,10 +598,17 @@
       $("exchanges-section").hidden = false;
       show(following ? last : index);
       document.body.dataset.frames = String(last);
-      if (first) goToHash();
+      if (first || pendingHash) followHash();
+      else if (targeted > 0) highlightTarget();
     }
 
-    return { setReplay };
+    // The ladder match the site knows by this page's match id: its links back.
+    function setSiteMatch(known) {
+      siteMatch = known;
+      if (replay) showLadderLinks(replay, siteMatch);
+    }
+
+    return { setReplay, setSiteMatch };
   }
 
   // The badge says "signed" only for a signature this browser checked against
@@ -702,9 +767,32 @@
     }
   }
 
+  // The live feed's match on the ladder whose site is served beside this
+  // service (Duel TV's "open in viewer", a ranked match in play): the site's
+  // JSON twin of the match page, `/api/matches/{id}`, names its season and
+  // bots. Only those are taken from it (it holds the result once the match is
+  // settled, and a live page must not spoil it). Elsewhere (`referee local
+  // --watch`) there is no such page and no ladder link.
+  async function findSiteMatch(viewer, src) {
+    let known = null;
+    try {
+      const response = await fetch(src.site, { headers: { Accept: "application/json" } });
+      const page = response.ok ? await response.json() : null;
+      if (page && typeof page.id === "string" && typeof page.season === "string" &&
+          typeof page.bot_a === "string" && typeof page.bot_b === "string") {
+        known = { id: page.id, bots: [page.bot_a, page.bot_b] };
+      }
+    } catch (_) {
+      // Not a ladder's site: no links to it.
+    }
+    if (known) viewer.setSiteMatch(known);
+    document.body.dataset.siteMatch = known ? "found" : "none";
+  }
+
   // Follows a live feed, then shows the finished (signed) replay. A reconnect
   // sends the whole history again from `start`, so the match is rebuilt then.
   function followLive(viewer, src) {
+    findSiteMatch(viewer, src);
     const feed = new EventSource(src.live);
     let match = null;
     let received = 0;

@@ -1,8 +1,10 @@
 //! The replay viewer in real headless Chromium, driven over the DevTools
-//! protocol: load a replay from the service, step to the end with real mouse
-//! clicks, check the final HP shown against the replay, save screenshots
-//! (desktop and phone width) under the target folder; and follow a match of
-//! the real `referee local --watch` live to its end.
+//! protocol: load a replay from the service (it opens on its last exchange,
+//! the whole chart drawn), step from the opening bell to the end with real
+//! mouse clicks, check the final HP shown against the replay, save
+//! screenshots (desktop and phone width) under the target folder; follow a
+//! match of the real `referee local --watch` live to its end and reopen it;
+//! and follow a ladder match live, with its links back to the site.
 
 use crate::support;
 use crate::watch_support;
@@ -42,15 +44,26 @@ fn the_viewer_plays_a_replay_to_its_final_hp() {
         chromium.eval("document.body.dataset.frames"),
         json!(exchanges.len().to_string())
     );
-    assert_eq!(
-        chromium.eval("document.getElementById('hp-a-value').textContent"),
-        json!("160")
-    );
+    // A settled replay opens on its last exchange, the whole chart drawn.
+    assert_shows_the_end(&mut chromium, &replay);
     assert_eq!(
         chromium.eval("document.getElementById('raw-link').getAttribute('href')"),
         json!("/replays/view-1")
     );
+    assert_eq!(
+        chromium.eval("document.getElementById('ladder-links').hidden"),
+        json!(true),
+        "not a ladder match: no ladder links"
+    );
 
+    // From the opening bell, step by step to the end.
+    chromium.click("#btn-start");
+    chromium.wait_for("document.body.dataset.frame", &json!("0"));
+    assert_eq!(
+        chromium.eval("document.getElementById('hp-a-value').textContent"),
+        json!("160")
+    );
+    assert_eq!(count(&mut chromium, "#chart circle"), 0);
     for step in 1..=exchanges.len() {
         chromium.click("#btn-forward");
         chromium.wait_for("document.body.dataset.frame", &json!(step.to_string()));
@@ -182,7 +195,8 @@ fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
     );
     chromium.screenshot(&screenshot_folder("viewer-screenshots").join("viewer-watch.png"));
 
-    // Opened after the match, the same URL finds no live feed and shows the replay.
+    // Opened after the match, the same URL finds no live feed and shows the
+    // finished match on its last exchange, the whole chart drawn.
     chromium.open(&url);
     assert_eq!(
         chromium.eval("document.body.dataset.liveEvents === undefined"),
@@ -193,6 +207,17 @@ fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
         chromium.eval("document.body.dataset.frames"),
         json!(exchanges.len().to_string())
     );
+    assert_shows_the_end(&mut chromium, &replay);
+    // No ladder here: the site's match page is not found, and the page links
+    // to the replay only.
+    chromium.wait_for("document.body.dataset.siteMatch", &json!("none"));
+    assert_eq!(
+        chromium.eval(
+            "[document.getElementById('ladder-links').hidden, \
+              document.getElementById('raw-link').getAttribute('href')]"
+        ),
+        json!([true, format!("/replays/{}", replay.match_id)])
+    );
     chromium.wait_for("document.body.dataset.signature", &json!("verified"));
     assert_eq!(
         chromium.eval("document.getElementById('signed').textContent"),
@@ -200,6 +225,180 @@ fn the_viewer_follows_a_watched_match_live_to_its_final_hp() {
     );
     drop(chromium);
     assert!(watched.interrupt().success());
+}
+
+/// A ranked match of a ladder followed at `/live/{id}/view`, as a match
+/// page's "Watch live" and Duel TV's "open in viewer" open it, on a service
+/// with a stand-in for the ladder's site beside it. The live feed names no
+/// season, so the page asks the site (`/api/matches/{id}`) and links back to
+/// it, the match page and both bots while the match is live; a `#r1e4` not
+/// played yet is shown when it arrives; reopened once the match is over, the
+/// same URL shows it on its last exchange, the whole chart drawn, links back
+/// included.
+#[test]
+fn the_live_viewer_of_a_ladder_match_links_back_and_reopens_on_its_end() {
+    use axum::extract::Path;
+    use axum::response::{Html, IntoResponse};
+    use axum::routing::get;
+    use duel_referee::publish::{HttpLimits, LiveEvent};
+
+    let key = support::referee_key();
+    let mut replay = (1..200)
+        .map(|seed| {
+            support::play(
+                "ranked-1",
+                "2026-05-01T20:00:00Z",
+                WeightClass::Middle,
+                seed,
+                "builtin:random",
+                "builtin:counter",
+            )
+        })
+        .find(|replay| replay.rounds[0].exchanges.len() >= 5)
+        .expect("some seed below 200 has 5 exchanges in its first round");
+    replay.season = Some("winter".to_owned());
+    let replay = support::signed(replay, &key);
+    let bots = [
+        replay.fighters[0].name.to_string(),
+        replay.fighters[1].name.to_string(),
+    ];
+
+    // The ladder's site as the viewer sees it: a home page, the match page and
+    // its JSON twin (the fields the ladder's `/api/matches/{id}` has).
+    let twin = json!({
+        "id": "ranked-1", "season": "winter", "class": "middle", "state": "running",
+        "bot_a": bots[0], "bot_b": bots[1], "winner": null,
+    });
+    let site = axum::Router::new()
+        .route(
+            "/",
+            get(|| async { Html("<!doctype html><title>ladder</title><h1>The ladder</h1>") }),
+        )
+        .route(
+            "/matches/{id}",
+            get(|| async { Html("<!doctype html><title>match</title><h1>The match</h1>") }),
+        )
+        .route(
+            "/api/matches/{id}",
+            get(move |Path(id): Path<String>| {
+                let twin = twin.clone();
+                async move {
+                    if id == "ranked-1" {
+                        axum::Json(twin).into_response()
+                    } else {
+                        axum::http::StatusCode::NOT_FOUND.into_response()
+                    }
+                }
+            }),
+        );
+    let folder = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&folder.path().display().to_string()).expect("open");
+    let server = support::Server::start_beside(
+        store.clone(),
+        &key,
+        RateConfig::default(),
+        HttpLimits::default(),
+        site,
+    );
+
+    let publisher = server
+        .live
+        .start("ranked-1", LiveEvent::start_of(&replay))
+        .expect("the feed opens");
+    let steps: Vec<_> = replay
+        .rounds
+        .iter()
+        .flat_map(|round| {
+            round
+                .exchanges
+                .iter()
+                .enumerate()
+                .map(move |(i, exchange)| {
+                    let ends = i + 1 == round.exchanges.len();
+                    (round.number, exchange, ends.then_some(round.result))
+                })
+        })
+        .collect();
+    let publish = |from: usize, to: usize| {
+        for (round, exchange, result) in &steps[from..to] {
+            publisher.exchange(*round, exchange, *result);
+        }
+    };
+    publish(0, 2);
+
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    chromium.navigate(&server.url("/live/ranked-1/view#r1e4"));
+    chromium.wait_for("document.body.dataset.state", &json!("live"));
+    chromium.wait_for("document.body.dataset.liveEvents", &json!("3"));
+    assert_eq!(
+        chromium.eval("document.body.dataset.frame"),
+        json!("2"),
+        "live, on the newest exchange"
+    );
+    chromium.wait_for("document.body.dataset.siteMatch", &json!("found"));
+    let links = "[document.getElementById('ladder-links').hidden, \
+         document.getElementById('link-site').getAttribute('href'), \
+         document.getElementById('link-match').getAttribute('href'), \
+         ['a', 'b'].map((side) => document.getElementById('link-bot-' + side).textContent), \
+         ['a', 'b'].map((side) => document.getElementById('link-bot-' + side).getAttribute('href'))]";
+    let bot_hrefs: Vec<String> = bots
+        .iter()
+        .map(|name| {
+            let encoded = chromium.eval(&format!("encodeURIComponent({})", json!(name)));
+            format!("/bots/{}", encoded.as_str().expect("text"))
+        })
+        .collect();
+    let expected_links = json!([false, "/", "/matches/ranked-1", bots, bot_hrefs]);
+    assert_eq!(
+        chromium.eval(links),
+        expected_links,
+        "the live page links back"
+    );
+    assert_eq!(
+        chromium.eval("document.body.dataset.signature"),
+        json!("live")
+    );
+
+    // `#r1e4` is shown when it is played, and the page stays there.
+    publish(2, 5);
+    chromium.wait_for("document.body.dataset.liveEvents", &json!("6"));
+    chromium.wait_for("document.body.dataset.target", &json!("r1e4"));
+    assert_eq!(chromium.eval("document.body.dataset.frame"), json!("4"));
+    assert_eq!(
+        chromium.eval(
+            "Array.from(document.querySelectorAll('tr.exchange.target')).map((row) => row.id)"
+        ),
+        json!(["r1e4"])
+    );
+
+    // The end: the replay is published, then the feed closes; the page takes
+    // the signed replay and keeps its links.
+    publish(5, steps.len());
+    support::runtime()
+        .block_on(store.put(&replay))
+        .expect("put");
+    publisher.finish(&replay.result);
+    chromium.wait_for("document.body.dataset.state", &json!("ready"));
+    chromium.wait_for("document.body.dataset.signature", &json!("verified"));
+    assert_eq!(chromium.eval("document.body.dataset.frame"), json!("4"));
+    assert_eq!(chromium.eval(links), expected_links);
+
+    // Reopened once the match is over: no feed any more, the finished match
+    // on its last exchange, the whole chart drawn, and the way back.
+    chromium.open(&server.url("/live/ranked-1/view"));
+    assert_eq!(
+        chromium.eval("document.body.dataset.liveEvents === undefined"),
+        json!(true),
+        "no live event this time"
+    );
+    assert_shows_the_end(&mut chromium, &replay);
+    assert_eq!(chromium.eval(links), expected_links);
+    chromium.screenshot(&screenshot_folder("viewer-screenshots").join("viewer-live-reopened.png"));
+    chromium.click("#link-match");
+    chromium.wait_for("location.pathname", &json!("/matches/ranked-1"));
+    chromium.wait_for("document.title", &json!("match"));
 }
 
 /// The example bot `chatter` (built by `scripts/build-bots`), which logs on
@@ -350,6 +549,64 @@ fn serve_replay(
 fn count(chromium: &mut Chromium, selector: &str) -> usize {
     let value = chromium.eval(&format!("document.querySelectorAll('{selector}').length"));
     usize::try_from(value.as_u64().expect("a count")).expect("fits")
+}
+
+/// The page shows `replay`'s last exchange: HP and stamina after it, every
+/// exchange's row, the whole chart (one point per exchange per series, the
+/// last point at the final value) and the match's result.
+fn assert_shows_the_end(chromium: &mut Chromium, replay: &duel_replays::Replay) {
+    let exchanges = replay.exchanges().count();
+    let (_, last) = replay.exchanges().last().expect("a match has exchanges");
+    chromium.wait_for("document.body.dataset.frame", &json!(exchanges.to_string()));
+    for (id, value) in [
+        ("hp-a-value", last.a.hp),
+        ("hp-b-value", last.b.hp),
+        ("stamina-a-value", last.a.stamina),
+        ("stamina-b-value", last.b.stamina),
+    ] {
+        assert_eq!(
+            chromium.eval(&format!("document.getElementById('{id}').textContent")),
+            json!(value.to_string()),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        count(chromium, "#exchange-rows tr.exchange"),
+        exchanges,
+        "every exchange's row"
+    );
+    let last_id = format!("r{}e{}", replay.rounds.len(), last.number);
+    assert_eq!(
+        chromium.eval("document.querySelector('#exchange-rows tr.exchange.current').id"),
+        json!(last_id)
+    );
+    for (series, value) in [
+        ("hp-a", last.a.hp),
+        ("hp-b", last.b.hp),
+        ("st-a", last.a.stamina),
+        ("st-b", last.b.stamina),
+    ] {
+        assert_eq!(
+            count(chromium, &format!("#chart circle.point.{series}")),
+            exchanges,
+            "{series}: a point per exchange"
+        );
+        assert_eq!(
+            chromium.eval(&format!(
+                "Array.from(document.querySelectorAll('#chart circle.point.{series}')).pop().dataset.value"
+            )),
+            json!(value.to_string()),
+            "{series}"
+        );
+    }
+    assert_eq!(
+        count(chromium, "#chart line.round-boundary"),
+        replay.rounds.len() - 1
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('match-result').hidden"),
+        json!(false)
+    );
 }
 
 #[test]
@@ -531,9 +788,42 @@ fn the_viewer_links_rows_draws_the_chart_and_never_spoils() {
     let Some(mut chromium) = Chromium::launch() else {
         return;
     };
-    // At the opening bell nothing of the match is in the page.
+    // It opens on the last exchange: the whole match is on the page.
     chromium.open(&server.url("/replays/three-1/view"));
+    assert_shows_the_end(&mut chromium, &replay);
     let text = page_text(&mut chromium);
+    for number in 1..=3 {
+        assert!(text.contains(&round_text(number)), "{text}");
+    }
+
+    // Every row links to itself: a real click on round 2, exchange 3's link
+    // selects that exchange and puts its anchor in the address.
+    chromium.click("#r2e3 th.num a");
+    let r2e3 = frame_of(&replay, 2, 3);
+    chromium.wait_for("document.body.dataset.frame", &json!(r2e3.to_string()));
+    assert_eq!(chromium.eval("location.hash"), json!("#r2e3"));
+    assert_eq!(
+        chromium.eval(
+            "Array.from(document.querySelectorAll('tr.exchange.target')).map((row) => row.id)"
+        ),
+        json!(["r2e3"])
+    );
+    assert_eq!(
+        chromium.eval(
+            "Array.from(document.querySelectorAll('#exchange-rows tr.exchange')).every((row) => \
+             row.querySelector('th.num a').getAttribute('href') === '#' + row.id)"
+        ),
+        json!(true)
+    );
+
+    // `#start`: at the opening bell nothing of the match is in the page.
+    chromium.open(&server.url("/replays/three-1/view#start"));
+    assert_eq!(chromium.eval("document.body.dataset.frame"), json!("0"));
+    let text = page_text(&mut chromium);
+    assert!(
+        text.contains("Opening bell"),
+        "the opening bell is shown: {text}"
+    );
     for number in 1..=3 {
         assert!(!text.contains(&round_text(number)), "{text}");
     }

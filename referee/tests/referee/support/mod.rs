@@ -61,8 +61,21 @@ impl Server {
         rate: RateConfig,
         limits: HttpLimits,
     ) -> Server {
+        Server::start_beside(store, key, rate, limits, axum::Router::new())
+    }
+
+    /// [`Server::start_with`], `site`'s routes served beside the replay
+    /// service's (as a ladder mounts its site).
+    pub fn start_beside(
+        store: ReplayStore,
+        key: &SigningKey,
+        rate: RateConfig,
+        limits: HttpLimits,
+        site: axum::Router,
+    ) -> Server {
         let live = LiveFeeds::new();
         let state = PublishState::new(store, key.verifying_key(), live.clone(), rate);
+        let router = publish::router(state).merge(site);
         let (address_tx, address_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -78,7 +91,7 @@ impl Server {
                 address_tx
                     .send(listener.local_addr().expect("address"))
                     .expect("send");
-                publish::serve(listener, state, limits, async {
+                publish::serve_router(listener, router, limits, async {
                     let _ = stop_rx.await;
                 })
                 .await

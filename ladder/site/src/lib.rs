@@ -17,6 +17,7 @@
 //! | `/bots/{a}/vs/{b}[?cursor=&limit=]` | `/api/bots/{a}/vs/{b}` |
 //! | `/matches[?class=&bot=&result=&cursor=&limit=]` — settled ranked matches, filtered | `/api/matches` |
 //! | `/matches/{id}` — links to the viewer and the replay | `/api/matches/{id}` |
+//! | `/matches/{id}/transcript` — the model calls once public, else when they will be ([`transcripts`]) | `/api/matches/{id}/transcript` |
 //!
 //! Listings page by keyset: `next_cursor` of one page is the `cursor=` of the
 //! next. Handlers parse, load ([`data`]), and render ([`pages`]) or serialize;

@@ -21,6 +21,12 @@ use duel_rules::WeightClass;
 
 /// A page: title, the address of its JSON twin, and its body.
 pub fn layout(title: &str, json_href: &str, body: Markup) -> Markup {
+    page_layout(title, Some(json_href), body)
+}
+
+/// A page with or without a JSON twin (the owner's transcript has none: it
+/// answers a token).
+fn page_layout(title: &str, json_href: Option<&str>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -29,7 +35,9 @@ pub fn layout(title: &str, json_href: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · duel ladder" }
                 link rel="stylesheet" href="/site/site.css";
-                link rel="alternate" type="application/json" href=(json_href);
+                @if let Some(json_href) = json_href {
+                    link rel="alternate" type="application/json" href=(json_href);
+                }
             }
             body {
                 header.top {
@@ -41,8 +49,10 @@ pub fn layout(title: &str, json_href: &str, body: Markup) -> Markup {
                 }
                 main { (body) }
                 footer {
-                    "Same data as JSON: " a.json href=(json_href) { (json_href) }
-                    " · replays are signed: " a href="/public-key" { "public key" }
+                    @if let Some(json_href) = json_href {
+                        "Same data as JSON: " a.json href=(json_href) { (json_href) } " · "
+                    }
+                    "replays are signed: " a href="/public-key" { "public key" }
                 }
             }
         }
@@ -717,43 +727,217 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
     )
 }
 
+/// When a withheld transcript becomes public, from the reveal policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RevealWhen {
+    Never,
+    /// Once the match's season ends.
+    AfterSeason {
+        season: String,
+    },
+    /// `days` after the match settled: at `at_ms` (unknown for a match
+    /// settled without a time).
+    AfterDays {
+        days: u32,
+        at_ms: Option<i64>,
+    },
+}
+
+impl RevealWhen {
+    pub fn of(
+        policy: duel_ladder_core::reveal::RevealPolicy,
+        season: &str,
+        finished_ms: Option<i64>,
+    ) -> RevealWhen {
+        use duel_ladder_core::reveal::RevealPolicy;
+        match policy {
+            RevealPolicy::Never => RevealWhen::Never,
+            RevealPolicy::AfterSeason => RevealWhen::AfterSeason {
+                season: season.to_owned(),
+            },
+            RevealPolicy::AfterDays(days) => RevealWhen::AfterDays {
+                days,
+                at_ms: finished_ms
+                    .map(|ms| ms.saturating_add(i64::from(days).saturating_mul(86_400_000))),
+            },
+        }
+    }
+}
+
+/// A settled match's transcript before the reveal: when everyone will read
+/// it, and that its owners read theirs now.
+pub fn transcript_withheld_page(line: &MatchLine, when: &RevealWhen, json_href: &str) -> Markup {
+    layout(
+        &format!("Transcript of match {}", line.id),
+        json_href,
+        html! {
+            h1 { "Model calls: " (line.bot_a) " vs " (line.bot_b) }
+            p.lead.withheld {
+                @match when {
+                    RevealWhen::Never => {
+                        "Not public: this ladder never makes its transcripts public."
+                    }
+                    RevealWhen::AfterSeason { season } => {
+                        "Not public yet: this transcript will be public once season "
+                        a href=(season_href(season)) { (season) } " ends."
+                    }
+                    RevealWhen::AfterDays { days, at_ms: Some(at) } => {
+                        "Not public yet: this transcript will be public on " (utc_text(*at))
+                        ", " (days) " days after the match."
+                    }
+                    RevealWhen::AfterDays { days, at_ms: None } => {
+                        "Not public yet: this transcript will be public " (days) " days after the match."
+                    }
+                }
+            }
+            p.note {
+                "What the bots said to their models stays private while it could hand a bot's strategy to its opponents. "
+                "The owners of its bots read theirs now, from "
+                a href=(match_href(&line.id)) { "the match page" } "."
+            }
+            (transcript_links(line))
+        },
+    )
+}
+
+fn transcript_links(line: &MatchLine) -> Markup {
+    html! {
+        p.actions {
+            a href=(match_href(&line.id)) { "← Match " (line.bot_a) " vs " (line.bot_b) }
+            @if line.replay {
+                " · " a href=(format!("/replays/{}/view", line.id)) { "watch the replay" }
+            }
+            " · " a href=(bot_href(&line.bot_a)) { (line.bot_a) }
+            " · " a href=(bot_href(&line.bot_b)) { (line.bot_b) }
+        }
+    }
+}
+
+/// A match's transcript for everyone, once revealed.
+pub fn public_transcript_page(
+    line: &MatchLine,
+    transcript: &Transcript,
+    json_href: &str,
+) -> Markup {
+    layout(
+        &format!("Transcript of match {}", line.id),
+        json_href,
+        html! {
+            h1 { "Model calls: " (line.bot_a) " vs " (line.bot_b) }
+            p.lead {
+                (calls_summary(transcript)) " Prompts are folded: open one to read it. "
+                "The JSON twin is the kept file, which "
+                code { "referee replay verify --transcript" } " proves against the signed replay."
+            }
+            (transcript_links(line))
+            (transcript_exchanges(line, transcript))
+        },
+    )
+}
+
 /// A match's transcript for its bots' owner (or an operator): each decision's
 /// calls with the messages sent and the completion received, as text.
 pub fn transcript_page(line: &MatchLine, transcript: &Transcript, reader: &str) -> Markup {
-    let name = |fighter: FighterName| match fighter {
-        FighterName::A => line.bot_a.as_str(),
-        FighterName::B => line.bot_b.as_str(),
-    };
-    layout(
+    page_layout(
         &format!("Transcript of match {}", line.id),
-        &format!("{}/transcript", match_href(&line.id)),
+        None,
         html! {
             h1 { "Model calls: " (line.bot_a) " vs " (line.bot_b) }
             p.lead {
                 "Match " a href=(match_href(&line.id)) { (line.id) } ", as " (reader) " may read it: "
-                (transcript.decisions.len()) " decisions. This page is not cached or shared."
+                (calls_summary(transcript)) " This page is not cached or shared."
             }
-            @for decision in &transcript.decisions {
-                section.decision id=(format!("r{}e{}{}", decision.round, decision.exchange, match decision.fighter { FighterName::A => "a", FighterName::B => "b" })) {
-                    h3 { "Round " (decision.round) " · exchange " (decision.exchange) " · " (name(decision.fighter)) }
-                    @for call in &decision.calls {
-                        div.call {
-                            p.note {
-                                code { (call.model) } " · " (format!("{:?}", call.outcome).to_lowercase())
-                                " · " (call.prompt_tokens) " prompt + " (call.completion_tokens) " completion tokens · "
-                                (format!("{:.1} ms", call.latency_us as f64 / 1_000.0))
-                                @if call.truncated { " · texts cut to the referee's bounds" }
+            (transcript_exchanges(line, transcript))
+        },
+    )
+}
+
+/// `12 calls in 9 decisions.`
+fn calls_summary(transcript: &Transcript) -> String {
+    let calls: usize = transcript
+        .decisions
+        .iter()
+        .map(|decision| decision.calls.len())
+        .sum();
+    let decisions = transcript.decisions.len();
+    format!(
+        "{calls} model call{} in {decisions} decision{}.",
+        if calls == 1 { "" } else { "s" },
+        if decisions == 1 { "" } else { "s" }
+    )
+}
+
+fn outcome_text(outcome: duel_replays::CallOutcome) -> &'static str {
+    use duel_replays::CallOutcome;
+    match outcome {
+        CallOutcome::Ok => "answered",
+        CallOutcome::Cut => "cut: the decision ended first",
+        CallOutcome::Refused => "refused: the budget was spent",
+        CallOutcome::Unavailable => "unavailable: no model answered",
+        CallOutcome::Invalid => "refused: not a request the gateway takes",
+    }
+}
+
+/// Per exchange, each fighter's calls: model, tokens, the prompt folded, the
+/// completion. Sections are `#r{round}e{exchange}` and, per fighter,
+/// `#r{round}e{exchange}{a|b}`.
+fn transcript_exchanges(line: &MatchLine, transcript: &Transcript) -> Markup {
+    let name = |fighter: FighterName| match fighter {
+        FighterName::A => line.bot_a.as_str(),
+        FighterName::B => line.bot_b.as_str(),
+    };
+    let letter = |fighter: FighterName| match fighter {
+        FighterName::A => "a",
+        FighterName::B => "b",
+    };
+    let mut decisions: Vec<_> = transcript.decisions.iter().collect();
+    decisions.sort_by_key(|decision| {
+        (
+            decision.round,
+            decision.exchange,
+            decision.fighter == FighterName::B,
+        )
+    });
+    html! {
+        @if decisions.is_empty() {
+            p.empty { "No model call was kept." }
+        }
+        @for exchange in decisions.chunk_by(|x, y| (x.round, x.exchange) == (y.round, y.exchange)) {
+            @let (round, number) = (exchange[0].round, exchange[0].exchange);
+            section.exchange id=(format!("r{round}e{number}")) {
+                h2 { a.anchor href=(format!("#r{round}e{number}")) { "Round " (round) " · exchange " (number) } }
+                div.sides {
+                    @for decision in exchange {
+                        section class=(format!("decision side-{}", letter(decision.fighter))) id=(format!("r{round}e{number}{}", letter(decision.fighter))) {
+                            h3 { (name(decision.fighter)) }
+                            @for call in &decision.calls {
+                                div.call {
+                                    p.note.call-facts {
+                                        code { (call.model) } " · "
+                                        (call.prompt_tokens + call.completion_tokens) " tokens ("
+                                        (call.prompt_tokens) " prompt + " (call.completion_tokens) " completion) · "
+                                        (outcome_text(call.outcome)) " · "
+                                        (format!("{:.1} ms", call.latency_us as f64 / 1_000.0))
+                                        @if call.truncated { " · texts cut to the referee's bounds" }
+                                    }
+                                    details.prompt {
+                                        summary {
+                                            "Prompt: " (call.messages.len()) " message" @if call.messages.len() != 1 { "s" }
+                                            ", " (call.prompt_tokens) " tokens"
+                                        }
+                                        @for message in &call.messages {
+                                            div.message { span.role { (message.role) } pre { (message.content) } }
+                                        }
+                                    }
+                                    div.message.completion { span.role { "completion" } pre { (call.completion) } }
+                                }
                             }
-                            @for message in &call.messages {
-                                div.message { span.role { (message.role) } pre { (message.content) } }
-                            }
-                            div.message.completion { span.role { "completion" } pre { (call.completion) } }
                         }
                     }
                 }
             }
-        },
-    )
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,19 @@
 //! Ranked matches' transcripts for everyone, once the operator's reveal
-//! policy allows (`ladder serve --reveal-transcripts`, core::reveal): `GET
-//! /matches/{id}/transcript`, and the same at `/replays/{id}/transcript`,
-//! where the viewer looks beside a replay. Until then, and for a match whose
-//! fighters called no model, a 404 with a JSON error. The bots' owners read
-//! theirs at once through the API (`ladder match transcript`) or the match
-//! page's form (`POST /matches/{id}/transcript`), which looks the posted
-//! token up only within its client's rate ([`FormRate`]: the API's per-client
-//! rate by default), else answers 429 with `Retry-After`.
+//! policy allows (`ladder serve --reveal-transcripts`, core::reveal):
+//!
+//! | address | what |
+//! |---|---|
+//! | `GET /matches/{id}/transcript` | the page: per exchange, each fighter's calls (model, tokens, the prompt folded, the completion); before the reveal a page that says when it will be public (HTTP 404) |
+//! | `GET /api/matches/{id}/transcript` | its JSON twin: the kept `duel-transcript/1` file byte for byte (so `replay verify --transcript` proves it), else a 404 with a JSON error |
+//! | `GET /replays/{id}/transcript` | the same JSON, where the viewer looks beside a replay |
+//!
+//! All three follow one rule, the API's (`MatchTranscript`): someone without
+//! a token reads both sides once revealed, nothing before. A match whose
+//! fighters called no model has none (404). The bots' owners read theirs at
+//! once through the API (`ladder match transcript`) or the match page's form
+//! (`POST /matches/{id}/transcript`), which looks the posted token up only
+//! within its client's rate ([`FormRate`]: the API's per-client rate by
+//! default), else answers 429 with `Retry-After`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroU32;
@@ -30,6 +37,7 @@ use duel_ladder_core::reveal::readable_sides;
 use duel_ladder_store::error::LadderError;
 use duel_ladder_store::{Reads, readable_transcript};
 use duel_replays::store::ReplayStore;
+use duel_replays::transcript::Transcript;
 
 use crate::limits::{
     DEFAULT_FORM_POST_BURST, DEFAULT_FORM_POSTS_PER_SECOND, MAX_FORM_BODY_BYTES,
@@ -106,9 +114,10 @@ pub fn router(reads: Reads, replays: ReplayStore, reveal: RevealPolicy, rate: Fo
     Router::new()
         .route(
             "/matches/{id}/transcript",
-            get(transcript).post(owner_transcript),
+            get(transcript_page).post(owner_transcript),
         )
-        .route("/replays/{id}/transcript", get(transcript))
+        .route("/api/matches/{id}/transcript", get(transcript_json))
+        .route("/replays/{id}/transcript", get(transcript_json))
         .layer(DefaultBodyLimit::max(MAX_FORM_BODY_BYTES))
         .with_state(Transcripts {
             reads,
@@ -122,32 +131,103 @@ pub fn router(reads: Reads, replays: ReplayStore, reveal: RevealPolicy, rate: Fo
         })
 }
 
-async fn transcript(State(site): State<Transcripts>, Path(id): Path<String>) -> Response {
-    match revealed_transcript(&site, &id).await {
-        Ok(bytes) => {
-            let mut response =
-                ([(header::CONTENT_TYPE, "application/json")], bytes).into_response();
-            if let Ok(value) =
-                HeaderValue::from_str(&format!("public, max-age={SITE_PAGE_MAX_AGE_S}"))
-            {
-                response.headers_mut().insert(header::CACHE_CONTROL, value);
-            }
-            response
+fn cached(mut response: Response) -> Response {
+    if let Ok(value) = HeaderValue::from_str(&format!("public, max-age={SITE_PAGE_MAX_AGE_S}")) {
+        response.headers_mut().insert(header::CACHE_CONTROL, value);
+    }
+    response
+}
+
+/// The JSON twin (and the viewer's address): the kept file byte for byte.
+async fn transcript_json(State(site): State<Transcripts>, Path(id): Path<String>) -> Response {
+    match public_transcript(&site, &id).await {
+        Ok(Public::Kept { bytes }) => {
+            cached(([(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+        }
+        Ok(withheld) => {
+            SiteError::new(Format::Json, withheld.not_found(&id, site.reveal)).into_response()
         }
         Err(error) => SiteError::new(Format::Json, error).into_response(),
     }
 }
 
-async fn revealed_transcript(site: &Transcripts, id: &str) -> Result<Vec<u8>, LadderError> {
+/// The page: the calls once public; before, when they will be (a 404 with
+/// the site around it).
+async fn transcript_page(State(site): State<Transcripts>, Path(id): Path<String>) -> Response {
+    let page = async {
+        let public = public_transcript(&site, &id).await?;
+        let (line, _) = site.reads.match_line(&id).await?;
+        let json_href = format!("/api{}/transcript", crate::pages::match_href(&line.id));
+        Ok::<_, LadderError>(match public {
+            Public::Kept { bytes } => {
+                let transcript = Transcript::from_slice(&bytes).map_err(|error| {
+                    LadderError::corrupt(format!("the kept transcript of match {id}: {error}"))
+                })?;
+                cached(
+                    axum::response::Html(
+                        crate::pages::public_transcript_page(&line, &transcript, &json_href)
+                            .into_string(),
+                    )
+                    .into_response(),
+                )
+            }
+            Public::NotYet { finished_ms, .. } => {
+                let when = crate::pages::RevealWhen::of(site.reveal, &line.season, finished_ms);
+                cached(
+                    (
+                        StatusCode::NOT_FOUND,
+                        axum::response::Html(
+                            crate::pages::transcript_withheld_page(&line, &when, &json_href)
+                                .into_string(),
+                        ),
+                    )
+                        .into_response(),
+                )
+            }
+            withheld => {
+                SiteError::new(Format::Html, withheld.not_found(&id, site.reveal)).into_response()
+            }
+        })
+    };
+    match page.await {
+        Ok(response) => response,
+        Err(error) => SiteError::new(Format::Html, error).into_response(),
+    }
+}
+
+/// What someone without a token may read of a match's transcript.
+enum Public {
+    /// Revealed: the kept file.
+    Kept { bytes: Vec<u8> },
+    /// Settled, not revealed yet (perhaps never), settled at `finished_ms`.
+    NotYet { finished_ms: Option<i64> },
+    /// Not settled: nothing is public.
+    NotSettled,
+    /// Revealed, but no fighter called a model.
+    NoCalls,
+}
+
+impl Public {
+    /// Why a transcript is not public, as the JSON twin says it.
+    fn not_found(&self, id: &str, reveal: RevealPolicy) -> LadderError {
+        let why = match self {
+            Public::Kept { .. } => "is public".to_owned(),
+            Public::NotYet { .. } => {
+                format!("is not public yet: transcripts are {}", reveal.describe())
+            }
+            Public::NotSettled => "is not public: the match is not settled".to_owned(),
+            Public::NoCalls => "does not exist: no fighter called a model".to_owned(),
+        };
+        LadderError::NotFound(format!("the transcript of match {id} {why}"))
+    }
+}
+
+async fn public_transcript(site: &Transcripts, id: &str) -> Result<Public, LadderError> {
     duel_replays::store::validate_id(id)
         .map_err(|_| LadderError::Invalid("not a match id".to_owned()))?;
     let game = site.reads.game(id).await?;
-    let not_public =
-        |why: String| LadderError::NotFound(format!("the transcript of match {id} {why}"));
     if game.state != MatchState::Settled {
-        return Err(not_public(
-            "is not public: the match is not settled".to_owned(),
-        ));
+        return Ok(Public::NotSettled);
     }
     // The rule `MatchTranscript` follows too: someone without a token reads
     // both sides once revealed, nothing before.
@@ -157,15 +237,14 @@ async fn revealed_transcript(site: &Transcripts, id: &str) -> Result<Vec<u8>, La
         .await?;
     let [a, b] = &game.sides;
     if readable_sides(None, [&a.owner_id, &b.owner_id], revealed).is_empty() {
-        return Err(not_public(format!(
-            "is not public yet: transcripts are {}",
-            site.reveal.describe()
-        )));
+        return Ok(Public::NotYet {
+            finished_ms: game.finished_ms,
+        });
     }
-    site.replays
-        .get_transcript(id)
-        .await?
-        .ok_or_else(|| not_public("does not exist: no fighter called a model".to_owned()))
+    Ok(match site.replays.get_transcript(id).await? {
+        Some(bytes) => Public::Kept { bytes },
+        None => Public::NoCalls,
+    })
 }
 
 /// The match page's owner form.

@@ -58,6 +58,7 @@ const ROUTES: &[(&str, &[&str])] = &[
     ("/tv/tv.css", &["GET"]),
     // Transcripts and the owner's form (ladder/site/src/transcripts.rs).
     ("/matches/{id}/transcript", &["GET", "POST"]),
+    ("/api/matches/{id}/transcript", &["GET"]),
     ("/replays/{id}/transcript", &["GET"]),
 ];
 

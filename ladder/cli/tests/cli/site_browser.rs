@@ -513,6 +513,12 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
     // A visitor: no transcript before the season ends.
     let (status, body) = get(format!("/matches/{match_id}/transcript")).await;
     assert_eq!(status, 404, "{body}");
+    assert!(
+        body.contains("will be public once season <a href=\"/seasons/spring\">spring</a> ends"),
+        "{body}"
+    );
+    let (status, body) = get(format!("/api/matches/{match_id}/transcript")).await;
+    assert_eq!(status, 404, "{body}");
     assert!(body.contains("public once its season ends"), "{body}");
 
     // The owner, on the match page: the token goes in the form's body.
@@ -623,9 +629,31 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
         "{stated} vs {cost_usd} from the replays"
     );
 
-    // After the season: the transcript is everyone's, and it proves against
+    // After the season: the transcript is everyone's, as a page (prompts
+    // folded, fitting a phone) and as its JSON twin, which proves against
     // the signed replay.
-    let (status, body) = get(format!("/matches/{match_id}/transcript")).await;
+    wait_for_page(
+        &mut chromium,
+        &format!("{base}/matches/{match_id}/transcript"),
+    );
+    let folded = chromium.eval(
+        "[document.querySelectorAll('section.exchange').length, \
+          document.querySelectorAll('details.prompt:not([open])').length]",
+    );
+    assert!(
+        folded[0].as_u64().unwrap_or(0) > 0 && folded[1].as_u64().unwrap_or(0) > 0,
+        "{folded}"
+    );
+    assert!(text(&mut chromium, "main").contains("d-thinker"));
+    chromium.screenshot(&folder.join("site-transcript-public.png"));
+    phone(&mut chromium);
+    wait_for_page(
+        &mut chromium,
+        &format!("{base}/matches/{match_id}/transcript"),
+    );
+    fits_the_screen(&mut chromium, "the public transcript");
+    chromium.screenshot(&folder.join("site-transcript-public-390.png"));
+    let (status, body) = get(format!("/api/matches/{match_id}/transcript")).await;
     assert_eq!(status, 200, "{body}");
     let parsed = duel_replays::transcript::ParsedTranscript::from_slice(body.as_bytes())
         .expect("a transcript");

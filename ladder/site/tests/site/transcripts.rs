@@ -1,9 +1,12 @@
-//! Transcripts for everyone, served on loopback as `ladder serve --http` does:
-//! a 404 with a JSON error until the reveal policy allows, then the kept
-//! transcript byte for byte, at `/matches/{id}/transcript` and where the
-//! viewer looks (`/replays/{id}/transcript`). `never` never reveals,
-//! `after-days:0` at once; an unknown match is a 404, a malformed id a 400,
-//! a match whose fighters called no model a 404. SQLite and PostgreSQL.
+//! Transcripts for everyone, served on loopback as `ladder serve --http` does.
+//! `/matches/{id}/transcript` is a page of the site: until the reveal policy
+//! allows, a 404 page that says when the transcript will be public (after
+//! the season, on a date, never); then the calls per exchange with the
+//! prompts folded. Its JSON twin `/api/matches/{id}/transcript` and the
+//! viewer's `/replays/{id}/transcript` give a 404 with a JSON error, then the
+//! kept transcript byte for byte. `never` never reveals, `after-days:0` at
+//! once; an unknown match is a 404, a malformed id a 400, a match whose
+//! fighters called no model a 404. SQLite and PostgreSQL.
 
 use crate::common;
 
@@ -50,14 +53,16 @@ async fn settled_match(db: &TestDb, tag: &str) -> (String, Vec<String>) {
     )
     .await
     .expect("accept");
+    // Settled now, as a worker would: `after-days:N` counts from here.
+    let now = duel_ladder_core::clock::now_ms();
     let claim = db
         .store
-        .claim(60_000, 1_000)
+        .claim(60_000, now - 1_000)
         .await
         .expect("claim")
         .expect("queued");
     db.store
-        .complete(&game.id, &claim.lease_id, Winner::A, "r.json", None, 2_000)
+        .complete(&game.id, &claim.lease_id, Winner::A, "r.json", None, now)
         .await
         .expect("settle");
     (game.id, tokens)
@@ -101,11 +106,38 @@ async fn serve(db: &TestDb, replays: &ReplayStore, policy: RevealPolicy) -> Stri
 }
 
 async fn get(base: &str, path: &str) -> (u16, String) {
+    let (status, _, body) = get_typed(base, path).await;
+    (status, body)
+}
+
+/// Status, content type and body.
+async fn get_typed(base: &str, path: &str) -> (u16, String, String) {
     let response = reqwest::get(format!("{base}{path}"))
         .await
         .expect("request");
     let status = response.status().as_u16();
-    (status, response.text().await.expect("body"))
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (status, content_type, response.text().await.expect("body"))
+}
+
+/// A page of the site (its stylesheet, its header) with `status`.
+async fn site_page(base: &str, path: &str, status: u16) -> String {
+    let (got, content_type, body) = get_typed(base, path).await;
+    assert_eq!(got, status, "{path}: {body}");
+    assert!(
+        content_type.starts_with("text/html"),
+        "{path}: {content_type}"
+    );
+    assert!(
+        body.starts_with("<!DOCTYPE html>") && body.contains("/site/site.css"),
+        "{path}: {body}"
+    );
+    body
 }
 
 fn error_of(body: &str) -> String {
@@ -127,26 +159,83 @@ async fn transcripts_revealed(db: &TestDb) {
     let never = serve(db, &replays, RevealPolicy::Never).await;
     let at_once = serve(db, &replays, RevealPolicy::AfterDays(0)).await;
 
+    let in_a_week = serve(db, &replays, RevealPolicy::AfterDays(7)).await;
+
     // While the season runs: hidden under the default policy and `never`,
-    // public under `after-days:0`.
+    // public under `after-days:0`. The JSON twin and the viewer's address
+    // say so in a JSON error; the page says when, with the site around it.
     for path in [
-        format!("/matches/{spoken}/transcript"),
+        format!("/api/matches/{spoken}/transcript"),
         format!("/replays/{spoken}/transcript"),
     ] {
-        let (status, body) = get(&after_season, &path).await;
+        let (status, content_type, body) = get_typed(&after_season, &path).await;
         assert_eq!(status, 404, "{path}: {body}");
+        assert!(
+            content_type.starts_with("application/json"),
+            "{content_type}"
+        );
         assert!(
             error_of(&body).contains("public once its season ends"),
             "{body}"
         );
     }
-    let (status, body) = get(&at_once, &format!("/matches/{spoken}/transcript")).await;
+    let page = site_page(&after_season, &format!("/matches/{spoken}/transcript"), 404).await;
+    assert!(
+        page.contains("will be public once season <a href=\"/seasons/s1\">s1</a> ends"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("href=\"/api/matches/{spoken}/transcript\"")),
+        "the page names its JSON twin: {page}"
+    );
+    assert!(
+        page.contains(&format!("href=\"/matches/{spoken}\"")),
+        "{page}"
+    );
+    assert!(!page.contains("FEINT"), "no call before the reveal: {page}");
+    let page = site_page(&never, &format!("/matches/{spoken}/transcript"), 404).await;
+    assert!(
+        page.contains("this ladder never makes its transcripts public"),
+        "{page}"
+    );
+    let page = site_page(&in_a_week, &format!("/matches/{spoken}/transcript"), 404).await;
+    let finished = db
+        .store
+        .reads()
+        .game(&spoken)
+        .await
+        .expect("game")
+        .finished_ms;
+    let on = duel_ladder_core::model::utc_text(finished.expect("settled") + 7 * 86_400_000);
+    assert!(
+        page.contains(&format!("will be public on {on}, 7 days after the match")),
+        "{on}: {page}"
+    );
+    let (status, body) = get(&at_once, &format!("/api/matches/{spoken}/transcript")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body,
         kept.to_json_pretty(),
         "the kept transcript, byte for byte"
     );
+    // The page: per exchange, each fighter's calls, the prompt folded and
+    // escaped, the completion, the tokens.
+    let page = site_page(&at_once, &format!("/matches/{spoken}/transcript"), 200).await;
+    for expected in [
+        "id=\"r1e1\"",
+        "id=\"r1e1a\"",
+        "Round 1 · exchange 1",
+        "x-spoken",
+        "<code>house</code>",
+        "14 tokens (12 prompt + 2 completion)",
+        "<details class=\"prompt\"><summary>Prompt: 1 message, 12 tokens</summary>",
+        "You face a blocker. &lt;b&gt;Move?&lt;/b&gt;",
+        "<pre>FEINT</pre>",
+        "1 model call in 1 decision.",
+    ] {
+        assert!(page.contains(expected), "{expected}: {page}");
+    }
+    assert!(!page.contains("id=\"r1e1b\""), "side b called no model");
 
     // Its owner reads its bot's calls at once from the match page's form,
     // escaped and never cached; the other owner's bot called no model; a
@@ -186,7 +275,7 @@ async fn transcripts_revealed(db: &TestDb) {
 
     db.store.end_season().await.expect("end");
     for path in [
-        format!("/matches/{spoken}/transcript"),
+        format!("/api/matches/{spoken}/transcript"),
         format!("/replays/{spoken}/transcript"),
     ] {
         let (status, body) = get(&after_season, &path).await;
@@ -196,19 +285,38 @@ async fn transcripts_revealed(db: &TestDb) {
             kept
         );
     }
-    let (status, body) = get(&never, &format!("/matches/{spoken}/transcript")).await;
+    let page = site_page(&after_season, &format!("/matches/{spoken}/transcript"), 200).await;
+    assert!(page.contains("<pre>FEINT</pre>"), "{page}");
+    let (status, body) = get(&never, &format!("/api/matches/{spoken}/transcript")).await;
     assert_eq!(status, 404, "{body}");
     assert!(error_of(&body).contains("never made public"), "{body}");
-    let (status, body) = get(&after_season, &format!("/matches/{silent}/transcript")).await;
+    let page = site_page(&never, &format!("/matches/{spoken}/transcript"), 404).await;
+    assert!(
+        page.contains("never makes its transcripts public"),
+        "{page}"
+    );
+    let (status, body) = get(&after_season, &format!("/api/matches/{silent}/transcript")).await;
     assert_eq!(status, 404, "{body}");
     assert!(
         error_of(&body).contains("no fighter called a model"),
         "{body}"
     );
-    let (status, body) = get(&after_season, "/matches/no-such-match/transcript").await;
-    assert_eq!(status, 404, "{body}");
-    let (status, body) = get(&after_season, "/matches/..%2Fetc/transcript").await;
-    assert_eq!(status, 400, "{body}");
+    let page = site_page(&after_season, &format!("/matches/{silent}/transcript"), 404).await;
+    assert!(page.contains("no fighter called a model"), "{page}");
+    for prefix in ["", "/api"] {
+        let (status, body) = get(
+            &after_season,
+            &format!("{prefix}/matches/no-such-match/transcript"),
+        )
+        .await;
+        assert_eq!(status, 404, "{prefix}: {body}");
+        let (status, body) = get(
+            &after_season,
+            &format!("{prefix}/matches/..%2Fetc/transcript"),
+        )
+        .await;
+        assert_eq!(status, 400, "{prefix}: {body}");
+    }
 }
 both_backends!(transcripts_after_the_reveal, transcripts_revealed);
 
@@ -323,9 +431,20 @@ async fn the_api_and_the_site_agree(db: &TestDb) {
                 };
                 assert_eq!(from_api, expected, "{context}, {who}");
             }
-            // Without a token, the site's public route: both sides once
-            // revealed, a 404 before.
-            let (status, body) = get(&site, &format!("/matches/{id}/transcript")).await;
+            // Without a token, the site's public page and its JSON twin:
+            // both sides once revealed, a 404 before.
+            let page = site_page(
+                &site,
+                &format!("/matches/{id}/transcript"),
+                if revealed { 200 } else { 404 },
+            )
+            .await;
+            assert_eq!(
+                sides_on_page(&page),
+                if revealed { vec!["a", "b"] } else { vec![] },
+                "{context}"
+            );
+            let (status, body) = get(&site, &format!("/api/matches/{id}/transcript")).await;
             assert_eq!(
                 status,
                 if revealed { 200 } else { 404 },

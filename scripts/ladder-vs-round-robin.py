@@ -97,8 +97,9 @@ def main():
     # (duel_ladder_core::limits::RANKED_OPENING_EXCHANGES, docs/RULES.md): the
     # round robin plays the same game, its openings drawn the same way.
     parser.add_argument("--openings", type=int, default=2,
-                        help="forced opening exchanges of each round-robin game, as ranked "
-                             "matches have (default 2; 0 for none)")
+                        help="forced opening exchanges of every ranked match (`ladder serve "
+                             "--ranked-openings`) and round-robin game (default 2, the ladder's; "
+                             "0 for none)")
     parser.add_argument("--tie", type=float, default=0.02,
                         help="round-robin scores this close count as tied (default 0.02)")
     parser.add_argument("--timeout-s", type=int, default=3600,
@@ -136,7 +137,8 @@ def main():
     serve = subprocess.Popen(
         [ladder_bin, "serve", "--db", db, "--listen", f"127.0.0.1:{port}",
          "--replays", os.path.join(folder, "replays"), "--signing-key", key,
-         "--workers", str(args.workers), "--wave-interval-ms", "100", "--models", models],
+         "--workers", str(args.workers), "--wave-interval-ms", "100", "--models", models,
+         "--ranked-openings", str(args.openings)],
         stdout=log, stderr=log)
     started = time.monotonic()
     try:
@@ -225,6 +227,7 @@ def main():
         "bots": len(bots),
         "owners": len(OWNERS),
         "class": args.weight_class,
+        "openings": args.openings,
         "settled": len(matches),
         "repeats": repeats,
         "not_rated": unrated,

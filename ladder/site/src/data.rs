@@ -30,6 +30,8 @@ pub struct HomePage {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct TvLinks {
+    /// Duel TV's page (its JSON twin is `/api/tv`).
+    pub page: &'static str,
     pub events: &'static str,
     pub now: &'static str,
 }
@@ -240,7 +242,8 @@ pub async fn home(store: &Reads) -> Result<HomePage> {
             .await?,
         live: store.running_matches(HOME_TOP_ROWS).await?,
         tv: TvLinks {
-            events: "/tv",
+            page: "/tv",
+            events: crate::tv::TV_EVENTS_PATH,
             now: "/tv/now",
         },
     })

@@ -60,29 +60,53 @@ pub const TV_CANDIDATE_MATCHES: usize = 5;
 /// matches are shown in turn.
 pub const TV_RECENTLY_SHOWN: usize = TV_CANDIDATE_MATCHES - 1;
 
-/// A win is an upset when the winner's Glicko expected score against the
+/// A win is an upset (said once its broadcast ended) when the winner's Glicko expected score against the
 /// loser was at most this before the match (ratings and deviations from
 /// `rating_history`; after it for a bot's first match of the season, when the
 /// win has already narrowed the gap): about 100 points below at the
 /// deviations of an established bot.
 pub const TV_UPSET_MAX_EXPECTED_SCORE: f64 = 0.36;
 
-/// A won match is close when it was decided by one round and the damage dealt
+/// A won match is a close one (said once its broadcast ended) when it was decided by one round and the damage dealt
 /// differs by at most this share of the total, in percent. A draw is never
 /// close: a draw of evenly traded jabs is not worth watching for that.
 pub const TV_CLOSE_DAMAGE_PERCENT: u64 = 25;
+
+/// Duel TV says why it picked a match from what was known before the bell:
+/// one of the bots is in its class's top this many now ("a top-3 bot")...
+pub const TV_TOP_RANKS: i64 = 3;
+
+/// ...or their ratings before the match were at most this many points
+/// apart ("close ratings")...
+pub const TV_CLOSE_RATINGS_POINTS: f64 = 50.0;
+
+/// ...or the pair has settled at least this many matches ("a long rivalry").
+pub const TV_RIVALRY_MEETINGS: i64 = 5;
+
+/// How many matches `/tv` lists as airing next (what Duel TV would pick
+/// after the one on air if nothing newer settled): the candidates but the
+/// one on air.
+pub const TV_QUEUE_MATCHES: usize = TV_CANDIDATE_MATCHES - 1;
+
+/// How many ended broadcasts `/tv` lists, newest first.
+pub const TV_PLAYLIST_BROADCASTS: usize = 10;
+
+/// How many broadcasts Duel TV remembers to call a second showing a
+/// "rerun" (ids only, about 50 bytes each); forgotten ones, and any before
+/// the server started, would air as a first showing again.
+pub const TV_REMEMBERED_BROADCASTS: usize = 10_000;
 
 /// Events a Duel TV watcher may fall behind before it skips ahead (the
 /// broadcast channel's capacity): more than one whole match (at most 38
 /// events), so only a watcher that stopped reading for a minute skips.
 pub const TV_WATCHER_LAG_EVENTS: usize = 64;
 
-/// Most `GET /tv` watchers at once; one more is answered 503. Each holds the
+/// Most `GET /tv/events` watchers at once; one more is answered 503. Each holds the
 /// current match's events by reference (a few hundred bytes) and a place in
 /// the HTTP connection cap.
 pub const MAX_TV_WATCHERS: usize = 2_000;
 
-/// How often `GET /tv` sends a keep-alive comment when nothing happens:
+/// How often `GET /tv/events` sends a keep-alive comment when nothing happens:
 /// the live feeds' interval, under the HTTP idle timeout.
 pub const TV_KEEP_ALIVE: std::time::Duration = duel_referee::limits::LIVE_KEEP_ALIVE;
 

@@ -43,6 +43,7 @@ fn page_layout(title: &str, json_href: Option<&str>, body: Markup) -> Markup {
                 header.top {
                     a.brand href="/" { "duel ladder" }
                     nav {
+                        a href="/tv" { "TV" }
                         a href="/seasons" { "Seasons" }
                         a href="/matches" { "Matches" }
                     }
@@ -243,10 +244,10 @@ pub fn home(page: &HomePage) -> Markup {
                 }
             }
             section.tv-block {
-                h2 { "Duel TV" }
-                p.note { "Recent ranked matches, replayed exchange by exchange." }
+                h2 { a href=(page.tv.page) { "Duel TV" } }
+                p.note { "Recent ranked matches, replayed exchange by exchange. " a href=(page.tv.page) { "Watch on its page →" } }
                 link rel="stylesheet" href="/tv/tv.css";
-                section id="tv" class="tv" aria-label="Duel TV" {}
+                section id="tv" class="tv tv-compact" aria-label="Duel TV" data-events=(page.tv.events) {}
                 script src="/tv/tv.js" defer {}
             }
             @if !page.live.is_empty() {
@@ -938,6 +939,120 @@ fn transcript_exchanges(line: &MatchLine, transcript: &Transcript) -> Markup {
             }
         }
     }
+}
+
+/// `1523 ± 64`, or `new this season` for a bot with no rating before.
+fn rating_text(rating: Option<f64>, deviation: Option<f64>) -> String {
+    match (rating, deviation) {
+        (Some(rating), Some(deviation)) => format!("{rating:.0} ± {deviation:.0}"),
+        (Some(rating), None) => format!("{rating:.0}"),
+        _ => "new this season".to_owned(),
+    }
+}
+
+/// Duel TV's page: the match on air (filled and moved on by `/tv/tv.js`
+/// from the stream), what airs next and what aired last. Nothing on it is
+/// called live, and the match on air's result is nowhere on it until its
+/// broadcast ends.
+pub fn tv_page(page: &crate::tv::TvPage) -> Markup {
+    let airing = page
+        .on_air
+        .as_ref()
+        .filter(|on_air| !on_air.ended)
+        .map(|on_air| on_air.match_id.as_str());
+    layout(
+        "Duel TV",
+        "/api/tv",
+        html! {
+            link rel="stylesheet" href="/tv/tv.css";
+            h1 { "Duel TV" }
+            p.lead {
+                "Ranked matches already played, replayed exchange by exchange at a pace you can follow. "
+                "A match's first showing or a rerun: never live."
+            }
+            section id="tv" class="tv tv-full" aria-label="On Duel TV" data-events=(page.events) {
+                @match &page.on_air {
+                    Some(on_air) => {
+                        div.tv-head {
+                            span.tv-badge { "Duel TV" }
+                            span.tv-label { @if on_air.rerun { "rerun" } @else { "first showing" } }
+                            span.tv-status { (WeightClass::from(on_air.class).name()) " · season " (on_air.season) " · " (on_air.why_text) }
+                        }
+                        div.tv-fighters {
+                            @for (side, name) in on_air.fighters.iter().enumerate() {
+                                div class=(format!("tv-fighter tv-side-{}", ["a", "b"][side])) {
+                                    div.tv-name { a href=(bot_href(name)) { (name) } }
+                                    div.tv-rating { (rating_text(on_air.ratings[side], on_air.deviations[side])) }
+                                }
+                            }
+                        }
+                        p.tv-links {
+                            @if on_air.ended {
+                                a href=(format!("/replays/{}/view", on_air.match_id)) { "open in viewer" }
+                                " · " a href=(match_href(&on_air.match_id)) { "match page" }
+                            } @else {
+                                a href=(format!("/live/{}/view", on_air.match_id)) { "follow in the viewer" }
+                                " · " a href=(match_href(&on_air.match_id)) { "match page (shows the result)" }
+                            }
+                        }
+                    }
+                    None => { p.tv-status { "Waiting for a ranked match to be settled…" } }
+                }
+            }
+            script src="/tv/tv.js" defer {}
+            section.tv-lists {
+                div {
+                    h2 { "Up next" }
+                    ol #tv-queue {
+                        @for upcoming in &page.queue {
+                            li {
+                                a href=(bot_href(&upcoming.fighters[0])) { (upcoming.fighters[0]) } " vs "
+                                a href=(bot_href(&upcoming.fighters[1])) { (upcoming.fighters[1]) }
+                                span.note { " · " (WeightClass::from(upcoming.class).name()) " · " (upcoming.why_text) }
+                            }
+                        }
+                    }
+                    @if page.queue.is_empty() {
+                        p.empty #tv-queue-empty { "Nothing else yet: the next settled match airs next." }
+                    }
+                }
+                div {
+                    h2 { "Recently on Duel TV" }
+                    ol #tv-playlist {
+                        @for aired in &page.playlist {
+                            li {
+                                a href=(bot_href(&aired.fighters[0])) { (aired.fighters[0]) } " vs "
+                                a href=(bot_href(&aired.fighters[1])) { (aired.fighters[1]) }
+                                span.note { " · " (WeightClass::from(aired.class).name()) @if aired.rerun { " · rerun" } }
+                                @match (&aired.result, Some(aired.match_id.as_str()) == airing) {
+                                    (Some(result), false) => {
+                                        br;
+                                        @match &result.winner {
+                                            Some(winner) => { span.win { (winner) " won" } }
+                                            None => { span.draw { "draw" } }
+                                        }
+                                        " " span.score { (result.round_wins[0]) "–" (result.round_wins[1]) }
+                                        @if let Some(verdict) = result.verdict_text { span.note { " · " (verdict) } }
+                                        " · " a href=(match_href(&aired.match_id)) { "match" }
+                                        " · " a href=(format!("/replays/{}/view", aired.match_id)) { "replay" }
+                                    }
+                                    _ => { span.note { " · on air again: result after it ends" } }
+                                }
+                            }
+                        }
+                    }
+                    @if page.playlist.is_empty() {
+                        p.empty #tv-playlist-empty { "No broadcast has ended yet." }
+                    }
+                }
+            }
+            p.note {
+                "Duel TV picks from the latest settled ranked matches by what was known before the bell: "
+                "a top-3 bot, close ratings, a long rivalry, else the newest. Ratings are the bots' before the match. "
+                "Matches being played now are under Live now on " a href="/" { "the home page" } "."
+            }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -19,14 +19,14 @@
 //! the current match's events by pointer and its place in a broadcast channel,
 //! where a watcher that lags skips ahead instead of holding the broadcast.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -42,9 +42,13 @@ use tokio_stream::wrappers::BroadcastStream;
 
 use crate::limits::{
     DEFAULT_TV_EXCHANGE_MS, MAX_TV_WATCHERS, TV_CANDIDATE_MATCHES, TV_CLOSE_DAMAGE_PERCENT,
-    TV_IDLE_POLL, TV_KEEP_ALIVE, TV_PAUSE_EXCHANGES, TV_RECENTLY_SHOWN,
-    TV_UPSET_MAX_EXPECTED_SCORE, TV_WATCHER_LAG_EVENTS,
+    TV_CLOSE_RATINGS_POINTS, TV_IDLE_POLL, TV_KEEP_ALIVE, TV_PAUSE_EXCHANGES,
+    TV_PLAYLIST_BROADCASTS, TV_QUEUE_MATCHES, TV_RECENTLY_SHOWN, TV_REMEMBERED_BROADCASTS,
+    TV_RIVALRY_MEETINGS, TV_TOP_RANKS, TV_UPSET_MAX_EXPECTED_SCORE, TV_WATCHER_LAG_EVENTS,
 };
+
+/// Where Duel TV streams: server-sent events across matches.
+pub const TV_EVENTS_PATH: &str = "/tv/events";
 use duel_ladder_core::model::Winner;
 use duel_ladder_store::{Reads, SettledMatch};
 
@@ -85,17 +89,17 @@ impl Default for TvConfig {
     }
 }
 
-/// Why Duel TV picked the match it shows.
+/// Why Duel TV picked the match it shows, in what is known before the bell
+/// (so saying it gives nothing away).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Why {
-    /// The winner was not expected to win: its Glicko expected score was at
-    /// most [`TV_UPSET_MAX_EXPECTED_SCORE`].
-    Upset,
-    /// The winner lost the first round.
-    Comeback,
-    /// Won by one round, with damage nearly even ([`TV_CLOSE_DAMAGE_PERCENT`]).
-    Close,
+    /// One of the bots is in its class's top [`TV_TOP_RANKS`] now.
+    TopBot,
+    /// Their ratings before the match were within [`TV_CLOSE_RATINGS_POINTS`].
+    CloseRatings,
+    /// The pair has met at least [`TV_RIVALRY_MEETINGS`] times.
+    Rivalry,
     /// None of these: the newest match not shown lately.
     Latest,
 }
@@ -103,10 +107,45 @@ pub enum Why {
 impl Why {
     pub fn name(self) -> &'static str {
         match self {
-            Why::Upset => "upset",
-            Why::Comeback => "comeback",
-            Why::Close => "close",
+            Why::TopBot => "top-bot",
+            Why::CloseRatings => "close-ratings",
+            Why::Rivalry => "rivalry",
             Why::Latest => "latest",
+        }
+    }
+
+    /// What a spectator reads.
+    pub fn text(self) -> &'static str {
+        match self {
+            Why::TopBot => "a top-3 bot",
+            Why::CloseRatings => "close ratings",
+            Why::Rivalry => "a long rivalry",
+            Why::Latest => "the latest match",
+        }
+    }
+}
+
+const _: () = assert!(TV_TOP_RANKS == 3, "Why::text says top-3");
+
+/// What a match turned out to be, said only once its broadcast ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The winner was not expected to win: its Glicko expected score was at
+    /// most [`TV_UPSET_MAX_EXPECTED_SCORE`].
+    Upset,
+    /// The winner lost the first round.
+    Comeback,
+    /// Won by one round, with damage nearly even ([`TV_CLOSE_DAMAGE_PERCENT`]).
+    Close,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Upset => "an upset",
+            Verdict::Comeback => "a comeback",
+            Verdict::Close => "a close one",
         }
     }
 }
@@ -118,17 +157,23 @@ pub struct Candidate {
     pub winner: WinnerName,
     pub round_wins: [u8; 2],
     pub damage: [u32; 2],
-    /// The bots' ratings and deviations before the match (after it for a
-    /// bot's first match of its season), when rated.
+    /// The bots' ratings and deviations before the match, when they had one
+    /// in its season (`None` for a bot's first match there).
     pub ratings: [Option<f64>; 2],
     pub deviations: [Option<f64>; 2],
     /// Who won the first round.
     pub first_round: WinnerName,
+    /// Each bot's rank in its class's table now, if in the top
+    /// [`TV_TOP_RANKS`].
+    pub ranks: [Option<i64>; 2],
+    /// Settled matches of the pair, whichever side each bot played.
+    pub meetings: i64,
 }
 
 impl Candidate {
-    /// A settled match and its replay's result.
-    pub fn of(settled: &SettledMatch, replay: &Replay) -> Candidate {
+    /// A settled match, its replay's result and what Duel TV looked up
+    /// before the bell.
+    pub fn of(settled: &SettledMatch, replay: &Replay, facts: &Facts) -> Candidate {
         Candidate {
             match_id: settled.id.clone(),
             winner: match settled.winner {
@@ -138,12 +183,14 @@ impl Candidate {
             },
             round_wins: replay.result.round_wins,
             damage: replay.result.damage,
-            ratings: settled.ratings,
-            deviations: settled.deviations,
+            ratings: facts.ratings,
+            deviations: facts.deviations,
             first_round: replay
                 .rounds
                 .first()
                 .map_or(WinnerName::Draw, |round| round.result.winner),
+            ranks: [None; 2],
+            meetings: facts.meetings,
         }
     }
 
@@ -193,34 +240,62 @@ impl Candidate {
         }
     }
 
-    /// What makes this match worth showing.
-    pub fn why(&self) -> Why {
+    /// What the match turned out to be: for after its end only.
+    pub fn verdict(&self) -> Option<Verdict> {
         if self.upset_surprise().is_some() {
-            Why::Upset
+            Some(Verdict::Upset)
         } else if self.is_comeback() {
-            Why::Comeback
+            Some(Verdict::Comeback)
         } else if self.sides().is_some()
             && self.round_wins[0].abs_diff(self.round_wins[1]) == 1
             && self.damage_margin_percent() <= TV_CLOSE_DAMAGE_PERCENT
         {
-            Why::Close
+            Some(Verdict::Close)
+        } else {
+            None
+        }
+    }
+
+    /// The better rank of the two bots, if either is in the top.
+    fn best_rank(&self) -> Option<i64> {
+        self.ranks
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|rank| *rank <= TV_TOP_RANKS)
+            .min()
+    }
+
+    /// The gap between the ratings before the match, when both had one.
+    fn rating_gap(&self) -> Option<f64> {
+        Some((self.ratings[0]? - self.ratings[1]?).abs())
+    }
+
+    /// What makes this match worth showing, from what was known before it:
+    /// never its result.
+    pub fn why(&self) -> Why {
+        if self.best_rank().is_some() {
+            Why::TopBot
+        } else if self
+            .rating_gap()
+            .is_some_and(|gap| gap <= TV_CLOSE_RATINGS_POINTS)
+        {
+            Why::CloseRatings
+        } else if self.meetings >= TV_RIVALRY_MEETINGS {
+            Why::Rivalry
         } else {
             Why::Latest
         }
     }
 
-    /// Higher is more interesting: upsets by how surprising, then comebacks
-    /// and close matches by how even the damage was, then the rest.
+    /// Higher is more interesting: a top bot (the higher ranked first),
+    /// then close ratings (the closer first), then a rivalry (the longer
+    /// first), then the rest.
     fn rank(&self) -> (u8, i64) {
-        let evenness = -i64::try_from(self.damage_margin_percent()).unwrap_or(i64::MAX);
         match self.why() {
-            // Thousandths of surprise: a score is within 0–1.
-            Why::Upset => (
-                3,
-                (self.upset_surprise().unwrap_or(0.0) * 1_000.0).round() as i64,
-            ),
-            Why::Comeback => (2, evenness),
-            Why::Close => (1, evenness),
+            Why::TopBot => (3, -self.best_rank().unwrap_or(i64::MAX)),
+            Why::CloseRatings => (2, -(self.rating_gap().unwrap_or(0.0).round() as i64)),
+            Why::Rivalry => (1, self.meetings),
             Why::Latest => (0, 0),
         }
     }
@@ -230,9 +305,9 @@ impl Candidate {
 /// the ids shown lately (oldest first, the one just shown last). Only
 /// matches not shown lately are considered while there are any, else any
 /// but the one just shown, else that one (it is the only one). Among them
-/// the most interesting wins: an upset (the larger gap first), then a close
-/// match (the more even damage first), then the newest; ties go to the
-/// newer.
+/// the most interesting wins ([`Candidate::why`], from what was known before
+/// the bell: a top bot, close ratings, a long rivalry, then the newest);
+/// ties go to the newer.
 pub fn choose(candidates: &[Candidate], recently_shown: &[String]) -> Option<(usize, Why)> {
     let all = 0..candidates.len();
     let fresh: Vec<usize> = all
@@ -263,6 +338,45 @@ pub fn choose(candidates: &[Candidate], recently_shown: &[String]) -> Option<(us
         .map(|index| (index, candidates[index].why()))
 }
 
+/// The order in which Duel TV would show `candidates` if no other match
+/// settled: [`choose`] again and again, each pick counted as shown, each
+/// candidate once, at most `most`. The first is what airs now, the rest the
+/// queue.
+pub fn lineup(
+    candidates: &[Candidate],
+    recently_shown: &[String],
+    most: usize,
+) -> Vec<(usize, Why)> {
+    let mut shown = recently_shown.to_vec();
+    let mut left: Vec<usize> = (0..candidates.len()).collect();
+    let mut order = Vec::new();
+    while order.len() < most {
+        let pool: Vec<Candidate> = left
+            .iter()
+            .map(|&index| candidates[index].clone())
+            .collect();
+        let Some((at, why)) = choose(&pool, &shown) else {
+            break;
+        };
+        let index = left.remove(at);
+        shown.push(candidates[index].match_id.clone());
+        order.push((index, why));
+    }
+    order
+}
+
+/// What Duel TV looks up of a candidate before the bell, once.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Facts {
+    /// The ratings before the match ([`SettledMatch::ratings`], but `None`
+    /// for a bot's first rated match of the season, whose rating then is
+    /// the one after it).
+    pub ratings: [Option<f64>; 2],
+    pub deviations: [Option<f64>; 2],
+    pub meetings: i64,
+    pub season_id: i64,
+}
+
 /// The match on air, as `GET /tv/now` describes it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OnAir {
@@ -271,7 +385,17 @@ pub struct OnAir {
     pub season: String,
     /// The bots' names, side a then side b.
     pub fighters: [String; 2],
+    /// Their ratings and deviations before the match (null: none yet in
+    /// its season).
+    pub ratings: [Option<f64>; 2],
+    pub deviations: [Option<f64>; 2],
     pub why: Why,
+    /// [`Why::text`].
+    pub why_text: &'static str,
+    /// Shown before on this Duel TV (since it started). Never live either
+    /// way: every broadcast replays a settled match.
+    pub rerun: bool,
+    pub accepted_ms: i64,
     /// Exchanges shown so far, and in the whole match.
     pub exchange: usize,
     pub exchanges: usize,
@@ -280,6 +404,52 @@ pub struct OnAir {
     /// What a fighter starts each round with, for the widget's bars.
     pub start_hp: i32,
     pub max_stamina: i32,
+}
+
+/// A match in Duel TV's queue: what airs next if nothing newer settles.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Upcoming {
+    pub match_id: String,
+    pub class: ClassName,
+    pub season: String,
+    pub fighters: [String; 2],
+    pub why: Why,
+    pub why_text: &'static str,
+}
+
+/// A broadcast that ended: now its result may be said.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Aired {
+    pub match_id: String,
+    pub class: ClassName,
+    pub season: String,
+    pub fighters: [String; 2],
+    pub why: Why,
+    pub why_text: &'static str,
+    pub rerun: bool,
+    /// The result, null while the same match is on air again.
+    pub result: Option<AiredResult>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AiredResult {
+    /// The winner's name; null for a draw.
+    pub winner: Option<String>,
+    pub round_wins: [u8; 2],
+    pub verdict: Option<Verdict>,
+    /// [`Verdict::text`], or null.
+    pub verdict_text: Option<&'static str>,
+}
+
+/// What `/tv` shows and `/api/tv` returns: the match on air, the queue and
+/// the playlist of recent broadcasts (newest first).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TvPage {
+    pub on_air: Option<OnAir>,
+    pub queue: Vec<Upcoming>,
+    pub playlist: Vec<Aired>,
+    /// Where the broadcast streams (server-sent events).
+    pub events: &'static str,
 }
 
 /// One event, serialized once for every watcher.
@@ -304,11 +474,15 @@ impl Frame {
     }
 }
 
-/// The match on air and its events so far (a new watcher's history).
+/// The match on air and its events so far (a new watcher's history), what
+/// airs next and what aired last.
 #[derive(Debug, Default)]
 struct Program {
     on_air: Option<OnAir>,
     frames: Vec<Arc<Frame>>,
+    queue: Vec<Upcoming>,
+    /// Newest first, at most [`TV_PLAYLIST_BROADCASTS`].
+    playlist: VecDeque<Aired>,
 }
 
 #[derive(Debug)]
@@ -319,7 +493,7 @@ struct Inner {
     config: TvConfig,
     program: Mutex<Program>,
     sender: broadcast::Sender<Arc<Frame>>,
-    /// Turns true when the broadcast stops, which ends every `GET /tv`.
+    /// Turns true when the broadcast stops, which ends every `GET /tv/events`.
     stopped: watch::Sender<bool>,
 }
 
@@ -365,8 +539,49 @@ async fn pause(shutdown: &mut watch::Receiver<bool>, duration: Duration) -> bool
     }
 }
 
-/// A replay Duel TV loaded, or `None` for one it could not (said once).
-type Loaded = Option<Arc<Replay>>;
+/// A candidate Duel TV loaded (its replay and what it looked up), or `None`
+/// for one it could not (said once).
+type Loaded = Option<Arc<Prepared>>;
+
+#[derive(Debug)]
+struct Prepared {
+    replay: Arc<Replay>,
+    facts: Facts,
+}
+
+/// What airs next: the match, its replay, why, and the queue after it.
+struct Pick {
+    settled: SettledMatch,
+    replay: Arc<Replay>,
+    candidate: Candidate,
+    why: Why,
+    queue: Vec<Upcoming>,
+}
+
+/// The matches this Duel TV has shown, to call a second showing a rerun
+/// (the last [`TV_REMEMBERED_BROADCASTS`]).
+#[derive(Default)]
+struct Shown {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Shown {
+    /// Records `id`; whether it was shown before.
+    fn again(&mut self, id: &str) -> bool {
+        if self.ids.contains(id) {
+            return true;
+        }
+        self.ids.insert(id.to_owned());
+        self.order.push_back(id.to_owned());
+        if self.order.len() > TV_REMEMBERED_BROADCASTS
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.ids.remove(&oldest);
+        }
+        false
+    }
+}
 
 impl DuelTv {
     /// Duel TV over the ladder's store and replay store; each broadcast is
@@ -396,20 +611,49 @@ impl DuelTv {
         lock(&self.inner.program).on_air.clone()
     }
 
-    /// Broadcasts until `shutdown` turns true, then ends every `GET /tv`.
+    /// The match on air, the queue and the playlist. A playlist entry of
+    /// the match on air (a rerun) keeps its result back until it ends.
+    pub fn page(&self) -> TvPage {
+        let program = lock(&self.inner.program);
+        let airing = program
+            .on_air
+            .as_ref()
+            .filter(|on_air| !on_air.ended)
+            .map(|on_air| on_air.match_id.as_str());
+        TvPage {
+            on_air: program.on_air.clone(),
+            queue: program.queue.clone(),
+            playlist: program
+                .playlist
+                .iter()
+                .map(|aired| {
+                    let mut aired = aired.clone();
+                    if Some(aired.match_id.as_str()) == airing {
+                        aired.result = None;
+                    }
+                    aired
+                })
+                .collect(),
+            events: TV_EVENTS_PATH,
+        }
+    }
+
+    /// Broadcasts until `shutdown` turns true, then ends every `GET /tv/events`.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let _off_air = OffAir(&self.inner);
         let mut shown: Vec<String> = Vec::with_capacity(TV_RECENTLY_SHOWN + 1);
+        let mut ever_shown = Shown::default();
         let mut loaded: HashMap<String, Loaded> = HashMap::new();
         while !*shutdown.borrow() {
-            let Some((settled, replay, why)) = self.next_match(&shown, &mut loaded).await else {
+            let Some(pick) = self.next_match(&shown, &mut loaded).await else {
                 if !pause(&mut shutdown, self.inner.config.idle_poll).await {
                     break;
                 }
                 continue;
             };
-            let finished = self.broadcast(&settled, &replay, why, &mut shutdown).await;
-            shown.push(settled.id);
+            let rerun = ever_shown.again(&pick.settled.id);
+            let finished = self.broadcast(&pick, rerun, &mut shutdown).await;
+            shown.push(pick.settled.id);
             if shown.len() > TV_RECENTLY_SHOWN {
                 shown.remove(0);
             }
@@ -420,12 +664,12 @@ impl DuelTv {
     }
 
     /// The next match to show with its replay, or `None` when none has settled.
-    /// `loaded` keeps the candidates' replays between calls.
+    /// `loaded` keeps the candidates' replays and facts between calls.
     async fn next_match(
         &self,
         shown: &[String],
         loaded: &mut HashMap<String, Loaded>,
-    ) -> Option<(SettledMatch, Arc<Replay>, Why)> {
+    ) -> Option<Pick> {
         let latest = match self.inner.store.latest_settled(TV_CANDIDATE_MATCHES).await {
             Ok(latest) => latest,
             Err(error) => {
@@ -437,24 +681,82 @@ impl DuelTv {
         let mut playable = Vec::with_capacity(latest.len());
         for settled in latest {
             if !loaded.contains_key(&settled.id) {
-                let replay = self.load(&settled).await;
-                loaded.insert(settled.id.clone(), replay);
+                let prepared = self.load(&settled).await;
+                loaded.insert(settled.id.clone(), prepared);
             }
-            if let Some(Some(replay)) = loaded.get(&settled.id) {
-                let replay = Arc::clone(replay);
-                playable.push((settled, replay));
+            if let Some(Some(prepared)) = loaded.get(&settled.id) {
+                let prepared = Arc::clone(prepared);
+                playable.push((settled, prepared));
             }
         }
-        let candidates: Vec<Candidate> = playable
+        // Each class's top of the table now, read once per pick.
+        let mut tops: HashMap<(i64, &'static str), Vec<String>> = HashMap::new();
+        let mut candidates = Vec::with_capacity(playable.len());
+        for (settled, prepared) in &playable {
+            let key = (prepared.facts.season_id, settled.class.name());
+            let top = match tops.entry(key) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    entry.insert(self.top_of(prepared.facts.season_id, settled.class).await)
+                }
+            };
+            let mut candidate = Candidate::of(settled, &prepared.replay, &prepared.facts);
+            candidate.ranks = settled.names.clone().map(|name| {
+                top.iter()
+                    .position(|bot| *bot == name)
+                    .and_then(|index| i64::try_from(index + 1).ok())
+            });
+            candidates.push(candidate);
+        }
+        let order = lineup(&candidates, shown, TV_QUEUE_MATCHES + 1);
+        let (&(index, why), rest) = order.split_first()?;
+        let queue = rest
             .iter()
-            .map(|(settled, replay)| Candidate::of(settled, replay))
+            .map(|&(index, why)| {
+                let settled = &playable[index].0;
+                Upcoming {
+                    match_id: settled.id.clone(),
+                    class: settled.class.into(),
+                    season: settled.season.clone(),
+                    fighters: settled.names.clone(),
+                    why,
+                    why_text: why.text(),
+                }
+            })
             .collect();
-        let (index, why) = choose(&candidates, shown)?;
-        let (settled, replay) = playable.swap_remove(index);
-        Some((settled, replay, why))
+        let candidate = candidates.swap_remove(index);
+        let (settled, prepared) = playable.swap_remove(index);
+        Some(Pick {
+            settled,
+            replay: Arc::clone(&prepared.replay),
+            candidate,
+            why,
+            queue,
+        })
     }
 
-    /// A settled match's replay from the replay store (its id is the match's).
+    /// The names of the top [`TV_TOP_RANKS`] bots of `class` in season
+    /// `season_id` now; none when it cannot be read (said in the log).
+    async fn top_of(&self, season_id: i64, class: duel_rules::WeightClass) -> Vec<String> {
+        let store = &self.inner.store;
+        let table = async {
+            let season = store
+                .chosen_season(&duel_ladder_store::SeasonChoice::Id(season_id))
+                .await?;
+            let limit = usize::try_from(TV_TOP_RANKS).unwrap_or(3);
+            store.class_table(&season, class, None, limit).await
+        };
+        match table.await {
+            Ok(table) => table.rows.into_iter().map(|row| row.bot).collect(),
+            Err(error) => {
+                tracing::warn!(%error, "Duel TV cannot read the top of the table");
+                Vec::new()
+            }
+        }
+    }
+
+    /// A settled match's replay from the replay store (its id is the match's)
+    /// and what Duel TV says of it before the bell.
     async fn load(&self, settled: &SettledMatch) -> Loaded {
         let id = &settled.id;
         let failed = |why: String| {
@@ -469,11 +771,52 @@ impl DuelTv {
             Ok(None) => return failed(format!("not in {}", self.inner.replays.description())),
             Err(error) => return failed(error.to_string()),
         };
-        match Replay::from_slice(&json) {
-            Ok(replay) if replay.match_id == *id => Some(Arc::new(replay)),
-            Ok(replay) => failed(format!("the replay names match {}", replay.match_id)),
-            Err(error) => failed(error.to_string()),
+        let replay = match Replay::from_slice(&json) {
+            Ok(replay) if replay.match_id == *id => Arc::new(replay),
+            Ok(replay) => return failed(format!("the replay names match {}", replay.match_id)),
+            Err(error) => return failed(error.to_string()),
+        };
+        let facts = match self.facts(settled).await {
+            Ok(facts) => facts,
+            Err(error) => return failed(format!("its facts cannot be read: {error}")),
+        };
+        Some(Arc::new(Prepared { replay, facts }))
+    }
+
+    /// The ratings before the match (a bot's first rated match of its
+    /// season has none: the store's rating then is the one after it, which
+    /// would give the result away) and the pair's meetings.
+    async fn facts(
+        &self,
+        settled: &SettledMatch,
+    ) -> Result<Facts, duel_ladder_store::error::LadderError> {
+        let store = &self.inner.store;
+        let game = store.game(&settled.id).await?;
+        let mut facts = Facts {
+            ratings: settled.ratings,
+            deviations: settled.deviations,
+            meetings: 0,
+            season_id: game.season_id,
+        };
+        for (side, match_side) in game.sides.iter().enumerate() {
+            let history = &store.bot_reads(&match_side.bot_id).await?.history;
+            let first_of_season = history
+                .iter()
+                .position(|point| point.match_id == settled.id)
+                .is_some_and(|at| {
+                    history[..at]
+                        .iter()
+                        .all(|point| point.season != settled.season)
+                });
+            if first_of_season {
+                facts.ratings[side] = None;
+                facts.deviations[side] = None;
+            }
         }
+        let [a, b] = &game.sides;
+        let record = store.head_to_head_record(&a.bot_id, &b.bot_id).await?;
+        facts.meetings = record.wins + record.draws + record.losses;
+        Ok(facts)
     }
 
     /// Records `event` as the current match's and sends it to every watcher,
@@ -494,18 +837,23 @@ impl DuelTv {
     /// interrupted it.
     async fn broadcast(
         &self,
-        settled: &SettledMatch,
-        replay: &Replay,
-        why: Why,
+        pick: &Pick,
+        rerun: bool,
         shutdown: &mut watch::Receiver<bool>,
     ) -> bool {
+        let (settled, replay, why) = (&pick.settled, pick.replay.as_ref(), pick.why);
         let ruleset = Ruleset::from_version(&replay.ruleset).unwrap_or(Ruleset::CURRENT);
         let on_air = OnAir {
             match_id: settled.id.clone(),
             class: settled.class.into(),
             season: settled.season.clone(),
             fighters: settled.names.clone(),
+            ratings: pick.candidate.ratings,
+            deviations: pick.candidate.deviations,
             why,
+            why_text: why.text(),
+            rerun,
+            accepted_ms: settled.accepted_ms,
             exchange: 0,
             exchanges: replay
                 .rounds
@@ -522,12 +870,15 @@ impl DuelTv {
             a = %settled.names[0],
             b = %settled.names[1],
             why = why.name(),
+            rerun,
             "Duel TV: on air"
         );
         let start = LiveEvent::start_of(replay);
+        let queue = pick.queue.clone();
         self.publish(&start, |program| {
             program.frames.clear();
             program.on_air = Some(on_air);
+            program.queue = queue;
         });
         let live = self.inner.live.as_ref().and_then(|feeds| {
             feeds
@@ -566,10 +917,32 @@ impl DuelTv {
             let end = LiveEvent::End {
                 result: replay.result.clone(),
             };
+            let verdict = pick.candidate.verdict();
+            let aired = Aired {
+                match_id: settled.id.clone(),
+                class: settled.class.into(),
+                season: settled.season.clone(),
+                fighters: settled.names.clone(),
+                why,
+                why_text: why.text(),
+                rerun,
+                result: Some(AiredResult {
+                    winner: match replay.result.winner {
+                        WinnerName::A => Some(settled.names[0].clone()),
+                        WinnerName::B => Some(settled.names[1].clone()),
+                        WinnerName::Draw => None,
+                    },
+                    round_wins: replay.result.round_wins,
+                    verdict,
+                    verdict_text: verdict.map(Verdict::text),
+                }),
+            };
             self.publish(&end, |program| {
                 if let Some(on_air) = &mut program.on_air {
                     on_air.ended = true;
                 }
+                program.playlist.push_front(aired);
+                program.playlist.truncate(TV_PLAYLIST_BROADCASTS);
             });
         } else {
             finished = false;
@@ -594,12 +967,15 @@ impl DuelTv {
     }
 }
 
-/// Duel TV's routes: `GET /tv`, `GET /tv/now`, `GET /tv/tv.js`,
-/// `GET /tv/tv.css`, with the replay service's security headers. No
-/// fallback, so it merges into another router.
+/// Duel TV's routes: the page `GET /tv` (its JSON twin `GET /api/tv`), the
+/// stream `GET /tv/events`, `GET /tv/now`, `GET /tv/tv.js`, `GET /tv/tv.css`,
+/// with the replay service's security headers. No fallback, so it merges
+/// into another router.
 pub fn router(tv: DuelTv) -> Router {
     Router::new()
-        .route("/tv", get(tv_feed))
+        .route("/tv", get(tv_page))
+        .route("/api/tv", get(tv_api))
+        .route("/tv/events", get(tv_feed))
         .route("/tv/now", get(tv_now))
         .route("/tv/tv.js", get(tv_js))
         .route("/tv/tv.css", get(tv_css))
@@ -607,6 +983,43 @@ pub fn router(tv: DuelTv) -> Router {
         .layer(axum::middleware::map_response(
             duel_referee::publish::security_headers,
         ))
+}
+
+/// Whether a request asks for a page: a browser's navigation names
+/// `text/html` in `Accept`.
+fn wants_html(parts: &axum::http::request::Parts) -> bool {
+    parts
+        .headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|accept| accept.contains("text/html"))
+}
+
+/// The page for browsers. A client that does not ask for HTML (scripts,
+/// `curl -N`, the site bench's watchers) still gets the stream here, as
+/// before the stream moved to [`TV_EVENTS_PATH`].
+async fn tv_page(State(tv): State<DuelTv>, parts: axum::http::request::Parts) -> Response {
+    if !wants_html(&parts) {
+        let mut response = tv_feed(State(tv), parts).await;
+        response
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("accept"));
+        return response;
+    }
+    let page = tv.page();
+    (
+        [
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::VARY, "accept"),
+        ],
+        axum::response::Html(crate::pages::tv_page(&page).into_string()),
+    )
+        .into_response()
+}
+
+async fn tv_api(State(tv): State<DuelTv>) -> Response {
+    ([(header::CACHE_CONTROL, "no-cache")], axum::Json(tv.page())).into_response()
 }
 
 async fn tv_feed(State(tv): State<DuelTv>, parts: axum::http::request::Parts) -> Response {
@@ -690,6 +1103,8 @@ mod tests {
             ratings: ratings.map(Some),
             deviations: [Some(60.0); 2],
             first_round: winner,
+            ranks: [None; 2],
+            meetings: 1,
         }
     }
 
@@ -698,41 +1113,99 @@ mod tests {
     }
 
     #[test]
-    fn an_upset_beats_a_comeback_beats_a_close_match_beats_the_newest() {
-        let newest = candidate("m5", WinnerName::A, [2, 0], [90, 10], [1600.0, 1500.0]);
-        let close = candidate("m4", WinnerName::B, [1, 2], [70, 75], [1500.0, 1510.0]);
+    fn a_top_bot_beats_close_ratings_beats_a_rivalry_beats_the_newest() {
+        let newest = candidate("m5", WinnerName::A, [2, 0], [90, 10], [1700.0, 1500.0]);
+        let rivalry = Candidate {
+            meetings: TV_RIVALRY_MEETINGS + 3,
+            ..candidate("m4", WinnerName::B, [1, 2], [70, 75], [1500.0, 1600.0])
+        };
+        let close = candidate("m3", WinnerName::A, [2, 0], [80, 20], [1500.0, 1530.0]);
+        let top = Candidate {
+            ranks: [None, Some(2)],
+            ..candidate("m2", WinnerName::A, [2, 0], [80, 20], [1400.0, 1700.0])
+        };
+        let first = Candidate {
+            ranks: [Some(1), Some(7)],
+            ..candidate("m1", WinnerName::B, [0, 2], [10, 90], [1800.0, 1500.0])
+        };
+        let all = [
+            newest.clone(),
+            rivalry.clone(),
+            close.clone(),
+            top.clone(),
+            first.clone(),
+        ];
+        assert_eq!(choose(&all, &[]), Some((4, Why::TopBot)), "rank 1 first");
+        assert_eq!(choose(&all, &ids(&["m1"])), Some((3, Why::TopBot)));
+        assert_eq!(
+            choose(&all, &ids(&["m1", "m2"])),
+            Some((2, Why::CloseRatings))
+        );
+        assert_eq!(
+            choose(&all, &ids(&["m1", "m2", "m3"])),
+            Some((1, Why::Rivalry))
+        );
+        assert_eq!(
+            choose(&all, &ids(&["m1", "m2", "m3", "m4"])),
+            Some((0, Why::Latest))
+        );
+        // The lineup is the same picks in turn: what airs now, then the queue.
+        assert_eq!(
+            lineup(&all, &[], 10),
+            vec![
+                (4, Why::TopBot),
+                (3, Why::TopBot),
+                (2, Why::CloseRatings),
+                (1, Why::Rivalry),
+                (0, Why::Latest)
+            ]
+        );
+        assert_eq!(lineup(&all, &ids(&["m1"]), 2).len(), 2);
+        assert_eq!(lineup(&all, &ids(&["m1"]), 2)[0], (3, Why::TopBot));
+        // A rank below the top is no reason; a bot with no rating before the
+        // match makes no close ratings.
+        let fourth = Candidate {
+            ranks: [Some(TV_TOP_RANKS + 1), None],
+            ..candidate("x", WinnerName::A, [2, 0], [1, 0], [1000.0, 2000.0])
+        };
+        assert_eq!(fourth.why(), Why::Latest);
+        let mut newcomer = candidate("y", WinnerName::A, [2, 0], [1, 0], [1500.0, 1500.0]);
+        newcomer.ratings[1] = None;
+        assert_eq!(newcomer.why(), Why::Latest);
+    }
+
+    #[test]
+    fn why_never_names_a_result_and_the_verdict_waits_for_the_end() {
+        for why in [Why::TopBot, Why::CloseRatings, Why::Rivalry, Why::Latest] {
+            let text = why.text();
+            for spoiler in ["upset", "comeback", "close one", "won", "live", "Live"] {
+                assert!(!text.contains(spoiler), "{text}");
+            }
+        }
+        // The same pair, the same ratings: whatever the result, the same why.
+        let won = candidate("a", WinnerName::A, [2, 0], [90, 10], [1500.0, 1520.0]);
+        let lost = candidate("a", WinnerName::B, [0, 2], [10, 90], [1500.0, 1520.0]);
+        assert_eq!(won.why(), lost.why());
+    }
+
+    #[test]
+    fn verdicts_upset_comeback_close() {
+        let upset = candidate("m2", WinnerName::A, [2, 0], [80, 20], [1400.0, 1700.0]);
+        let expected = upset.winner_expected_score().expect("rated");
+        assert!((0.14..0.16).contains(&expected), "{expected}");
+        assert_eq!(upset.verdict(), Some(Verdict::Upset));
+        let small_upset = candidate("m1", WinnerName::B, [0, 2], [10, 90], [1620.0, 1500.0]);
+        assert_eq!(small_upset.verdict(), Some(Verdict::Upset));
         let comeback = Candidate {
             first_round: WinnerName::A,
             ..candidate("m3", WinnerName::B, [1, 2], [60, 40], [1500.0, 1500.0])
         };
-        let upset = candidate("m2", WinnerName::A, [2, 0], [80, 20], [1400.0, 1700.0]);
-        let small_upset = candidate("m1", WinnerName::B, [0, 2], [10, 90], [1620.0, 1500.0]);
-        let all = [
-            newest.clone(),
-            close.clone(),
-            comeback.clone(),
-            upset.clone(),
-            small_upset.clone(),
-        ];
-        assert_eq!(choose(&all, &[]), Some((3, Why::Upset)));
-        let expected = upset.winner_expected_score().expect("rated");
-        assert!((0.14..0.16).contains(&expected), "{expected}");
-        assert!(small_upset.upset_surprise().is_some());
-        assert_eq!(
-            choose(&all, &ids(&["m2"])),
-            Some((4, Why::Upset)),
-            "a smaller upset (120 points) is still an upset"
-        );
-        assert_eq!(choose(&all, &ids(&["m2", "m1"])), Some((2, Why::Comeback)));
-        assert_eq!(
-            choose(&all, &ids(&["m2", "m1", "m3"])),
-            Some((1, Why::Close))
-        );
+        assert_eq!(comeback.verdict(), Some(Verdict::Comeback));
+        let close = candidate("m4", WinnerName::B, [1, 2], [70, 75], [1500.0, 1510.0]);
         assert_eq!(close.damage_margin_percent(), 3);
-        assert_eq!(
-            choose(&all, &ids(&["m2", "m1", "m3", "m4"])),
-            Some((0, Why::Latest))
-        );
+        assert_eq!(close.verdict(), Some(Verdict::Close));
+        let plain = candidate("m5", WinnerName::A, [2, 0], [90, 10], [1600.0, 1500.0]);
+        assert_eq!(plain.verdict(), None);
     }
 
     #[test]
@@ -748,23 +1221,20 @@ mod tests {
         assert!(newcomer.upset_surprise().is_some());
         // 36 jabs traded evenly to a draw: nothing to see.
         let draw = candidate("b", WinnerName::Draw, [1, 1], [50, 50], [1300.0, 1700.0]);
-        assert_eq!((draw.upset_surprise(), draw.why()), (None, Why::Latest));
+        assert_eq!((draw.upset_surprise(), draw.verdict()), (None, None));
         let mut unrated = candidate("c", WinnerName::A, [2, 0], [90, 10], [1000.0, 2000.0]);
         unrated.ratings[1] = None;
-        assert_eq!(
-            (unrated.upset_surprise(), unrated.why()),
-            (None, Why::Latest)
-        );
+        assert_eq!((unrated.upset_surprise(), unrated.verdict()), (None, None));
         // A one-round win with lopsided damage is not close.
         let lopsided = candidate("d", WinnerName::A, [2, 1], [100, 20], [1500.0, 1500.0]);
-        assert_eq!(lopsided.why(), Why::Latest);
+        assert_eq!(lopsided.verdict(), None);
         let none = candidate("e", WinnerName::Draw, [0, 0], [0, 0], [1500.0, 1500.0]);
         assert_eq!(none.damage_margin_percent(), 0);
     }
 
     #[test]
     fn ties_go_to_the_newer_and_the_match_just_shown_is_not_repeated() {
-        let plain = |id: &str| candidate(id, WinnerName::A, [2, 0], [90, 10], [1500.0, 1500.0]);
+        let plain = |id: &str| candidate(id, WinnerName::A, [2, 0], [90, 10], [1500.0, 1700.0]);
         let all = [plain("new"), plain("mid"), plain("old")];
         assert_eq!(choose(&all, &[]), Some((0, Why::Latest)));
         assert_eq!(choose(&all, &ids(&["new"])), Some((1, Why::Latest)));
@@ -780,5 +1250,22 @@ mod tests {
         // The only match is shown again; none is none.
         assert_eq!(choose(&all[..1], &ids(&["new"])), Some((0, Why::Latest)));
         assert_eq!(choose(&[], &ids(&["new"])), None);
+        assert_eq!(lineup(&[], &[], 5), vec![]);
+    }
+
+    #[test]
+    fn a_second_showing_is_a_rerun() {
+        let mut shown = Shown::default();
+        assert!(!shown.again("m1"));
+        assert!(shown.again("m1"));
+        assert!(!shown.again("m2"));
+        for index in 0..TV_REMEMBERED_BROADCASTS {
+            shown.again(&format!("x{index}"));
+        }
+        assert!(
+            !shown.again("m1"),
+            "forgotten after the last {TV_REMEMBERED_BROADCASTS}"
+        );
+        assert!(shown.ids.len() <= TV_REMEMBERED_BROADCASTS + 1);
     }
 }

@@ -112,7 +112,7 @@ async fn one_client_cannot_take_the_site(db: &TestDb) {
             continue;
         };
         let wants_tv = attempt % 2 == 0 && attempt < 4_000;
-        let path = if wants_tv { "/tv" } else { "/" };
+        let path = if wants_tv { "/tv/events" } else { "/" };
         match (wants_tv, get(&mut stream, path, None).await) {
             (true, Answer::Status(200)) => streams += 1,
             (true, Answer::Status(429)) => refused_streams += 1,
@@ -145,7 +145,10 @@ async fn one_client_cannot_take_the_site(db: &TestDb) {
     let home_ms = started.elapsed().as_millis();
     assert!(home_ms < 1_000, "another client's GET / took {home_ms} ms");
     let mut watcher = connect_from(SOMEONE_ELSE, site).await.expect("connect");
-    assert_eq!(get_status(&mut watcher, "/tv", None).await, Some(200));
+    assert_eq!(
+        get_status(&mut watcher, "/tv/events", None).await,
+        Some(200)
+    );
     eprintln!("1 client x 4,200 connections: another client's GET / in {home_ms} ms");
 
     // The kept-alive pages ask again, as a browser would after 6 s; the
@@ -166,7 +169,7 @@ async fn one_client_cannot_take_the_site(db: &TestDb) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut again = connect_from(ATTACKER, site).await.expect("connect");
-        if get_status(&mut again, "/tv", None).await == Some(200) {
+        if get_status(&mut again, "/tv/events", None).await == Some(200) {
             break;
         }
         assert!(
@@ -198,7 +201,7 @@ async fn forwarded_addresses_only_from_trusted_proxies(db: &TestDb) {
     let mut held = Vec::new();
     let watch = |source: IpAddr, forwarded: Option<&'static str>| async move {
         let mut stream = connect_from(source, site).await.expect("connect");
-        let status = get_status(&mut stream, "/tv", forwarded).await;
+        let status = get_status(&mut stream, "/tv/events", forwarded).await;
         (status, stream)
     };
     // Through the proxy, two clients each hold their own two streams.
@@ -285,7 +288,7 @@ async fn proxy_protocol_from_trusted_proxies(db: &TestDb) {
     for expected in [200, 200, 429] {
         let mut stream = connect_with_header(PROXY, site, v1).await;
         assert_eq!(
-            get_status(&mut stream, "/tv", None).await,
+            get_status(&mut stream, "/tv/events", None).await,
             Some(expected),
             "v1"
         );
@@ -297,7 +300,11 @@ async fn proxy_protocol_from_trusted_proxies(db: &TestDb) {
     // Version 2 names another client, with places of its own.
     let mut stream =
         connect_with_header(PROXY, site, &proxy_v2(Ipv4Addr::new(198, 51, 100, 8))).await;
-    assert_eq!(get_status(&mut stream, "/tv", None).await, Some(200), "v2");
+    assert_eq!(
+        get_status(&mut stream, "/tv/events", None).await,
+        Some(200),
+        "v2"
+    );
     held.push(stream);
     // The proxy's own health check names nobody and is served.
     let mut stream = connect_with_header(PROXY, site, b"PROXY UNKNOWN\r\n").await;

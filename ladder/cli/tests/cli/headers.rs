@@ -53,6 +53,8 @@ const ROUTES: &[(&str, &[&str])] = &[
     ("/site/site.css", &["GET"]),
     // Duel TV (ladder/site/src/tv.rs).
     ("/tv", &["GET"]),
+    ("/api/tv", &["GET"]),
+    ("/tv/events", &["GET"]),
     ("/tv/now", &["GET"]),
     ("/tv/tv.js", &["GET"]),
     ("/tv/tv.css", &["GET"]),

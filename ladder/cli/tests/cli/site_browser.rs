@@ -258,6 +258,7 @@ async fn a_person_browses_a_running_season() {
         (format!("{base}/seasons/winter"), "site-season-390.png"),
         (format!("{base}/matches"), "site-matches-390.png"),
         (format!("{base}/seasons/winter/cost"), "site-cost-390.png"),
+        (format!("{base}/tv"), "site-tv-390.png"),
     ] {
         wait_for_page(&mut chromium, &url);
         fits_the_screen(&mut chromium, &url);

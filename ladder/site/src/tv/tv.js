@@ -1,5 +1,10 @@
-// Duel TV widget: fills <section id="tv"> on the home page with the match on
-// air at /tv (server-sent events: start, exchange, end, across matches), live.
+// Duel TV: fills <section id="tv"> (the home page's box, or the whole /tv
+// page) with the match on air from the stream at data-events (server-sent
+// events: start, exchange, end, across matches). On /tv it also keeps the
+// queue (#tv-queue) and the playlist (#tv-playlist) current from /api/tv.
+// Every broadcast replays a settled match: it is a first showing or a rerun,
+// never live; why it was picked is said from what was known before the bell,
+// and its result only once it ended.
 // No framework, no inline style, no HTML parsed from data: text goes in through
 // textContent, bar widths through element.style (the site's CSP allows both).
 (function () {
@@ -10,7 +15,6 @@
   const ROUND_ENDS = { ko: "by knockout", hp: "on HP", stamina: "on stamina",
     damage: "on damage dealt", draw: "on the cards" };
   const SUBSTITUTIONS = { timeout: "timed out", budget: "out of tokens", fault: "fault" };
-  const WHY = { upset: "an upset", comeback: "a comeback", close: "a close one", latest: "the latest match" };
   const SIDES = ["a", "b"];
 
   function el(tag, className, text) {
@@ -18,6 +22,18 @@
     if (className) node.className = className;
     if (text !== undefined) node.textContent = text;
     return node;
+  }
+
+  function link(className, text, href) {
+    const node = el("a", className, text);
+    node.href = href;
+    return node;
+  }
+
+  function botHref(name) { return "/bots/" + encodeURIComponent(name); }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
   }
 
   function bar(kind, label) {
@@ -42,10 +58,19 @@
     meter.fill.classList.toggle("tv-out", value <= 0);
   }
 
+  function ratingText(rating, deviation) {
+    if (typeof rating !== "number") return "new this season";
+    if (typeof deviation !== "number") return String(Math.round(rating));
+    return Math.round(rating) + " ± " + Math.round(deviation);
+  }
+
   function build(root) {
-    while (root.firstChild) root.removeChild(root.firstChild);
+    clear(root);
     const head = el("div", "tv-head");
     head.appendChild(el("span", "tv-badge", "Duel TV"));
+    const label = el("span", "tv-label", "");
+    label.hidden = true;
+    head.appendChild(label);
     const status = el("span", "tv-status", "Tuning in…");
     head.appendChild(status);
     root.appendChild(head);
@@ -53,26 +78,99 @@
     const sides = SIDES.map(function (side) {
       const box = el("div", "tv-fighter tv-side-" + side);
       const name = el("div", "tv-name", side === "a" ? "A" : "B");
+      const rating = el("div", "tv-rating", "");
       const action = el("div", "tv-action", "–");
       const hp = bar("hp", "HP");
       const stamina = bar("stamina", "Stamina");
+      const burn = el("div", "tv-burn", "");
       box.appendChild(name);
+      box.appendChild(rating);
       box.appendChild(action);
       box.appendChild(hp.wrap);
       box.appendChild(stamina.wrap);
+      box.appendChild(burn);
       fighters.appendChild(box);
-      return { name: name, action: action, hp: hp, stamina: stamina };
+      return { name: name, rating: rating, action: action, hp: hp, stamina: stamina, burn: burn };
     });
     root.appendChild(fighters);
+    const score = el("p", "tv-score", "");
     const progress = el("p", "tv-progress", "");
     const result = el("p", "tv-result", "");
     result.setAttribute("aria-live", "polite");
-    const link = el("a", "tv-link", "open in viewer");
-    link.hidden = true;
+    const links = el("p", "tv-links", "");
+    const viewer = link("tv-link", "follow in the viewer", "#");
+    const matchPage = link("tv-match", "match page", "#");
+    links.appendChild(viewer);
+    links.appendChild(document.createTextNode(" · "));
+    links.appendChild(matchPage);
+    links.hidden = true;
+    const log = el("ol", "tv-log", "");
+    log.setAttribute("aria-label", "Exchanges so far");
+    root.appendChild(score);
     root.appendChild(progress);
     root.appendChild(result);
-    root.appendChild(link);
-    return { root: root, status: status, sides: sides, progress: progress, result: result, link: link };
+    root.appendChild(links);
+    root.appendChild(log);
+    return { status: status, label: label, sides: sides, score: score, progress: progress,
+      result: result, links: links, viewer: viewer, matchPage: matchPage, log: log };
+  }
+
+  // The queue and the playlist of the /tv page, from /api/tv.
+  function refreshLists() {
+    const queue = document.getElementById("tv-queue");
+    const playlist = document.getElementById("tv-playlist");
+    if (!queue || !playlist) return;
+    fetch("/api/tv", { headers: { accept: "application/json" } })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
+      .then(function (page) {
+        const airing = page.on_air && !page.on_air.ended ? page.on_air.match_id : null;
+        clear(queue);
+        (page.queue || []).forEach(function (next) {
+          const item = el("li");
+          fighterLinks(item, next.fighters);
+          item.appendChild(el("span", "note", " · " + next.class + " · " + next.why_text));
+          queue.appendChild(item);
+        });
+        toggleEmpty("tv-queue-empty", queue);
+        clear(playlist);
+        (page.playlist || []).forEach(function (aired) {
+          const item = el("li");
+          fighterLinks(item, aired.fighters);
+          item.appendChild(el("span", "note", " · " + aired.class + (aired.rerun ? " · rerun" : "")));
+          const result = aired.result;
+          if (result && aired.match_id !== airing) {
+            item.appendChild(el("br"));
+            item.appendChild(result.winner ? el("span", "win", result.winner + " won") : el("span", "draw", "draw"));
+            item.appendChild(document.createTextNode(" "));
+            item.appendChild(el("span", "score", result.round_wins[0] + "–" + result.round_wins[1]));
+            if (result.verdict_text) item.appendChild(el("span", "note", " · " + result.verdict_text));
+            item.appendChild(document.createTextNode(" · "));
+            item.appendChild(link("", "match", "/matches/" + encodeURIComponent(aired.match_id)));
+            item.appendChild(document.createTextNode(" · "));
+            item.appendChild(link("", "replay", "/replays/" + encodeURIComponent(aired.match_id) + "/view"));
+          } else {
+            item.appendChild(el("span", "note", " · on air again: result after it ends"));
+          }
+          playlist.appendChild(item);
+        });
+        toggleEmpty("tv-playlist-empty", playlist);
+      })
+      .catch(function () { /* the lists stay as they were */ });
+  }
+
+  function fighterLinks(item, fighters) {
+    const names = (fighters || []).map(String);
+    item.appendChild(link("", names[0] || "A", botHref(names[0] || "")));
+    item.appendChild(document.createTextNode(" vs "));
+    item.appendChild(link("", names[1] || "B", botHref(names[1] || "")));
+  }
+
+  function toggleEmpty(id, list) {
+    const empty = document.getElementById(id);
+    if (empty) empty.hidden = list.children.length > 0;
   }
 
   function start(root) {
@@ -84,30 +182,60 @@
       return match.names[winner === "a" ? 0 : 1];
     }
 
+    function burnText(i) {
+      const parts = [match.tokens[i] + " tokens"];
+      const causes = Object.keys(match.fallbacks[i]);
+      if (causes.length === 0) {
+        parts.push("no fallbacks");
+      } else {
+        const count = causes.reduce(function (sum, cause) { return sum + match.fallbacks[i][cause]; }, 0);
+        parts.push(count + (count === 1 ? " fallback: " : " fallbacks: ") + causes.map(function (cause) {
+          return match.fallbacks[i][cause] + " " + (SUBSTITUTIONS[cause] || cause);
+        }).join(", "));
+      }
+      return parts.join(" · ");
+    }
+
+    function showScore() {
+      view.score.textContent = "Rounds " + match.names[0] + " " + match.rounds[0] + "–" +
+        match.rounds[1] + " " + match.names[1];
+    }
+
     function reset(event) {
       const names = (event.fighters || []).map(function (f) { return String(f.name || "?"); });
       match = { id: String(event.match_id), names: [names[0] || "A", names[1] || "B"],
-        hp: DEFAULTS.start_hp, stamina: DEFAULTS.max_stamina, over: false };
+        hp: DEFAULTS.start_hp, stamina: DEFAULTS.max_stamina, over: false,
+        tokens: [0, 0], fallbacks: [{}, {}], rounds: [0, 0] };
       root.dataset.matchId = match.id;
-      root.dataset.state = "live";
+      root.dataset.state = "on-air";
       root.dataset.exchanges = "0";
-      view.status.textContent = "Live · " + String(event.class || "");
+      view.label.hidden = true;
+      view.status.textContent = String(event.class || "");
       view.sides.forEach(function (side, i) {
-        side.name.textContent = match.names[i];
+        clear(side.name);
+        side.name.appendChild(link("", match.names[i], botHref(match.names[i])));
+        side.rating.textContent = "";
         side.action.textContent = "–";
         setBar(side.hp, match.hp, match.hp);
         setBar(side.stamina, match.stamina, match.stamina);
+        side.burn.textContent = burnText(i);
       });
+      showScore();
       view.progress.textContent = "Round 1";
       view.result.textContent = "";
-      view.link.href = "/live/" + encodeURIComponent(match.id) + "/view";
-      view.link.textContent = "open in viewer";
-      view.link.hidden = false;
+      clear(view.log);
+      view.viewer.href = "/live/" + encodeURIComponent(match.id) + "/view";
+      view.viewer.textContent = "follow in the viewer";
+      view.matchPage.href = "/matches/" + encodeURIComponent(match.id);
+      view.matchPage.textContent = "match page (shows the result)";
+      view.links.hidden = false;
       describe(match.id, 2);
+      refreshLists();
     }
 
-    // The maxima of the bars and why this match is on air, from /tv/now;
-    // tried again once a second later when it fails (the defaults stay).
+    // The bars' maxima, the ratings before the match, first showing or
+    // rerun, and why it airs, from /tv/now; tried again once a second later
+    // when it fails (the defaults stay).
     function describe(id, tries) {
       fetch("/tv/now", { headers: { accept: "application/json" } })
         .then(function (response) {
@@ -119,9 +247,15 @@
           if (!onAir || !match || onAir.match_id !== id || match.id !== id) return;
           match.hp = onAir.start_hp || match.hp;
           match.stamina = onAir.max_stamina || match.stamina;
+          root.dataset.rerun = String(Boolean(onAir.rerun));
+          view.label.textContent = onAir.rerun ? "rerun" : "first showing";
+          view.label.hidden = false;
+          view.sides.forEach(function (side, i) {
+            side.rating.textContent = ratingText((onAir.ratings || [])[i], (onAir.deviations || [])[i]);
+          });
           if (match.over) return;
-          view.status.textContent = "Live · " + onAir.class + " · season " + onAir.season +
-            " · " + (WHY[onAir.why] || onAir.why);
+          view.status.textContent = onAir.class + " · season " + onAir.season + " · " +
+            (onAir.why_text || "");
         })
         .catch(function () {
           if (tries > 1) setTimeout(function () { describe(id, tries - 1); }, 1000);
@@ -140,18 +274,31 @@
     function exchange(event) {
       if (!match) return;
       const record = event.exchange || {};
+      const entry = el("li", "tv-entry");
+      entry.appendChild(el("span", "tv-when", "R" + event.round + "·" + record.number));
       [record.a, record.b].forEach(function (side, i) {
         if (!side) return;
-        const view_side = view.sides[i];
-        view_side.action.textContent = actionText(side);
-        setBar(view_side.hp, side.hp, match.hp);
-        setBar(view_side.stamina, side.stamina, match.stamina);
+        const viewSide = view.sides[i];
+        const text = actionText(side);
+        viewSide.action.textContent = text;
+        setBar(viewSide.hp, side.hp, match.hp);
+        setBar(viewSide.stamina, side.stamina, match.stamina);
+        match.tokens[i] += Number(side.tokens) || 0;
+        if (side.source && side.source !== "bot") {
+          match.fallbacks[i][side.source] = (match.fallbacks[i][side.source] || 0) + 1;
+        }
+        viewSide.burn.textContent = burnText(i);
+        entry.appendChild(el("span", "tv-side-" + SIDES[i], match.names[i] + ": " + text));
       });
+      view.log.insertBefore(entry, view.log.firstChild);
       root.dataset.exchanges = String(Number(root.dataset.exchanges || "0") + 1);
       view.progress.textContent = "Round " + event.round + " · exchange " + record.number;
       const round = event.round_result;
       if (round) {
         const winner = nameOf(round.winner);
+        if (round.winner === "a") match.rounds[0] += 1;
+        if (round.winner === "b") match.rounds[1] += 1;
+        showScore();
         view.result.textContent = "Round " + event.round + ": " +
           (winner ? winner + " wins " : "drawn ") + (ROUND_ENDS[round.by] || round.by);
       } else {
@@ -166,14 +313,16 @@
       const winner = nameOf(result.winner);
       view.result.textContent = (winner ? winner + " wins the match " : "The match is a draw ") +
         wins[0] + "–" + wins[1];
-      view.status.textContent = "Finished · next match soon";
-      view.link.href = "/replays/" + encodeURIComponent(match.id) + "/view";
-      view.link.textContent = "open in viewer (replay)";
+      view.status.textContent = "Ended · next match soon";
+      view.viewer.href = "/replays/" + encodeURIComponent(match.id) + "/view";
+      view.viewer.textContent = "open in viewer (replay)";
+      view.matchPage.textContent = "match page";
       root.dataset.state = "ended";
       match.over = true;
+      refreshLists();
     }
 
-    const feed = new EventSource("/tv");
+    const feed = new EventSource(root.dataset.events || "/tv/events");
     function on(kind, handle) {
       feed.addEventListener(kind, function (message) {
         let event;

@@ -1,12 +1,16 @@
 //! Duel TV through a real `ladder serve` (in process, its HTTP service on
 //! loopback) over a database with settled ranked matches (built-in bots,
-//! played by a worker before the server starts): a watcher of `/tv` gets each
+//! played by a worker before the server starts): a watcher of `/tv/events` gets each
 //! match's `start`, its exchanges in order and spread over at least the pace,
 //! its `end`, then the next match without end; a late watcher first gets the
 //! current match's events so far, with no gap and no repeat; `/tv/now` and
-//! `/live` agree with the broadcast; the widget is served with the security
-//! headers. With no settled match, `/tv/now` says so and `/tv` stays open
-//! on keep-alives. Shutdown ends every watcher and the server returns.
+//! `/live` agree with the broadcast; the page `/tv` shows the match on air
+//! (fighters, ratings, class, season, why, first showing or rerun, links),
+//! the queue and the playlist, and no result of the match on air before its
+//! end; the widget is served with the security headers. With no settled
+//! match, `/tv/now` says so and `/tv/events` stays open on keep-alives (and
+//! `/tv` too for a client that does not ask for HTML). Shutdown ends every
+//! watcher and the server returns.
 //! Runs on a SQLite file and on PostgreSQL.
 
 use crate::common;
@@ -354,7 +358,7 @@ async fn duel_tv_broadcasts(db: &TestDb) {
 
     // The first watcher: whatever it joins in the middle of, it reads on to
     // an `end`; from there every match is seen live, from its start.
-    let mut first = Sse::open(&http, &format!("{base}/tv")).await;
+    let mut first = Sse::open(&http, &format!("{base}/tv/events")).await;
     while first.next_event().await.kind != "end" {}
     let mut previous: Option<String> = None;
     for _ in 0..3 {
@@ -465,7 +469,7 @@ async fn duel_tv_broadcasts(db: &TestDb) {
             continue;
         }
         let id = on_air["match_id"].as_str().expect("match id").to_owned();
-        let mut late = Sse::open(&http, &format!("{base}/tv")).await;
+        let mut late = Sse::open(&http, &format!("{base}/tv/events")).await;
         let watched = watch_match(&mut late).await;
         if watched.id != id {
             // The match ended between the two requests: try the next one.
@@ -485,6 +489,13 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         assert_ne!(next.data["match_id"], id.as_str());
         break;
     }
+
+    // The page, while a match airs (two matches alternate: from the third
+    // broadcast on each is a rerun, and is in the playlist too).
+    tv_page_while_on_air(&http, &base).await;
+    let home = get_json(&http, &format!("{base}/api/home")).await;
+    assert_eq!(home["tv"]["page"], "/tv");
+    assert_eq!(home["tv"]["events"], "/tv/events");
 
     // The widget, with the replay service's security headers.
     for (path, content_type) in [
@@ -509,8 +520,8 @@ async fn duel_tv_broadcasts(db: &TestDb) {
         assert!(!body.is_empty(), "{path}");
         if path == "/tv/tv.js" {
             assert!(
-                body.contains("EventSource(\"/tv\")"),
-                "the widget follows /tv"
+                body.contains("EventSource(root.dataset.events || \"/tv/events\")"),
+                "the widget follows /tv/events"
             );
             assert!(!body.contains("innerHTML"), "no HTML from data");
         }
@@ -526,14 +537,167 @@ async fn duel_tv_broadcasts(db: &TestDb) {
 }
 both_backends!(duel_tv_broadcasts_settled_matches, duel_tv_broadcasts);
 
+/// `url` as a browser asks for it: an HTML page of the site.
+async fn get_page(http: &reqwest::Client, url: &str) -> String {
+    let response = http
+        .get(url)
+        .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(response.status(), 200, "{url}");
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/html"),
+        "{url}: {content_type}"
+    );
+    let body = response.text().await.expect("body");
+    assert!(body.starts_with("<!DOCTYPE html>"), "{body}");
+    body
+}
+
+/// What a page's `<section id="tv" …>…</section>` holds (it holds no section).
+fn tv_section(page: &str) -> &str {
+    let start = page.find("<section id=\"tv\"").expect("section#tv");
+    let end = page[start..].find("</section>").expect("its end");
+    &page[start..start + end]
+}
+
+/// `/tv` and `/api/tv` while a match airs and has not ended (read again
+/// until one page is taken within one broadcast).
+async fn tv_page_while_on_air(http: &reqwest::Client, base: &str) {
+    let deadline = Instant::now() + EVENT_DEADLINE;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "never read /tv during a broadcast"
+        );
+        let before = get_json(http, &format!("{base}/tv/now")).await;
+        let page = get_page(http, &format!("{base}/tv")).await;
+        let twin = get_json(http, &format!("{base}/api/tv")).await;
+        let after = get_json(http, &format!("{base}/tv/now")).await;
+        let on_air = &before["on_air"];
+        let airing = on_air["ended"] == false
+            && after["on_air"]["ended"] == false
+            && after["on_air"]["match_id"] == on_air["match_id"]
+            && twin["on_air"]["match_id"] == on_air["match_id"];
+        if !airing {
+            tokio::time::sleep(PACE / 3).await;
+            continue;
+        }
+        let id = on_air["match_id"].as_str().expect("match id");
+        let section = tv_section(&page);
+        for fighter in on_air["fighters"].as_array().expect("fighters") {
+            let name = fighter.as_str().expect("name");
+            assert!(
+                section.contains(&format!("<a href=\"/bots/{name}\">{name}</a>")),
+                "{section}"
+            );
+        }
+        let why = on_air["why_text"].as_str().expect("why");
+        assert!(
+            [
+                "a top-3 bot",
+                "close ratings",
+                "a long rivalry",
+                "the latest match"
+            ]
+            .contains(&why),
+            "{why}"
+        );
+        assert!(
+            section.contains(&format!("light · season winter · {why}")),
+            "{section}"
+        );
+        let label = if on_air["rerun"] == true {
+            "rerun"
+        } else {
+            "first showing"
+        };
+        assert!(
+            section.contains(&format!("<span class=\"tv-label\">{label}</span>")),
+            "{section}"
+        );
+        assert!(section.contains("tv-rating"), "{section}");
+        assert!(
+            section.contains(" ± ") || section.contains("new this season"),
+            "{section}"
+        );
+        assert!(
+            section.contains(&format!("href=\"/live/{id}/view\"")),
+            "{section}"
+        );
+        assert!(
+            section.contains(&format!("href=\"/matches/{id}\"")),
+            "{section}"
+        );
+        // Nothing gives the result away or calls it live.
+        for spoiler in [
+            "upset",
+            "comeback",
+            "close one",
+            " won",
+            "wins",
+            "Live",
+            " live",
+        ] {
+            assert!(!section.contains(spoiler), "{spoiler}: {section}");
+        }
+        assert!(page.contains("id=\"tv-queue\""), "{page}");
+        assert!(page.contains("id=\"tv-playlist\""), "{page}");
+        assert!(page.contains("src=\"/tv/tv.js\""), "{page}");
+        assert!(page.contains("data-events=\"/tv/events\""), "{page}");
+        // The playlist: ended broadcasts with their results, but not the one
+        // on air again.
+        let playlist = twin["playlist"].as_array().expect("playlist");
+        assert!(!playlist.is_empty(), "{twin}");
+        for aired in playlist {
+            if aired["match_id"] == id {
+                assert_eq!(aired["result"], Value::Null, "{twin}");
+            } else {
+                assert!(aired["result"]["round_wins"].is_array(), "{twin}");
+            }
+        }
+        if on_air["rerun"] == true {
+            assert!(
+                playlist.iter().any(|aired| aired["match_id"] == id),
+                "a rerun aired before: {twin}"
+            );
+            assert!(
+                page.contains("on air again: result after it ends"),
+                "{page}"
+            );
+        }
+        assert!(
+            page.contains(" won</span>") || page.contains(">draw</span>"),
+            "the playlist says how ended broadcasts ended: {page}"
+        );
+        assert!(twin["queue"].is_array(), "{twin}");
+        assert_eq!(twin["events"], "/tv/events");
+        return;
+    }
+}
+
 async fn duel_tv_waits_for_a_match(db: &TestDb) {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = start_server(db, &dir.path().join("replays"), test_tv()).await;
     let http = reqwest::Client::new();
     let now = get_json(&http, &format!("{}/tv/now", server.base)).await;
     assert_eq!(now, serde_json::json!({ "on_air": null }));
+    // The page says it waits.
+    let page = get_page(&http, &format!("{}/tv", server.base)).await;
+    assert!(page.contains("Waiting for a ranked match"), "{page}");
+    assert!(page.contains("No broadcast has ended yet."), "{page}");
+    // A client that does not ask for HTML still gets the stream at /tv.
+    let old = Sse::open(&http, &format!("{}/tv", server.base)).await;
+    drop(old);
     // The stream stays open and says it is alive (keep-alive every 200 ms).
-    let mut sse = Sse::open(&http, &format!("{}/tv", server.base)).await;
+    let mut sse = Sse::open(&http, &format!("{}/tv/events", server.base)).await;
     let opened = Instant::now();
     for _ in 0..3 {
         match sse.next_item().await {
@@ -549,18 +713,9 @@ async fn duel_tv_waits_for_a_match(db: &TestDb) {
 }
 both_backends!(duel_tv_with_no_settled_match, duel_tv_waits_for_a_match);
 
-/// The home page's Duel TV snippet, as the site's `/` contains it.
-const HOME_SNIPPET: &str = r#"<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Duel ladder</title>
-<link rel="stylesheet" href="/tv/tv.css"><script src="/tv/tv.js" defer></script>
-</head><body><main><section id="tv" class="tv" aria-label="Duel TV"></section></main></body></html>"#;
-
-/// Duel TV (its broadcaster and routes) beside the replay service, with a
-/// stand-in home page holding the widget's snippet under the site's CSP: a
-/// browser needs a page of the same origin.
+/// Duel TV (its broadcaster and routes) beside the replay service and the
+/// site's pages, under the site's CSP.
 async fn serve_widget(db: &TestDb, replays: &std::path::Path) -> (String, watch::Sender<bool>) {
-    use axum::routing::get;
     use duel_ladder_site::tv::{self, DuelTv};
     use duel_referee::publish::{self, LiveFeeds, PublishState, RateConfig};
 
@@ -573,22 +728,21 @@ async fn serve_widget(db: &TestDb, replays: &std::path::Path) -> (String, watch:
     let duel_tv = DuelTv::new(db.store.reads(), store.clone(), Some(live.clone()), config);
     let (stop, shutdown) = watch::channel(false);
     tokio::spawn(duel_tv.clone().run(shutdown.clone()));
+    // The lists hold back the match on air, as `duel_ladder_site::mount` does.
+    let airing = duel_tv.clone();
+    let on_air: duel_ladder_site::OnAirNow = Arc::new(move || {
+        airing
+            .now()
+            .filter(|on_air| !on_air.ended)
+            .map(|on_air| on_air.match_id)
+    });
     let key = duel_replays::SigningKey::from_bytes(&[3; 32]);
     let state = PublishState::new(store, key.verifying_key(), live, RateConfig::default());
-    let home = axum::Router::new()
-        .route(
-            "/",
-            get(|| async {
-                (
-                    [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
-                    HOME_SNIPPET,
-                )
-            }),
-        )
-        .layer(axum::middleware::map_response(publish::security_headers));
+    // The site's pages (the home page with the widget, /site/site.css)
+    // beside Duel TV's, as `ladder serve --http` merges them.
     let router = publish::router(state)
         .merge(tv::router(duel_tv))
-        .merge(home);
+        .merge(duel_ladder_site::router(db.store.reads(), Some(on_air)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -640,7 +794,7 @@ fn the_widget_follows_duel_tv_in_chromium() {
     );
     chromium.navigate(&format!("{base}/"));
     chromium.wait_for(
-        "document.getElementById('tv').dataset.state === 'live' \
+        "document.getElementById('tv').dataset.state === 'on-air' \
          && Number(document.getElementById('tv').dataset.exchanges) >= 1",
         &json!(true),
     );
@@ -680,7 +834,7 @@ fn the_widget_follows_duel_tv_in_chromium() {
              return { id: tv.dataset.matchId, state: tv.dataset.state, n: Number(tv.dataset.exchanges), \
                progress: tv.querySelector('.tv-progress').textContent, hp: hp }; })()",
         );
-        if state["id"] == id.as_str() && state["state"] == "live" {
+        if state["id"] == id.as_str() && state["state"] == "on-air" {
             let progress = state["progress"].as_str().expect("progress");
             assert!(progress.starts_with("Round "), "{state}");
             assert!(progress.contains(" · exchange "), "{state}");
@@ -712,6 +866,61 @@ fn the_widget_follows_duel_tv_in_chromium() {
         "the widget fits 390 px"
     );
     chromium.screenshot(&folder.join("tv-phone.png"));
+    // The /tv page on the phone: the match on air with its exchanges, the
+    // tokens and fallbacks burnt, first showing or rerun, never live, no
+    // result before the end; the queue and the playlist.
+    chromium.navigate(&format!("{base}/tv"));
+    chromium.wait_for(
+        "document.getElementById('tv') !== null \
+         && document.getElementById('tv').dataset.state === 'on-air' \
+         && Number(document.getElementById('tv').dataset.exchanges) >= 2 \
+         && !document.querySelector('#tv .tv-label').hidden",
+        &json!(true),
+    );
+    let page = chromium.eval(
+        "(() => { const tv = document.getElementById('tv'); return { \
+           state: tv.dataset.state, text: tv.textContent, \
+           log: tv.querySelectorAll('.tv-log li').length, \
+           burn: [...tv.querySelectorAll('.tv-burn')].map((e) => e.textContent), \
+           label: tv.querySelector('.tv-label').textContent, \
+           queue: document.getElementById('tv-queue') !== null, \
+           playlist: document.getElementById('tv-playlist') !== null, \
+           wide: document.documentElement.scrollWidth }; })()",
+    );
+    assert!(page["log"].as_u64().unwrap_or(0) >= 2, "{page}");
+    for burn in page["burn"].as_array().expect("burn") {
+        assert!(
+            burn.as_str()
+                .is_some_and(|text| text.contains(" tokens · ")),
+            "{page}"
+        );
+    }
+    assert!(
+        page["label"] == "first showing" || page["label"] == "rerun",
+        "{page}"
+    );
+    assert_eq!(
+        (page["queue"].clone(), page["playlist"].clone()),
+        (json!(true), json!(true))
+    );
+    let text = page["text"].as_str().expect("text");
+    if page["state"] == "on-air" {
+        for spoiler in ["Live", "upset", "comeback", "wins the match"] {
+            assert!(!text.contains(spoiler), "{spoiler}: {text}");
+        }
+    }
+    assert!(
+        page["wide"].as_u64().is_some_and(|wide| wide <= 390),
+        "{page}"
+    );
+    chromium.screenshot(&folder.join("tv-page-phone.png"));
+    chromium.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+    );
+    chromium.screenshot(&folder.join("tv-page-desktop.png"));
+    assert_eq!(chromium.eval("window.cspViolations"), json!([]), "/tv");
+    chromium.navigate(&format!("{base}/"));
     // The end: the result and the replay's viewer; then the next match.
     chromium.wait_for(
         &format!(
@@ -736,7 +945,7 @@ fn the_widget_follows_duel_tv_in_chromium() {
     chromium.wait_for(
         &format!(
             "document.getElementById('tv').dataset.matchId !== '{id}' \
-             && document.getElementById('tv').dataset.state === 'live'"
+             && document.getElementById('tv').dataset.state === 'on-air'"
         ),
         &json!(true),
     );

@@ -73,7 +73,8 @@ pub const TV_UPSET_MAX_EXPECTED_SCORE: f64 = 0.36;
 pub const TV_CLOSE_DAMAGE_PERCENT: u64 = 25;
 
 /// Duel TV says why it picked a match from what was known before the bell:
-/// one of the bots is in its class's top this many now ("a top-3 bot")...
+/// one of the bots is in its class's top this many now, in a class of more
+/// ("a top-3 bot")...
 pub const TV_TOP_RANKS: i64 = 3;
 
 /// ...or their ratings before the match were at most this many points

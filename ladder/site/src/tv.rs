@@ -94,7 +94,8 @@ impl Default for TvConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Why {
-    /// One of the bots is in its class's top [`TV_TOP_RANKS`] now.
+    /// One of the bots is in its class's top [`TV_TOP_RANKS`] now (in a
+    /// class of more bots than that).
     TopBot,
     /// Their ratings before the match were within [`TV_CLOSE_RATINGS_POINTS`].
     CloseRatings,
@@ -736,18 +737,26 @@ impl DuelTv {
     }
 
     /// The names of the top [`TV_TOP_RANKS`] bots of `class` in season
-    /// `season_id` now; none when it cannot be read (said in the log).
+    /// `season_id` now; none in a class of no more bots than that (every bot
+    /// would be "a top-3 bot"), or when it cannot be read (said in the log).
     async fn top_of(&self, season_id: i64, class: duel_rules::WeightClass) -> Vec<String> {
         let store = &self.inner.store;
         let table = async {
             let season = store
                 .chosen_season(&duel_ladder_store::SeasonChoice::Id(season_id))
                 .await?;
-            let limit = usize::try_from(TV_TOP_RANKS).unwrap_or(3);
-            store.class_table(&season, class, None, limit).await
+            let top = usize::try_from(TV_TOP_RANKS).unwrap_or(3);
+            let table = store.class_table(&season, class, None, top + 1).await?;
+            Ok::<_, duel_ladder_store::error::LadderError>((top, table))
         };
         match table.await {
-            Ok(table) => table.rows.into_iter().map(|row| row.bot).collect(),
+            Ok((top, table)) if table.rows.len() > top => table
+                .rows
+                .into_iter()
+                .take(top)
+                .map(|row| row.bot)
+                .collect(),
+            Ok(_) => Vec::new(),
             Err(error) => {
                 tracing::warn!(%error, "Duel TV cannot read the top of the table");
                 Vec::new()

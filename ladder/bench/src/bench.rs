@@ -57,7 +57,7 @@ pub struct BenchReport {
 
 /// One window of consecutive settlements (the `from`-th to the `to`-th
 /// settled match of the run).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Window {
     pub from: usize,
     pub to: usize,
@@ -68,15 +68,18 @@ pub struct Window {
     /// The workers' settle step (the settlement's SQL and its wait for a
     /// batch), wall clock per match, summed over the workers.
     pub settle_ms_per_match: f64,
+    /// Every step's wall clock per match over the window, summed over the
+    /// workers, keyed by name (`publish`, `claim`…).
+    pub step_ms: std::collections::BTreeMap<String, f64>,
 }
 
 /// Where the settle phase stood at a window's edge.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct WindowMark {
     settled: usize,
     at: Instant,
     cpu: Option<(u64, u64)>,
-    settle_s: f64,
+    step_s: std::collections::BTreeMap<String, f64>,
 }
 
 /// The windows' edges, marked by whichever worker settles the match that
@@ -90,19 +93,12 @@ struct WindowMarks {
 }
 
 impl WindowMarks {
-    fn settle_s(&self) -> f64 {
-        step_sums_s(&self.metrics.render(&self.host.wasm_stats()))
-            .get(Step::Settle.name())
-            .copied()
-            .unwrap_or(0.0)
-    }
-
     fn mark(&self, settled: usize) {
         let mark = WindowMark {
             settled,
             at: Instant::now(),
             cpu: process_cpu_ticks(),
-            settle_s: self.settle_s(),
+            step_s: step_sums_s(&self.metrics.render(&self.host.wasm_stats())),
         };
         self.marks
             .lock()
@@ -134,18 +130,25 @@ impl WindowMarks {
         marks
             .windows(2)
             .map(|pair| {
-                let (start, end) = (pair[0], pair[1]);
+                let (start, end) = (&pair[0], &pair[1]);
                 let count = end.settled - start.settled;
+                let step_ms: std::collections::BTreeMap<String, f64> = end
+                    .step_s
+                    .iter()
+                    .map(|(step, total)| {
+                        let before = start.step_s.get(step).copied().unwrap_or(0.0);
+                        let spent = Duration::from_secs_f64((total - before).max(0.0));
+                        (step.clone(), per_match_ms(spent, count))
+                    })
+                    .collect();
                 Window {
                     from: start.settled + 1,
                     to: end.settled,
                     settled_per_s: rate(count, end.at.saturating_duration_since(start.at)),
                     cpu_ms_per_match: cpu_use(start.cpu, end.cpu, count)
                         .map(|cpu| cpu.per_match_ms),
-                    settle_ms_per_match: per_match_ms(
-                        Duration::from_secs_f64((end.settle_s - start.settle_s).max(0.0)),
-                        count,
-                    ),
+                    settle_ms_per_match: step_ms.get(Step::Settle.name()).copied().unwrap_or(0.0),
+                    step_ms,
                 }
             })
             .collect()

@@ -436,7 +436,8 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 async fn watchers(base: &str, config: &LoadConfig) -> SseFigures {
-    const PATH: &str = "/tv";
+    // Duel TV's stream (issue 49 moved it from /tv, now the page).
+    const PATH: &str = "/tv/events";
     let mut figures = SseFigures {
         path: PATH,
         status: String::new(),

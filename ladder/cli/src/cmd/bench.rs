@@ -75,11 +75,12 @@ fn print_settle(report: &BenchReport) {
     if let (Some(first), Some(last)) = (report.windows.first(), report.windows.last()) {
         let line = |window: &duel_ladder_bench::bench::Window| {
             format!(
-                "matches {}–{}: {:.0}/s, settle {:.2} ms, CPU {} per match",
+                "matches {}–{}: {:.0}/s, settle {:.2} ms, publish {:.2} ms, CPU {} per match",
                 window.from,
                 window.to,
                 window.settled_per_s,
                 window.settle_ms_per_match,
+                window.step_ms.get("publish").copied().unwrap_or(0.0),
                 window
                     .cpu_ms_per_match
                     .map_or_else(|| "unknown".to_owned(), |ms| format!("{ms:.2} ms"))

@@ -276,13 +276,23 @@ fn verdict(rated: &RatedPlays, request: &SettleRequest, game: &Match) -> Verdict
 }
 
 /// The SQL that finds the rated matches of `count` games, each given as its
-/// match's id and play key, in their matches' seasons (placeholders from `$1`).
+/// match's id and play key, in their matches' seasons (placeholders from `$1`):
+/// a row per game, `match_id` NULL where the season has no rated match of it.
+///
+/// Each lookup is a scalar subquery by primary key rather than a join: on
+/// PostgreSQL a settlement's statements run with generic plans
+/// (`force_generic_plan`), planned once per connection, and a join planned
+/// while `season_plays` was empty scanned the whole table at every later
+/// settlement (74 ms a batch at the 50,000th match, docs/perf/ladder.md). A
+/// subquery by key has no join to choose.
 fn rated_plays_select(count: usize) -> String {
     format!(
-        "WITH k(k_match, k_key) AS (VALUES {}) \
-         SELECT p.season_id, p.play_key, p.match_id, p.accepted_ms FROM k \
-         JOIN matches m ON m.id = k.k_match \
-         JOIN season_plays p ON p.season_id = m.season_id AND p.play_key = k.k_key",
+        "WITH k(k_match, k_key) AS (VALUES {}), \
+         s(s_season, s_key) AS (SELECT (SELECT m.season_id FROM matches m WHERE m.id = k.k_match), k.k_key FROM k) \
+         SELECT s.s_season AS season_id, s.s_key AS play_key, \
+         (SELECT p.match_id FROM season_plays p WHERE p.season_id = s.s_season AND p.play_key = s.s_key) AS match_id, \
+         (SELECT p.accepted_ms FROM season_plays p WHERE p.season_id = s.s_season AND p.play_key = s.s_key) AS accepted_ms \
+         FROM s",
         placeholder_rows(count, 2)
     )
 }
@@ -561,13 +571,21 @@ async fn read_batch(
         let Some(key_rows) = answers.next() else {
             return Err(LadderError::corrupt("the settlement read gave no answer"));
         };
-        // A game played by several matches of the batch comes back once per match.
+        // A game played by several matches of the batch comes back once per
+        // match; a game not rated yet, with no match.
         for row in key_rows.rows {
+            let (Some(season_id), Some(match_id), Some(accepted_ms)) = (
+                get::<Option<i64>>(&row, "season_id")?,
+                get::<Option<String>>(&row, "match_id")?,
+                get::<Option<i64>>(&row, "accepted_ms")?,
+            ) else {
+                continue;
+            };
             rated_plays.insert(
-                (get(&row, "season_id")?, get(&row, "play_key")?),
+                (season_id, get(&row, "play_key")?),
                 RatedPlay {
-                    match_id: get(&row, "match_id")?,
-                    accepted_ms: get(&row, "accepted_ms")?,
+                    match_id,
+                    accepted_ms,
                 },
             );
         }

@@ -540,7 +540,7 @@ async fn site_of_a_season(db: &TestDb) {
     );
     let (status, _, body) = http.get(&format!("/matches/{countered}/transcript")).await;
     assert_eq!(status, 404, "{body}");
-    assert!(body.contains("public once its season ends"), "{body}");
+    assert!(body.contains("will be public once season"), "{body}");
 
     // What a win cost: every settled match counted once from each side; the
     // built-in bots call no model, so nothing was spent and no model stands.

@@ -181,7 +181,7 @@ fn class_table(season: &SeasonLine, table: &ClassTable, full_link: bool) -> Mark
         section.class-table id=(format!("class-{}", table.class)) {
             h3 { (table.class) }
             @if table.rows.is_empty() {
-                p.empty { "No rated bots in this class yet." }
+                p.empty { (empty_class_text(season)) }
             } @else {
                 div.scroll {
                     table.standings {
@@ -214,6 +214,16 @@ fn class_table(season: &SeasonLine, table: &ClassTable, full_link: bool) -> Mark
                 p.more { a rel="next" href=(format!("{}?class={}&cursor={cursor}", season_href(&season.name), table.class)) { "Next page →" } }
             }
         }
+    }
+}
+
+/// What an empty class table says: a running season may still rate a bot
+/// there, an ended one will not (issue 49: an ended season said "yet").
+fn empty_class_text(season: &SeasonLine) -> &'static str {
+    if season.ended_ms.is_some() {
+        "No bot was rated in this class this season; the season has ended."
+    } else {
+        "No rated bots in this class yet."
     }
 }
 
@@ -286,7 +296,13 @@ pub fn home(page: &HomePage) -> Markup {
                     }
                     @let empty: Vec<&str> = page.standings.iter().filter(|table| table.rows.is_empty()).map(|table| table.class).collect();
                     @if !empty.is_empty() {
-                        p.empty { "No rated bots yet in " (empty.join(", ")) "." }
+                        p.empty {
+                            @if season.ended_ms.is_some() {
+                                "No bot was rated in " (empty.join(", ")) " this season."
+                            } @else {
+                                "No rated bots yet in " (empty.join(", ")) "."
+                            }
+                        }
                     }
                 }
             }
@@ -1058,6 +1074,34 @@ pub fn tv_page(page: &crate::tv::TvPage) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_class_of_an_ended_season_does_not_say_yet() {
+        let season = |ended_ms: Option<i64>| SeasonLine {
+            id: 1,
+            name: "autumn".to_owned(),
+            started_ms: 0,
+            ended_ms,
+            state: if ended_ms.is_some() {
+                "ended"
+            } else {
+                "running"
+            },
+        };
+        let table = ClassTable {
+            class: "heavy",
+            rows: Vec::new(),
+            next_cursor: None,
+        };
+        let running = class_table(&season(None), &table, false).into_string();
+        assert!(
+            running.contains("No rated bots in this class yet."),
+            "{running}"
+        );
+        let ended = class_table(&season(Some(5)), &table, false).into_string();
+        assert!(!ended.contains("yet"), "{ended}");
+        assert!(ended.contains("the season has ended"), "{ended}");
+    }
 
     #[test]
     fn facts_read_as_people_write_them() {

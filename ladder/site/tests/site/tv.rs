@@ -921,11 +921,14 @@ fn the_widget_follows_duel_tv_in_chromium() {
     chromium.screenshot(&folder.join("tv-page-desktop.png"));
     assert_eq!(chromium.eval("window.cspViolations"), json!([]), "/tv");
     chromium.navigate(&format!("{base}/"));
-    // The end: the result and the replay's viewer; then the next match.
+    // The end: the result and the replay's viewer; then the next match. The
+    // widget of a freshly loaded page has no match yet: that is not "another
+    // match".
     chromium.wait_for(
         &format!(
-            "document.getElementById('tv').dataset.matchId !== '{id}' \
-             || document.getElementById('tv').dataset.state === 'ended'"
+            "(() => {{ const tv = document.getElementById('tv'); \
+             return (!!tv.dataset.matchId && tv.dataset.matchId !== '{id}') \
+             || (tv.dataset.matchId === '{id}' && tv.dataset.state === 'ended'); }})()"
         ),
         &json!(true),
     );

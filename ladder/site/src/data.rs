@@ -1,5 +1,10 @@
 //! What each page shows, read from the store: the JSON twins serialize these
 //! as they are and the templates render them, so the two never disagree.
+//!
+//! A bot's matches are counted as **rated** (they moved its rating) or
+//! **settled** (every match whose stakes settled), each under its own name on
+//! every page and twin (`duel_ladder_store::site`, docs/RULES.md "What the
+//! site counts").
 
 use duel_rules::WeightClass;
 use serde::Serialize;
@@ -10,7 +15,7 @@ use duel_ladder_core::model::{Bot, BotVersion, MatchState};
 use duel_ladder_store::error::{LadderError, Result};
 use duel_ladder_store::site::{
     ClassTable, HeadToHead, HistoryPoint, MatchCursor, MatchFilter, MatchLine, MatchNotes,
-    MatchResult, OpponentLine, Page, Record, SeasonLine, StandingCursor, play_text,
+    MatchResult, OpponentLine, Page, Record, SeasonLine, ShownRating, StandingCursor, play_text,
 };
 use duel_ladder_store::{CostLine, ModelLine, Reads};
 
@@ -79,8 +84,21 @@ pub struct ClassCost {
 #[derive(Clone, Debug, Serialize)]
 pub struct SeasonRating {
     pub season: String,
+    /// `running`, or `ended`: then the rating is the season's frozen one.
+    pub season_state: &'static str,
     pub rating: f64,
     pub deviation: f64,
+}
+
+impl From<ShownRating> for SeasonRating {
+    fn from(shown: ShownRating) -> SeasonRating {
+        SeasonRating {
+            season: shown.season,
+            season_state: if shown.ended { "ended" } else { "running" },
+            rating: shown.rating,
+            deviation: shown.deviation,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,9 +135,16 @@ pub struct BotPage {
     pub play_state: &'static str,
     /// The play state in words, with the reason of a pause.
     pub play: String,
-    /// In the running season (else the last it played in).
+    /// In the running season, else as the frozen table of the last season
+    /// it played in shows it.
     pub rating: Option<SeasonRating>,
+    /// Over its rated matches, all seasons (`rated_matches` of them).
     pub record: Record,
+    pub rated_matches: i64,
+    /// Over its settled matches, rated or not, all seasons
+    /// (`settled_matches` of them).
+    pub settled_record: Record,
+    pub settled_matches: i64,
     /// Oldest first: one point per rated match (the last
     /// `duel_ladder_store::limits::MAX_CHART_POINTS`).
     pub history: Vec<HistoryPoint>,
@@ -358,24 +383,26 @@ pub async fn bot(store: &Reads, name: &str, cursor: &MatchCursor, limit: usize) 
     let bot: Bot = store.bot(name).await?;
     let kept = store.bot_reads(&bot.id).await?;
     let history = kept.history.clone();
-    let rating = match store.active_season().await? {
+    let running = match store.active_season().await? {
         Some(season) => store
             .season_rating(season.id, &bot.id)
             .await?
-            .map(|rating| SeasonRating {
+            .map(|rating| ShownRating {
                 season: season.name.clone(),
                 rating: rating.rating,
                 deviation: rating.deviation,
+                ended: false,
             }),
         None => None,
+    };
+    // An ended season shows its frozen table's rating, the fit of all its
+    // games, not the chart's last point (where the season's last refit
+    // had not yet moved it).
+    let rating = match running {
+        Some(rating) => Some(rating),
+        None => store.last_frozen_rating(&bot.id).await?,
     }
-    .or_else(|| {
-        history.last().map(|point| SeasonRating {
-            season: point.season.clone(),
-            rating: point.rating,
-            deviation: point.deviation,
-        })
-    });
+    .map(SeasonRating::from);
     let kind = bot
         .versions
         .iter()
@@ -393,6 +420,9 @@ pub async fn bot(store: &Reads, name: &str, cursor: &MatchCursor, limit: usize) 
         play: play_text(&bot.play),
         rating,
         record: kept.record,
+        rated_matches: kept.record.matches(),
+        settled_record: kept.settled_record,
+        settled_matches: kept.settled_matches,
         matches: store
             .settled_matches(
                 &MatchFilter {
@@ -419,23 +449,20 @@ pub async fn versus(
 ) -> Result<VersusPage> {
     let bot = store.bot(name).await?;
     let other = store.bot(opponent).await?;
+    let records = store.head_to_head_record(&bot.id, &other.id).await?;
+    let matches = store
+        .settled_matches(
+            &MatchFilter {
+                bot_id: Some(&bot.id),
+                opponent_id: Some(&other.id),
+                ..MatchFilter::default()
+            },
+            cursor,
+            limit,
+        )
+        .await?;
     Ok(VersusPage {
-        head_to_head: HeadToHead {
-            record: store.head_to_head_record(&bot.id, &other.id).await?,
-            matches: store
-                .settled_matches(
-                    &MatchFilter {
-                        bot_id: Some(&bot.id),
-                        opponent_id: Some(&other.id),
-                        ..MatchFilter::default()
-                    },
-                    cursor,
-                    limit,
-                )
-                .await?,
-            bot: bot.name,
-            opponent: other.name,
-        },
+        head_to_head: HeadToHead::new(bot.name, other.name, records, matches),
     })
 }
 

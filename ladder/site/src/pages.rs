@@ -111,6 +111,14 @@ fn rating_change_text(change: Option<f64>) -> String {
     }
 }
 
+/// A side's move in its shown rating: `+22.5 (to 1523)`, or `not rated`.
+fn shown_change_text(change: Option<f64>, after: Option<f64>) -> String {
+    match (change, after) {
+        (Some(_), Some(after)) => format!("{} (to {after:.0})", rating_change_text(change)),
+        _ => rating_change_text(change),
+    }
+}
+
 /// `3.2 s`, `4 min 10 s`.
 fn duration_text(ms: i64) -> String {
     let seconds = ms.max(0) as f64 / 1_000.0;
@@ -187,7 +195,9 @@ fn class_table(season: &SeasonLine, table: &ClassTable, full_link: bool) -> Mark
                     table.standings {
                         thead { tr {
                             th.num { "#" } th { "Bot" } th.optional { "Owner" } th.num { "Rating" }
-                            th.num { "RD" } th.num { "W" } th.num { "D" } th.num { "L" } th.num.optional { "Matches" }
+                            th.num { "RD" } th.num { "W" } th.num { "D" } th.num { "L" }
+                            th.num.optional title=(RATED_TITLE) { "Rated" }
+                            th.num.optional title=(SETTLED_TITLE) { "Settled" }
                         } }
                         tbody {
                             @for row in &table.rows {
@@ -201,7 +211,8 @@ fn class_table(season: &SeasonLine, table: &ClassTable, full_link: bool) -> Mark
                                     td.num { (format!("{:.0}", row.rating)) }
                                     td.num { (format!("{:.0}", row.deviation)) }
                                     td.num { (row.wins) } td.num { (row.draws) } td.num { (row.losses) }
-                                    td.num.optional { (row.games) }
+                                    td.num.optional { (row.rated_matches) }
+                                    td.num.optional { (row.settled_matches) }
                                 }
                             }
                         }
@@ -229,7 +240,14 @@ fn empty_class_text(season: &SeasonLine) -> &'static str {
 
 const SORT_NOTE: &str = "Sorted by rating − 2·RD (the conservative rating: a bot \
     with few matches has a wide RD and ranks low until it proves itself), then name. \
-    RD is the rating deviation of Glicko-2; ? marks a provisional rating (RD ≥ 110).";
+    RD is the rating deviation of Glicko-2; ? marks a provisional rating (RD ≥ 110). \
+    W, D, L and Rated count the rated matches, those that moved a rating; Settled \
+    counts every match whose stakes settled, repeats (which are not rated) included.";
+
+/// The column titles that name what each count counts (issue 49: a bot
+/// showed 11 matches on its season's table and 21 on the cost page).
+const RATED_TITLE: &str = "rated matches: those that moved its rating";
+const SETTLED_TITLE: &str = "settled matches, rated or not: repeats included";
 
 fn season_label(season: &SeasonLine) -> Markup {
     html! {
@@ -375,8 +393,12 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
         html! {
             h1 { "What a win cost" }
             p.lead {
-                "Season " a href=(season_href(season)) { (season) } ": each bot's model tokens and dollars "
+                "Season " a href=(season_href(season)) { (season) }
+                @if let Some(ended) = page.season.ended_ms { " (ended " (utc_text(ended)) ")" }
+                ": each bot's model tokens and dollars "
                 "over its settled matches, rated or not, and the decisions it lost to the fallback. "
+                "Settled counts those matches and W/D/L their results; Rated, the ones that moved its "
+                "rating, as the season's table counts. "
                 "Prices are the catalogue's, as each replay recorded them."
             }
             @for class in &page.classes {
@@ -397,7 +419,8 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
                         div.scroll { table.cost {
                             thead { tr {
                                 th { "Bot" } th.optional { "Owner" } th.num { "Rating − 2·RD" }
-                                th.num { "Matches" } th.num { "W/D/L" }
+                                th.num title=(SETTLED_TITLE) { "Settled" } th.num title="of the settled matches" { "W/D/L" }
+                                th.num title=(RATED_TITLE) { "Rated" }
                                 th.num { "Tokens / match" } th.num { "Tokens / win" }
                                 th.num { "Cost / match" } th.num { "Cost / win" }
                                 th.num title="Decisions lost to the fallback: timeout / budget / fault" { "Fallbacks" }
@@ -411,8 +434,9 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
                                         }
                                         td.optional { (line.owner) }
                                         td.num { (format!("{:.0}", line.conservative)) }
-                                        td.num { (line.matches) }
+                                        td.num { (line.settled_matches) }
                                         td.num { (line.wins) "/" (line.draws) "/" (line.losses) }
+                                        td.num { (line.rated_matches) }
                                         td.num { (format!("{:.0}", line.tokens_per_match)) }
                                         td.num { (line.tokens_per_win.map_or_else(|| "—".to_owned(), |tokens| format!("{tokens:.0}"))) }
                                         td.num {
@@ -463,6 +487,15 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
     )
 }
 
+/// `1 rated match`, `3 settled matches`.
+fn count_text(count: i64, what: &str) -> String {
+    if count == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{count} {what}es")
+    }
+}
+
 fn record_text(record: &Record) -> String {
     format!(
         "{} W · {} D · {} L",
@@ -498,9 +531,19 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
                 dt { "Play" } dd.play { (page.play) }
                 @if let Some(rating) = &page.rating {
                     dt { "Rating" }
-                    dd { (format!("{:.0} ± {:.0}", rating.rating, rating.deviation)) " in season " (rating.season) }
+                    dd {
+                        (format!("{:.0} ± {:.0}", rating.rating, rating.deviation)) " in season "
+                        a href=(season_href(&rating.season)) { (rating.season) }
+                        @if rating.season_state == "ended" { " (ended: its final table)" }
+                    }
                 }
-                dt { "Record" } dd { (record_text(&page.record)) " (rated matches, all seasons)" }
+                dt { "Rated" }
+                dd.rated { (record_text(&page.record)) " in " (count_text(page.rated_matches, "rated match")) ", all seasons" }
+                dt { "Settled" }
+                dd.settled {
+                    (record_text(&page.settled_record)) " in " (count_text(page.settled_matches, "settled match"))
+                    ", rated or not (repeats included), all seasons"
+                }
             }
             section {
                 h2 { "Rating history" }
@@ -510,7 +553,8 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
                             (PreEscaped(svg))
                             figcaption {
                                 "Rating after each of its last " (page.history.len()) " rated matches; the band is ±RD. "
-                                "Solid lines: a new season; dashed: a new version."
+                                "Solid lines: a new season; dashed: a new version. "
+                                "Between two matches the season's fit may move it too: a match page's rating change is its step here."
                             }
                         }
                     }
@@ -518,7 +562,7 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
                 }
             }
             section {
-                h2 { "Recent matches" }
+                h2 { "Recent settled matches" }
                 @if page.matches.items.is_empty() {
                     p.empty { "No settled match yet." }
                 } @else {
@@ -531,13 +575,17 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
                 @if page.opponents.is_empty() {
                     p.empty { "None yet." }
                 } @else {
+                    p.note { "Over their settled matches, rated or not; each head-to-head shows the rated ones beside them." }
                     div.scroll { table.opponents {
-                        thead { tr { th { "Opponent" } th.num { "Matches" } th.num { "W" } th.num { "D" } th.num { "L" } th { "" } } }
+                        thead { tr {
+                            th { "Opponent" } th.num title=(SETTLED_TITLE) { "Settled" }
+                            th.num { "W" } th.num { "D" } th.num { "L" } th { "" }
+                        } }
                         tbody {
                             @for opponent in &page.opponents {
                                 tr {
                                     td { a href=(bot_href(&opponent.bot)) { (opponent.bot) } }
-                                    td.num { (opponent.games) }
+                                    td.num { (opponent.settled_matches) }
                                     td.num { (opponent.wins) } td.num { (opponent.draws) } td.num { (opponent.losses) }
                                     td { a.versus href=(versus_href(name, &opponent.bot)) { "head-to-head" } }
                                 }
@@ -575,7 +623,14 @@ pub fn versus(page: &VersusPage, json_href: &str) -> Markup {
             h1 {
                 a href=(bot_href(&h2h.bot)) { (h2h.bot) } " vs " a href=(bot_href(&h2h.opponent)) { (h2h.opponent) }
             }
-            p.lead.score { (h2h.bot) ": " (record_text(&h2h.record)) }
+            p.lead.score {
+                (h2h.bot) ": " span.rated { (record_text(&h2h.rated_record)) " in " (count_text(h2h.rated_matches, "rated match")) }
+                "; " span.settled { (record_text(&h2h.settled_record)) " in " (count_text(h2h.settled_matches, "settled match")) }
+            }
+            p.note {
+                "Rated matches moved the bots' ratings, as the standings count them; settled ones are every match "
+                "whose stakes settled, repeats (tagged below) included."
+            }
             @if h2h.matches.items.is_empty() {
                 p.empty { "They have not met in a settled match." }
             } @else {
@@ -647,6 +702,14 @@ fn match_filters(filter: &MatchesQuery) -> Markup {
 
 pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
     let line = &page.line;
+    let notes = &page.notes;
+    let rated = notes.rating_after.iter().any(Option::is_some);
+    // A match still running when its season ended settles its stakes but
+    // moves no rating, and says so (it has no `not_rated` of its own).
+    let settled_after_end = matches!(
+        (notes.season_ended_ms, line.finished_ms),
+        (Some(ended), Some(finished)) if finished > ended
+    );
     layout(
         &format!("Match {}", line.id),
         json_href,
@@ -668,7 +731,11 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
             }
             dl.facts {
                 dt { "Match" } dd { code { (line.id) } }
-                dt { "Season" } dd { a href=(season_href(&line.season)) { (line.season) } }
+                dt { "Season" }
+                dd {
+                    a href=(season_href(&line.season)) { (line.season) }
+                    @if let Some(ended) = notes.season_ended_ms { " (ended " (utc_text(ended)) ")" }
+                }
                 dt { "Class" } dd { (line.class) }
                 dt { "Versions" } dd { (line.bot_a) " v" (line.version_a) ", " (line.bot_b) " v" (line.version_b) }
                 dt { "Stakes" } dd { (line.stake_a) " + " (line.stake_b) " credits" }
@@ -678,9 +745,19 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                 }
                 @if line.state == MatchState::Settled {
                     dt { "Rating change" }
-                    dd {
-                        (line.bot_a) " " (rating_change_text(line.rating_change[0])) ", "
-                        (line.bot_b) " " (rating_change_text(line.rating_change[1]))
+                    dd.rating-change {
+                        (line.bot_a) " " (shown_change_text(notes.shown_rating_change[0], notes.rating_after[0])) ", "
+                        (line.bot_b) " " (shown_change_text(notes.shown_rating_change[1], notes.rating_after[1]))
+                        @if rated {
+                            br;
+                            span.note {
+                                "Each bot's step on its rating chart: the rating the site showed after this match "
+                                "minus after its previous rated match this season, the season fit's refits in between "
+                                "included. This match's own Glicko-2 move, which the fit does not keep: "
+                                (line.bot_a) " " (rating_change_text(line.rating_change[0])) ", "
+                                (line.bot_b) " " (rating_change_text(line.rating_change[1])) "."
+                            }
+                        }
                     }
                 }
                 @if let Some(exchanges) = line.exchanges { dt { "Exchanges" } dd { (exchanges) } }
@@ -708,12 +785,15 @@ pub fn match_page(page: &MatchPage, json_href: &str) -> Markup {
                             (Some(_), _) => {
                                 "No: settled while a pair was rated at most twice a season, and these two versions had played their two rated games (its stakes settled as usual)."
                             }
+                            (None, _) if !rated && settled_after_end => {
+                                "No: it settled after its season ended, when ratings no longer move (its stakes settled as usual)."
+                            }
                             (None, _) => { "Yes" }
                         }
                     }
                 }
-                @if let Some(note) = &page.notes.note { dt { "Note" } dd { (note) } }
-                @if let Some(cause) = &page.notes.last_failure {
+                @if let Some(note) = &notes.note { dt { "Note" } dd { (note) } }
+                @if let Some(cause) = &notes.last_failure {
                     @if line.state != MatchState::Voided {
                         dt { "Last failed run" } dd { (cause) }
                     }
@@ -1110,6 +1190,17 @@ mod tests {
             (rating_change_text(Some(-4.0)), "−4.0"),
             (rating_change_text(Some(0.0)), "+0.0"),
             (rating_change_text(None), "not rated"),
+            (
+                shown_change_text(Some(22.46), Some(1523.4)),
+                "+22.5 (to 1523)",
+            ),
+            (
+                shown_change_text(Some(-10.3), Some(1480.0)),
+                "−10.3 (to 1480)",
+            ),
+            (shown_change_text(None, None), "not rated"),
+            (count_text(1, "rated match"), "1 rated match"),
+            (count_text(21, "settled match"), "21 settled matches"),
             (duration_text(3_240), "3.2 s"),
             (duration_text(250_000), "4 min 10 s"),
             (duration_text(-5), "0.0 s"),

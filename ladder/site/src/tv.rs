@@ -823,8 +823,9 @@ impl DuelTv {
             }
         }
         let [a, b] = &game.sides;
-        let record = store.head_to_head_record(&a.bot_id, &b.bot_id).await?;
-        facts.meetings = record.wins + record.draws + record.losses;
+        // A rivalry is every meeting, rated or not.
+        let records = store.head_to_head_record(&a.bot_id, &b.bot_id).await?;
+        facts.meetings = records.settled.matches();
         Ok(facts)
     }
 

@@ -26,11 +26,17 @@ pub struct CostLine {
     pub rating: f64,
     pub deviation: f64,
     pub conservative: f64,
-    /// Settled matches, rated or not (their stakes settled all the same).
+    /// Settled matches, rated or not (their stakes settled all the same):
+    /// the same as `settled_matches`.
     pub matches: i64,
+    /// Of the settled matches.
     pub wins: i64,
     pub draws: i64,
     pub losses: i64,
+    pub settled_matches: i64,
+    /// Of those, the matches that moved its rating: what the season's table
+    /// counts (crate::site, "rated" and "settled").
+    pub rated_matches: i64,
     /// Model tokens charged over those matches.
     pub tokens: i64,
     pub tokens_per_match: f64,
@@ -173,7 +179,7 @@ impl Reads {
         // (settle::record_spend, migration 0010): one row per bot, never a
         // pass over the season's matches.
         let sql = "SELECT b.name AS bot_name, u.name AS owner_name, r.rating, r.deviation, \
-             r.settled AS matches, r.settled_wins AS wins, r.settled_draws AS draws, \
+             r.settled AS matches, r.games AS rated, r.settled_wins AS wins, r.settled_draws AS draws, \
              r.settled_losses AS losses, r.tokens, r.cost_usd AS cost, r.unpriced, \
              r.priced_wins, r.decisions, r.fallback_timeout AS f_timeout, \
              r.fallback_budget AS f_budget, r.fallback_fault AS f_fault \
@@ -248,6 +254,8 @@ fn cost_line(row: &AnyRow) -> Result<CostLine> {
         wins,
         draws: get(row, "draws")?,
         losses: get(row, "losses")?,
+        settled_matches: matches,
+        rated_matches: get(row, "rated")?,
         tokens,
         tokens_per_match: per(tokens as f64, matches).unwrap_or(0.0),
         tokens_per_win: per(tokens as f64, wins),

@@ -4,6 +4,15 @@
 //!
 //! Every type here is also the JSON twin of its page (`/api/...`), so scripts
 //! read the same data the HTML shows.
+//!
+//! A bot's matches are counted under two names (docs/RULES.md, "What the site
+//! counts"): **rated** matches are those that moved its rating (a point on its
+//! chart, a game in the season fit; the standings' W/D/L), **settled** matches
+//! are every match whose stakes settled, repeats and matches not rated
+//! included. Every line that counts a bot's matches says which in its field
+//! names (`rated_matches`, `settled_matches`, `rated_record`,
+//! `settled_record`); the older names (`games`, `matches`, `record`) stay as
+//! they were, documented beside them.
 
 use std::sync::Arc;
 
@@ -21,13 +30,27 @@ use duel_ladder_core::model::{
 use duel_ladder_core::rating::Rating;
 
 /// What a match's page says beside its line.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MatchNotes {
     /// Why it was voided (naming the last run's cause when a run failed).
     pub note: Option<String>,
     /// Why its last run failed (duel_ladder_core::failure); null while no
     /// run failed.
     pub last_failure: Option<String>,
+    /// When the match's season ended; null while it runs.
+    pub season_ended_ms: Option<i64>,
+    /// Each side's rating right after this match, as the site showed it then
+    /// (its standings row, its chart's point at this match); null for a side
+    /// whose rating the match did not move.
+    pub rating_after: [Option<f64>; 2],
+    /// Each side's move in that shown rating, the step its chart takes at
+    /// this match: `rating_after` minus its rating after its previous rated
+    /// match of the season, so the season fit's refits between the two are in
+    /// it; for its first rated match of the season, the move from its rating
+    /// at the start (no fit moves a bot before its first rated game). The
+    /// line's `rating_change` is this match's own Glicko-2 move, which the
+    /// fit does not keep (docs/RULES.md, "Standings: one fit of the season").
+    pub shown_rating_change: [Option<f64>; 2],
 }
 
 /// One match in a listing.
@@ -62,8 +85,10 @@ pub struct MatchLine {
     pub round_wins: Option<[i64; 2]>,
     /// Damage dealt by `a` and `b` over the match.
     pub damage: Option<[i64; 2]>,
-    /// Each side's rating change; null when the match moved no rating (a
-    /// repeat, an ended season).
+    /// Each side's rating change by Glicko-2 for this match alone, applied at
+    /// settlement; null when the match moved no rating (a repeat, an ended
+    /// season). The season fit replaces these moves: what the site shows a
+    /// rating did is the match page's `shown_rating_change`.
     pub rating_change: [Option<f64>; 2],
     /// Exchanges played in all rounds.
     pub exchanges: Option<i64>,
@@ -206,10 +231,17 @@ pub struct StandingLine {
     /// rating − 2·RD: what the table is sorted by.
     pub conservative: f64,
     pub provisional: bool,
+    /// Rated matches in the season (the same as `rated_matches`).
     pub games: i64,
+    /// Of the rated matches.
     pub wins: i64,
     pub draws: i64,
     pub losses: i64,
+    /// Matches in the season that moved its rating: what W/D/L count.
+    pub rated_matches: i64,
+    /// Every match it settled in the season, rated or not (repeats, and
+    /// matches settled after the season ended, included).
+    pub settled_matches: i64,
 }
 
 /// Where a class's table resumes: after the row ranked `rank`, whose sort
@@ -298,21 +330,29 @@ pub struct HistoryPoint {
     pub deviation: f64,
 }
 
-/// A bot's record against one opponent.
+/// A bot's record against one opponent, over their settled matches (rated
+/// or not: the head-to-head splits out the rated ones).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OpponentLine {
     pub bot: String,
+    /// Settled matches (the same as `settled_matches`).
     pub games: i64,
     pub wins: i64,
     pub draws: i64,
     pub losses: i64,
+    pub settled_matches: i64,
 }
 
 /// What a bot's page shows that only its own settlements change
 /// ([`Reads::bot_reads`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BotReads {
+    /// Over its rated matches, all seasons.
     pub record: Record,
+    /// Over its settled matches, rated or not, all seasons.
+    pub settled_record: Record,
+    /// Its settled matches, all seasons.
+    pub settled_matches: i64,
     /// Oldest first, at most [`MAX_CHART_POINTS`].
     pub history: Vec<HistoryPoint>,
     pub opponents: Vec<OpponentLine>,
@@ -334,13 +374,66 @@ pub struct Record {
     pub losses: i64,
 }
 
+impl Record {
+    /// The matches counted.
+    pub fn matches(&self) -> i64 {
+        self.wins + self.draws + self.losses
+    }
+}
+
+/// A bot's record against another over their rated matches and over all
+/// their settled ones ([`Reads::head_to_head_record`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PairRecords {
+    pub rated: Record,
+    pub settled: Record,
+}
+
 /// The head-to-head of two bots, from the first's side.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HeadToHead {
     pub bot: String,
     pub opponent: String,
+    /// Over their settled matches (the same as `settled_record`).
     pub record: Record,
+    /// Over the matches that moved the bots' ratings, as the standings count.
+    pub rated_record: Record,
+    /// Over every settled match, repeats and matches not rated included.
+    pub settled_record: Record,
+    pub rated_matches: i64,
+    pub settled_matches: i64,
+    /// The settled matches, newest first.
     pub matches: Page<MatchLine>,
+}
+
+impl HeadToHead {
+    pub fn new(
+        bot: String,
+        opponent: String,
+        records: PairRecords,
+        matches: Page<MatchLine>,
+    ) -> HeadToHead {
+        HeadToHead {
+            bot,
+            opponent,
+            record: records.settled,
+            rated_record: records.rated,
+            settled_record: records.settled,
+            rated_matches: records.rated.matches(),
+            settled_matches: records.settled.matches(),
+            matches,
+        }
+    }
+}
+
+/// A bot's rating in a season as the site shows it: the running season's
+/// ratings row, or an ended season's frozen standing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShownRating {
+    pub season: String,
+    pub rating: f64,
+    pub deviation: f64,
+    pub ended: bool,
 }
 
 const MATCH_LINE: &str = "SELECT m.id, m.class, m.state, m.winner, m.stake_a, m.stake_b, \
@@ -387,6 +480,18 @@ fn match_line(row: &AnyRow) -> Result<MatchLine> {
         tokens: pair(row, "tokens")?,
         cost_usd: [get(row, "cost_usd_a")?, get(row, "cost_usd_b")?],
     })
+}
+
+/// A side's move in its shown rating at a match
+/// ([`MatchNotes::shown_rating_change`]): from its chart's previous point of
+/// the season (`before`), else, at its first rated match of the season, the
+/// match's own move, since nothing moved its rating before.
+fn shown_change(after: Option<f64>, before: Option<f64>, glicko: Option<f64>) -> Option<f64> {
+    match (after, before) {
+        (Some(after), Some(before)) => Some(after - before),
+        (Some(_), None) => glicko,
+        (None, _) => None,
+    }
 }
 
 /// Columns `{prefix}_a` and `{prefix}_b`, both set or both null.
@@ -476,21 +581,53 @@ impl Reads {
     }
 
     /// One match as listings show it, with its notes (why it was voided, why
-    /// its last run failed).
+    /// its last run failed, whether its season ended, where it left each
+    /// side's shown rating).
     pub async fn match_line(&self, match_id: &str) -> Result<(MatchLine, MatchNotes)> {
+        // Each side's chart point at this match (by primary key) and the one
+        // before it (the first row down the index `rating_history_bot`),
+        // kept only when it is of the same season: a previous season's last
+        // point is no rating this season showed.
+        let side = |x: &str| {
+            format!(
+                "h{x}.rating AS after_{x}, \
+                 (SELECT CASE WHEN p.season_id = m.season_id THEN p.rating END FROM rating_history p \
+                  WHERE p.bot_id = m.bot_{x} AND (p.at_ms, p.match_id) < (h{x}.at_ms, h{x}.match_id) \
+                  ORDER BY p.at_ms DESC, p.match_id DESC LIMIT 1) AS before_{x}, "
+            )
+        };
+        let columns = format!(
+            "SELECT m.note, m.last_failure, s.ended_ms AS season_ended_ms, {}{}",
+            side("a"),
+            side("b")
+        );
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{} WHERE m.id = $1",
-            MATCH_LINE.replacen("SELECT ", "SELECT m.note, m.last_failure, ", 1)
+            "{} LEFT JOIN rating_history ha ON ha.bot_id = m.bot_a AND ha.match_id = m.id \
+             LEFT JOIN rating_history hb ON hb.bot_id = m.bot_b AND hb.match_id = m.id \
+             WHERE m.id = $1",
+            MATCH_LINE.replacen("SELECT ", &columns, 1)
         )))
         .bind(match_id.to_owned())
         .fetch_optional(self.store.read_pool())
         .await?
         .ok_or_else(|| LadderError::NotFound(format!("match {}", shorten(match_id))))?;
+        let line = match_line(&row)?;
+        let mut rating_after = [None; 2];
+        let mut shown_rating_change = [None; 2];
+        for (index, x) in ["a", "b"].into_iter().enumerate() {
+            let after: Option<f64> = get(&row, &format!("after_{x}"))?;
+            let before: Option<f64> = get(&row, &format!("before_{x}"))?;
+            rating_after[index] = after;
+            shown_rating_change[index] = shown_change(after, before, line.rating_change[index]);
+        }
         let notes = MatchNotes {
             note: get(&row, "note")?,
             last_failure: get(&row, "last_failure")?,
+            season_ended_ms: get(&row, "season_ended_ms")?,
+            rating_after,
+            shown_rating_change,
         };
-        Ok((match_line(&row)?, notes))
+        Ok((line, notes))
     }
 
     /// A bot's settled matches (`filter.bot_id`), newest first, after
@@ -565,10 +702,14 @@ impl Reads {
     ) -> Result<ClassTable> {
         let first_rank = after.map_or(0, |cursor| cursor.rank);
         let mut rows = if season.ended_ms.is_some() {
+            // The frozen row, with the settled count its ratings row kept
+            // (settlements after the end add to it), by primary key.
             let rows = sqlx::query(
-                "SELECT rank, bot_name, owner_name, rating, deviation, conservative, provisional, \
-                 games, wins, losses, draws FROM standings \
-                 WHERE season_id = $1 AND class = $2 AND rank > $3 ORDER BY rank LIMIT $4",
+                "SELECT st.rank, st.bot_name, st.owner_name, st.rating, st.deviation, st.conservative, \
+                 st.provisional, st.games, st.wins, st.losses, st.draws, \
+                 CAST(COALESCE(r.settled, 0) AS BIGINT) AS settled FROM standings st \
+                 LEFT JOIN ratings r ON r.season_id = st.season_id AND r.bot_id = st.bot_id \
+                 WHERE st.season_id = $1 AND st.class = $2 AND st.rank > $3 ORDER BY st.rank LIMIT $4",
             )
             .bind(season.id)
             .bind(class.name())
@@ -590,6 +731,8 @@ impl Reads {
                         wins: get(row, "wins")?,
                         draws: get(row, "draws")?,
                         losses: get(row, "losses")?,
+                        rated_matches: get(row, "games")?,
+                        settled_matches: get(row, "settled")?,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?
@@ -601,7 +744,7 @@ impl Reads {
             // cursor on; the name orders ties within one conservative value.
             let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT b.name AS bot_name, u.name AS owner_name, r.rating, r.deviation, \
-                 r.games, r.wins, r.losses, r.draws, {CONSERVATIVE_SQL} AS conservative \
+                 r.games, r.wins, r.losses, r.draws, r.settled, {CONSERVATIVE_SQL} AS conservative \
                  FROM ratings r JOIN bots b ON b.id = r.bot_id JOIN users u ON u.id = b.owner_id \
                  WHERE r.season_id = $1 AND r.class = $2 AND {CONSERVATIVE_SQL} <= $3 \
                  AND ({CONSERVATIVE_SQL} < $3 OR b.name > $4) \
@@ -634,6 +777,8 @@ impl Reads {
                         wins: get(row, "wins")?,
                         draws: get(row, "draws")?,
                         losses: get(row, "losses")?,
+                        rated_matches: get(row, "games")?,
+                        settled_matches: get(row, "settled")?,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?
@@ -721,7 +866,11 @@ impl Reads {
             "SELECT COUNT(*) AS seasons, CAST(COALESCE(SUM(settled), 0) AS BIGINT) AS settled, \
              CAST(COALESCE(SUM(wins), 0) AS BIGINT) AS wins, \
              CAST(COALESCE(SUM(draws), 0) AS BIGINT) AS draws, \
-             CAST(COALESCE(SUM(losses), 0) AS BIGINT) AS losses FROM ratings WHERE bot_id = $1",
+             CAST(COALESCE(SUM(losses), 0) AS BIGINT) AS losses, \
+             CAST(COALESCE(SUM(settled_wins), 0) AS BIGINT) AS settled_wins, \
+             CAST(COALESCE(SUM(settled_draws), 0) AS BIGINT) AS settled_draws, \
+             CAST(COALESCE(SUM(settled_losses), 0) AS BIGINT) AS settled_losses \
+             FROM ratings WHERE bot_id = $1",
         )
         .bind(bot_id.to_owned())
         .fetch_one(self.store.read_pool())
@@ -730,6 +879,12 @@ impl Reads {
             wins: get(&row, "wins")?,
             draws: get(&row, "draws")?,
             losses: get(&row, "losses")?,
+        };
+        // Settled W/D/L move only with `settled`, which the fingerprint has.
+        let settled_record = Record {
+            wins: get(&row, "settled_wins")?,
+            draws: get(&row, "settled_draws")?,
+            losses: get(&row, "settled_losses")?,
         };
         let fingerprint = BotFingerprint {
             seasons: get(&row, "seasons")?,
@@ -742,6 +897,8 @@ impl Reads {
             .get_or_read(bot_id.to_owned(), fingerprint, async {
                 Ok(BotReads {
                     record,
+                    settled_record,
+                    settled_matches: fingerprint.settled,
                     history: self.rating_history(bot_id).await?,
                     opponents: self.opponents(bot_id).await?,
                 })
@@ -782,32 +939,77 @@ impl Reads {
                     wins: get(row, "wins")?,
                     draws: get(row, "draws")?,
                     losses: get(row, "losses")?,
+                    settled_matches: get(row, "games")?,
                 })
             })
             .collect()
     }
 
-    /// `bot_id`'s wins, draws and losses against `opponent_id`.
-    pub async fn head_to_head_record(&self, bot_id: &str, opponent_id: &str) -> Result<Record> {
+    /// `bot_id`'s wins, draws and losses against `opponent_id`, over their
+    /// rated matches and over all their settled ones.
+    pub async fn head_to_head_record(
+        &self,
+        bot_id: &str,
+        opponent_id: &str,
+    ) -> Result<PairRecords> {
+        // A match is rated when it put a point on the bot's chart, as the
+        // season fit counts its games (crate::fit): one primary-key probe per
+        // match of the pair, which the page reads anyway.
         let rows = sqlx::query(
-            "SELECT bot_a, winner, COUNT(*) AS n FROM matches WHERE state = 'settled' AND \
-             ((bot_a = $1 AND bot_b = $2) OR (bot_a = $2 AND bot_b = $1)) GROUP BY bot_a, winner",
+            "SELECT bot_a, winner, rated, COUNT(*) AS n FROM (\
+             SELECT m.bot_a, m.winner, CAST(CASE WHEN EXISTS (SELECT 1 FROM rating_history h \
+             WHERE h.bot_id = $1 AND h.match_id = m.id) THEN 1 ELSE 0 END AS BIGINT) AS rated \
+             FROM matches m WHERE m.state = 'settled' AND \
+             ((m.bot_a = $1 AND m.bot_b = $2) OR (m.bot_a = $2 AND m.bot_b = $1))\
+             ) AS pair GROUP BY bot_a, winner, rated",
         )
         .bind(bot_id.to_owned())
         .bind(opponent_id.to_owned())
         .fetch_all(self.store.read_pool())
         .await?;
-        let mut record = Record::default();
+        let mut records = PairRecords::default();
         for row in &rows {
             let as_a = get::<String>(row, "bot_a")? == bot_id;
             let count: i64 = get(row, "n")?;
-            match (get::<Option<String>>(row, "winner")?.as_deref(), as_a) {
-                (Some("a"), true) | (Some("b"), false) => record.wins += count,
-                (Some("b"), true) | (Some("a"), false) => record.losses += count,
-                _ => record.draws += count,
+            let tally = |record: &mut Record| {
+                match (get::<Option<String>>(row, "winner")?.as_deref(), as_a) {
+                    (Some("a"), true) | (Some("b"), false) => record.wins += count,
+                    (Some("b"), true) | (Some("a"), false) => record.losses += count,
+                    _ => record.draws += count,
+                }
+                Ok::<_, LadderError>(())
+            };
+            tally(&mut records.settled)?;
+            if get::<i64>(row, "rated")? != 0 {
+                tally(&mut records.rated)?;
             }
         }
-        Ok(record)
+        Ok(records)
+    }
+
+    /// `bot_id`'s rating in the last ended season it played in, as that
+    /// season's frozen table shows it; `None` when it played in none.
+    pub async fn last_frozen_rating(&self, bot_id: &str) -> Result<Option<ShownRating>> {
+        // The bot's seasons from `ratings_bot`, then its standing by primary
+        // key: the running season has no standings row, so it drops out.
+        let row = sqlx::query(
+            "SELECT se.name AS season_name, st.rating, st.deviation FROM ratings r \
+             JOIN standings st ON st.season_id = r.season_id AND st.bot_id = r.bot_id \
+             JOIN seasons se ON se.id = r.season_id \
+             WHERE r.bot_id = $1 ORDER BY r.season_id DESC LIMIT 1",
+        )
+        .bind(bot_id.to_owned())
+        .fetch_optional(self.store.read_pool())
+        .await?;
+        row.map(|row| {
+            Ok(ShownRating {
+                season: get(&row, "season_name")?,
+                rating: get(&row, "rating")?,
+                deviation: get(&row, "deviation")?,
+                ended: true,
+            })
+        })
+        .transpose()
     }
 }
 
@@ -825,6 +1027,21 @@ pub fn play_text(play: &Play) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shown_change_is_the_chart_step_and_glicko_only_at_the_first_point() {
+        // A refit between the two points moved the bot up more than the
+        // match moved it down: the step is what the chart drew.
+        assert_eq!(
+            shown_change(Some(1522.5), Some(1500.0), Some(-2.0)),
+            Some(22.5)
+        );
+        // Its first rated match of the season: nothing moved it before.
+        assert_eq!(shown_change(Some(1512.0), None, Some(12.0)), Some(12.0));
+        // Not rated: no point on its chart.
+        assert_eq!(shown_change(None, Some(1500.0), None), None);
+        assert_eq!(shown_change(None, None, None), None);
+    }
 
     #[test]
     fn cursors_round_trip_and_refuse_garbage() {

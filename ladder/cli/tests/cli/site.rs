@@ -4,7 +4,9 @@
 //! (one chart point per rated match), head-to-heads, the match listing walked
 //! to its end by keyset, match pages linking the viewer, errors as one line
 //! in the page's format; and after the season's end, its frozen table.
-//! On a SQLite file and on PostgreSQL.
+//! Every page that counts a bot's matches names what it counts (rated or
+//! settled) and they agree; a match's rating change is its bots' chart step
+//! (issue 49). On a SQLite file and on PostgreSQL.
 
 use crate::common;
 
@@ -378,6 +380,153 @@ async fn site_of_a_season(db: &TestDb) {
         "each rated match rated both sides"
     );
 
+    // One count per idea, named (issue 49): the season's table, the bot page,
+    // the cost page and the head-to-heads count a bot's rated matches and its
+    // settled ones under those names, and agree. The counts hold still now
+    // (no match is in flight), whatever the background refits move.
+    let cost_light = http.json("/api/seasons/autumn/cost?class=light").await;
+    let mut refitted_steps = 0;
+    for (_, bot, _) in BOTS {
+        let row = whole
+            .iter()
+            .find(|row| row["bot"] == bot)
+            .unwrap_or_else(|| panic!("{bot} in {whole:?}"));
+        let count = |value: &Value, name: &str| -> i64 {
+            value[name]
+                .as_i64()
+                .unwrap_or_else(|| panic!("no {name} in {value}"))
+        };
+        let rated = count(row, "rated_matches");
+        let settled_count = count(row, "settled_matches");
+        assert_eq!(count(row, "games"), rated, "{row}");
+        assert_eq!(
+            count(row, "wins") + count(row, "draws") + count(row, "losses"),
+            rated,
+            "W/D/L count the rated matches: {row}"
+        );
+        assert!(settled_count >= rated && rated > 0, "{row}");
+        let page = http.json(&format!("/api/bots/{bot}")).await;
+        assert_eq!(count(&page, "rated_matches"), rated, "{page}");
+        assert_eq!(count(&page, "settled_matches"), settled_count, "{page}");
+        let settled_record = &page["settled_record"];
+        assert_eq!(
+            count(settled_record, "wins")
+                + count(settled_record, "draws")
+                + count(settled_record, "losses"),
+            settled_count,
+            "{page}"
+        );
+        let cost_line = cost_light["classes"][0]["bots"]
+            .as_array()
+            .and_then(|lines| lines.iter().find(|line| line["bot"] == bot))
+            .unwrap_or_else(|| panic!("{bot} in {cost_light}"));
+        assert_eq!(count(cost_line, "rated_matches"), rated, "{cost_line}");
+        assert_eq!(
+            count(cost_line, "settled_matches"),
+            settled_count,
+            "{cost_line}"
+        );
+        assert_eq!(count(cost_line, "matches"), settled_count, "{cost_line}");
+        let (mut pair_rated, mut pair_settled) = (0, 0);
+        for opponent in page["opponents"].as_array().expect("opponents") {
+            let name = opponent["bot"].as_str().expect("name");
+            let h2h = http.json(&format!("/api/bots/{bot}/vs/{name}")).await;
+            assert_eq!(h2h["record"], h2h["settled_record"], "{h2h}");
+            assert_eq!(
+                count(&h2h, "settled_matches"),
+                count(opponent, "settled_matches"),
+                "{h2h}"
+            );
+            assert!(count(&h2h, "rated_matches") <= count(&h2h, "settled_matches"));
+            pair_rated += count(&h2h, "rated_matches");
+            pair_settled += count(&h2h, "settled_matches");
+            let html = http.html(&format!("/bots/{bot}/vs/{name}")).await;
+            for text in [
+                format!(
+                    "<span class=\"rated\">{} W · {} D · {} L in {}",
+                    h2h["rated_record"]["wins"],
+                    h2h["rated_record"]["draws"],
+                    h2h["rated_record"]["losses"],
+                    h2h["rated_matches"]
+                ),
+                format!("{} settled match", h2h["settled_matches"]),
+            ] {
+                assert!(
+                    html.contains(&text),
+                    "the head-to-head lacks {text}: {html}"
+                );
+            }
+        }
+        assert_eq!(
+            (pair_rated, pair_settled),
+            (rated, settled_count),
+            "{bot}'s head-to-heads add up to its row"
+        );
+        let html = http.html(&format!("/bots/{bot}")).await;
+        for text in [
+            format!("{rated} rated match"),
+            format!("{settled_count} settled match"),
+            "<th class=\"num\" title=\"settled matches, rated or not: repeats included\">Settled</th>"
+                .to_owned(),
+        ] {
+            assert!(html.contains(&text), "{bot}'s page lacks {text}: {html}");
+        }
+
+        // Its rating change on each match page is its chart's step there: the
+        // rating after the match minus the one after its previous rated
+        // match (the season's refits in between included); at its first, the
+        // match's own Glicko-2 move, which every match keeps under its name.
+        let history = page["history"].as_array().expect("history");
+        assert_eq!(history.len() as i64, rated);
+        for (index, point) in history.iter().enumerate() {
+            let id = point["match_id"].as_str().expect("match id");
+            let one = http.json(&format!("/api/matches/{id}")).await;
+            let side = usize::from(one["bot_a"] != bot);
+            let after = one["rating_after"][side].as_f64().expect("rated");
+            let on_chart = point["rating"].as_f64().expect("rating");
+            assert!((after - on_chart).abs() < 1e-9, "{one} vs {point}");
+            let shown = one["shown_rating_change"][side]
+                .as_f64()
+                .expect("a shown change");
+            let glicko = one["rating_change"][side].as_f64().expect("a move");
+            let step = match index {
+                0 => glicko,
+                _ => on_chart - history[index - 1]["rating"].as_f64().expect("rating"),
+            };
+            assert!(
+                (shown - step).abs() < 1e-9,
+                "{bot} at {id}: {shown} vs {step}"
+            );
+            refitted_steps += usize::from((shown - glicko).abs() > 1e-6);
+            let sign = if shown < 0.0 { "−" } else { "+" };
+            let html = http.html(&format!("/matches/{id}")).await;
+            let text = format!("{bot} {sign}{:.1} (to {after:.0})", shown.abs());
+            assert!(html.contains(&text), "match {id} lacks {text}: {html}");
+            assert!(html.contains("own Glicko-2 move"), "{html}");
+        }
+    }
+    // The server refits the season in the background after settlements, so
+    // some of the bots' steps hold a refit and differ from the match's own
+    // move (15 to 17 of ~40 in a run); the service test
+    // the_site_reads_one_rating_and_names_its_counts pins one down.
+    eprintln!("{refitted_steps} chart steps held a refit");
+    assert!(
+        refitted_steps > 0,
+        "no step held a refit: did the season fit run?"
+    );
+    let page = http.html("/seasons/autumn").await;
+    for text in [
+        "title=\"rated matches: those that moved its rating\">Rated</th>",
+        "title=\"settled matches, rated or not: repeats included\">Settled</th>",
+        "W, D, L and Rated count the rated matches",
+    ] {
+        assert!(page.contains(text), "the season page lacks {text}");
+    }
+    let page = http.html("/seasons/autumn/cost").await;
+    for text in [">Settled</th>", ">Rated</th>"] {
+        assert!(page.contains(text), "the cost page lacks {text}");
+    }
+
     // A match page links its replay viewer; the viewer is served.
     let id = &settled[0];
     let one = http.json(&format!("/api/matches/{id}")).await;
@@ -679,6 +828,31 @@ async fn site_of_a_season(db: &TestDb) {
     let page = http.html("/seasons/autumn").await;
     assert!(page.contains("final, frozen table"), "{page}");
     assert_eq!(http.json("/api/home").await["season"]["state"], "ended");
+    // The frozen table keeps both counts; every page of the season says it
+    // ended; a bot's page shows its frozen rating, not its chart's last point.
+    for (frozen_row, running_row) in frozen["classes"][0]["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .zip(&whole)
+    {
+        for name in ["rated_matches", "settled_matches"] {
+            assert_eq!(frozen_row[name], running_row[name], "{name}: {frozen_row}");
+        }
+        let bot = frozen_row["bot"].as_str().expect("bot");
+        let page = http.json(&format!("/api/bots/{bot}")).await;
+        assert_eq!(page["rating"]["season_state"], "ended", "{page}");
+        assert_eq!(page["rating"]["rating"], frozen_row["rating"], "{page}");
+        let html = http.html(&format!("/bots/{bot}")).await;
+        assert!(html.contains("(ended: its final table)"), "{html}");
+    }
+    let ended_ms = frozen["season"]["ended_ms"].as_i64().expect("ended_ms");
+    let cost = http.html("/seasons/autumn/cost").await;
+    assert!(cost.contains("autumn</a> (ended "), "{cost}");
+    let one = http.json(&format!("/api/matches/{id}")).await;
+    assert_eq!(one["season_ended_ms"], ended_ms);
+    let html = http.html(&format!("/matches/{id}")).await;
+    assert!(html.contains("autumn</a> (ended "), "{html}");
     terminate(&mut server.child, "ladder serve").await;
 }
 

@@ -3,7 +3,10 @@
 //! ratings rows hold exactly `rating::season_fit` of the season's rated games
 //! (a repeat left out), ending the season freezes the fit of every game,
 //! including those settled after the last fit, and the next season's fit
-//! starts from the soft reset. SQLite and PostgreSQL.
+//! starts from the soft reset. And what the site reads of it: a match's
+//! shown rating change is the step its bots' charts take there, a refit
+//! included, beside its own Glicko-2 move; rated and settled matches are
+//! counted apart. SQLite and PostgreSQL.
 
 use crate::common;
 
@@ -14,6 +17,17 @@ use duel_ladder_core::rating::{self, FitGame, Rating, Score, season_fit};
 use duel_rules::WeightClass;
 
 async fn settle(store: &Store, bots: [&str; 2], winner: Winner, play_key: &str) {
+    settle_at(store, bots, winner, play_key, 1_001).await;
+}
+
+/// Settles a match of `bots` at `now` and answers its id.
+async fn settle_at(
+    store: &Store,
+    bots: [&str; 2],
+    winner: Winner,
+    play_key: &str,
+    now: i64,
+) -> String {
     let match_id = duel_ladder::wave::accept_pair(
         store,
         bots.map(|bot_id| PairSide {
@@ -47,10 +61,11 @@ async fn settle(store: &Store, bots: [&str; 2], winner: Winner, play_key: &str) 
             winner,
             "r.json",
             Some(&played),
-            1_001,
+            now,
         )
         .await
         .expect("settle");
+    match_id
 }
 
 fn score(winner: Winner) -> Score {
@@ -241,3 +256,145 @@ async fn season_fit_read_back(db: &TestDb) {
     );
 }
 both_backends!(season_fit_matches_the_core_fit, season_fit_read_back);
+
+/// Issue 49: a match page's rating change said −1.97 while the bot's chart
+/// moved +22.5 there, because the season fit had refitted the bot between its
+/// matches. The page's `shown_rating_change` is the chart's step (the refit
+/// in it), `rating_change` stays the match's own Glicko-2 move; and the
+/// standings, the bot's reads and the head-to-head count rated and settled
+/// matches apart, a repeat being settled but not rated.
+async fn the_site_reads_one_rating_and_names_its_counts(db: &TestDb) {
+    let season = db.store.start_season("s1").await.expect("season");
+    let mut bots = Vec::new();
+    for name in ["w", "x", "y"] {
+        let (owner, _) = db.owner(&format!("owner-{name}"), 10_000).await;
+        let bot = db
+            .store
+            .register_bot(
+                &owner,
+                name,
+                "light",
+                &BotSource::builtin("builtin:random".to_owned()),
+            )
+            .await
+            .expect("register");
+        bots.push(bot.id);
+    }
+    let [w, x, y] = [bots[0].as_str(), bots[1].as_str(), bots[2].as_str()];
+    let first = settle_at(&db.store, [w, x], Winner::A, "k1", 2_000).await;
+    settle_at(&db.store, [x, y], Winner::A, "k2", 3_000).await;
+    // The standings' refit moves w between its first and second match.
+    duel_ladder::fit::fit_season(&db.store, WeightClass::Light)
+        .await
+        .expect("fit");
+    let second = settle_at(&db.store, [w, y], Winner::B, "k3", 4_000).await;
+    // The same versions playing the same moves as the first: settled, not
+    // rated.
+    let repeat = settle_at(&db.store, [w, x], Winner::A, "k1", 5_000).await;
+
+    let reads = db.store.reads();
+    let history = reads.rating_history(w).await.expect("history");
+    let ids: Vec<&str> = history.iter().map(|p| p.match_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [first.as_str(), second.as_str()],
+        "one point per rated match"
+    );
+    let close = |got: Option<f64>, want: f64| got.is_some_and(|got| (got - want).abs() < 1e-9);
+
+    // w's first rated match of the season: nothing moved it before, so the
+    // step is the match's own move.
+    let (line, notes) = reads.match_line(&first).await.expect("first");
+    assert!(close(notes.rating_after[0], history[0].rating), "{notes:?}");
+    let glicko = line.rating_change[0].expect("rated");
+    assert!(close(notes.shown_rating_change[0], glicko), "{notes:?}");
+
+    // Its second: the step from its first point, the refit in it, which is
+    // not the match's own move.
+    let (line, notes) = reads.match_line(&second).await.expect("second");
+    assert!(close(notes.rating_after[0], history[1].rating), "{notes:?}");
+    let step = history[1].rating - history[0].rating;
+    assert!(
+        close(notes.shown_rating_change[0], step),
+        "{notes:?} vs {step}"
+    );
+    let glicko = line.rating_change[0].expect("rated");
+    assert!(
+        (step - glicko).abs() > 1e-6,
+        "the refit moved w between its matches: step {step}, Glicko-2 {glicko}"
+    );
+    // y's chart: its previous point is its match against x.
+    let y_history = reads.rating_history(y).await.expect("y history");
+    assert_eq!(y_history.len(), 2);
+    assert!(close(
+        notes.shown_rating_change[1],
+        y_history[1].rating - y_history[0].rating
+    ));
+    assert_eq!(notes.season_ended_ms, None);
+
+    // The repeat moved nothing: no point, no shown change.
+    let (line, notes) = reads.match_line(&repeat).await.expect("repeat");
+    assert_eq!(line.not_rated.as_deref(), Some("repeat"));
+    assert_eq!(notes.rating_after, [None, None]);
+    assert_eq!(notes.shown_rating_change, [None, None]);
+
+    // Counted apart: w rated 2 matches (won 1, lost 1) of 3 settled (won 2).
+    let table = reads
+        .class_table(&season, WeightClass::Light, None, 10)
+        .await
+        .expect("table");
+    let w_row = table.rows.iter().find(|row| row.bot == "w").expect("w");
+    assert_eq!(
+        (w_row.games, w_row.rated_matches, w_row.settled_matches),
+        (2, 2, 3)
+    );
+    assert_eq!((w_row.wins, w_row.losses), (1, 1));
+    let kept = reads.bot_reads(w).await.expect("bot reads");
+    assert_eq!((kept.record.matches(), kept.settled_matches), (2, 3));
+    assert_eq!(
+        (kept.settled_record.wins, kept.settled_record.losses),
+        (2, 1)
+    );
+    let against_x = reads.head_to_head_record(w, x).await.expect("h2h");
+    assert_eq!((against_x.rated.wins, against_x.rated.matches()), (1, 1));
+    assert_eq!(
+        (against_x.settled.wins, against_x.settled.matches()),
+        (2, 2)
+    );
+    let from_x = reads.head_to_head_record(x, w).await.expect("h2h");
+    assert_eq!((from_x.rated.losses, from_x.settled.losses), (1, 2));
+    let cost = reads
+        .cost_lines(&season, WeightClass::Light)
+        .await
+        .expect("cost");
+    let w_cost = cost.iter().find(|line| line.bot == "w").expect("w");
+    assert_eq!(
+        (w_cost.matches, w_cost.settled_matches, w_cost.rated_matches),
+        (3, 3, 2)
+    );
+
+    // Ended: the match says so, the frozen table keeps both counts, and the
+    // bot's shown rating is the frozen one.
+    let ended = db.store.end_season().await.expect("end");
+    let (_, notes) = reads.match_line(&second).await.expect("second");
+    assert_eq!(notes.season_ended_ms, ended.ended_ms);
+    let frozen = reads
+        .class_table(&ended, WeightClass::Light, None, 10)
+        .await
+        .expect("frozen");
+    let w_frozen = frozen.rows.iter().find(|row| row.bot == "w").expect("w");
+    assert_eq!((w_frozen.rated_matches, w_frozen.settled_matches), (2, 3));
+    let shown = reads
+        .last_frozen_rating(w)
+        .await
+        .expect("frozen rating")
+        .expect("w played in s1");
+    assert_eq!(
+        (shown.season.as_str(), shown.rating, shown.ended),
+        ("s1", w_frozen.rating, true)
+    );
+}
+both_backends!(
+    the_site_reads_one_rating_and_names_its_counts_test,
+    the_site_reads_one_rating_and_names_its_counts
+);

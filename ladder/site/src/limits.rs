@@ -29,10 +29,17 @@ pub const DEFAULT_FORM_POST_BURST: u32 = 100;
 /// idle ones (checked every 4,096 POSTs), as the API's gate does.
 pub const MAX_FORM_RATE_LIMITED_CLIENTS: usize = 100_000;
 
-/// A class's cost chart names every bot up to this many, and past it only
-/// the bots on the frontier: a thousand overlapping names read as a smudge
-/// and made the page most of a megabyte.
-pub const COST_CHART_NAMED_BOTS: usize = 40;
+/// A class's cost chart names at most this many of its frontier's bots (the
+/// best-rated, then the cheapest first), where their labels fit; every other
+/// point names its bot on hover. It bounds the labels' placement (each tried
+/// in 8 places against every point) and keeps a chart of a thousand bots
+/// from reading as a smudge.
+pub const COST_CHART_LABELS: usize = 24;
+
+/// A cost chart's label shows at most this many characters of a bot's name
+/// (64 at most) and ends a longer one with "…": a whole long name would not
+/// fit beside its point on a 600-unit chart.
+pub const COST_CHART_LABEL_CHARS: usize = 20;
 
 /// How long browsers and caches may reuse a page or its JSON twin.
 pub const SITE_PAGE_MAX_AGE_S: u32 = 5;

@@ -15,6 +15,7 @@ use super::data::{
 use crate::limits::MAX_FORM_TOKEN_BYTES;
 use duel_ladder_core::limits::MAX_NAME_BYTES;
 use duel_ladder_core::model::{MatchState, utc_text};
+use duel_ladder_store::FallbackShare;
 use duel_ladder_store::site::{ClassTable, MatchLine, MatchResult, Page, Record, SeasonLine};
 use duel_replays::transcript::{FighterName, Transcript};
 use duel_rules::WeightClass;
@@ -377,11 +378,62 @@ fn usd(value: Option<f64>) -> String {
     value.map_or_else(|| "—".to_owned(), |usd| format!("${usd:.4}"))
 }
 
+/// A share of decisions as a percentage; under 0.1 % says so rather than 0.0 %.
 fn share(value: f64) -> String {
-    if value == 0.0 {
-        "0".to_owned()
+    if value < 0.001 {
+        "<0.1%".to_owned()
     } else {
         format!("{:.1}%", value * 100.0)
+    }
+}
+
+/// What the cost table's "Rating − 2·RD" column is, on hover.
+const CONSERVATIVE_TITLE: &str = "The rating less twice its deviation (RD): a rating the bot very \
+    likely has at least; the chart's height";
+
+/// A bot's decisions lost to the fallback, named by cause (issue 49: "0 /
+/// 3.8% / 0" named none): a line per cause that cost it any, or "none".
+fn fallbacks(lost: &FallbackShare) -> Markup {
+    let causes = [
+        (lost.timeout, "timeout", "answered after its time ran out"),
+        (
+            lost.budget,
+            "over budget",
+            "had spent its token budget, or a model call was refused",
+        ),
+        (
+            lost.fault,
+            "fault",
+            "crashed, trapped, gave a malformed or illegal answer, or lost its connection",
+        ),
+    ];
+    html! {
+        @if causes.iter().all(|(part, ..)| *part <= 0.0) {
+            "none"
+        } @else {
+            @for (part, cause, why) in causes {
+                @if part > 0.0 {
+                    span.cause title=(format!("{} of its decisions lost because the bot {why}", share(part))) {
+                        (cause) " " (share(part))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The cost chart's legend: what its marks are, and what the frontier is.
+fn cost_legend() -> Markup {
+    html! {
+        figcaption.legend {
+            ul {
+                li { span.key.steps aria-hidden="true" {} "The frontier: the bots no other bot beats on both counts (none rates higher for as few tokens per match)" }
+                li { span.key.dot.on-frontier aria-hidden="true" {} "a bot on the frontier, named where there is room" }
+                li { span.key.dot aria-hidden="true" {} "any other bot: hover it for its name" }
+            }
+            "Each bot at its model tokens per match (across) and its rating − 2·RD (up): up and to the left is better. "
+            "The table below lists every bot."
+        }
     }
 }
 
@@ -410,20 +462,19 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
                         @if let Some(svg) = cost_chart(&class.points, &format!("Tokens per match against rating − 2·RD, {}", class.class), &format!("cost-chart-{}", class.class)) {
                             figure.chart {
                                 (PreEscaped(svg))
-                                figcaption {
-                                    "Each bot at its model tokens per match and its rating − 2·RD. "
-                                    "The orange steps are the frontier: no bot rates higher for as few tokens."
-                                }
+                                (cost_legend())
                             }
                         }
                         div.scroll { table.cost {
+                            // Headers break only where they read well ("Rating" | "− 2·RD",
+                            // "Tokens /" | "match"): no-break spaces elsewhere.
                             thead { tr {
-                                th { "Bot" } th.optional { "Owner" } th.num { "Rating − 2·RD" }
+                                th { "Bot" } th.optional { "Owner" } th.num title=(CONSERVATIVE_TITLE) { "Rating −\u{a0}2·RD" }
                                 th.num title=(SETTLED_TITLE) { "Settled" } th.num title="of the settled matches" { "W/D/L" }
                                 th.num title=(RATED_TITLE) { "Rated" }
-                                th.num { "Tokens / match" } th.num { "Tokens / win" }
-                                th.num { "Cost / match" } th.num { "Cost / win" }
-                                th.num title="Decisions lost to the fallback: timeout / budget / fault" { "Fallbacks" }
+                                th.num { "Tokens\u{a0}/ match" } th.num { "Tokens\u{a0}/ win" }
+                                th.num { "Cost\u{a0}/ match" } th.num { "Cost\u{a0}/ win" }
+                                th.num title="The share of its decisions lost to the fallback, by cause" { "Fallbacks" }
                             } }
                             tbody {
                                 @for line in &class.bots {
@@ -444,7 +495,7 @@ pub fn cost(page: &CostPage, json_href: &str) -> Markup {
                                             @if line.unpriced_matches > 0 { span.note title="matches whose models had no price are left out" { " (" (line.unpriced_matches) " unpriced)" } }
                                         }
                                         td.num { (usd(line.cost_per_win_usd)) }
-                                        td.num { (share(line.fallback_share.timeout)) " / " (share(line.fallback_share.budget)) " / " (share(line.fallback_share.fault)) }
+                                        td.num.fallbacks { (fallbacks(&line.fallback_share)) }
                                     }
                                 }
                             }

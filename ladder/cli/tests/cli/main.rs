@@ -26,6 +26,7 @@ mod bench_site;
 mod cli_continuous;
 mod cli_season;
 mod clients;
+mod cost_browser;
 mod docker_script;
 mod gateway_abuse;
 mod headers;

@@ -741,7 +741,8 @@ async fn site_of_a_season(db: &TestDb) {
     for text in [
         "What a win cost",
         "<svg id=\"cost-chart-light\"",
-        "Tokens / win",
+        // A no-break space keeps "Tokens /" together when the header wraps.
+        "Tokens\u{a0}/ win",
         "No bot in this class called a model.",
         "No settled match in this class yet.",
     ] {

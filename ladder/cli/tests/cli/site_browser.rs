@@ -4,13 +4,18 @@
 //! built-in). The browser opens `/`, follows a standings link to a bot page
 //! whose chart has one point per rated match, opens a head-to-head page, and
 //! watches Duel TV advance exchange by exchange; then again at 390 px, where
-//! no page is wider than the screen. Screenshots (desktop and phone) are kept
-//! under `<target>/site-screenshots/`; the checks read the page text, not
-//! pixels.
+//! no page is wider than the screen. Then, as a spectator sees them at 1366
+//! and 390 px, home, Duel TV, a match, a bot, a head-to-head, the cost page,
+//! a transcript and the viewer are each checked for overlapping text,
+//! clipping and empty states (`spectator_check.js`, which measures the text's
+//! boxes in the page) and photographed: `site-{page}-{width}.png` under
+//! `<target>/site-screenshots/`, and into `docs/img/` as well when
+//! `DUEL_UPDATE_SCREENSHOTS=1` (`scripts/screenshots.sh`). The checks read
+//! the page, not pixels.
 
 use crate::common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::chromium::{Chromium, screenshot_folder};
@@ -45,11 +50,209 @@ fn phone(chromium: &mut Chromium) {
 }
 
 /// No horizontal scrolling of the page itself (wide tables scroll inside it).
+/// Measured against the layout viewport: a phone zooms out to show a page
+/// wider than itself whole, and then `innerWidth` is the page's width.
 fn fits_the_screen(chromium: &mut Chromium, what: &str) {
-    let widths = chromium.eval("[document.documentElement.scrollWidth, window.innerWidth]");
+    let widths = chromium
+        .eval("[document.documentElement.scrollWidth, document.documentElement.clientWidth]");
     assert!(
         widths[0].as_f64() <= widths[1].as_f64(),
         "{what} is wider than the screen: {widths}"
+    );
+}
+
+/// What a spectator would see wrong on the page in front of the browser:
+/// overlapping text, clipped text, an empty or unfilled page (see
+/// `spectator_check.js`). `header` is the header the page must wear: `site`
+/// (the site's top bar) or `viewer` (the viewer, ready, with its links to the
+/// ladder).
+fn spectator_problems(chromium: &mut Chromium, header: &str) -> Vec<String> {
+    let found = chromium.eval(&format!(
+        "({})({})",
+        include_str!("spectator_check.js"),
+        json!(header)
+    ));
+    found
+        .as_array()
+        .unwrap_or_else(|| panic!("the check answered {found}"))
+        .iter()
+        .map(|problem| problem.as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The widths a spectator's pictures are taken at: a laptop and a phone.
+const SPECTATOR_WIDTHS: [u32; 2] = [1366, 390];
+
+/// A laptop's screen (1366 × 900) or a phone's (390 × 844, mobile: the
+/// viewport meta tag counts), without scroll bars: the page has the whole
+/// width, as on a phone or a laptop that shows them only while scrolling.
+fn screen(chromium: &mut Chromium, width: u32) {
+    let phone = width < 600;
+    chromium.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": width, "height": if phone { 844 } else { 900 }, "deviceScaleFactor": 1, "mobile": phone}),
+    );
+    chromium.call("Emulation.setScrollbarsHidden", json!({"hidden": true}));
+}
+
+/// `docs/img/`, where the documentation's pictures of the site are, when
+/// `DUEL_UPDATE_SCREENSHOTS=1` asks for them to be retaken
+/// (`scripts/screenshots.sh`); otherwise the tests write only under the
+/// target folder.
+fn docs_pictures() -> Option<PathBuf> {
+    (std::env::var("DUEL_UPDATE_SCREENSHOTS").as_deref() == Ok("1"))
+        .then(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img"))
+}
+
+/// Photographs the page in front of the browser as `site-{page}-{width}.png`
+/// and checks it as a spectator would see it ([`spectator_problems`]); the
+/// picture goes to `docs/img/` too when asked for and the page passes.
+/// Answers the problems found, each naming the page and width.
+fn spectator_shot(
+    chromium: &mut Chromium,
+    folder: &Path,
+    page: &str,
+    width: u32,
+    header: &str,
+) -> Vec<String> {
+    let name = format!("site-{page}-{width}.png");
+    let picture = folder.join(&name);
+    chromium.screenshot(&picture);
+    let problems = spectator_problems(chromium, header);
+    if let Some(docs) = docs_pictures()
+        && problems.is_empty()
+    {
+        std::fs::copy(&picture, docs.join(&name))
+            .unwrap_or_else(|error| panic!("copy {name} into {}: {error}", docs.display()));
+    }
+    problems
+        .into_iter()
+        .map(|problem| format!("{page} at {width} px: {problem}"))
+        .collect()
+}
+
+/// Fails with every problem found, one a line.
+fn assert_spectator_sees_no_problem(problems: &[String]) {
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) a spectator would see (pictures under <target>/site-screenshots/):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// Replaces the blank page's document with `html`.
+fn write_page(chromium: &mut Chromium, html: &str) {
+    chromium.eval(&format!(
+        "document.open(); document.write({}); document.close(); true",
+        json!(html)
+    ));
+}
+
+/// A page with a defect of each kind the spectator's check looks for, at
+/// 390 px: two labels on top of each other, a name cut to an ellipsis, lines
+/// a short box hides, an SVG label past its chart's edge, a line too long
+/// for the phone, an unfilled value, a table without rows, a chart without
+/// points.
+const BROKEN_PAGE: &str = r#"<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>
+.stack { position: relative; height: 2em; } .stack span { position: absolute; left: 0; top: 0; }
+.name { width: 60px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.short { width: 60px; height: 1.2em; overflow: hidden; }
+</style></head><body><header class="top"><a class="brand" href="/">duel ladder</a></header><main>
+<div class="stack"><span>first label</span><span>second label</span></div>
+<div class="name">a very long bot name</div>
+<div class="short">a sentence that wraps in its box</div>
+<svg width="100" height="30"><text x="80" y="20">past the edge</text></svg>
+<p>rating: undefined</p>
+<table><thead><tr><th>bot</th></tr></thead><tbody></tbody></table>
+<figure><svg width="100" height="30"><text x="5" y="20">no point</text></svg></figure>
+<div style="white-space: nowrap">a line far too long for the screen of a phone three hundred and ninety pixels wide</div>
+</main></body></html>"#;
+
+/// A tidy page with what the check must let be: wrapped text with links, a
+/// table scrolled beneath its sticky head, text scrolled out of a scroll
+/// box, a folded section, a chart with labels.
+const TIDY_PAGE: &str = r#"<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>
+.rows { overflow: auto; height: 4.5em; } .rows th { position: sticky; top: 0; background: #fff; }
+.wide { overflow-x: auto; white-space: nowrap; }
+</style></head><body><header class="top"><a class="brand" href="/">duel ladder</a> <nav><a href="/tv">TV</a> <a href="/seasons">Seasons</a></nav></header><main>
+<h1>A bot</h1>
+<p>A paragraph long enough to wrap over several lines on a phone, with <a href="/">a link</a>, <b>bold words</b> and <code>code</code> in it.</p>
+<div class="rows" id="rows"><table><thead><tr><th>#</th><th>move</th></tr></thead><tbody>
+<tr><td>1</td><td>JAB</td></tr><tr><td>2</td><td>HEAVY</td></tr><tr><td>3</td><td>BLOCK</td></tr><tr><td>4</td><td>DODGE</td></tr><tr><td>5</td><td>FEINT</td></tr></tbody></table></div>
+<div class="wide">a line far too long for the screen of a phone, scrolling sideways in its own box as wide tables do</div>
+<details><summary>Prompt</summary><p>folded text</p></details>
+<figure><svg width="200" height="60"><circle cx="10" cy="10" r="3"/><text x="20" y="20">1500</text><text x="20" y="45">1400</text></svg></figure>
+</main></body></html>"#;
+
+/// The spectator's check sees what it is for: on a page made with each
+/// defect it names every one, on the JSON it names raw data and a missing
+/// header, and on a tidy page it finds nothing.
+#[test]
+fn the_spectator_check_sees_overlaps_clipping_and_empty_states() {
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    screen(&mut chromium, 390);
+    write_page(&mut chromium, TIDY_PAGE);
+    chromium.eval("document.getElementById('rows').scrollTop = 30; true");
+    assert_eq!(
+        spectator_problems(&mut chromium, "site"),
+        Vec::<String>::new()
+    );
+
+    write_page(&mut chromium, BROKEN_PAGE);
+    let problems = spectator_problems(&mut chromium, "site");
+    // Each defect, by the words that name it in one problem.
+    for expected in [
+        &[
+            r#"overlap: "first label" in span"#,
+            r#""second label" in span"#,
+        ][..],
+        &[
+            r#"clipped: "a very long bot name" in div.name"#,
+            "is cut by div.name",
+        ],
+        &[r#"clipped: "a very long bot name" in div.name ends in an ellipsis"#],
+        &[
+            r#"clipped: a line of "a sentence that wraps in its box""#,
+            "hidden by div.short",
+        ],
+        &[r#"clipped: "past the edge" in text"#, "is cut by svg"],
+        &[r#"off screen: "a line far too long"#, "right edge (390 px)"],
+        &["the page is", "px wide on a 390-px screen"],
+        &[r#"unfilled: the page says "rating: undefined""#],
+        &["empty: table table has no row"],
+        &["empty: chart svg has no point"],
+    ] {
+        assert!(
+            problems
+                .iter()
+                .any(|problem| expected.iter().all(|words| problem.contains(words))),
+            "the check missed {expected:?}: {problems:#?}"
+        );
+    }
+    assert_eq!(problems.len(), 10, "{problems:#?}");
+
+    write_page(&mut chromium, r#"{"bots": [null]}"#);
+    let problems = spectator_problems(&mut chromium, "site");
+    for expected in [
+        "empty: the page has no main text",
+        "unfilled",
+        "raw data",
+        "no header",
+    ] {
+        assert!(
+            problems.iter().any(|problem| problem.starts_with(expected)),
+            "the check missed {expected}: {problems:#?}"
+        );
+    }
+    let problems = spectator_problems(&mut chromium, "viewer");
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem.starts_with("no header: the viewer is")),
+        "{problems:#?}"
     );
 }
 
@@ -162,7 +365,6 @@ async fn a_person_browses_a_running_season() {
     }
     let tv = text(&mut chromium, "#tv");
     assert!(tv.contains("vs") || tv.contains('·'), "{tv}");
-    chromium.screenshot(&folder.join("site-home.png"));
     // The standings tables fit whole, at a laptop's width and a phone's:
     // no table is cut to a scroll box.
     for (width, mobile) in [(1366, false), (390, true)] {
@@ -198,7 +400,6 @@ async fn a_person_browses_a_running_season() {
     );
     assert_eq!(points, rated_on_page, "one point per rated match");
     assert!(text(&mut chromium, "main").contains("Opponents"));
-    chromium.screenshot(&folder.join("site-bot.png"));
 
     // Its head-to-head with an opponent.
     chromium.click("a.versus");
@@ -207,7 +408,8 @@ async fn a_person_browses_a_running_season() {
     let heading = text(&mut chromium, "h1");
     assert!(heading.starts_with(&format!("{bot} vs ")), "{heading}");
     assert!(text(&mut chromium, "p.score").contains(" W · "));
-    chromium.screenshot(&folder.join("site-versus.png"));
+    let versus_path = chromium.eval("location.pathname");
+    let versus_path = versus_path.as_str().unwrap_or_default().to_owned();
 
     // A match page links the viewer.
     chromium.click("table.matches tbody tr:first-child a.when");
@@ -240,7 +442,6 @@ async fn a_person_browses_a_running_season() {
     chromium.click("#link-match");
     chromium.wait_for("location.pathname", &json!(match_path));
     chromium.wait_for("document.readyState === 'complete'", &json!(true));
-    chromium.screenshot(&folder.join("site-match.png"));
 
     // What a win cost: a chart per class with a point per bot.
     wait_for_page(&mut chromium, &format!("{base}/seasons/winter/cost"));
@@ -248,21 +449,26 @@ async fn a_person_browses_a_running_season() {
     let rows = chromium.eval("document.querySelectorAll('#cost-light table.cost tbody tr').length");
     assert_eq!(points, rows, "a point per bot of the table");
     assert!(rows.as_u64().unwrap_or(0) >= 2, "{rows}");
-    chromium.screenshot(&folder.join("site-cost.png"));
 
-    // 390 px wide: every page fits, tables scroll inside it.
+    // 390 px wide: every page fits, tables scroll inside it (the pages
+    // photographed below are photographed there).
     phone(&mut chromium);
     for (url, shot) in [
-        (format!("{base}/"), "site-home-390.png"),
-        (format!("{base}/bots/{bot}"), "site-bot-390.png"),
-        (format!("{base}/seasons/winter"), "site-season-390.png"),
-        (format!("{base}/matches"), "site-matches-390.png"),
-        (format!("{base}/seasons/winter/cost"), "site-cost-390.png"),
-        (format!("{base}/tv"), "site-tv-390.png"),
+        (format!("{base}/"), None),
+        (format!("{base}/bots/{bot}"), None),
+        (
+            format!("{base}/seasons/winter"),
+            Some("site-season-390.png"),
+        ),
+        (format!("{base}/matches"), Some("site-matches-390.png")),
+        (format!("{base}/seasons/winter/cost"), None),
+        (format!("{base}/tv"), None),
     ] {
         wait_for_page(&mut chromium, &url);
         fits_the_screen(&mut chromium, &url);
-        chromium.screenshot(&folder.join(shot));
+        if let Some(shot) = shot {
+            chromium.screenshot(&folder.join(shot));
+        }
     }
     // A chart's labels stay readable on the phone: their boxes at least 8 px
     // tall (scaled to a 390-px screen they were under 6).
@@ -280,6 +486,46 @@ async fn a_person_browses_a_running_season() {
             "{url}: chart labels {smallest} px tall"
         );
     }
+
+    // Seen as a spectator, on a laptop and on a phone: each page checked
+    // for overlapping and clipped text and empty states, and photographed.
+    // Duel TV is caught with a match on air and its log of exchanges full
+    // (scrolling in its box, so the page no longer grows while photographed).
+    let match_id = match_path.trim_start_matches("/matches/").to_owned();
+    let mut problems = Vec::new();
+    for width in SPECTATOR_WIDTHS {
+        screen(&mut chromium, width);
+        for (page, path) in [
+            ("home", "/".to_owned()),
+            ("tv", "/tv".to_owned()),
+            ("match", match_path.clone()),
+            ("bot", format!("/bots/{bot}")),
+            ("versus", versus_path.clone()),
+            ("cost", "/seasons/winter/cost".to_owned()),
+            ("viewer", format!("/replays/{match_id}/view")),
+        ] {
+            wait_for_page(&mut chromium, &format!("{base}{path}"));
+            let header = match page {
+                "viewer" => {
+                    chromium.wait_for("document.body.dataset.state", &json!("ready"));
+                    "viewer"
+                }
+                "tv" => {
+                    chromium.wait_for(
+                        "document.getElementById('tv').dataset.state === 'on-air' \
+                         && Number(document.getElementById('tv').dataset.exchanges) >= 3 \
+                         && document.querySelector('#tv .tv-log').scrollHeight \
+                            > document.querySelector('#tv .tv-log').clientHeight",
+                        &json!(true),
+                    );
+                    "site"
+                }
+                _ => "site",
+            };
+            problems.extend(spectator_shot(&mut chromium, &folder, page, width, header));
+        }
+    }
+    assert_spectator_sees_no_problem(&problems);
 
     terminate(&mut worker.0, "ladder worker").await;
     terminate(&mut server.child, "ladder serve").await;
@@ -646,14 +892,24 @@ async fn an_owner_reads_the_reasoning_and_everyone_after_the_season() {
         "{folded}"
     );
     assert!(text(&mut chromium, "main").contains("d-thinker"));
-    chromium.screenshot(&folder.join("site-transcript-public.png"));
-    phone(&mut chromium);
-    wait_for_page(
-        &mut chromium,
-        &format!("{base}/matches/{match_id}/transcript"),
-    );
-    fits_the_screen(&mut chromium, "the public transcript");
-    chromium.screenshot(&folder.join("site-transcript-public-390.png"));
+    // Seen as a spectator, on a laptop and on a phone.
+    let mut problems = Vec::new();
+    for width in SPECTATOR_WIDTHS {
+        screen(&mut chromium, width);
+        wait_for_page(
+            &mut chromium,
+            &format!("{base}/matches/{match_id}/transcript"),
+        );
+        fits_the_screen(&mut chromium, "the public transcript");
+        problems.extend(spectator_shot(
+            &mut chromium,
+            &folder,
+            "transcript",
+            width,
+            "site",
+        ));
+    }
+    assert_spectator_sees_no_problem(&problems);
     let (status, body) = get(format!("/api/matches/{match_id}/transcript")).await;
     assert_eq!(status, 200, "{body}");
     let parsed = duel_replays::transcript::ParsedTranscript::from_slice(body.as_bytes())

@@ -101,7 +101,7 @@
     const viewer = link("tv-link", "follow in the viewer", "#");
     const matchPage = link("tv-match", "match page", "#");
     links.appendChild(viewer);
-    links.appendChild(document.createTextNode(" · "));
+    links.appendChild(el("span", "tv-sep", " · "));
     links.appendChild(matchPage);
     links.hidden = true;
     const log = el("ol", "tv-log", "");

@@ -6,7 +6,9 @@
 //! listing page [`BENCH_SITE_DEEP_LISTING_PAGE`]) are computed in SQL from the
 //! database, not by walking pages. A seed given a replay store also wrote
 //! transcripts, and the newest is read as the public reads it once revealed
-//! (`/matches/{id}/transcript`, JSON only). Then [`BENCH_SITE_SSE_WATCHERS`]-style
+//! (`/matches/{id}/transcript`, the page and its twin); the newest match's
+//! transcript, withheld until its season ends, is the 404 page that says when.
+//! Duel TV's page (`/tv`) is measured like the others. Then [`BENCH_SITE_SSE_WATCHERS`]-style
 //! concurrent watchers of Duel TV (`/tv`) with the server's RSS before and
 //! after, when the server has Duel TV.
 
@@ -52,8 +54,11 @@ pub struct PageFigures {
     /// `html` or `json`.
     pub format: &'static str,
     pub path: String,
+    /// The status every answer must have: 200, or 404 for a page that says
+    /// why there is nothing yet.
+    pub status: u16,
     pub requests: usize,
-    /// Requests that failed or answered other than 200.
+    /// Requests that failed or answered other than `status`.
     pub errors: usize,
     /// The first failure, if any.
     pub first_error: Option<String>,
@@ -164,12 +169,17 @@ impl LoadReport {
 }
 
 /// A page to measure: its name and its HTML path (the JSON twin is `/api…`),
-/// or a JSON document with no twin (a transcript).
+/// and the status both answer with.
 struct Target {
     page: String,
     path: String,
     query: Option<String>,
-    json_only: bool,
+    /// 200, or 404 for a page whose answer is to say why there is nothing
+    /// (a transcript before its reveal).
+    status: reqwest::StatusCode,
+    /// It reads a replay store's files (a transcript): measured only when
+    /// the seed wrote them.
+    needs_replays: bool,
 }
 
 impl Target {
@@ -178,31 +188,18 @@ impl Target {
             page: page.to_owned(),
             path,
             query,
-            json_only: false,
+            status: reqwest::StatusCode::OK,
+            needs_replays: false,
         }
     }
 
-    /// A JSON document at `path`, measured once (it has no HTML twin).
-    fn json_only(page: &str, path: String) -> Target {
-        Target {
-            json_only: true,
-            ..Target::new(page, path, None)
-        }
-    }
-
-    /// The formats measured: HTML and JSON, or JSON alone.
+    /// The formats measured: HTML and JSON.
     fn formats(&self) -> &'static [bool] {
-        if self.json_only {
-            &[true]
-        } else {
-            &[false, true]
-        }
+        &[false, true]
     }
 
     fn address(&self, json: bool) -> String {
-        let prefix = if self.json_only {
-            ""
-        } else if json && self.path == "/" {
+        let prefix = if json && self.path == "/" {
             return self.with_query("/api/home".to_owned());
         } else if json {
             "/api"
@@ -295,11 +292,24 @@ async fn targets(db: &sqlx::AnyPool) -> Result<(Vec<Target>, Vec<String>)> {
             Some(query(&[("class", class)])?),
         ),
     ];
+    targets.push(Target::new("TV", "/tv".to_owned(), None));
+    targets.push(Target {
+        status: reqwest::StatusCode::NOT_FOUND,
+        ..Target::new(
+            "transcript (withheld)",
+            format!("/matches/{latest_match}/transcript"),
+            None,
+        )
+    });
     match &found.transcript_match {
-        Some(id) => targets.push(Target::json_only(
-            "transcript (heavy)",
-            format!("/matches/{id}/transcript"),
-        )),
+        Some(id) => targets.push(Target {
+            needs_replays: true,
+            ..Target::new(
+                "transcript (heavy)",
+                format!("/matches/{id}/transcript"),
+                None,
+            )
+        }),
         None => notes.push(
             "transcript: the ended season has no heavy match in which a model was called"
                 .to_owned(),
@@ -323,17 +333,33 @@ struct Sample {
     error: Option<String>,
 }
 
-async fn fetch(client: &reqwest::Client, url: &str) -> Sample {
+/// What a request accepts: a page asks as a browser does, since `/tv` answers
+/// a client that does not ask for HTML with its never-ending stream.
+fn accept(json: bool) -> &'static str {
+    if json {
+        "application/json"
+    } else {
+        "text/html,application/xhtml+xml"
+    }
+}
+
+async fn fetch(
+    client: &reqwest::Client,
+    url: &str,
+    json: bool,
+    expected: reqwest::StatusCode,
+) -> Sample {
     let began = Instant::now();
     let outcome = async {
         let response = client
             .get(url)
+            .header(reqwest::header::ACCEPT, accept(json))
             .send()
             .await
             .map_err(|error| error.to_string())?;
         let status = response.status();
         let body = response.bytes().await.map_err(|error| error.to_string())?;
-        if status != reqwest::StatusCode::OK {
+        if status != expected {
             let text = String::from_utf8_lossy(&body);
             return Err(format!(
                 "{status}: {}",
@@ -367,7 +393,7 @@ async fn measure(
 ) -> PageFigures {
     let url = format!("{base}{}", target.address(json));
     for _ in 0..BENCH_SITE_WARMUP_REQUESTS.min(config.requests) {
-        let _ = fetch(client, &url).await;
+        let _ = fetch(client, &url, json, target.status).await;
     }
     let next = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();
@@ -375,12 +401,13 @@ async fn measure(
     for _ in 0..config.concurrency.min(config.requests).max(1) {
         let client = client.clone();
         let url = url.clone();
+        let expected = target.status;
         let next = Arc::clone(&next);
         let total = config.requests;
         tasks.push(tokio::spawn(async move {
             let mut samples = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {
-                samples.push(fetch(&client, &url).await);
+                samples.push(fetch(&client, &url, json, expected).await);
             }
             samples
         }));
@@ -412,6 +439,7 @@ async fn measure(
         page: target.page.clone(),
         format: if json { "json" } else { "html" },
         path: target.address(json),
+        status: target.status.as_u16(),
         requests: samples.len(),
         errors,
         first_error,
@@ -542,11 +570,11 @@ pub async fn load(config: &LoadConfig) -> Result<LoadReport> {
         .map_err(BenchError::HttpClient)?;
     let mut pages = Vec::new();
     for target in &targets {
-        if target.json_only {
+        if target.needs_replays {
             // A transcript exists only when the seed was given the replay
             // store the server reads; without one, say so and skip it.
             let url = format!("{base}{}", target.address(true));
-            if let Some(error) = fetch(&client, &url).await.error {
+            if let Some(error) = fetch(&client, &url, true, target.status).await.error {
                 notes.push(format!(
                     "{}: not measured, {} answered {error} (seed with --replays, the store \
                      `ladder serve --replays` reads)",

@@ -177,8 +177,8 @@ async fn seeds_serves_and_loads_every_page() {
     let pages = report["pages"].as_array().expect("pages");
     assert_eq!(
         pages.len(),
-        19,
-        "nine pages, each in HTML and JSON, and a transcript: {report}"
+        24,
+        "twelve pages, each in HTML and JSON: {report}"
     );
     for page in pages {
         assert_eq!(page["errors"], 0, "{page}");
@@ -199,6 +199,8 @@ async fn seeds_serves_and_loads_every_page() {
         "matches p10",
         "matches bot won",
         "win cost (class)",
+        "TV",
+        "transcript (withheld)",
         "transcript (heavy)",
     ] {
         assert!(
@@ -212,13 +214,21 @@ async fn seeds_serves_and_loads_every_page() {
         .collect();
     assert_eq!(
         formats.iter().filter(|format| **format == "json").count(),
-        10
+        12
     );
+    // Before its season ends a transcript is a page that says when it will
+    // be public, answered 404 (and measured as such, not as an error).
+    for withheld in pages
+        .iter()
+        .filter(|page| page["page"] == "transcript (withheld)")
+    {
+        assert_eq!(withheld["status"], 404, "{withheld}");
+    }
     // The transcript is public (its season ended) and as large as a heavy
     // fighter's whole budget makes it.
     let transcript = pages
         .iter()
-        .find(|page| page["page"] == "transcript (heavy)")
+        .find(|page| page["page"] == "transcript (heavy)" && page["format"] == "json")
         .expect("transcript page");
     assert!(
         transcript["path"]

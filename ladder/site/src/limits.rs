@@ -44,6 +44,12 @@ pub const COST_CHART_LABEL_CHARS: usize = 20;
 /// How long browsers and caches may reuse a page or its JSON twin.
 pub const SITE_PAGE_MAX_AGE_S: u32 = 5;
 
+/// Public transcript pages kept rendered ([`crate::transcripts`]): a heavy
+/// match's page is about 2 MB and takes 25-30 ms to parse and render, six
+/// times what sending the kept file takes, and a revealed transcript never
+/// changes. At most this many pages, so about 32 MB.
+pub const KEPT_TRANSCRIPT_PAGES: usize = 16;
+
 /// Duel TV (`ladder serve --http`, [`crate::tv`]): the default pace of the
 /// broadcast, one exchange every this many milliseconds
 /// (`--tv-exchange-ms`): slow enough to follow, a 36-exchange match in ~25 s.

@@ -35,13 +35,14 @@ use duel_ladder_core::model::MatchState;
 use duel_ladder_core::reveal::RevealPolicy;
 use duel_ladder_core::reveal::readable_sides;
 use duel_ladder_store::error::LadderError;
+use duel_ladder_store::kept::Kept;
 use duel_ladder_store::{Reads, readable_transcript};
 use duel_replays::store::ReplayStore;
 use duel_replays::transcript::Transcript;
 
 use crate::limits::{
-    DEFAULT_FORM_POST_BURST, DEFAULT_FORM_POSTS_PER_SECOND, MAX_FORM_BODY_BYTES,
-    MAX_FORM_RATE_LIMITED_CLIENTS, MAX_FORM_TOKEN_BYTES, SITE_PAGE_MAX_AGE_S,
+    DEFAULT_FORM_POST_BURST, DEFAULT_FORM_POSTS_PER_SECOND, KEPT_TRANSCRIPT_PAGES,
+    MAX_FORM_BODY_BYTES, MAX_FORM_RATE_LIMITED_CLIENTS, MAX_FORM_TOKEN_BYTES, SITE_PAGE_MAX_AGE_S,
 };
 use crate::{Format, SiteError};
 
@@ -51,6 +52,8 @@ struct Transcripts {
     replays: ReplayStore,
     reveal: RevealPolicy,
     tries: Arc<FormTries>,
+    /// Public pages rendered, by match id.
+    pages: Arc<Kept<String, (usize, Option<i64>), String>>,
 }
 
 /// How many owner-form POSTs one client may make (`ladder serve
@@ -128,6 +131,7 @@ pub fn router(reads: Reads, replays: ReplayStore, reveal: RevealPolicy, rate: Fo
                 limiter: RateLimiter::keyed(quota),
                 posts: AtomicU64::new(0),
             }),
+            pages: Arc::new(Kept::new(KEPT_TRANSCRIPT_PAGES)),
         })
 }
 
@@ -156,20 +160,29 @@ async fn transcript_json(State(site): State<Transcripts>, Path(id): Path<String>
 async fn transcript_page(State(site): State<Transcripts>, Path(id): Path<String>) -> Response {
     let page = async {
         let public = public_transcript(&site, &id).await?;
-        let (line, _) = site.reads.match_line(&id).await?;
+        let (line, notes) = site.reads.match_line(&id).await?;
         let json_href = format!("/api{}/transcript", crate::pages::match_href(&line.id));
         Ok::<_, LadderError>(match public {
             Public::Kept { bytes } => {
-                let transcript = Transcript::from_slice(&bytes).map_err(|error| {
-                    LadderError::corrupt(format!("the kept transcript of match {id}: {error}"))
-                })?;
-                cached(
-                    axum::response::Html(
-                        crate::pages::public_transcript_page(&line, &transcript, &json_href)
-                            .into_string(),
-                    )
-                    .into_response(),
-                )
+                // The file and the settled match it renders never change once
+                // public; its size and the season's end say the page holds.
+                let fingerprint = (bytes.len(), notes.season_ended_ms);
+                let html = site
+                    .pages
+                    .get_or_read(id.clone(), fingerprint, async {
+                        let transcript = Transcript::from_slice(&bytes).map_err(|error| {
+                            LadderError::corrupt(format!(
+                                "the kept transcript of match {id}: {error}"
+                            ))
+                        })?;
+                        Ok(
+                            crate::pages::public_transcript_page(&line, &transcript, &json_href)
+                                .into_string(),
+                        )
+                    })
+                    .await?;
+                // A copy of 2 MB costs a tenth of a millisecond.
+                cached(axum::response::Html(String::clone(&html)).into_response())
             }
             Public::NotYet { finished_ms, .. } => {
                 let when = crate::pages::RevealWhen::of(site.reveal, &line.season, finished_ms);

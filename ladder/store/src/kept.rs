@@ -3,7 +3,8 @@
 //! asks for the fingerprint (a cheap aggregate) before it reads again.
 //!
 //! Every process keeps its own and checks the database each time, so a
-//! worker's settlement shows on the next page of every `serve`.
+//! worker's settlement shows on the next page of every `serve`. The site
+//! keeps its rendered transcript pages in one too.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -36,7 +37,7 @@ impl Default for KeptReads {
 
 /// At most `capacity` values by key, each with its fingerprint.
 #[derive(Debug)]
-pub(crate) struct Kept<K, F, V> {
+pub struct Kept<K, F, V> {
     capacity: usize,
     inner: Mutex<Inner<K, F, V>>,
 }
@@ -57,7 +58,7 @@ struct Entry<F, V> {
 }
 
 impl<K: Eq + Hash + Clone, F: PartialEq, V> Kept<K, F, V> {
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         Kept {
             capacity: capacity.max(1),
             inner: Mutex::new(Inner {
@@ -80,7 +81,7 @@ impl<K: Eq + Hash + Clone, F: PartialEq, V> Kept<K, F, V> {
     /// be taken before `read` runs: should the rows change in between, the
     /// value is newer than its fingerprint and the next reader reads again,
     /// which is slower but never stale.
-    pub(crate) async fn get_or_read<R>(&self, key: K, fingerprint: F, read: R) -> Result<Arc<V>>
+    pub async fn get_or_read<R>(&self, key: K, fingerprint: F, read: R) -> Result<Arc<V>>
     where
         R: Future<Output = Result<V>>,
     {

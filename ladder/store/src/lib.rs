@@ -79,7 +79,7 @@ macro_rules! claim_next_sql {
 mod cost;
 pub mod error;
 mod fit;
-mod kept;
+pub mod kept;
 mod ledger_sql;
 pub mod limits;
 mod logs;

@@ -287,6 +287,9 @@ async fn transcripts_revealed(db: &TestDb) {
     }
     let page = site_page(&after_season, &format!("/matches/{spoken}/transcript"), 200).await;
     assert!(page.contains("<pre>FEINT</pre>"), "{page}");
+    // The second reader gets the page kept rendered: the same page.
+    let again = site_page(&after_season, &format!("/matches/{spoken}/transcript"), 200).await;
+    assert_eq!(again, page);
     let (status, body) = get(&never, &format!("/api/matches/{spoken}/transcript")).await;
     assert_eq!(status, 404, "{body}");
     assert!(error_of(&body).contains("never made public"), "{body}");

@@ -15,7 +15,8 @@ export DUEL_UPDATE_SCREENSHOTS=1
 # The transcript test starts the example endpoint bot (a binary of its own
 # package); `ladder` is built by the test run.
 FEATURES=duel-referee/jemalloc,duel-referee/s3
-cargo build -p duel-endpoint-bot --bin endpoint-bot
+# Built with the test run's features, so the two builds share their artifacts.
+cargo build -p duel-endpoint-bot -p duel-ladder-cli --features "$FEATURES" --bin endpoint-bot
 FILTER='test(a_person_browses_a_running_season) | test(an_owner_reads_the_reasoning_and_everyone_after_the_season)'
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run -p duel-ladder-cli --features "$FEATURES" --no-fail-fast -E "$FILTER"

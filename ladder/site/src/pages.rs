@@ -654,7 +654,7 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
                             tr {
                                 td { "v" (version.version) }
                                 td { (version.kind) }
-                                td { code { (version.digest) } }
+                                td { code title=(version.digest) { (short_digest(&version.digest)) } }
                                 td { (utc_text(version.created_ms)) }
                             }
                         }
@@ -663,6 +663,19 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
             }
         },
     )
+}
+
+/// A digest's first 12 hex digits (its algorithm kept): enough to tell
+/// versions apart, where the whole 71 characters made the table on a phone
+/// ten lines tall. The whole digest is the cell's title and in the JSON twin.
+fn short_digest(digest: &str) -> String {
+    const SHOWN_HEX_DIGITS: usize = 12;
+    let (algorithm, hex) = digest.split_once(':').unwrap_or(("", digest));
+    match hex.char_indices().nth(SHOWN_HEX_DIGITS) {
+        Some((cut, _)) if algorithm.is_empty() => format!("{}…", &hex[..cut]),
+        Some((cut, _)) => format!("{algorithm}:{}…", &hex[..cut]),
+        None => digest.to_owned(),
+    }
 }
 
 pub fn versus(page: &VersusPage, json_href: &str) -> Markup {
@@ -1205,6 +1218,17 @@ pub fn tv_page(page: &crate::tv::TvPage) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digest_is_shown_by_its_first_twelve_hex_digits() {
+        let digest = format!("sha256:{}", "0123456789abcdef".repeat(4));
+        assert_eq!(short_digest(&digest), "sha256:0123456789ab…");
+        assert_eq!(short_digest("0123456789abcdef"), "0123456789ab…");
+        assert_eq!(short_digest("sha256:abc"), "sha256:abc");
+        assert_eq!(short_digest(""), "");
+        // Whatever a stored digest holds, no cut falls inside a character.
+        assert_eq!(short_digest("x:ééééééééééééé"), "x:éééééééééééé…");
+    }
 
     #[test]
     fn an_empty_class_of_an_ended_season_does_not_say_yet() {

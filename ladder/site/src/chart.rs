@@ -127,15 +127,16 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, points: &[HistoryPoint]) -> D
     let pad = ((high - low) * 0.05).max(10.0);
     let (low, high) = (low - pad, high + pad);
     let count = points.len() as f64;
+    // Room for the tick labels as a phone sets them (site.css: 22 units, not
+    // 12). No axis names: plotters sets them by the drawn size, where the
+    // phone's larger ticks ran into them, and the caption says what is drawn.
     let mut chart = ChartBuilder::on(root)
         .margin(12)
-        .x_label_area_size(32)
-        .y_label_area_size(48)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
         .build_cartesian_2d(0.5..count + 0.5, low..high)?;
     chart
         .configure_mesh()
-        .x_desc("rated match")
-        .y_desc("rating")
         .x_labels(points.len().min(10))
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.0}"))

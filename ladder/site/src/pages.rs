@@ -603,7 +603,7 @@ pub fn bot(page: &BotPage, json_href: &str) -> Markup {
                         figure.chart {
                             (PreEscaped(svg))
                             figcaption {
-                                "Rating after each of its last " (page.history.len()) " rated matches; the band is ±RD. "
+                                "Its rating (up) after each of its last " (page.history.len()) " rated matches (across, oldest first); the band is ±RD. "
                                 "Solid lines: a new season; dashed: a new version. "
                                 "Between two matches the season's fit may move it too: a match page's rating change is its step here."
                             }

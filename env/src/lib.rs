@@ -8,6 +8,7 @@
 //! Layout (docs/areas/training.md shows it as a table): [`HEADER_FIELDS`], then
 //! [`TAPE_SLOTS`] tape entries of [`TAPE_FIELDS`] each, newest first.
 
+use duel_builtin::{BuiltinSpec, BuiltinStrategy, Strategy, strategy};
 use duel_rules::{
     Action, ExchangeStep, FighterState, MatchOver, MatchState, Observation, Ruleset, Side, Source,
     TapeEntry, TapeSide, WeightClass, Winner,
@@ -351,5 +352,63 @@ impl Duel {
     pub fn affordable(&self, side: Side) -> [bool; 6] {
         let stamina = self.state.fighter(side).stamina;
         ACTIONS.map(|action| self.ruleset().can_pay(action, stamina))
+    }
+}
+
+/// A match between one learner and a built-in fighter of the referee
+/// (`duel-builtin`, the code `referee local` plays): the single-agent env.
+#[derive(Clone, Debug)]
+pub struct Solo {
+    duel: Duel,
+    spec: BuiltinSpec,
+    opponent: BuiltinStrategy,
+    learner: Side,
+}
+
+impl Solo {
+    /// `learner` is the side the learner plays; the built-in plays the other.
+    pub fn new(duel: Duel, spec: BuiltinSpec, learner: Side) -> Solo {
+        let opponent = strategy(&spec, 0, learner.other());
+        Solo {
+            duel,
+            spec,
+            opponent,
+            learner,
+        }
+    }
+
+    /// Starts a new match. `seed` is the match seed: the built-in is made from
+    /// it exactly as the referee makes it for a match played with that seed
+    /// (only `builtin:random` draws from it).
+    pub fn reset(&mut self, match_id: &str, seed: u64) {
+        self.duel.reset(match_id);
+        self.opponent = strategy(&self.spec, seed, self.learner.other());
+    }
+
+    pub fn duel(&self) -> &Duel {
+        &self.duel
+    }
+
+    pub fn learner(&self) -> Side {
+        self.learner
+    }
+
+    pub fn spec(&self) -> &BuiltinSpec {
+        &self.spec
+    }
+
+    /// Plays one exchange: the learner's `action` against the built-in's
+    /// decision on its own observation (made before the exchange, as the
+    /// referee asks both fighters before resolving).
+    pub fn step(&mut self, action: Action) -> Result<Step, MatchOver> {
+        if self.duel.is_over() {
+            return Err(MatchOver);
+        }
+        let theirs = self
+            .opponent
+            .decide(&self.duel.observation(self.learner.other()));
+        let mut actions = [action; 2];
+        actions[self.learner.other().index()] = theirs;
+        self.duel.step(actions)
     }
 }

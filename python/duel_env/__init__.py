@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
@@ -31,6 +32,7 @@ from ._native import (
     WEIGHT_CLASSES,
     Duel,
     EngineError,
+    Solo,
     play_rules_directly,
 )
 from ._native import bounds as _bounds
@@ -47,11 +49,15 @@ __all__ = [
     "TAPE_SLOTS",
     "WEIGHT_CLASSES",
     "Duel",
+    "DuelGymEnv",
     "DuelParallelEnv",
+    "GYM_ID",
     "EngineError",
     "env",
+    "gym_env",
     "parallel_env",
     "play_rules_directly",
+    "Solo",
 ]
 
 AGENTS = ("a", "b")
@@ -67,6 +73,16 @@ MASK_MODES = ("affordable", "all")
 OBSERVATION_FIELDS = tuple(HEADER_FIELDS) + tuple(
     f"tape{slot}_{field}" for slot in range(TAPE_SLOTS) for field in TAPE_FIELDS
 )
+
+
+def _observation_space(ruleset: str, weight_class: str) -> spaces.Dict:
+    low, high = (np.frombuffer(raw, dtype="<f4") for raw in _bounds(ruleset, weight_class))
+    return spaces.Dict(
+        {
+            "observation": spaces.Box(low, high, dtype=np.float32),
+            "action_mask": spaces.Box(0, 1, shape=(len(ACTIONS),), dtype=np.int8),
+        }
+    )
 
 
 class DuelParallelEnv(ParallelEnv):
@@ -97,17 +113,8 @@ class DuelParallelEnv(ParallelEnv):
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
-        low, high = (np.frombuffer(raw, dtype="<f4") for raw in _bounds(ruleset, weight_class))
         # One space object per agent, so seeding one agent's does not move the other's.
-        self._observation_spaces = {
-            agent: spaces.Dict(
-                {
-                    "observation": spaces.Box(low, high, dtype=np.float32),
-                    "action_mask": spaces.Box(0, 1, shape=(len(ACTIONS),), dtype=np.int8),
-                }
-            )
-            for agent in AGENTS
-        }
+        self._observation_spaces = {agent: _observation_space(ruleset, weight_class) for agent in AGENTS}
         self._action_spaces = {agent: spaces.Discrete(len(ACTIONS)) for agent in AGENTS}
         self._seed: int | None = None
         self._matches = 0
@@ -120,7 +127,7 @@ class DuelParallelEnv(ParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         # The rules draw no random numbers: a match depends only on the actions.
-        # The seed names the match (and will seed built-in opponents).
+        # The seed names the match (in gym_env it also seeds the built-in opponent).
         if seed is not None:
             self._seed = int(seed)
             self._matches = 0
@@ -179,17 +186,105 @@ class DuelParallelEnv(ParallelEnv):
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
-        lines = []
-        for round_number, exchange, a, b in self._duel.tape():
-            sides = [
-                f"{ACTIONS[action]}{' (exhausted)' if exhausted else ''} took {damage}"
-                for action, exhausted, damage in (a, b)
-            ]
-            lines.append(f"round {round_number} exchange {exchange}: a {sides[0]}; b {sides[1]}")
-        return "\n".join(lines)
+        return _render_tape(self._duel.tape())
 
     def close(self) -> None:
         pass
+
+
+class DuelGymEnv(gymnasium.Env):
+    """A single-agent Gymnasium env: the learner plays one side ("a" unless
+    `learner="b"`) against a built-in fighter of the referee (`opponent`,
+    "builtin:counter", "builtin:random", "builtin:block" or
+    "builtin:script:JAB,HEAVY,…"), the same code `referee local` plays. The
+    observation, action mask and rewards are the Parallel env's, from the
+    learner's side. Each match is played with a seed drawn from the env's
+    `np_random`; it seeds the built-in as the referee's match seed does
+    (`info["match_seed"]` names it)."""
+
+    # render_fps: Gymnasium asks every env for one; "ansi" renders the tape as
+    # text, so the figure only paces a viewer that replays it.
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        opponent: str = "builtin:counter",
+        ruleset: str = "1.0.0",
+        weight_class: str = "middle",
+        round_reward: float = 0.5,
+        match_reward: float = 1.0,
+        action_mask: str = "affordable",
+        learner: str = "a",
+        render_mode: str | None = None,
+    ):
+        if action_mask not in MASK_MODES:
+            raise ValueError(f"unknown action_mask {action_mask!r} (expected 'affordable' or 'all')")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"unknown render_mode {render_mode!r} (expected None or 'ansi')")
+        self._solo = Solo(opponent, ruleset, weight_class, round_reward, match_reward, learner)
+        self._mask_all = action_mask == "all"
+        self.render_mode = render_mode
+        self.observation_space = _observation_space(ruleset, weight_class)
+        self.action_space = spaces.Discrete(len(ACTIONS))
+        self._started = False
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        # Below 2^53, the largest seed a replay's signature binds (SEED_MAX), so
+        # every match here is one `referee local --seed` can play too.
+        match_seed = int(self.np_random.integers(0, 2**53))
+        self._solo.reset(f"duel-env-{match_seed}", match_seed)
+        self._started = True
+        return self._observe(), {"match_seed": match_seed}
+
+    def step(self, action):
+        if not self._started:
+            raise RuntimeError("the match is not started: call reset() before step()")
+        reward, over, exhausted, theirs, round_verdict, match_verdict = self._solo.step(action)
+        info: dict[str, Any] = {"exhausted": exhausted, "opponent_action": theirs}
+        if round_verdict is not None:
+            info["round_winner"], info["round_by"] = round_verdict
+        if match_verdict is not None:
+            info["match_winner"], info["decided_by"] = match_verdict
+        return self._observe(), float(reward), over, False, info
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        vector = np.frombuffer(self._solo.observation(), dtype="<f4").astype(np.float32)
+        if self._mask_all:
+            mask = np.ones(len(ACTIONS), dtype=np.int8)
+        else:
+            mask = np.frombuffer(self._solo.affordable(), dtype=np.int8).copy()
+        return {"observation": vector, "action_mask": mask}
+
+    def tape(self):
+        """The match so far, fighter "a" first, as DuelParallelEnv.tape()."""
+        return self._solo.tape()
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return _render_tape(self._solo.tape())
+
+
+def _render_tape(tape) -> str:
+    lines = []
+    for round_number, exchange, a, b in tape:
+        sides = [
+            f"{ACTIONS[action]}{' (exhausted)' if exhausted else ''} took {damage}"
+            for action, exhausted, damage in (a, b)
+        ]
+        lines.append(f"round {round_number} exchange {exchange}: a {sides[0]}; b {sides[1]}")
+    return "\n".join(lines)
+
+
+def gym_env(**kwargs) -> DuelGymEnv:
+    """The single-agent env against a built-in; keyword arguments as DuelGymEnv's."""
+    return DuelGymEnv(**kwargs)
+
+
+#: `gymnasium.make(GYM_ID, opponent="builtin:counter")` makes a DuelGymEnv.
+GYM_ID = "duel_env/Duel-v0"
+gymnasium.register(id=GYM_ID, entry_point="duel_env:DuelGymEnv")
 
 
 def parallel_env(**kwargs) -> DuelParallelEnv:

@@ -1,6 +1,8 @@
 //! The extension module `duel_env._native`: the env's engine (`duel-env`, over
-//! the referee's own `duel-rules`) behind PyO3. The PettingZoo class lives in
-//! Python (`duel_env/__init__.py`) and calls this for every exchange.
+//! the referee's own `duel-rules` and `duel-builtin`) behind PyO3. The
+//! PettingZoo and Gymnasium classes live in Python (`duel_env/__init__.py`)
+//! and call this for every exchange: `Duel` for two learners, `Solo` for one
+//! against a built-in fighter.
 //!
 //! Every entry point runs inside [`guarded`]: a Rust panic becomes
 //! `duel_env.EngineError` (a one-line `RuntimeError`) instead of unwinding into
@@ -8,6 +10,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use duel_builtin::BuiltinSpec;
 use duel_env::{
     ACTIONS, HEADER_FIELDS, OBSERVATION_LEN, Rewards, TAPE_FIELDS, TAPE_SLOTS, action_from_index,
 };
@@ -65,6 +68,42 @@ fn parse_action(agent: &str, index: i64) -> PyResult<Action> {
                 "action {index} for agent {agent:?} is out of range (expected 0..=5: JAB, HEAVY, BLOCK, DODGE, FEINT, RECOVER)"
             ))
         })
+}
+
+fn parse_side(name: &str) -> PyResult<Side> {
+    Side::BOTH
+        .into_iter()
+        .find(|side| side.name() == name)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!("unknown side {name:?} (expected \"a\" or \"b\")"))
+        })
+}
+
+fn parse_opponent(spec: &str) -> PyResult<BuiltinSpec> {
+    BuiltinSpec::parse(spec).map_err(|error| {
+        // One line whatever the text holds: it is echoed back.
+        let shown: String = spec
+            .chars()
+            .take(80)
+            .collect::<String>()
+            .escape_debug()
+            .to_string();
+        PyValueError::new_err(format!(
+            "opponent \"{shown}\": {error} (this version plays built-in opponents only)"
+        ))
+    })
+}
+
+fn rewards(round_reward: f32, match_reward: f32) -> PyResult<Rewards> {
+    if !round_reward.is_finite() || !match_reward.is_finite() {
+        return Err(PyValueError::new_err(format!(
+            "rewards must be finite numbers (round_reward={round_reward}, match_reward={match_reward})"
+        )));
+    }
+    Ok(Rewards {
+        per_round: round_reward,
+        per_match: match_reward,
+    })
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
@@ -126,15 +165,7 @@ impl Duel {
         guarded(|| {
             let ruleset = parse_ruleset(ruleset)?;
             let class = parse_class(weight_class)?;
-            if !round_reward.is_finite() || !match_reward.is_finite() {
-                return Err(PyValueError::new_err(format!(
-                    "rewards must be finite numbers (round_reward={round_reward}, match_reward={match_reward})"
-                )));
-            }
-            let rewards = Rewards {
-                per_round: round_reward,
-                per_match: match_reward,
-            };
+            let rewards = rewards(round_reward, match_reward)?;
             Ok(Duel {
                 inner: duel_env::Duel::new(ruleset, class, rewards),
                 broken: false,
@@ -293,9 +324,139 @@ fn play_rules_directly(
     })
 }
 
+/// One match of a learner against a built-in fighter of the referee, the
+/// built-in deciding on its own observation each exchange.
+#[pyclass(module = "duel_env._native")]
+#[derive(Debug)]
+struct Solo {
+    inner: duel_env::Solo,
+    broken: bool,
+}
+
+#[pymethods]
+impl Solo {
+    #[new]
+    #[pyo3(signature = (opponent = "builtin:counter", ruleset = "1.0.0", weight_class = "middle", round_reward = 0.5, match_reward = 1.0, learner = "a"))]
+    fn new(
+        opponent: &str,
+        ruleset: &str,
+        weight_class: &str,
+        round_reward: f32,
+        match_reward: f32,
+        learner: &str,
+    ) -> PyResult<Solo> {
+        guarded(|| {
+            let duel = duel_env::Duel::new(
+                parse_ruleset(ruleset)?,
+                parse_class(weight_class)?,
+                rewards(round_reward, match_reward)?,
+            );
+            Ok(Solo {
+                inner: duel_env::Solo::new(duel, parse_opponent(opponent)?, parse_side(learner)?),
+                broken: false,
+            })
+        })
+    }
+
+    /// Starts a new match played with `seed` (the built-in's seed, as the
+    /// referee's match seed is).
+    fn reset(&mut self, match_id: &str, seed: u64) -> PyResult<()> {
+        let solo = &mut self.inner;
+        caught(|| {
+            solo.reset(match_id, seed);
+            Ok(())
+        })
+        .unwrap_or_else(Err)?;
+        self.broken = false;
+        Ok(())
+    }
+
+    /// Plays the learner's action against the built-in's. Returns (reward,
+    /// match_over, exhausted, the opponent's action number, round verdict or
+    /// None, match verdict or None), all from the learner's side.
+    #[allow(clippy::type_complexity)]
+    fn step(&mut self, action: i64) -> PyResult<(f32, bool, bool, usize, Verdict, Verdict)> {
+        if self.broken {
+            return Err(PyRuntimeError::new_err(
+                "this match was interrupted by an engine error: call reset() first",
+            ));
+        }
+        let learner = self.inner.learner();
+        let action = parse_action(learner.name(), action)?;
+        let solo = &mut self.inner;
+        caught(|| {
+            let step = solo.step(action).map_err(|_| {
+                PyRuntimeError::new_err("the match is over: call reset() before stepping again")
+            })?;
+            let exchange = step.exchange;
+            let mine = exchange.outcome.sides[learner.index()];
+            let theirs = exchange.outcome.sides[learner.other().index()];
+            Ok((
+                step.rewards[learner.index()],
+                exchange.match_result.is_some(),
+                mine.exhausted,
+                duel_env::action_index(theirs.action),
+                exchange
+                    .round_result
+                    .map(|round| (round.winner.name(), round.by.name())),
+                exchange
+                    .match_result
+                    .map(|result| (result.winner.name(), result.decided_by.name())),
+            ))
+        })
+        .unwrap_or_else(|panicked| {
+            self.broken = true;
+            Err(panicked)
+        })
+    }
+
+    /// The learner's observation vector, little-endian f32.
+    fn observation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = guarded(|| {
+            let mut out = [0.0_f32; OBSERVATION_LEN];
+            self.inner.duel().observe(self.inner.learner(), &mut out);
+            Ok(f32_bytes(&out))
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Which actions the learner can pay for, six 0/1 bytes.
+    fn affordable<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mask = guarded(|| {
+            Ok(self
+                .inner
+                .duel()
+                .affordable(self.inner.learner())
+                .map(u8::from))
+        })?;
+        Ok(PyBytes::new(py, &mask))
+    }
+
+    #[getter]
+    fn is_over(&self) -> bool {
+        self.inner.duel().is_over()
+    }
+
+    #[getter]
+    fn opponent(&self) -> String {
+        self.inner.spec().to_string()
+    }
+
+    #[getter]
+    fn learner(&self) -> &'static str {
+        self.inner.learner().name()
+    }
+
+    /// The tape so far, fighter `a` first, as `Duel.tape`.
+    fn tape(&self) -> PyResult<Vec<(u8, u8, PySide, PySide)>> {
+        guarded(|| Ok(self.inner.duel().tape().iter().map(tape_tuple).collect()))
+    }
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Duel>()?;
+    module.add_class::<Solo>()?;
     module.add_function(wrap_pyfunction!(bounds, module)?)?;
     module.add_function(wrap_pyfunction!(play_rules_directly, module)?)?;
     module.add("EngineError", module.py().get_type::<EngineError>())?;

@@ -28,6 +28,11 @@ else
   echo "cargo-nextest not found: running cargo test (slower)"
   cargo test --workspace --no-fail-fast --features "$SHIPPED"
 fi
+# The training env's Python package (python/), built and installed by
+# scripts/setup/python-env.sh above: PettingZoo's own API and seed tests, its
+# agreement with the rules crate and its errors, about 2 s.
+echo "== the training env: pytest python/tests"
+target/python-env/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 echo "== the default feature set: duel-replays without s3, the referee without jemalloc"
 cargo test -p duel-replays --lib --no-default-features --features store --quiet
 cargo check -p duel-referee --bins --quiet

@@ -15,9 +15,9 @@ const _: () = assert!(
     "a model call may take as long as the decision that makes it"
 );
 
-/// The longest `builtin:script:` list accepted; a match has at most 36 decisions,
-/// so longer scripts only waste memory.
-pub const MAX_SCRIPT_ACTIONS: usize = 1_000;
+/// The longest `builtin:script:` list accepted (defined beside the built-in
+/// strategies, in `duel-builtin`).
+pub use duel_builtin::MAX_SCRIPT_ACTIONS;
 
 /// The longest bot spec accepted on the command line or in config, in bytes.
 pub const MAX_SPEC_BYTES: usize = 4_096;
@@ -26,8 +26,8 @@ pub const MAX_SPEC_BYTES: usize = 4_096;
 /// cut so a misbehaving bot cannot bloat the public record.
 pub const MAX_REASON_BYTES: usize = 200;
 
-/// How many recent opponent actions `builtin:counter` weighs (older ones count 1).
-pub const COUNTER_MEMORY_EXCHANGES: i64 = 12;
+/// How many recent opponent actions `builtin:counter` weighs (`duel-builtin`).
+pub use duel_builtin::COUNTER_MEMORY_EXCHANGES;
 /// The shortest wall clock a match may be configured with (tests and benches use
 /// short clocks; below this, scheduling noise alone would time bots out).
 pub const MIN_WALL_CLOCK: Duration = Duration::from_millis(1);

@@ -1,15 +1,15 @@
 //! Bot specs: `builtin:NAME[:ARGS]`, `path/to/bot.wasm`, `grpc://host:port`
 //! (`grpcs://` over TLS).
 
+use sha2::{Digest, Sha256};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use duel_rules::Action;
-use sha2::{Digest, Sha256};
 
 use crate::error::MatchError;
-use crate::limits::{MAX_SCRIPT_ACTIONS, MAX_SPEC_BYTES};
+use crate::limits::MAX_SPEC_BYTES;
+
+/// The built-in bots and their specs (`builtin:NAME[:ARGS]`) are `duel-builtin`'s.
+pub use duel_builtin::{BUILTIN_HELP, BuiltinSpec};
 
 /// A parsed bot spec (DESIGN.md "Bot specs").
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,42 +20,6 @@ pub enum BotSpec {
     /// A remote endpoint implementing `duel.v1.Bot` (`grpc://`, `http://`; over
     /// TLS `grpcs://`, `https://`).
     Endpoint(String),
-}
-
-/// The built-in bots.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BuiltinSpec {
-    /// The fallback policy: always BLOCK.
-    Block,
-    /// Seeded, uniform over the actions it can pay for.
-    Random,
-    /// Plays the list, cycling over the match's decisions (shared, never empty).
-    Script(Arc<[Action]>),
-    /// Reads the tape and counters the opponent's habits.
-    Counter,
-}
-
-/// The built-in bots, as error messages list them.
-pub const BUILTIN_HELP: &str = "block, random, script:JAB,HEAVY,…, counter";
-
-impl fmt::Display for BuiltinSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BuiltinSpec::Block => f.write_str("builtin:block"),
-            BuiltinSpec::Random => f.write_str("builtin:random"),
-            BuiltinSpec::Counter => f.write_str("builtin:counter"),
-            BuiltinSpec::Script(actions) => {
-                f.write_str("builtin:script:")?;
-                for (position, action) in actions.iter().enumerate() {
-                    if position > 0 {
-                        f.write_str(",")?;
-                    }
-                    f.write_str(action.name())?;
-                }
-                Ok(())
-            }
-        }
-    }
 }
 
 impl fmt::Display for BotSpec {
@@ -80,8 +44,10 @@ impl BotSpec {
                 text.len()
             )));
         }
-        if let Some(rest) = text.strip_prefix("builtin:") {
-            return BuiltinSpec::parse(text, rest).map(BotSpec::Builtin);
+        if text.starts_with("builtin:") {
+            return BuiltinSpec::parse(text)
+                .map(BotSpec::Builtin)
+                .map_err(|error| spec_error(text, error));
         }
         if let Some((scheme, rest)) = endpoint_scheme(text) {
             check_endpoint_address(text, scheme, rest)?;
@@ -190,57 +156,6 @@ fn check_endpoint_address(
     }
 }
 
-impl BuiltinSpec {
-    fn parse(text: &str, rest: &str) -> Result<BuiltinSpec, MatchError> {
-        let (name, args) = match rest.split_once(':') {
-            Some((name, args)) => (name, Some(args)),
-            None => (rest, None),
-        };
-        let no_args = |spec: BuiltinSpec| match args {
-            None => Ok(spec),
-            Some(_) => Err(spec_error(
-                text,
-                format!("builtin:{name} takes no arguments"),
-            )),
-        };
-        match name {
-            "block" => no_args(BuiltinSpec::Block),
-            "random" => no_args(BuiltinSpec::Random),
-            "counter" => no_args(BuiltinSpec::Counter),
-            "script" => {
-                let args = args.unwrap_or("");
-                if args.trim().is_empty() {
-                    return Err(spec_error(
-                        text,
-                        "empty script: list actions, e.g. builtin:script:JAB,HEAVY,FEINT",
-                    ));
-                }
-                let actions = args
-                    .split(',')
-                    .map(|item| {
-                        item.parse::<Action>()
-                            .map_err(|error| spec_error(text, error))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                if actions.len() > MAX_SCRIPT_ACTIONS {
-                    return Err(spec_error(
-                        text,
-                        format!(
-                            "script has {} actions, more than {MAX_SCRIPT_ACTIONS}",
-                            actions.len()
-                        ),
-                    ));
-                }
-                Ok(BuiltinSpec::Script(actions.into()))
-            }
-            other => Err(spec_error(
-                text,
-                format!("unknown built-in bot {other:?} (available: {BUILTIN_HELP})"),
-            )),
-        }
-    }
-}
-
 /// `sha256:` and the lowercase hex digest of `bytes`.
 pub fn sha256_digest(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -256,6 +171,8 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use duel_rules::Action;
+
     use super::*;
 
     #[test]

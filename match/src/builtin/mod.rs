@@ -1,117 +1,20 @@
 //! Native bots shipped in the referee. Each sees exactly the observation a real bot
 //! would see, and each is a pure function of that observation, the match seed and
 //! its side, so a replay can re-run it (see [`crate::verify`]).
-
-mod counter;
-mod rng;
-
-use std::sync::Arc;
+//!
+//! The strategies themselves live in `duel-builtin` (shared with the training
+//! env); this module puts them behind the engine's [`Bot`] seam and names them
+//! in replays.
 
 use duel_replays::{FighterInfo, FighterKind};
-use duel_rules::{Action, Observation, Side};
+use duel_rules::{Observation, Side};
 
-pub use counter::Counter;
-pub use rng::SplitMix64;
+pub use duel_builtin::{
+    AlwaysBlock, BuiltinStrategy, Counter, Random, Script, SplitMix64, Strategy, strategy,
+};
 
 use crate::bot::{Bot, Decision, DecisionFuture};
 use crate::spec::BuiltinSpec;
-
-/// A synchronous built-in decision procedure. The bare runner calls it directly;
-/// [`BuiltinBot`] puts it behind the async [`Bot`] seam.
-pub trait Strategy: Send {
-    fn decide(&mut self, observation: &Observation<'_>) -> Action;
-}
-
-/// `builtin:block`: the fallback policy, always BLOCK.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AlwaysBlock;
-
-impl Strategy for AlwaysBlock {
-    fn decide(&mut self, observation: &Observation<'_>) -> Action {
-        observation.ruleset.fallback_action()
-    }
-}
-
-/// `builtin:random`: uniform over the actions it can pay for, seeded.
-#[derive(Clone, Debug)]
-pub struct Random {
-    rng: SplitMix64,
-}
-
-impl Random {
-    pub fn new(seed: u64, side: Side) -> Random {
-        Random {
-            rng: SplitMix64::for_fighter(seed, side),
-        }
-    }
-}
-
-impl Strategy for Random {
-    fn decide(&mut self, observation: &Observation<'_>) -> Action {
-        let mut affordable = [Action::Block; 6];
-        let mut count = 0;
-        for action in Action::ALL {
-            if observation.can_pay(action) {
-                affordable[count] = action;
-                count += 1;
-            }
-        }
-        // BLOCK and RECOVER are always payable, so count >= 2.
-        affordable[self.rng.below(count as u64) as usize]
-    }
-}
-
-/// `builtin:script:A,B,…`: the i-th decision of the match (from 0, across rounds)
-/// plays item i mod len.
-#[derive(Clone, Debug)]
-pub struct Script {
-    actions: Arc<[Action]>,
-}
-
-impl Script {
-    /// `actions` must not be empty (the spec parser guarantees it).
-    pub fn new(actions: Arc<[Action]>) -> Script {
-        assert!(!actions.is_empty(), "a script needs at least one action");
-        Script { actions }
-    }
-}
-
-impl Strategy for Script {
-    fn decide(&mut self, observation: &Observation<'_>) -> Action {
-        self.actions[observation.decision_index() % self.actions.len()]
-    }
-}
-
-/// Any built-in strategy, dispatched without boxing (the tournament hot path).
-#[derive(Clone, Debug)]
-pub enum BuiltinStrategy {
-    Block(AlwaysBlock),
-    Random(Random),
-    Script(Script),
-    Counter(Counter),
-}
-
-impl Strategy for BuiltinStrategy {
-    fn decide(&mut self, observation: &Observation<'_>) -> Action {
-        match self {
-            BuiltinStrategy::Block(strategy) => strategy.decide(observation),
-            BuiltinStrategy::Random(strategy) => strategy.decide(observation),
-            BuiltinStrategy::Script(strategy) => strategy.decide(observation),
-            BuiltinStrategy::Counter(strategy) => strategy.decide(observation),
-        }
-    }
-}
-
-/// Builds the strategy a built-in spec names, for fighter `side` of a match
-/// played with `seed`.
-pub fn strategy(spec: &BuiltinSpec, seed: u64, side: Side) -> BuiltinStrategy {
-    match spec {
-        BuiltinSpec::Block => BuiltinStrategy::Block(AlwaysBlock),
-        BuiltinSpec::Random => BuiltinStrategy::Random(Random::new(seed, side)),
-        BuiltinSpec::Script(actions) => BuiltinStrategy::Script(Script::new(Arc::clone(actions))),
-        BuiltinSpec::Counter => BuiltinStrategy::Counter(Counter),
-    }
-}
 
 /// A built-in spec with its replay header computed once, for runners that play
 /// it many times.

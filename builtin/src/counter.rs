@@ -4,7 +4,7 @@
 use duel_rules::{Action, Observation};
 
 use super::Strategy;
-use crate::limits::COUNTER_MEMORY_EXCHANGES;
+use crate::COUNTER_MEMORY_EXCHANGES;
 
 /// Predicts from two habits, in integer arithmetic so it re-runs bit for bit:
 /// how often the opponent plays each action (recent exchanges weigh more), and

@@ -1,0 +1,297 @@
+"""The duel's training environment: the referee's own rules engine (the Rust
+crate duel-rules, through duel-env) behind PettingZoo's Parallel API.
+
+    import duel_env
+    env = duel_env.parallel_env(weight_class="middle")
+    observations, infos = env.reset(seed=1)
+    while env.agents:
+        actions = {agent: policy(observations[agent]) for agent in env.agents}
+        observations, rewards, terminations, truncations, infos = env.step(actions)
+
+docs/areas/training.md describes the observation, the action mask and the
+rewards; `OBSERVATION_FIELDS` names every number of the observation vector.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from ._native import (
+    ACTIONS,
+    HEADER_FIELDS,
+    OBSERVATION_LEN,
+    RULESETS,
+    TAPE_FIELDS,
+    TAPE_SLOTS,
+    WEIGHT_CLASSES,
+    Duel,
+    EngineError,
+    Solo,
+    play_rules_directly,
+)
+from ._native import bounds as _bounds
+
+__all__ = [
+    "ACTIONS",
+    "AGENTS",
+    "HEADER_FIELDS",
+    "MASK_MODES",
+    "OBSERVATION_FIELDS",
+    "OBSERVATION_LEN",
+    "RULESETS",
+    "TAPE_FIELDS",
+    "TAPE_SLOTS",
+    "WEIGHT_CLASSES",
+    "Duel",
+    "DuelGymEnv",
+    "DuelParallelEnv",
+    "GYM_ID",
+    "EngineError",
+    "env",
+    "gym_env",
+    "parallel_env",
+    "play_rules_directly",
+    "Solo",
+]
+
+AGENTS = ("a", "b")
+
+#: "affordable": the mask marks what the fighter can pay for now (a policy that
+#: samples within it never performs EXHAUSTED); "all": every action is marked,
+#: so a masked learner meets EXHAUSTED and learns its cost. In both modes an
+#: unaffordable action is accepted and played as the rules play it: EXHAUSTED.
+MASK_MODES = ("affordable", "all")
+
+#: The name of every number of the observation vector, in order: the header,
+#: then the tape's slots, newest first ("tape0_you_action" is the last exchange's).
+OBSERVATION_FIELDS = tuple(HEADER_FIELDS) + tuple(
+    f"tape{slot}_{field}" for slot in range(TAPE_SLOTS) for field in TAPE_FIELDS
+)
+
+
+def _observation_space(ruleset: str, weight_class: str) -> spaces.Dict:
+    low, high = (np.frombuffer(raw, dtype="<f4") for raw in _bounds(ruleset, weight_class))
+    return spaces.Dict(
+        {
+            "observation": spaces.Box(low, high, dtype=np.float32),
+            "action_mask": spaces.Box(0, 1, shape=(len(ACTIONS),), dtype=np.int8),
+        }
+    )
+
+
+class DuelParallelEnv(ParallelEnv):
+    """One Ruleset 1.0.0 match at a time between agents "a" and "b", both acting
+    every exchange. Rewards are zero-sum: `round_reward` to the winner of a
+    round (minus it to the loser) on the exchange that ends the round, and
+    `match_reward` on top on the exchange that ends the match. A match always
+    ends within 36 exchanges, so episodes terminate and are never truncated."""
+
+    metadata = {"name": "duel_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(
+        self,
+        ruleset: str = "1.0.0",
+        weight_class: str = "middle",
+        round_reward: float = 0.5,
+        match_reward: float = 1.0,
+        action_mask: str = "affordable",
+        render_mode: str | None = None,
+    ):
+        if action_mask not in MASK_MODES:
+            raise ValueError(f"unknown action_mask {action_mask!r} (expected 'affordable' or 'all')")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"unknown render_mode {render_mode!r} (expected None or 'ansi')")
+        # The engine checks the ruleset and the class (ValueError, one line).
+        self._duel = Duel(ruleset, weight_class, round_reward, match_reward)
+        self._mask_all = action_mask == "all"
+        self.render_mode = render_mode
+        self.possible_agents = list(AGENTS)
+        self.agents: list[str] = []
+        # One space object per agent, so seeding one agent's does not move the other's.
+        self._observation_spaces = {agent: _observation_space(ruleset, weight_class) for agent in AGENTS}
+        self._action_spaces = {agent: spaces.Discrete(len(ACTIONS)) for agent in AGENTS}
+        self._seed: int | None = None
+        self._matches = 0
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        # The rules draw no random numbers: a match depends only on the actions.
+        # The seed names the match (in gym_env it also seeds the built-in opponent).
+        if seed is not None:
+            self._seed = int(seed)
+            self._matches = 0
+        self._matches += 1
+        self._duel.reset(f"duel-env-{self._seed}-{self._matches}")
+        self.agents = list(self.possible_agents)
+        return self._observe(), {agent: {} for agent in self.agents}
+
+    def step(self, actions: dict[str, Any]):
+        if not self.agents:
+            raise RuntimeError("the match is over (or not started): call reset() before step()")
+        unknown = sorted(set(actions) - set(self.agents), key=str)
+        missing = [agent for agent in self.agents if agent not in actions]
+        if unknown or missing:
+            raise ValueError(
+                f"step needs one action for each of {self.agents}: missing {missing}, unknown {unknown}"
+            )
+        rewards, over, exhausted, round_verdict, match_verdict = self._duel.step(
+            actions["a"], actions["b"]
+        )
+        observations = self._observe()
+        infos: dict[str, dict[str, Any]] = {}
+        for index, agent in enumerate(AGENTS):
+            info: dict[str, Any] = {"exhausted": exhausted[index]}
+            if round_verdict is not None:
+                info["round_winner"], info["round_by"] = round_verdict
+            if match_verdict is not None:
+                info["match_winner"], info["decided_by"] = match_verdict
+            infos[agent] = info
+        rewards_by_agent = {agent: float(rewards[index]) for index, agent in enumerate(AGENTS)}
+        terminations = {agent: over for agent in AGENTS}
+        truncations = {agent: False for agent in AGENTS}
+        if over:
+            self.agents = []
+        return observations, rewards_by_agent, terminations, truncations, infos
+
+    def _observe(self) -> dict[str, dict[str, np.ndarray]]:
+        vectors = np.frombuffer(self._duel.observations(), dtype="<f4").reshape(2, OBSERVATION_LEN)
+        if self._mask_all:
+            masks = np.ones((2, len(ACTIONS)), dtype=np.int8)
+        else:
+            masks = np.frombuffer(self._duel.affordable(), dtype=np.int8).reshape(2, len(ACTIONS))
+        return {
+            agent: {
+                "observation": vectors[index].astype(np.float32),
+                "action_mask": masks[index].copy(),
+            }
+            for index, agent in enumerate(AGENTS)
+        }
+
+    def tape(self):
+        """The match so far: (round, exchange, (action, exhausted, damage taken)
+        of "a", the same of "b") per exchange."""
+        return self._duel.tape()
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return _render_tape(self._duel.tape())
+
+    def close(self) -> None:
+        pass
+
+
+class DuelGymEnv(gymnasium.Env):
+    """A single-agent Gymnasium env: the learner plays one side ("a" unless
+    `learner="b"`) against a built-in fighter of the referee (`opponent`,
+    "builtin:counter", "builtin:random", "builtin:block" or
+    "builtin:script:JAB,HEAVY,…"), the same code `referee local` plays. The
+    observation, action mask and rewards are the Parallel env's, from the
+    learner's side. Each match is played with a seed drawn from the env's
+    `np_random`; it seeds the built-in as the referee's match seed does
+    (`info["match_seed"]` names it)."""
+
+    # render_fps: Gymnasium asks every env for one; "ansi" renders the tape as
+    # text, so the figure only paces a viewer that replays it.
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        opponent: str = "builtin:counter",
+        ruleset: str = "1.0.0",
+        weight_class: str = "middle",
+        round_reward: float = 0.5,
+        match_reward: float = 1.0,
+        action_mask: str = "affordable",
+        learner: str = "a",
+        render_mode: str | None = None,
+    ):
+        if action_mask not in MASK_MODES:
+            raise ValueError(f"unknown action_mask {action_mask!r} (expected 'affordable' or 'all')")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"unknown render_mode {render_mode!r} (expected None or 'ansi')")
+        self._solo = Solo(opponent, ruleset, weight_class, round_reward, match_reward, learner)
+        self._mask_all = action_mask == "all"
+        self.render_mode = render_mode
+        self.observation_space = _observation_space(ruleset, weight_class)
+        self.action_space = spaces.Discrete(len(ACTIONS))
+        self._started = False
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        # Below 2^53, the largest seed a replay's signature binds (SEED_MAX), so
+        # every match here is one `referee local --seed` can play too.
+        match_seed = int(self.np_random.integers(0, 2**53))
+        self._solo.reset(f"duel-env-{match_seed}", match_seed)
+        self._started = True
+        return self._observe(), {"match_seed": match_seed}
+
+    def step(self, action):
+        if not self._started:
+            raise RuntimeError("the match is not started: call reset() before step()")
+        reward, over, exhausted, theirs, round_verdict, match_verdict = self._solo.step(action)
+        info: dict[str, Any] = {"exhausted": exhausted, "opponent_action": theirs}
+        if round_verdict is not None:
+            info["round_winner"], info["round_by"] = round_verdict
+        if match_verdict is not None:
+            info["match_winner"], info["decided_by"] = match_verdict
+        return self._observe(), float(reward), over, False, info
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        vector = np.frombuffer(self._solo.observation(), dtype="<f4").astype(np.float32)
+        if self._mask_all:
+            mask = np.ones(len(ACTIONS), dtype=np.int8)
+        else:
+            mask = np.frombuffer(self._solo.affordable(), dtype=np.int8).copy()
+        return {"observation": vector, "action_mask": mask}
+
+    def tape(self):
+        """The match so far, fighter "a" first, as DuelParallelEnv.tape()."""
+        return self._solo.tape()
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return _render_tape(self._solo.tape())
+
+
+def _render_tape(tape) -> str:
+    lines = []
+    for round_number, exchange, a, b in tape:
+        sides = [
+            f"{ACTIONS[action]}{' (exhausted)' if exhausted else ''} took {damage}"
+            for action, exhausted, damage in (a, b)
+        ]
+        lines.append(f"round {round_number} exchange {exchange}: a {sides[0]}; b {sides[1]}")
+    return "\n".join(lines)
+
+
+def gym_env(**kwargs) -> DuelGymEnv:
+    """The single-agent env against a built-in; keyword arguments as DuelGymEnv's."""
+    return DuelGymEnv(**kwargs)
+
+
+#: `gymnasium.make(GYM_ID, opponent="builtin:counter")` makes a DuelGymEnv.
+GYM_ID = "duel_env/Duel-v0"
+gymnasium.register(id=GYM_ID, entry_point="duel_env:DuelGymEnv")
+
+
+def parallel_env(**kwargs) -> DuelParallelEnv:
+    """The Parallel API env; keyword arguments as DuelParallelEnv's."""
+    return DuelParallelEnv(**kwargs)
+
+
+def env(**kwargs):
+    """The same env behind PettingZoo's AEC API (one agent at a time)."""
+    return parallel_to_aec(parallel_env(**kwargs))

@@ -1,0 +1,474 @@
+//! The extension module `duel_env._native`: the env's engine (`duel-env`, over
+//! the referee's own `duel-rules` and `duel-builtin`) behind PyO3. The
+//! PettingZoo and Gymnasium classes live in Python (`duel_env/__init__.py`)
+//! and call this for every exchange: `Duel` for two learners, `Solo` for one
+//! against a built-in fighter.
+//!
+//! Every entry point runs inside [`guarded`]: a Rust panic becomes
+//! `duel_env.EngineError` (a one-line `RuntimeError`) instead of unwinding into
+//! the interpreter, and the match that panicked refuses to step until reset.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use duel_builtin::BuiltinSpec;
+use duel_env::{
+    ACTIONS, HEADER_FIELDS, OBSERVATION_LEN, Rewards, TAPE_FIELDS, TAPE_SLOTS, action_from_index,
+};
+use duel_rules::{Action, MatchState, Ruleset, Side, TapeEntry, WeightClass};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+create_exception!(
+    _native,
+    EngineError,
+    PyRuntimeError,
+    "A bug in the engine (a Rust panic), reported instead of crossing into Python."
+);
+
+/// Runs `body`; a panic comes back as the outer `Err`, an `EngineError` with
+/// the panic's message on one line.
+fn caught<T>(body: impl FnOnce() -> PyResult<T>) -> Result<PyResult<T>, PyErr> {
+    // AssertUnwindSafe: after a panic a match is marked broken (see
+    // `Duel::guarded_mut`), so no half-updated state is ever used as valid.
+    catch_unwind(AssertUnwindSafe(body)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        EngineError::new_err(format!(
+            "internal error in the duel engine (a bug, please report it): {line}"
+        ))
+    })
+}
+
+/// [`caught`] with both errors as one.
+fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    caught(body).unwrap_or_else(Err)
+}
+
+fn parse_ruleset(version: &str) -> PyResult<Ruleset> {
+    Ruleset::from_version(version).map_err(|error| PyValueError::new_err(error.to_string()))
+}
+
+fn parse_class(name: &str) -> PyResult<WeightClass> {
+    name.parse::<WeightClass>()
+        .map_err(|error| PyValueError::new_err(error.to_string()))
+}
+
+fn parse_action(agent: &str, index: i64) -> PyResult<Action> {
+    usize::try_from(index)
+        .ok()
+        .and_then(action_from_index)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "action {index} for agent {agent:?} is out of range (expected 0..=5: JAB, HEAVY, BLOCK, DODGE, FEINT, RECOVER)"
+            ))
+        })
+}
+
+fn parse_side(name: &str) -> PyResult<Side> {
+    Side::BOTH
+        .into_iter()
+        .find(|side| side.name() == name)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!("unknown side {name:?} (expected \"a\" or \"b\")"))
+        })
+}
+
+fn parse_opponent(spec: &str) -> PyResult<BuiltinSpec> {
+    BuiltinSpec::parse(spec).map_err(|error| {
+        // One line whatever the text holds: it is echoed back.
+        let shown: String = spec
+            .chars()
+            .take(80)
+            .collect::<String>()
+            .escape_debug()
+            .to_string();
+        PyValueError::new_err(format!(
+            "opponent \"{shown}\": {error} (this version plays built-in opponents only)"
+        ))
+    })
+}
+
+fn rewards(round_reward: f32, match_reward: f32) -> PyResult<Rewards> {
+    if !round_reward.is_finite() || !match_reward.is_finite() {
+        return Err(PyValueError::new_err(format!(
+            "rewards must be finite numbers (round_reward={round_reward}, match_reward={match_reward})"
+        )));
+    }
+    Ok(Rewards {
+        per_round: round_reward,
+        per_match: match_reward,
+    })
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|value| value.to_le_bytes())
+        .collect()
+}
+
+/// A round's or a match's result as Python sees it: (winner, how).
+type Verdict = Option<(&'static str, &'static str)>;
+
+/// One side of a tape entry: (action number, exhausted, damage taken).
+type PySide = (usize, bool, i32);
+
+fn tape_tuple(entry: &TapeEntry) -> (u8, u8, PySide, PySide) {
+    let side = |index: usize| {
+        let side = entry.sides[index];
+        (
+            duel_env::action_index(side.action),
+            side.exhausted,
+            side.damage_taken,
+        )
+    };
+    (entry.round, entry.exchange, side(0), side(1))
+}
+
+/// One match between two learners, stepped with both actions at once.
+#[pyclass(module = "duel_env._native")]
+#[derive(Debug)]
+struct Duel {
+    inner: duel_env::Duel,
+    /// A panic interrupted this match: it steps again only after a reset.
+    broken: bool,
+}
+
+impl Duel {
+    fn guarded_mut<T>(
+        &mut self,
+        body: impl FnOnce(&mut duel_env::Duel) -> PyResult<T>,
+    ) -> PyResult<T> {
+        caught(|| body(&mut self.inner)).unwrap_or_else(|panicked| {
+            self.broken = true;
+            Err(panicked)
+        })
+    }
+}
+
+#[pymethods]
+impl Duel {
+    #[new]
+    #[pyo3(signature = (ruleset = "1.0.0", weight_class = "middle", round_reward = 0.5, match_reward = 1.0))]
+    fn new(
+        ruleset: &str,
+        weight_class: &str,
+        round_reward: f32,
+        match_reward: f32,
+    ) -> PyResult<Duel> {
+        guarded(|| {
+            let ruleset = parse_ruleset(ruleset)?;
+            let class = parse_class(weight_class)?;
+            let rewards = rewards(round_reward, match_reward)?;
+            Ok(Duel {
+                inner: duel_env::Duel::new(ruleset, class, rewards),
+                broken: false,
+            })
+        })
+    }
+
+    /// Starts a new match; `match_id` is what the fighters' observations name it.
+    fn reset(&mut self, match_id: &str) -> PyResult<()> {
+        self.guarded_mut(|duel| {
+            duel.reset(match_id);
+            Ok(())
+        })?;
+        self.broken = false;
+        Ok(())
+    }
+
+    /// Plays one exchange. Returns ((reward_a, reward_b), match_over,
+    /// (exhausted_a, exhausted_b), round verdict or None, match verdict or None).
+    #[allow(clippy::type_complexity)]
+    fn step(
+        &mut self,
+        a: i64,
+        b: i64,
+    ) -> PyResult<((f32, f32), bool, (bool, bool), Verdict, Verdict)> {
+        if self.broken {
+            return Err(PyRuntimeError::new_err(
+                "this match was interrupted by an engine error: call reset() first",
+            ));
+        }
+        let actions = [parse_action("a", a)?, parse_action("b", b)?];
+        self.guarded_mut(|duel| {
+            let step = duel.step(actions).map_err(|_| {
+                PyRuntimeError::new_err("the match is over: call reset() before stepping again")
+            })?;
+            let exchange = step.exchange;
+            let sides = exchange.outcome.sides;
+            Ok((
+                (step.rewards[0], step.rewards[1]),
+                exchange.match_result.is_some(),
+                (sides[0].exhausted, sides[1].exhausted),
+                exchange
+                    .round_result
+                    .map(|round| (round.winner.name(), round.by.name())),
+                exchange
+                    .match_result
+                    .map(|result| (result.winner.name(), result.decided_by.name())),
+            ))
+        })
+    }
+
+    /// Both fighters' observation vectors, `a` then `b`, as little-endian f32.
+    fn observations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = guarded(|| {
+            let mut both = [0.0_f32; 2 * OBSERVATION_LEN];
+            let (a, b) = both.split_at_mut(OBSERVATION_LEN);
+            let a: &mut [f32; OBSERVATION_LEN] = a.try_into().expect("half of 2 * OBSERVATION_LEN");
+            let b: &mut [f32; OBSERVATION_LEN] = b.try_into().expect("half of 2 * OBSERVATION_LEN");
+            self.inner.observe(Side::A, a);
+            self.inner.observe(Side::B, b);
+            Ok(f32_bytes(&both))
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Which actions each fighter can pay for, `a`'s six then `b`'s, as 0/1 bytes.
+    fn affordable<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = guarded(|| {
+            let mut mask = [0_u8; 12];
+            for (index, side) in Side::BOTH.into_iter().enumerate() {
+                for (slot, can) in self.inner.affordable(side).into_iter().enumerate() {
+                    mask[index * 6 + slot] = u8::from(can);
+                }
+            }
+            Ok(mask)
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    #[getter]
+    fn is_over(&self) -> bool {
+        self.inner.is_over()
+    }
+
+    #[getter]
+    fn ruleset(&self) -> &'static str {
+        self.inner.ruleset().version()
+    }
+
+    #[getter]
+    fn weight_class(&self) -> &'static str {
+        self.inner.class().name()
+    }
+
+    /// The tape so far: (round, exchange, (action, exhausted, damage taken) of
+    /// `a`, the same of `b`).
+    fn tape(&self) -> PyResult<Vec<(u8, u8, PySide, PySide)>> {
+        guarded(|| Ok(self.inner.tape().iter().map(tape_tuple).collect()))
+    }
+
+    /// Exists only so the tests can prove a panic inside the engine reaches
+    /// Python as `EngineError` and leaves this match refusing to step until reset.
+    fn _panic_for_test(&mut self, message: &str) -> PyResult<()> {
+        self.guarded_mut(|_| panic!("{message}"))
+    }
+}
+
+/// The observation's bounds under `ruleset` and `weight_class`: (low, high),
+/// each OBSERVATION_LEN little-endian f32.
+#[pyfunction]
+#[pyo3(signature = (ruleset = "1.0.0", weight_class = "middle"))]
+fn bounds<'py>(
+    py: Python<'py>,
+    ruleset: &str,
+    weight_class: &str,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let [low, high] = guarded(|| {
+        Ok(duel_env::bounds(
+            parse_ruleset(ruleset)?,
+            parse_class(weight_class)?,
+        ))
+    })?;
+    Ok((
+        PyBytes::new(py, &f32_bytes(&low)),
+        PyBytes::new(py, &f32_bytes(&high)),
+    ))
+}
+
+/// Plays `actions` ((a, b) action numbers per exchange) on the rules crate's
+/// `MatchState` directly, without the env, and returns its tape: what the
+/// tests compare the env's tape with.
+#[pyfunction]
+#[pyo3(signature = (actions, ruleset = "1.0.0"))]
+fn play_rules_directly(
+    actions: Vec<(i64, i64)>,
+    ruleset: &str,
+) -> PyResult<Vec<(u8, u8, PySide, PySide)>> {
+    guarded(|| {
+        let mut state = MatchState::new(parse_ruleset(ruleset)?);
+        let mut tape = Vec::with_capacity(actions.len());
+        for (a, b) in actions {
+            let step = state
+                .play_exchange([parse_action("a", a)?, parse_action("b", b)?])
+                .map_err(|_| PyValueError::new_err("more exchanges than the match lasted"))?;
+            let sides = step.outcome.sides;
+            let side = |index: usize| {
+                (
+                    duel_env::action_index(sides[index].action),
+                    sides[index].exhausted,
+                    sides[index].damage_taken,
+                )
+            };
+            tape.push((step.round, step.exchange, side(0), side(1)));
+        }
+        Ok(tape)
+    })
+}
+
+/// One match of a learner against a built-in fighter of the referee, the
+/// built-in deciding on its own observation each exchange.
+#[pyclass(module = "duel_env._native")]
+#[derive(Debug)]
+struct Solo {
+    inner: duel_env::Solo,
+    broken: bool,
+}
+
+#[pymethods]
+impl Solo {
+    #[new]
+    #[pyo3(signature = (opponent = "builtin:counter", ruleset = "1.0.0", weight_class = "middle", round_reward = 0.5, match_reward = 1.0, learner = "a"))]
+    fn new(
+        opponent: &str,
+        ruleset: &str,
+        weight_class: &str,
+        round_reward: f32,
+        match_reward: f32,
+        learner: &str,
+    ) -> PyResult<Solo> {
+        guarded(|| {
+            let duel = duel_env::Duel::new(
+                parse_ruleset(ruleset)?,
+                parse_class(weight_class)?,
+                rewards(round_reward, match_reward)?,
+            );
+            Ok(Solo {
+                inner: duel_env::Solo::new(duel, parse_opponent(opponent)?, parse_side(learner)?),
+                broken: false,
+            })
+        })
+    }
+
+    /// Starts a new match played with `seed` (the built-in's seed, as the
+    /// referee's match seed is).
+    fn reset(&mut self, match_id: &str, seed: u64) -> PyResult<()> {
+        let solo = &mut self.inner;
+        caught(|| {
+            solo.reset(match_id, seed);
+            Ok(())
+        })
+        .unwrap_or_else(Err)?;
+        self.broken = false;
+        Ok(())
+    }
+
+    /// Plays the learner's action against the built-in's. Returns (reward,
+    /// match_over, exhausted, the opponent's action number, round verdict or
+    /// None, match verdict or None), all from the learner's side.
+    #[allow(clippy::type_complexity)]
+    fn step(&mut self, action: i64) -> PyResult<(f32, bool, bool, usize, Verdict, Verdict)> {
+        if self.broken {
+            return Err(PyRuntimeError::new_err(
+                "this match was interrupted by an engine error: call reset() first",
+            ));
+        }
+        let learner = self.inner.learner();
+        let action = parse_action(learner.name(), action)?;
+        let solo = &mut self.inner;
+        caught(|| {
+            let step = solo.step(action).map_err(|_| {
+                PyRuntimeError::new_err("the match is over: call reset() before stepping again")
+            })?;
+            let exchange = step.exchange;
+            let mine = exchange.outcome.sides[learner.index()];
+            let theirs = exchange.outcome.sides[learner.other().index()];
+            Ok((
+                step.rewards[learner.index()],
+                exchange.match_result.is_some(),
+                mine.exhausted,
+                duel_env::action_index(theirs.action),
+                exchange
+                    .round_result
+                    .map(|round| (round.winner.name(), round.by.name())),
+                exchange
+                    .match_result
+                    .map(|result| (result.winner.name(), result.decided_by.name())),
+            ))
+        })
+        .unwrap_or_else(|panicked| {
+            self.broken = true;
+            Err(panicked)
+        })
+    }
+
+    /// The learner's observation vector, little-endian f32.
+    fn observation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = guarded(|| {
+            let mut out = [0.0_f32; OBSERVATION_LEN];
+            self.inner.duel().observe(self.inner.learner(), &mut out);
+            Ok(f32_bytes(&out))
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Which actions the learner can pay for, six 0/1 bytes.
+    fn affordable<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mask = guarded(|| {
+            Ok(self
+                .inner
+                .duel()
+                .affordable(self.inner.learner())
+                .map(u8::from))
+        })?;
+        Ok(PyBytes::new(py, &mask))
+    }
+
+    #[getter]
+    fn is_over(&self) -> bool {
+        self.inner.duel().is_over()
+    }
+
+    #[getter]
+    fn opponent(&self) -> String {
+        self.inner.spec().to_string()
+    }
+
+    #[getter]
+    fn learner(&self) -> &'static str {
+        self.inner.learner().name()
+    }
+
+    /// The tape so far, fighter `a` first, as `Duel.tape`.
+    fn tape(&self) -> PyResult<Vec<(u8, u8, PySide, PySide)>> {
+        guarded(|| Ok(self.inner.duel().tape().iter().map(tape_tuple).collect()))
+    }
+}
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Duel>()?;
+    module.add_class::<Solo>()?;
+    module.add_function(wrap_pyfunction!(bounds, module)?)?;
+    module.add_function(wrap_pyfunction!(play_rules_directly, module)?)?;
+    module.add("EngineError", module.py().get_type::<EngineError>())?;
+    module.add("OBSERVATION_LEN", OBSERVATION_LEN)?;
+    module.add("TAPE_SLOTS", TAPE_SLOTS)?;
+    module.add("HEADER_FIELDS", HEADER_FIELDS.to_vec())?;
+    module.add("TAPE_FIELDS", TAPE_FIELDS.to_vec())?;
+    module.add("ACTIONS", ACTIONS.map(Action::name).to_vec())?;
+    module.add("RULESETS", Ruleset::ALL.map(Ruleset::version).to_vec())?;
+    module.add(
+        "WEIGHT_CLASSES",
+        WeightClass::ALL.map(WeightClass::name).to_vec(),
+    )?;
+    Ok(())
+}

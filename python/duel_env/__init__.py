@@ -139,9 +139,11 @@ class DuelParallelEnv(ParallelEnv):
     def step(self, actions: dict[str, Any]):
         if not self.agents:
             raise RuntimeError("the match is over (or not started): call reset() before step()")
-        unknown = sorted(set(actions) - set(self.agents), key=str)
-        missing = [agent for agent in self.agents if agent not in actions]
-        if unknown or missing:
+        # The usual call names both agents and nothing else: checked without
+        # building sets (this loop is the env's per-step overhead).
+        if len(actions) != 2 or "a" not in actions or "b" not in actions:
+            unknown = sorted(set(actions) - set(self.agents), key=str)
+            missing = [agent for agent in self.agents if agent not in actions]
             raise ValueError(
                 f"step needs one action for each of {self.agents}: missing {missing}, unknown {unknown}"
             )
@@ -165,17 +167,18 @@ class DuelParallelEnv(ParallelEnv):
         return observations, rewards_by_agent, terminations, truncations, infos
 
     def _observe(self) -> dict[str, dict[str, np.ndarray]]:
+        # One writable copy each of both fighters' rows; each agent gets a view
+        # of its own row (a caller may change its arrays without touching the
+        # other's).
         vectors = np.frombuffer(self._duel.observations(), dtype="<f4").reshape(2, OBSERVATION_LEN)
+        vectors = vectors.astype(np.float32)
         if self._mask_all:
             masks = np.ones((2, len(ACTIONS)), dtype=np.int8)
         else:
-            masks = np.frombuffer(self._duel.affordable(), dtype=np.int8).reshape(2, len(ACTIONS))
+            masks = np.frombuffer(self._duel.affordable(), dtype=np.int8).reshape(2, len(ACTIONS)).copy()
         return {
-            agent: {
-                "observation": vectors[index].astype(np.float32),
-                "action_mask": masks[index].copy(),
-            }
-            for index, agent in enumerate(AGENTS)
+            "a": {"observation": vectors[0], "action_mask": masks[0]},
+            "b": {"observation": vectors[1], "action_mask": masks[1]},
         }
 
     def tape(self):

@@ -24,6 +24,7 @@ from pettingzoo.utils.conversions import parallel_to_aec
 
 from ._native import (
     ACTIONS,
+    Batch,
     HEADER_FIELDS,
     OBSERVATION_LEN,
     RULESETS,
@@ -40,6 +41,9 @@ from ._native import bounds as _bounds
 __all__ = [
     "ACTIONS",
     "AGENTS",
+    "AUTORESET_MODE",
+    "Batch",
+    "BatchEnv",
     "HEADER_FIELDS",
     "MASK_MODES",
     "OBSERVATION_FIELDS",
@@ -56,6 +60,7 @@ __all__ = [
     "env",
     "gym_env",
     "parallel_env",
+    "vector_env",
     "play_rules_directly",
     "Solo",
 ]
@@ -298,3 +303,111 @@ def parallel_env(**kwargs) -> DuelParallelEnv:
 def env(**kwargs):
     """The same env behind PettingZoo's AEC API (one agent at a time)."""
     return parallel_to_aec(parallel_env(**kwargs))
+
+
+#: How BatchEnv resets a finished match: "same-step" (Gymnasium's
+#: AutoresetMode.SAME_STEP). The step that ends a match returns its rewards and
+#: `terminations[i] = True`, and already the new match's first observation and
+#: mask; the ended match's last observation is in `final_observations[i]`.
+AUTORESET_MODE = "same-step"
+
+
+class BatchEnv:
+    """`n` matches between two learners stepped together: one call plays an
+    exchange in every match, the engine working with the GIL released.
+
+    The env owns preallocated NumPy arrays that every `reset()` and `step()`
+    overwrites in place (copy what you keep):
+
+    - `observations` (n, 2, OBSERVATION_LEN) float32, fighter "a" then "b";
+    - `action_masks` (n, 2, 6) int8, the affordable actions (as the Parallel
+      env's default "affordable" mask);
+    - `rewards` (n, 2) float32, zero-sum as the Parallel env's;
+    - `terminations` (n,) bool, True on the step that ended match i;
+    - `final_observations` (n, 2, OBSERVATION_LEN) float32: row i is the last
+      observation of the match that ended in the last step where
+      `terminations[i]` is True (other rows keep older contents).
+
+    Auto-reset is same-step (`AUTORESET_MODE`): a match that ends is reset in
+    the same step, so `observations[i]` is always a live match's and every
+    step needs an action for every match. Matches always end within 36
+    exchanges: nothing is ever truncated. The rules draw no random numbers:
+    `reset(seed)` is accepted for the usual API and changes nothing (results
+    depend only on the actions)."""
+
+    metadata = {"name": "duel_batch_v0", "autoreset_mode": AUTORESET_MODE}
+
+    def __init__(
+        self,
+        n: int,
+        ruleset: str = "1.0.0",
+        weight_class: str = "middle",
+        round_reward: float = 0.5,
+        match_reward: float = 1.0,
+    ):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise ValueError(f"n must be an int, got {type(n).__name__}")
+        # The engine checks n's range, the ruleset, the class and the rewards.
+        self._batch = Batch(int(n), ruleset, weight_class, round_reward, match_reward)
+        self.num_envs = n = int(n)
+        self.observations = np.zeros((n, 2, OBSERVATION_LEN), dtype=np.float32)
+        self.action_masks = np.zeros((n, 2, len(ACTIONS)), dtype=np.int8)
+        self.rewards = np.zeros((n, 2), dtype=np.float32)
+        self.terminations = np.zeros(n, dtype=np.bool_)
+        self.final_observations = np.zeros((n, 2, OBSERVATION_LEN), dtype=np.float32)
+        self.single_observation_space = _observation_space(ruleset, weight_class)
+        self.single_action_space = spaces.Discrete(len(ACTIONS))
+        self._started = False
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        """Starts a new match in every slot. Returns (observations, action_masks)."""
+        self._write(self._batch.reset())
+        self._started = True
+        return self.observations, self.action_masks
+
+    def step(self, actions):
+        """Plays one exchange in every match. `actions`: an (n, 2) array of
+        integers 0..5, fighter "a" first. Returns (observations, action_masks,
+        rewards, terminations), the env's own arrays. A bad `actions` raises
+        ValueError and changes nothing."""
+        if not self._started:
+            raise RuntimeError("the batch is not started: call reset() before step()")
+        if not isinstance(actions, np.ndarray):
+            actions = np.asarray(actions)
+        expected = (self.num_envs, 2)
+        if actions.shape != expected:
+            raise ValueError(f"actions must have shape {expected}, got {actions.shape}")
+        if actions.dtype.kind not in "iu":
+            raise ValueError(f"actions must be an integer array, got dtype {actions.dtype}")
+        low, high = int(actions.min()), int(actions.max())
+        if low < 0 or high >= len(ACTIONS):
+            bad = np.argwhere((actions < 0) | (actions >= len(ACTIONS)))[0]
+            raise ValueError(
+                f"action {int(actions[bad[0], bad[1]])} for match {int(bad[0])} agent "
+                f"{AGENTS[bad[1]]!r} is out of range (expected 0..=5: {', '.join(ACTIONS)})"
+            )
+        self._write(self._batch.step(actions.astype(np.uint8, order="C", copy=False).tobytes()))
+        return self.observations, self.action_masks, self.rewards, self.terminations
+
+    def _write(self, outputs) -> None:
+        observations, masks, rewards, terminations, finals = outputs
+        np.copyto(self.observations, np.frombuffer(observations, dtype="<f4").reshape(self.observations.shape))
+        np.copyto(self.action_masks, np.frombuffer(masks, dtype=np.int8).reshape(self.action_masks.shape))
+        np.copyto(self.rewards, np.frombuffer(rewards, dtype="<f4").reshape(self.rewards.shape))
+        np.copyto(self.terminations, np.frombuffer(terminations, dtype=np.uint8).view(np.bool_))
+        if finals:
+            self.final_observations[self.terminations] = np.frombuffer(finals, dtype="<f4").reshape(
+                -1, 2, OBSERVATION_LEN
+            )
+
+    def bytes_per_match(self) -> int:
+        """What the engine holds per match beyond the observation arrays."""
+        return self._batch.bytes_per_match()
+
+    def close(self) -> None:
+        pass
+
+
+def vector_env(n: int, **kwargs) -> BatchEnv:
+    """`n` matches stepped together; keyword arguments as BatchEnv's."""
+    return BatchEnv(n, **kwargs)

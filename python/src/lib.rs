@@ -453,10 +453,259 @@ impl Solo {
     }
 }
 
+/// Writes `values` as little-endian f32 into `out` (four bytes each).
+fn write_f32s(out: &mut [u8], values: &[f32]) {
+    for (chunk, value) in out.chunks_exact_mut(4).zip(values) {
+        chunk.copy_from_slice(&value.to_le_bytes());
+    }
+}
+
+const OBSERVATION_BYTES: usize = 4 * OBSERVATION_LEN;
+
+/// Both fighters' observations of `duel` into `out` (2 * OBSERVATION_BYTES).
+fn write_observations(duel: &duel_env::Duel, out: &mut [u8]) {
+    let mut vector = [0.0_f32; OBSERVATION_LEN];
+    for (side, half) in Side::BOTH
+        .into_iter()
+        .zip(out.chunks_exact_mut(OBSERVATION_BYTES))
+    {
+        duel.observe(side, &mut vector);
+        write_f32s(half, &vector);
+    }
+}
+
+/// Both fighters' affordable actions of `duel` into `out` (12 bytes, 0/1).
+fn write_masks(duel: &duel_env::Duel, out: &mut [u8]) {
+    for (side, half) in Side::BOTH
+        .into_iter()
+        .zip(out.chunks_exact_mut(ACTIONS.len()))
+    {
+        for (slot, can) in half.iter_mut().zip(duel.affordable(side)) {
+            *slot = u8::from(can);
+        }
+    }
+}
+
+/// `n` matches between two learners, stepped together in one call with the
+/// GIL released. Auto-reset is "same-step": a match that ends in a step is
+/// reset within that step; the step's observations and masks are the new
+/// match's first, its final observations come back separately. The outputs
+/// are staged in buffers held here and handed to Python as `bytes`.
+#[pyclass(module = "duel_env._native")]
+#[derive(Debug)]
+struct Batch {
+    duels: Vec<duel_env::Duel>,
+    started: bool,
+    /// A panic interrupted a step: the batch steps again only after a reset.
+    broken: bool,
+    observations: Vec<u8>,
+    masks: Vec<u8>,
+    rewards: Vec<u8>,
+    terminations: Vec<u8>,
+    /// The final observations of the matches that ended in the last step, in
+    /// index order (2 * OBSERVATION_BYTES each).
+    finals: Vec<u8>,
+}
+
+/// What `Batch.step` returns: observations, masks, rewards, terminations and
+/// the final observations of the matches that ended.
+type BatchOut<'py> = (
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+);
+
+impl Batch {
+    fn outputs<'py>(&self, py: Python<'py>) -> BatchOut<'py> {
+        (
+            PyBytes::new(py, &self.observations),
+            PyBytes::new(py, &self.masks),
+            PyBytes::new(py, &self.rewards),
+            PyBytes::new(py, &self.terminations),
+            PyBytes::new(py, &self.finals),
+        )
+    }
+
+    fn reset_all(&mut self) {
+        for ((duel, observations), masks) in self
+            .duels
+            .iter_mut()
+            .zip(self.observations.chunks_exact_mut(2 * OBSERVATION_BYTES))
+            .zip(self.masks.chunks_exact_mut(2 * ACTIONS.len()))
+        {
+            // The vector does not carry the match's name: none is kept.
+            duel.reset("");
+            write_observations(duel, observations);
+            write_masks(duel, masks);
+        }
+        self.rewards.fill(0);
+        self.terminations.fill(0);
+        self.finals.clear();
+    }
+
+    fn step_all(&mut self, actions: &[[Action; 2]]) {
+        self.finals.clear();
+        for (index, duel) in self.duels.iter_mut().enumerate() {
+            let step = duel
+                .step(actions[index])
+                .expect("a batch's matches are reset as soon as they end");
+            write_f32s(&mut self.rewards[index * 8..index * 8 + 8], &step.rewards);
+            let over = step.exchange.match_result.is_some();
+            self.terminations[index] = u8::from(over);
+            if over {
+                let start = self.finals.len();
+                self.finals.resize(start + 2 * OBSERVATION_BYTES, 0);
+                write_observations(duel, &mut self.finals[start..]);
+                duel.reset("");
+            }
+            let width = 2 * OBSERVATION_BYTES;
+            write_observations(
+                duel,
+                &mut self.observations[index * width..(index + 1) * width],
+            );
+            let width = 2 * ACTIONS.len();
+            write_masks(duel, &mut self.masks[index * width..(index + 1) * width]);
+        }
+    }
+}
+
+#[pymethods]
+impl Batch {
+    #[new]
+    #[pyo3(signature = (n, ruleset = "1.0.0", weight_class = "middle", round_reward = 0.5, match_reward = 1.0))]
+    fn new(
+        n: i64,
+        ruleset: &str,
+        weight_class: &str,
+        round_reward: f32,
+        match_reward: f32,
+    ) -> PyResult<Batch> {
+        guarded(|| {
+            let n = usize::try_from(n)
+                .ok()
+                .filter(|n| (1..=1 << 20).contains(n))
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "n must be between 1 and 1048576 matches, got {n}"
+                    ))
+                })?;
+            let duel = duel_env::Duel::new(
+                parse_ruleset(ruleset)?,
+                parse_class(weight_class)?,
+                rewards(round_reward, match_reward)?,
+            );
+            Ok(Batch {
+                duels: vec![duel; n],
+                started: false,
+                broken: false,
+                observations: vec![0; n * 2 * OBSERVATION_BYTES],
+                masks: vec![0; n * 2 * ACTIONS.len()],
+                rewards: vec![0; n * 8],
+                terminations: vec![0; n],
+                finals: Vec::new(),
+            })
+        })
+    }
+
+    #[getter]
+    fn n(&self) -> usize {
+        self.duels.len()
+    }
+
+    /// Starts a new match in every slot; returns what `step` returns (zero
+    /// rewards, no terminations, no final observations).
+    fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<BatchOut<'py>> {
+        let this = &mut *self;
+        let result = py.detach(|| {
+            caught(|| {
+                this.reset_all();
+                Ok(())
+            })
+        });
+        match result {
+            Ok(Ok(())) => {
+                self.started = true;
+                self.broken = false;
+                Ok(self.outputs(py))
+            }
+            Ok(Err(error)) => Err(error),
+            Err(panicked) => {
+                self.broken = true;
+                Err(panicked)
+            }
+        }
+    }
+
+    /// Plays one exchange in every match. `actions` holds 2 * n bytes, match
+    /// by match, fighter `a` first, each 0..=5. Checked whole before any match
+    /// moves: a bad call changes nothing.
+    fn step<'py>(&mut self, py: Python<'py>, actions: &[u8]) -> PyResult<BatchOut<'py>> {
+        if self.broken {
+            return Err(PyRuntimeError::new_err(
+                "this batch was interrupted by an engine error: call reset() first",
+            ));
+        }
+        if !self.started {
+            return Err(PyRuntimeError::new_err(
+                "the batch is not started: call reset() before step()",
+            ));
+        }
+        let n = self.duels.len();
+        if actions.len() != 2 * n {
+            return Err(PyValueError::new_err(format!(
+                "step needs 2 * n = {} action bytes, got {}",
+                2 * n,
+                actions.len()
+            )));
+        }
+        let mut parsed = Vec::with_capacity(n);
+        for (index, pair) in actions.chunks_exact(2).enumerate() {
+            parsed.push([
+                parse_action(&format!("a of match {index}"), i64::from(pair[0]))?,
+                parse_action(&format!("b of match {index}"), i64::from(pair[1]))?,
+            ]);
+        }
+        let this = &mut *self;
+        let result = py.detach(|| {
+            caught(|| {
+                this.step_all(&parsed);
+                Ok(())
+            })
+        });
+        match result {
+            Ok(Ok(())) => Ok(self.outputs(py)),
+            Ok(Err(error)) => Err(error),
+            Err(panicked) => {
+                self.broken = true;
+                Err(panicked)
+            }
+        }
+    }
+
+    /// Bytes the engine holds per match beyond the observation arrays: the
+    /// match itself, its tape's room, and its share of the mask, reward and
+    /// termination buffers.
+    fn bytes_per_match(&self) -> usize {
+        let per_duel: usize = self
+            .duels
+            .iter()
+            .map(|duel| {
+                std::mem::size_of::<duel_env::Duel>()
+                    + duel.tape().len().max(TAPE_SLOTS) * std::mem::size_of::<TapeEntry>()
+            })
+            .sum::<usize>()
+            / self.duels.len().max(1);
+        per_duel + 2 * ACTIONS.len() + 8 + 1
+    }
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Duel>()?;
     module.add_class::<Solo>()?;
+    module.add_class::<Batch>()?;
     module.add_function(wrap_pyfunction!(bounds, module)?)?;
     module.add_function(wrap_pyfunction!(play_rules_directly, module)?)?;
     module.add("EngineError", module.py().get_type::<EngineError>())?;

@@ -17,6 +17,13 @@
 Usage (the training env's venv, scripts/setup/python-env.sh builds it):
     target/python-env/venv/bin/pip install open_spiel pygame   # pyspiel; rps_v2 imports pygame
     target/python-env/venv/bin/python scripts/bench-training-env.py [--seconds 3] [--rounds 5] [--json]
+    target/python-env/venv/bin/python scripts/bench-training-env.py --batch [--n 1024] [--seconds 3] [--rounds 5]
+
+`--batch` times `duel_env.vector_env(n)` instead: n matches stepped per call
+(uniform random actions 0..5 from a pre-drawn pool, so the policy costs
+nothing), reported as exchanges per second (n per step), for the whole
+`BatchEnv.step` (NumPy arrays filled) and for the native `Batch.step` alone
+(bytes in, bytes out), plus the engine's bytes per match.
 
 Prints each environment's microseconds per step (median over rounds, min and
 max) and duel_env's ratio to each. Single-threaded; the figures are for this
@@ -122,14 +129,73 @@ def pyspiel_loop(seconds: float) -> tuple[int, float]:
     return steps, time.perf_counter() - began
 
 
+def batch_loop(n: int, seconds: float, native: bool) -> tuple[int, float]:
+    import numpy as np
+
+    import duel_env
+
+    batch = duel_env.vector_env(n)
+    batch.reset(seed=0)
+    pool = np.random.default_rng(7).integers(0, 6, size=(64, n, 2))
+    if native:
+        raw = [actions.astype(np.uint8).tobytes() for actions in pool]
+        step = batch._batch.step
+    else:
+        raw = list(pool)
+        step = batch.step
+    steps = 0
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        for actions in raw:
+            step(actions)
+        steps += len(raw)
+    return steps * n, time.perf_counter() - began
+
+
+def batch_main(args) -> int:
+    import duel_env
+
+    rates: dict[str, list[float]] = {"BatchEnv.step": [], "Batch.step (native)": []}
+    for round_number in range(args.rounds):
+        for name, native in (("BatchEnv.step", False), ("Batch.step (native)", True)):
+            exchanges, elapsed = batch_loop(args.n, args.seconds, native)
+            rates[name].append(exchanges / elapsed)
+        print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+    figures = {
+        name: {
+            "exchanges_per_s_median": statistics.median(values),
+            "exchanges_per_s_min": min(values),
+            "exchanges_per_s_max": max(values),
+        }
+        for name, values in rates.items()
+    }
+    bytes_per_match = duel_env.vector_env(args.n).bytes_per_match()
+    if args.json:
+        print(json.dumps({"n": args.n, "rounds": args.rounds, "seconds": args.seconds,
+                          "bytes_per_match": bytes_per_match, "figures": figures}))
+    else:
+        print(f"n={args.n}, engine bytes per match beyond the observation arrays: {bytes_per_match}")
+        print(f"{'call':<24}{'exchanges/s median':>20}{'min':>14}{'max':>14}")
+        for name, entry in figures.items():
+            print(
+                f"{name:<24}{entry['exchanges_per_s_median']:>20,.0f}{entry['exchanges_per_s_min']:>14,.0f}"
+                f"{entry['exchanges_per_s_max']:>14,.0f}"
+            )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="per environment per round")
     parser.add_argument("--rounds", type=int, default=5, help="alternated rounds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--batch", action="store_true", help="time vector_env(n) in exchanges per second")
+    parser.add_argument("--n", type=int, default=1024, help="matches per batch (--batch)")
     args = parser.parse_args()
-    if args.seconds <= 0 or args.rounds < 1:
-        parser.error("--seconds must be positive and --rounds at least 1")
+    if args.seconds <= 0 or args.rounds < 1 or args.n < 1:
+        parser.error("--seconds must be positive, --rounds and --n at least 1")
+    if args.batch:
+        return batch_main(args)
 
     loops = {
         "duel_env": duel_loop,

@@ -23,7 +23,7 @@ Usage (the training env's venv, scripts/setup/python-env.sh builds it):
 (uniform random actions 0..5 from a pre-drawn pool, so the policy costs
 nothing), reported as exchanges per second (n per step), for the whole
 `BatchEnv.step` (NumPy arrays filled) and for the native `Batch.step` alone
-(bytes in, bytes out), plus the engine's bytes per match.
+(action bytes in, the same arrays filled, no Python checks), plus the engine's bytes per match.
 
 Prints each environment's microseconds per step (median over rounds, min and
 max) and duel_env's ratio to each. Single-threaded; the figures are for this
@@ -139,7 +139,9 @@ def batch_loop(n: int, seconds: float, native: bool) -> tuple[int, float]:
     pool = np.random.default_rng(7).integers(0, 6, size=(64, n, 2))
     if native:
         raw = [actions.astype(np.uint8).tobytes() for actions in pool]
-        step = batch._batch.step
+
+        def step(actions, native_step=batch._batch.step, outs=batch._outs):
+            native_step(actions, *outs)
     else:
         raw = list(pool)
         step = batch.step

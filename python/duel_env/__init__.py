@@ -355,13 +355,16 @@ class BatchEnv:
         self.rewards = np.zeros((n, 2), dtype=np.float32)
         self.terminations = np.zeros(n, dtype=np.bool_)
         self.final_observations = np.zeros((n, 2, OBSERVATION_LEN), dtype=np.float32)
+        # The engine writes into these through the buffer protocol (the
+        # terminations as their uint8 view).
+        self._outs = (self.observations, self.action_masks, self.rewards, self.terminations.view(np.uint8))
         self.single_observation_space = _observation_space(ruleset, weight_class)
         self.single_action_space = spaces.Discrete(len(ACTIONS))
         self._started = False
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         """Starts a new match in every slot. Returns (observations, action_masks)."""
-        self._write(self._batch.reset())
+        self._finals(self._batch.reset(*self._outs))
         self._started = True
         return self.observations, self.action_masks
 
@@ -386,15 +389,10 @@ class BatchEnv:
                 f"action {int(actions[bad[0], bad[1]])} for match {int(bad[0])} agent "
                 f"{AGENTS[bad[1]]!r} is out of range (expected 0..=5: {', '.join(ACTIONS)})"
             )
-        self._write(self._batch.step(actions.astype(np.uint8, order="C", copy=False).tobytes()))
+        self._finals(self._batch.step(actions.astype(np.uint8).tobytes(), *self._outs))
         return self.observations, self.action_masks, self.rewards, self.terminations
 
-    def _write(self, outputs) -> None:
-        observations, masks, rewards, terminations, finals = outputs
-        np.copyto(self.observations, np.frombuffer(observations, dtype="<f4").reshape(self.observations.shape))
-        np.copyto(self.action_masks, np.frombuffer(masks, dtype=np.int8).reshape(self.action_masks.shape))
-        np.copyto(self.rewards, np.frombuffer(rewards, dtype="<f4").reshape(self.rewards.shape))
-        np.copyto(self.terminations, np.frombuffer(terminations, dtype=np.uint8).view(np.bool_))
+    def _finals(self, finals: bytes) -> None:
         if finals:
             self.final_observations[self.terminations] = np.frombuffer(finals, dtype="<f4").reshape(
                 -1, 2, OBSERVATION_LEN

@@ -15,6 +15,7 @@ use duel_env::{
     ACTIONS, HEADER_FIELDS, OBSERVATION_LEN, Rewards, TAPE_FIELDS, TAPE_SLOTS, action_from_index,
 };
 use duel_rules::{Action, MatchState, Ruleset, Side, TapeEntry, WeightClass};
+use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -453,44 +454,57 @@ impl Solo {
     }
 }
 
-/// Writes `values` as little-endian f32 into `out` (four bytes each).
-fn write_f32s(out: &mut [u8], values: &[f32]) {
-    for (chunk, value) in out.chunks_exact_mut(4).zip(values) {
-        chunk.copy_from_slice(&value.to_le_bytes());
-    }
-}
-
-const OBSERVATION_BYTES: usize = 4 * OBSERVATION_LEN;
-
-/// Both fighters' observations of `duel` into `out` (2 * OBSERVATION_BYTES).
-fn write_observations(duel: &duel_env::Duel, out: &mut [u8]) {
-    let mut vector = [0.0_f32; OBSERVATION_LEN];
+/// Both fighters' observations of `duel` into `out` (2 * OBSERVATION_LEN).
+fn write_observations(duel: &duel_env::Duel, out: &mut [f32]) {
     for (side, half) in Side::BOTH
         .into_iter()
-        .zip(out.chunks_exact_mut(OBSERVATION_BYTES))
+        .zip(out.chunks_exact_mut(OBSERVATION_LEN))
     {
-        duel.observe(side, &mut vector);
-        write_f32s(half, &vector);
+        let half: &mut [f32; OBSERVATION_LEN] = half.try_into().expect("chunks of OBSERVATION_LEN");
+        duel.observe(side, half);
     }
 }
 
-/// Both fighters' affordable actions of `duel` into `out` (12 bytes, 0/1).
-fn write_masks(duel: &duel_env::Duel, out: &mut [u8]) {
+/// Both fighters' affordable actions of `duel` into `out` (12 values, 0/1).
+fn write_masks(duel: &duel_env::Duel, out: &mut [i8]) {
     for (side, half) in Side::BOTH
         .into_iter()
         .zip(out.chunks_exact_mut(ACTIONS.len()))
     {
         for (slot, can) in half.iter_mut().zip(duel.affordable(side)) {
-            *slot = u8::from(can);
+            *slot = i8::from(can);
         }
     }
+}
+
+/// Checks that `buffer` is a writable C-contiguous array of `shape`
+/// (`what` names it in the one-line error).
+fn check_out<T: pyo3::buffer::Element>(
+    buffer: &PyBuffer<T>,
+    what: &str,
+    shape: &[usize],
+) -> PyResult<()> {
+    if buffer.shape() != shape || !buffer.is_c_contiguous() || buffer.readonly() {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a writable C-contiguous array of shape {shape:?}, got shape {:?}{}{}",
+            buffer.shape(),
+            if buffer.is_c_contiguous() {
+                ""
+            } else {
+                ", not C-contiguous"
+            },
+            if buffer.readonly() { ", read-only" } else { "" },
+        )));
+    }
+    Ok(())
 }
 
 /// `n` matches between two learners, stepped together in one call with the
 /// GIL released. Auto-reset is "same-step": a match that ends in a step is
 /// reset within that step; the step's observations and masks are the new
-/// match's first, its final observations come back separately. The outputs
-/// are staged in buffers held here and handed to Python as `bytes`.
+/// match's first, its final observations come back separately. The results
+/// are staged here while the GIL is released, then copied in one pass into
+/// the caller's arrays (the buffer protocol, abi3 from Python 3.11).
 #[pyclass(module = "duel_env._native")]
 #[derive(Debug)]
 struct Batch {
@@ -498,41 +512,46 @@ struct Batch {
     started: bool,
     /// A panic interrupted a step: the batch steps again only after a reset.
     broken: bool,
-    observations: Vec<u8>,
-    masks: Vec<u8>,
-    rewards: Vec<u8>,
+    observations: Vec<f32>,
+    masks: Vec<i8>,
+    rewards: Vec<f32>,
     terminations: Vec<u8>,
     /// The final observations of the matches that ended in the last step, in
-    /// index order (2 * OBSERVATION_BYTES each).
-    finals: Vec<u8>,
+    /// index order (2 * OBSERVATION_LEN each).
+    finals: Vec<f32>,
 }
 
-/// What `Batch.step` returns: observations, masks, rewards, terminations and
-/// the final observations of the matches that ended.
-type BatchOut<'py> = (
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-);
+/// The caller's arrays: observations (n, 2, OBSERVATION_LEN) float32, masks
+/// (n, 2, 6) int8, rewards (n, 2) float32, terminations (n,) uint8.
+struct Outs {
+    observations: PyBuffer<f32>,
+    masks: PyBuffer<i8>,
+    rewards: PyBuffer<f32>,
+    terminations: PyBuffer<u8>,
+}
 
 impl Batch {
-    fn outputs<'py>(&self, py: Python<'py>) -> BatchOut<'py> {
-        (
-            PyBytes::new(py, &self.observations),
-            PyBytes::new(py, &self.masks),
-            PyBytes::new(py, &self.rewards),
-            PyBytes::new(py, &self.terminations),
-            PyBytes::new(py, &self.finals),
-        )
+    fn check(&self, outs: &Outs) -> PyResult<()> {
+        let n = self.duels.len();
+        check_out(&outs.observations, "observations", &[n, 2, OBSERVATION_LEN])?;
+        check_out(&outs.masks, "action_masks", &[n, 2, ACTIONS.len()])?;
+        check_out(&outs.rewards, "rewards", &[n, 2])?;
+        check_out(&outs.terminations, "terminations", &[n])
+    }
+
+    fn copy_out<'py>(&self, py: Python<'py>, outs: &Outs) -> PyResult<Bound<'py, PyBytes>> {
+        outs.observations.copy_from_slice(py, &self.observations)?;
+        outs.masks.copy_from_slice(py, &self.masks)?;
+        outs.rewards.copy_from_slice(py, &self.rewards)?;
+        outs.terminations.copy_from_slice(py, &self.terminations)?;
+        Ok(PyBytes::new(py, &f32_bytes(&self.finals)))
     }
 
     fn reset_all(&mut self) {
         for ((duel, observations), masks) in self
             .duels
             .iter_mut()
-            .zip(self.observations.chunks_exact_mut(2 * OBSERVATION_BYTES))
+            .zip(self.observations.chunks_exact_mut(2 * OBSERVATION_LEN))
             .zip(self.masks.chunks_exact_mut(2 * ACTIONS.len()))
         {
             // The vector does not carry the match's name: none is kept.
@@ -540,34 +559,54 @@ impl Batch {
             write_observations(duel, observations);
             write_masks(duel, masks);
         }
-        self.rewards.fill(0);
+        self.rewards.fill(0.0);
         self.terminations.fill(0);
         self.finals.clear();
     }
 
     fn step_all(&mut self, actions: &[[Action; 2]]) {
         self.finals.clear();
-        for (index, duel) in self.duels.iter_mut().enumerate() {
+        let duels = self.duels.iter_mut();
+        let observations = self.observations.chunks_exact_mut(2 * OBSERVATION_LEN);
+        let masks = self.masks.chunks_exact_mut(2 * ACTIONS.len());
+        let rewards = self.rewards.chunks_exact_mut(2);
+        for (((((duel, actions), observations), masks), rewards), termination) in duels
+            .zip(actions)
+            .zip(observations)
+            .zip(masks)
+            .zip(rewards)
+            .zip(self.terminations.iter_mut())
+        {
             let step = duel
-                .step(actions[index])
+                .step(*actions)
                 .expect("a batch's matches are reset as soon as they end");
-            write_f32s(&mut self.rewards[index * 8..index * 8 + 8], &step.rewards);
+            rewards.copy_from_slice(&step.rewards);
             let over = step.exchange.match_result.is_some();
-            self.terminations[index] = u8::from(over);
+            *termination = u8::from(over);
             if over {
                 let start = self.finals.len();
-                self.finals.resize(start + 2 * OBSERVATION_BYTES, 0);
+                self.finals.resize(start + 2 * OBSERVATION_LEN, 0.0);
                 write_observations(duel, &mut self.finals[start..]);
                 duel.reset("");
             }
-            let width = 2 * OBSERVATION_BYTES;
-            write_observations(
-                duel,
-                &mut self.observations[index * width..(index + 1) * width],
-            );
-            let width = 2 * ACTIONS.len();
-            write_masks(duel, &mut self.masks[index * width..(index + 1) * width]);
+            write_observations(duel, observations);
+            write_masks(duel, masks);
         }
+    }
+
+    /// Runs `body` on the batch with the GIL released; a panic marks it broken.
+    fn detached(&mut self, py: Python<'_>, body: impl FnOnce(&mut Batch) + Send) -> PyResult<()> {
+        let this = &mut *self;
+        let result = py.detach(|| {
+            caught(|| {
+                body(this);
+                Ok(())
+            })
+        });
+        result.unwrap_or_else(|panicked| {
+            self.broken = true;
+            Err(panicked)
+        })
     }
 }
 
@@ -600,9 +639,9 @@ impl Batch {
                 duels: vec![duel; n],
                 started: false,
                 broken: false,
-                observations: vec![0; n * 2 * OBSERVATION_BYTES],
+                observations: vec![0.0; n * 2 * OBSERVATION_LEN],
                 masks: vec![0; n * 2 * ACTIONS.len()],
-                rewards: vec![0; n * 8],
+                rewards: vec![0.0; n * 2],
                 terminations: vec![0; n],
                 finals: Vec::new(),
             })
@@ -614,34 +653,44 @@ impl Batch {
         self.duels.len()
     }
 
-    /// Starts a new match in every slot; returns what `step` returns (zero
-    /// rewards, no terminations, no final observations).
-    fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<BatchOut<'py>> {
-        let this = &mut *self;
-        let result = py.detach(|| {
-            caught(|| {
-                this.reset_all();
-                Ok(())
-            })
-        });
-        match result {
-            Ok(Ok(())) => {
-                self.started = true;
-                self.broken = false;
-                Ok(self.outputs(py))
-            }
-            Ok(Err(error)) => Err(error),
-            Err(panicked) => {
-                self.broken = true;
-                Err(panicked)
-            }
-        }
+    /// Starts a new match in every slot and writes what `step` writes (zero
+    /// rewards, no terminations) into the arrays; returns no final observations.
+    fn reset<'py>(
+        &mut self,
+        py: Python<'py>,
+        observations: PyBuffer<f32>,
+        masks: PyBuffer<i8>,
+        rewards: PyBuffer<f32>,
+        terminations: PyBuffer<u8>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let outs = Outs {
+            observations,
+            masks,
+            rewards,
+            terminations,
+        };
+        self.check(&outs)?;
+        self.detached(py, Batch::reset_all)?;
+        self.started = true;
+        self.broken = false;
+        self.copy_out(py, &outs)
     }
 
     /// Plays one exchange in every match. `actions` holds 2 * n bytes, match
-    /// by match, fighter `a` first, each 0..=5. Checked whole before any match
-    /// moves: a bad call changes nothing.
-    fn step<'py>(&mut self, py: Python<'py>, actions: &[u8]) -> PyResult<BatchOut<'py>> {
+    /// by match, fighter `a` first, each 0..=5. Writes the observations,
+    /// masks, rewards and terminations into the arrays and returns the final
+    /// observations of the matches that ended (little-endian f32, index
+    /// order). Everything is checked before any match moves: a bad call
+    /// changes nothing.
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        actions: &[u8],
+        observations: PyBuffer<f32>,
+        masks: PyBuffer<i8>,
+        rewards: PyBuffer<f32>,
+        terminations: PyBuffer<u8>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         if self.broken {
             return Err(PyRuntimeError::new_err(
                 "this batch was interrupted by an engine error: call reset() first",
@@ -660,6 +709,13 @@ impl Batch {
                 actions.len()
             )));
         }
+        let outs = Outs {
+            observations,
+            masks,
+            rewards,
+            terminations,
+        };
+        self.check(&outs)?;
         let mut parsed = Vec::with_capacity(n);
         for (index, pair) in actions.chunks_exact(2).enumerate() {
             parsed.push([
@@ -667,26 +723,13 @@ impl Batch {
                 parse_action(&format!("b of match {index}"), i64::from(pair[1]))?,
             ]);
         }
-        let this = &mut *self;
-        let result = py.detach(|| {
-            caught(|| {
-                this.step_all(&parsed);
-                Ok(())
-            })
-        });
-        match result {
-            Ok(Ok(())) => Ok(self.outputs(py)),
-            Ok(Err(error)) => Err(error),
-            Err(panicked) => {
-                self.broken = true;
-                Err(panicked)
-            }
-        }
+        self.detached(py, |batch| batch.step_all(&parsed))?;
+        self.copy_out(py, &outs)
     }
 
-    /// Bytes the engine holds per match beyond the observation arrays: the
-    /// match itself, its tape's room, and its share of the mask, reward and
-    /// termination buffers.
+    /// Bytes the engine holds per match beyond the observation arrays (and
+    /// their staging copy): the match itself, its tape's room, and its share
+    /// of the staged masks, rewards and terminations.
     fn bytes_per_match(&self) -> usize {
         let per_duel: usize = self
             .duels

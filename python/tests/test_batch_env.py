@@ -94,14 +94,71 @@ def test_bad_actions_raise_one_line_value_errors_and_change_nothing(actions):
     np.testing.assert_array_equal(batch.rewards, reference.rewards)
 
 
+def native_outs(n):
+    return [
+        np.zeros((n, 2, duel_env.OBSERVATION_LEN), dtype=np.float32),
+        np.zeros((n, 2, 6), dtype=np.int8),
+        np.zeros((n, 2), dtype=np.float32),
+        np.zeros(n, dtype=np.uint8),
+    ]
+
+
 def test_native_step_checks_its_bytes_too():
     native = duel_env.Batch(2)
-    native.reset()
+    outs = native_outs(2)
+    native.reset(*outs)
     with pytest.raises(ValueError, match="4 action bytes"):
-        native.step(bytes(3))
+        native.step(bytes(3), *outs)
     with pytest.raises(ValueError, match="out of range"):
-        native.step(bytes([0, 0, 0, 6]))
-    native.step(bytes(4))
+        native.step(bytes([0, 0, 0, 6]), *outs)
+    native.step(bytes(4), *outs)
+
+
+@pytest.mark.parametrize(
+    "slot, bad",
+    [
+        (0, np.zeros((2, 2, duel_env.OBSERVATION_LEN + 1), dtype=np.float32)),
+        (0, np.zeros((3, 2, duel_env.OBSERVATION_LEN), dtype=np.float32)),
+        (0, np.zeros((2, duel_env.OBSERVATION_LEN, 2), dtype=np.float32).transpose(0, 2, 1)),
+        (1, np.zeros((2, 2, 5), dtype=np.int8)),
+        (2, np.zeros((2, 3), dtype=np.float32)),
+        (3, np.zeros(3, dtype=np.uint8)),
+    ],
+    ids=["obs-width", "obs-rows", "obs-strided", "masks", "rewards", "terminations"],
+)
+def test_observation_arrays_of_the_wrong_shape_raise_and_change_nothing(slot, bad):
+    native = duel_env.Batch(2)
+    outs = native_outs(2)
+    native.reset(*outs)
+    before = [array.copy() for array in outs]
+    wrong = list(outs)
+    wrong[slot] = bad
+    with pytest.raises(ValueError) as error:
+        native.step(bytes(4), *wrong)
+    assert "\n" not in str(error.value) and "shape" in str(error.value)
+    for array, kept in zip(outs, before):
+        np.testing.assert_array_equal(array, kept)
+    # The batch did not move: its next step is the first exchange.
+    native.step(bytes(4), *outs)
+    reference = duel_env.Batch(2)
+    expected = native_outs(2)
+    reference.reset(*expected)
+    reference.step(bytes(4), *expected)
+    for array, wanted in zip(outs, expected):
+        np.testing.assert_array_equal(array, wanted)
+
+
+def test_read_only_or_wrong_dtype_arrays_are_refused():
+    native = duel_env.Batch(2)
+    outs = native_outs(2)
+    native.reset(*outs)
+    frozen = outs[0].copy()
+    frozen.flags.writeable = False
+    with pytest.raises((ValueError, BufferError, TypeError)):
+        native.step(bytes(4), frozen, *outs[1:])
+    with pytest.raises((ValueError, BufferError, TypeError)):
+        native.step(bytes(4), outs[0].astype(np.float64), *outs[1:])
+    native.step(bytes(4), *outs)
 
 
 def test_bad_construction_and_order():

@@ -2,7 +2,8 @@
 //! the referee's own `duel-rules` and `duel-builtin`) behind PyO3. The
 //! PettingZoo and Gymnasium classes live in Python (`duel_env/__init__.py`)
 //! and call this for every exchange: `Duel` for two learners, `Solo` for one
-//! against a built-in fighter.
+//! against a built-in fighter, `Batch` for n matches of two learners stepped
+//! in one call (`vector_env`).
 //!
 //! Every entry point runs inside [`guarded`]: a Rust panic becomes
 //! `duel_env.EngineError` (a one-line `RuntimeError`) instead of unwinding into

@@ -631,13 +631,15 @@ impl Batch {
                         "n must be between 1 and 1048576 matches, got {n}"
                     ))
                 })?;
-            let duel = duel_env::Duel::new(
-                parse_ruleset(ruleset)?,
-                parse_class(weight_class)?,
-                rewards(round_reward, match_reward)?,
-            );
+            let (ruleset, class) = (parse_ruleset(ruleset)?, parse_class(weight_class)?);
+            let rewards = rewards(round_reward, match_reward)?;
             Ok(Batch {
-                duels: vec![duel; n],
+                // Each made by `Duel::new`, not cloned: a clone's tape has no
+                // room reserved and would grow by doubling to 64 entries; this
+                // one holds its 36 (a match's most) and never reallocates.
+                duels: (0..n)
+                    .map(|_| duel_env::Duel::new(ruleset, class, rewards))
+                    .collect(),
                 started: false,
                 broken: false,
                 observations: vec![0.0; n * 2 * OBSERVATION_LEN],
@@ -729,8 +731,9 @@ impl Batch {
     }
 
     /// Bytes the engine holds per match beyond the observation arrays (and
-    /// their staging copy): the match itself, its tape's room, and its share
-    /// of the staged masks, rewards and terminations.
+    /// their staging copy): the match itself, its tape's room (TAPE_SLOTS
+    /// entries, reserved by `Duel::new`), and its share of the staged masks,
+    /// rewards and terminations.
     fn bytes_per_match(&self) -> usize {
         let per_duel: usize = self
             .duels

@@ -10,8 +10,7 @@ use duel_replays::{
     RoundResultRecord, SideRecord, Transcript,
 };
 use duel_rules::{
-    Action, ExchangeStep, MatchState, Observation, Ruleset, Side, SideOutcome, Source, TapeEntry,
-    WeightClass,
+    Action, ExchangeStep, MatchState, Observation, Ruleset, Side, Source, TapeEntry, WeightClass,
 };
 
 use crate::bot::Decision;
@@ -240,8 +239,8 @@ impl MatchRecorder {
         // (figures: docs/perf/runner.md).
         self.push_exchange(
             &step,
-            played(SideRecord::new(chosen[0], sources[0]), outcome_a),
-            played(SideRecord::new(chosen[1], sources[1]), outcome_b),
+            SideRecord::new(chosen[0], sources[0]).with_outcome(outcome_a),
+            SideRecord::new(chosen[1], sources[1]).with_outcome(outcome_b),
         );
         step
     }
@@ -255,7 +254,7 @@ impl MatchRecorder {
         let [outcome_a, outcome_b] = &step.outcome.sides;
         let a = record_a.unwrap_or_else(|| SideRecord::new(chosen[0], Source::Bot));
         let b = record_b.unwrap_or_else(|| SideRecord::new(chosen[1], Source::Bot));
-        self.push_exchange(&step, played(a, outcome_a), played(b, outcome_b));
+        self.push_exchange(&step, a.with_outcome(outcome_a), b.with_outcome(outcome_b));
         step
     }
 
@@ -456,18 +455,6 @@ impl MatchRecorder {
             signature: None,
         }
     }
-}
-
-/// `record` (from [`SideRecord::new`], outcome fields zero) with the rules'
-/// `outcome` written in.
-fn played(mut record: SideRecord, outcome: &SideOutcome) -> SideRecord {
-    record.action = outcome.action.into();
-    record.exhausted = outcome.exhausted;
-    record.damage_taken = outcome.damage_taken;
-    record.hp = outcome.after.hp;
-    record.stamina = outcome.after.stamina;
-    record.staggered = outcome.after.staggered;
-    record
 }
 
 /// Keeps what the replay may hold of one decision's log: each entry split into

@@ -1,7 +1,6 @@
 //! Bot specs: `builtin:NAME[:ARGS]`, `path/to/bot.wasm`, `grpc://host:port`
 //! (`grpcs://` over TLS).
 
-use sha2::{Digest, Sha256};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -156,18 +155,9 @@ fn check_endpoint_address(
     }
 }
 
-/// `sha256:` and the lowercase hex digest of `bytes`.
-pub fn sha256_digest(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut text = String::with_capacity(7 + 64);
-    text.push_str("sha256:");
-    for byte in digest {
-        text.push(char::from(HEX[usize::from(byte >> 4)]));
-        text.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    text
-}
+/// `sha256:` and the lowercase hex digest of `bytes` (the replay format's
+/// naming of a fighter, `FighterInfo::digest`).
+pub use duel_replays::sha256_digest;
 
 #[cfg(test)]
 mod tests {

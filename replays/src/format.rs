@@ -78,6 +78,37 @@ pub struct FighterInfo {
     pub spec: Option<Arc<str>>,
 }
 
+impl FighterInfo {
+    /// A built-in fighter's header: named and digested by its canonical spec
+    /// (`builtin:random`, `builtin:script:JAB,HEAVY`), which is all it takes
+    /// to re-run it. The referee's built-ins and the training env's learners
+    /// (recorded as the script of what they played) are headed this way.
+    pub fn builtin(canonical_spec: &str) -> FighterInfo {
+        let text: Arc<str> = canonical_spec.into();
+        FighterInfo {
+            name: text.clone(),
+            kind: FighterKind::Builtin,
+            digest: sha256_digest(text.as_bytes()).into(),
+            spec: Some(text),
+        }
+    }
+}
+
+/// `sha256:` and the lowercase hex digest of `bytes`: how a fighter's
+/// component or spec is named in a replay (`FighterInfo::digest`).
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes);
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in digest {
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    text
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FighterKind {
@@ -423,6 +454,20 @@ impl SideRecord {
             log_truncated: false,
             notes: None,
         }
+    }
+
+    /// This record with the rules' `outcome` of the exchange written in (the
+    /// action attempted, EXHAUSTED, damage and the state after). Inline: the
+    /// bare runner calls it twice per exchange (docs/perf/runner.md).
+    #[inline]
+    pub fn with_outcome(mut self, outcome: &duel_rules::SideOutcome) -> SideRecord {
+        self.action = outcome.action.into();
+        self.exhausted = outcome.exhausted;
+        self.damage_taken = outcome.damage_taken;
+        self.hp = outcome.after.hp;
+        self.stamina = outcome.after.stamina;
+        self.staggered = outcome.after.staggered;
+        self
     }
 
     /// Why a substitution happened, in a few words (faults and timeouts).

@@ -23,7 +23,7 @@ pub use format::ReplaySignature;
 pub use format::{
     ActionName, CallOutcome, CallRecord, ClassName, ExchangeRecord, FORMAT, FighterInfo,
     FighterKind, MatchResultRecord, ModelPrice, ModelSpend, Replay, RoundEndName, RoundRecord,
-    RoundResultRecord, SideRecord, SourceName, WinnerName,
+    RoundResultRecord, SideRecord, SourceName, WinnerName, sha256_digest,
 };
 pub use integers::check_integers;
 pub use limits::{

@@ -6,7 +6,7 @@
 //! env); this module puts them behind the engine's [`Bot`] seam and names them
 //! in replays.
 
-use duel_replays::{FighterInfo, FighterKind};
+use duel_replays::FighterInfo;
 use duel_rules::{Observation, Side};
 
 pub use duel_builtin::{
@@ -51,13 +51,7 @@ impl BuiltinBot {
 /// The replay header of a built-in fighter: named and digested by its canonical
 /// spec, which is all it takes to re-run it.
 pub fn fighter_info(spec: &BuiltinSpec) -> FighterInfo {
-    let text: std::sync::Arc<str> = spec.to_string().into();
-    FighterInfo {
-        name: text.clone(),
-        kind: FighterKind::Builtin,
-        digest: crate::spec::sha256_digest(text.as_bytes()).into(),
-        spec: Some(text),
-    }
+    FighterInfo::builtin(&spec.to_string())
 }
 
 impl Bot for BuiltinBot {

@@ -8,11 +8,33 @@
 //! Layout (docs/areas/training.md shows it as a table): [`HEADER_FIELDS`], then
 //! [`TAPE_SLOTS`] tape entries of [`TAPE_FIELDS`] each, newest first.
 
+mod lean;
+mod replay;
+
+pub use lean::LeanDuel;
+pub use replay::ReplayHeader;
+
 use duel_builtin::{BuiltinSpec, BuiltinStrategy, Strategy, strategy};
 use duel_rules::{
-    Action, ExchangeStep, FighterState, MatchOver, MatchState, Observation, Ruleset, Side, Source,
-    TapeEntry, TapeSide, WeightClass, Winner,
+    Action, ExchangeStep, FighterState, MatchOver, MatchState, Observation, PublicExchange,
+    Ruleset, Side, Source, TapeEntry, TapeSide, WeightClass, Winner,
 };
+
+/// What the env refuses, in one line each.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// A replay (or a script) asked of a match not played to its end.
+    #[error("the match is not over: a replay records a whole match, so play it to the end first")]
+    NotOver,
+    /// A seed past what a replay's JSON carries exactly.
+    #[error(
+        "seed {0} cannot be written into a replay: replays carry seeds up to 2^53 - 1 (9007199254740991), the largest integer their signature binds"
+    )]
+    Seed(u64),
+    /// The tape replayed through the rules ends elsewhere: a bug in the env.
+    #[error("the env's tape and the rules disagree when replayed (a bug in duel-env)")]
+    TapeDisagrees,
+}
 
 /// The six actions, in the rules table's order: an action's index here is its
 /// number in the action space and in the observation.
@@ -89,9 +111,23 @@ fn flag(value: bool) -> f32 {
 /// id and weight class are not numbers of the vector: they are fixed for an
 /// env and chosen when it is made.
 pub fn encode(observation: &Observation<'_>, out: &mut [f32; OBSERVATION_LEN]) {
+    let (header, tape) = out.split_at_mut(HEADER_LEN);
+    encode_header(observation, header);
+    tape.fill(0.0);
+    // Newest first, so slot 0 is always the last exchange whatever the match's
+    // length, which is what a policy reads most.
+    for (slot, entry) in tape
+        .chunks_exact_mut(TAPE_ENTRY_LEN)
+        .zip(observation.history().rev())
+    {
+        encode_tape_slot(&entry, slot);
+    }
+}
+
+/// The header of [`encode`]: [`HEADER_FIELDS`] into `header` (`HEADER_LEN`).
+fn encode_header(observation: &Observation<'_>, header: &mut [f32]) {
     let fighter =
         |state: FighterState| [state.hp as f32, state.stamina as f32, flag(state.staggered)];
-    let (header, tape) = out.split_at_mut(HEADER_LEN);
     header[0..3].copy_from_slice(&fighter(observation.you));
     header[3..6].copy_from_slice(&fighter(observation.opponent));
     header[6] = f32::from(observation.round);
@@ -100,7 +136,11 @@ pub fn encode(observation: &Observation<'_>, out: &mut [f32; OBSERVATION_LEN]) {
     header[9] = f32::from(observation.opponent_round_wins);
     // Budgets reach 512,000 tokens: exact in f32 (below 2^24).
     header[10] = observation.budget_left_tokens as f32;
-    tape.fill(0.0);
+}
+
+/// One tape slot of [`encode`]: [`TAPE_FIELDS`] of `entry` into `slot`
+/// (`TAPE_ENTRY_LEN`).
+fn encode_tape_slot(entry: &PublicExchange, slot: &mut [f32]) {
     let side = |entry: TapeSide| {
         [
             action_index(entry.action) as f32,
@@ -109,18 +149,11 @@ pub fn encode(observation: &Observation<'_>, out: &mut [f32; OBSERVATION_LEN]) {
             entry.damage_taken as f32,
         ]
     };
-    // Newest first, so slot 0 is always the last exchange whatever the match's
-    // length, which is what a policy reads most.
-    for (slot, entry) in tape
-        .chunks_exact_mut(TAPE_ENTRY_LEN)
-        .zip(observation.history().rev())
-    {
-        slot[0] = 1.0;
-        slot[1] = f32::from(entry.round);
-        slot[2] = f32::from(entry.exchange);
-        slot[3..7].copy_from_slice(&side(entry.you));
-        slot[7..11].copy_from_slice(&side(entry.opponent));
-    }
+    slot[0] = 1.0;
+    slot[1] = f32::from(entry.round);
+    slot[2] = f32::from(entry.exchange);
+    slot[3..7].copy_from_slice(&side(entry.you));
+    slot[7..11].copy_from_slice(&side(entry.opponent));
 }
 
 /// The most damage one exchange can deal under `ruleset`, found by the rules
@@ -251,6 +284,22 @@ pub struct Step {
     pub rewards: [f32; 2],
 }
 
+/// The public tape's record of an exchange a learner played.
+fn tape_entry(exchange: &ExchangeStep) -> TapeEntry {
+    let sides = exchange.outcome.sides.map(|side| TapeSide {
+        action: side.action,
+        exhausted: side.exhausted,
+        // Learners always answer: no clock, no budget, no faults here.
+        source: Source::Bot,
+        damage_taken: side.damage_taken,
+    });
+    TapeEntry {
+        round: exchange.round,
+        exchange: exchange.exchange,
+        sides,
+    }
+}
+
 /// One match between two learners: both act at once, every exchange.
 #[derive(Clone, Debug)]
 pub struct Duel {
@@ -300,6 +349,11 @@ impl Duel {
         &self.tape
     }
 
+    /// The id the last `reset` gave the match.
+    pub fn match_id(&self) -> &str {
+        &self.match_id
+    }
+
     pub fn is_over(&self) -> bool {
         self.state.is_over()
     }
@@ -309,21 +363,7 @@ impl Duel {
     /// EXHAUSTED, exactly as in the referee.
     pub fn step(&mut self, actions: [Action; 2]) -> Result<Step, MatchOver> {
         let exchange = self.state.play_exchange(actions)?;
-        let sides = [0, 1].map(|index| {
-            let side = exchange.outcome.sides[index];
-            TapeSide {
-                action: side.action,
-                exhausted: side.exhausted,
-                // Learners always answer: no clock, no budget, no faults here.
-                source: Source::Bot,
-                damage_taken: side.damage_taken,
-            }
-        });
-        self.tape.push(TapeEntry {
-            round: exchange.round,
-            exchange: exchange.exchange,
-            sides,
-        });
+        self.tape.push(tape_entry(&exchange));
         Ok(Step {
             rewards: self.rewards.of(&exchange),
             exchange,
@@ -350,9 +390,14 @@ impl Duel {
     /// Which actions `side` can pay for from its stamina now. The others are
     /// still playable: the rules perform EXHAUSTED instead.
     pub fn affordable(&self, side: Side) -> [bool; 6] {
-        let stamina = self.state.fighter(side).stamina;
-        ACTIONS.map(|action| self.ruleset().can_pay(action, stamina))
+        affordable(&self.state, side)
     }
+}
+
+/// Which actions `side` of `state` can pay for from its stamina now.
+fn affordable(state: &MatchState, side: Side) -> [bool; 6] {
+    let stamina = state.fighter(side).stamina;
+    ACTIONS.map(|action| state.ruleset().can_pay(action, stamina))
 }
 
 /// A match between one learner and a built-in fighter of the referee
@@ -363,6 +408,8 @@ pub struct Solo {
     spec: BuiltinSpec,
     opponent: BuiltinStrategy,
     learner: Side,
+    /// The match seed of the last `reset` (the built-in was made from it).
+    seed: u64,
 }
 
 impl Solo {
@@ -374,6 +421,7 @@ impl Solo {
             spec,
             opponent,
             learner,
+            seed: 0,
         }
     }
 
@@ -383,6 +431,12 @@ impl Solo {
     pub fn reset(&mut self, match_id: &str, seed: u64) {
         self.duel.reset(match_id);
         self.opponent = strategy(&self.spec, seed, self.learner.other());
+        self.seed = seed;
+    }
+
+    /// The match seed of the last `reset`.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     pub fn duel(&self) -> &Duel {

@@ -156,3 +156,46 @@ fn affordable_is_what_the_rules_let_a_fighter_pay_for() {
     let step = duel.step([Action::Heavy, Action::Block]).expect("not over");
     assert!(step.exchange.outcome.sides[0].exhausted);
 }
+
+/// The batched env's tape-free match writes the same vectors, masks and
+/// rewards as `Duel`, exchange after exchange, across resets into a reused
+/// array (the batch's), in every class.
+#[test]
+fn a_lean_duel_observes_as_a_duel_does() {
+    let mut rng = Lcg(77);
+    let rewards = Rewards::default();
+    for class in WeightClass::ALL {
+        let mut lean = duel_env::LeanDuel::new(R);
+        // One array for all matches, as a batch slot reuses its rows.
+        let mut out = vec![f32::NAN; 2 * OBSERVATION_LEN];
+        for _ in 0..200 {
+            let mut duel = Duel::new(R, class, rewards);
+            duel.reset("m");
+            lean.reset(class, &mut out);
+            loop {
+                for side in Side::BOTH {
+                    let mut expected = [0.0; OBSERVATION_LEN];
+                    duel.observe(side, &mut expected);
+                    let half = &out[side.index() * OBSERVATION_LEN..][..OBSERVATION_LEN];
+                    assert_eq!(half, &expected[..], "{class:?}, {side:?}");
+                    assert_eq!(lean.affordable(side), duel.affordable(side));
+                }
+                if duel.is_over() {
+                    assert!(lean.state().is_over());
+                    assert_eq!(lean.state().result(), duel.state().result());
+                    break;
+                }
+                let actions = [ACTIONS[rng.below(6)], ACTIONS[rng.below(6)]];
+                let expected = duel.step(actions).expect("not over");
+                let step = lean
+                    .step(actions, &rewards, class, &mut out)
+                    .expect("not over");
+                assert_eq!(step, expected);
+            }
+            assert!(
+                lean.step([Action::Jab; 2], &rewards, class, &mut out)
+                    .is_err()
+            );
+        }
+    }
+}

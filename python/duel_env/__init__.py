@@ -14,6 +14,8 @@ rewards; `OBSERVATION_FIELDS` names every number of the observation vector.
 
 from __future__ import annotations
 
+import datetime
+import os
 from typing import Any
 
 import gymnasium
@@ -36,7 +38,9 @@ from ._native import (
     Solo,
     play_rules_directly,
 )
+from ._native import affordable as _affordable
 from ._native import bounds as _bounds
+from ._native import encode_observation as _encode_observation
 
 __all__ = [
     "ACTIONS",
@@ -57,6 +61,8 @@ __all__ = [
     "DuelParallelEnv",
     "GYM_ID",
     "EngineError",
+    "affordable",
+    "encode_observation",
     "env",
     "gym_env",
     "parallel_env",
@@ -191,6 +197,24 @@ class DuelParallelEnv(ParallelEnv):
         of "a", the same of "b") per exchange."""
         return self._duel.tape()
 
+    def replay(self, accepted_at: str | None = None, signing_key: str | os.PathLike | None = None) -> str:
+        """The finished match as a replay (a `duel-replay/1` JSON document, the
+        text `referee local --out` writes): `referee replay verify`, `referee
+        replay show` and the viewer take it. Each agent is recorded as the
+        built-in script of what it played (`builtin:script:JAB,HEAVY,…`), so
+        `referee local` with the two specs plays the same match again. The
+        header carries the reset's seed (0 when none was given) and
+        `accepted_at` (RFC 3339, now by default). Unsigned unless
+        `signing_key` names a key file (made there if missing, as the
+        referee's own); `referee replay sign` signs one later.
+
+        Raises RuntimeError before the match is over, ValueError for a seed
+        past 2^53 - 1 (the largest a replay carries)."""
+        seed = 0 if self._seed is None else self._seed
+        if seed < 0:
+            raise ValueError(f"seed {seed} cannot be written into a replay: replays carry seeds 0 to 2^53 - 1")
+        return self._duel.replay(_accepted_at(accepted_at), seed, _key_path(signing_key))
+
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
@@ -268,10 +292,37 @@ class DuelGymEnv(gymnasium.Env):
         """The match so far, fighter "a" first, as DuelParallelEnv.tape()."""
         return self._solo.tape()
 
+    def replay(self, accepted_at: str | None = None, signing_key: str | os.PathLike | None = None) -> str:
+        """The finished match as a replay, as DuelParallelEnv.replay(): the
+        learner recorded as the script of what it played, the built-in by its
+        spec, and the match seed (`info["match_seed"]`), so `referee local`
+        with both specs and `--seed` plays it again exchange for exchange."""
+        if not self._started:
+            raise RuntimeError("the match is not started: call reset() and play it to the end first")
+        return self._solo.replay(_accepted_at(accepted_at), _key_path(signing_key))
+
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
         return _render_tape(self._solo.tape())
+
+
+def _accepted_at(accepted_at: str | None) -> str:
+    if accepted_at is None:
+        return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not isinstance(accepted_at, str):
+        raise TypeError(f"accepted_at must be an RFC 3339 string, got {type(accepted_at).__name__}")
+    try:
+        parsed = datetime.datetime.fromisoformat(accepted_at.replace("Z", "+00:00"))
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None or "T" not in accepted_at:
+        raise ValueError(f"accepted_at {accepted_at[:40]!r} is not an RFC 3339 time such as '2026-12-07T12:00:00Z'")
+    return accepted_at
+
+
+def _key_path(signing_key) -> str | None:
+    return None if signing_key is None else os.fspath(signing_key)
 
 
 def _render_tape(tape) -> str:
@@ -283,6 +334,55 @@ def _render_tape(tape) -> str:
         ]
         lines.append(f"round {round_number} exchange {exchange}: a {sides[0]}; b {sides[1]}")
     return "\n".join(lines)
+
+
+def _tape_side(side, at: int):
+    # Proto enums count from 1 (0 is UNSPECIFIED, never sent); the vector from 0.
+    action, source = int(side.action) - 1, int(side.source) - 1
+    if not 0 <= action < len(ACTIONS):
+        raise ValueError(f"tape entry {at}: action {int(side.action)} is not one of duel.v1's six (1..6)")
+    if not 0 <= source < 4:
+        raise ValueError(f"tape entry {at}: source {int(side.source)} is not one of duel.v1's four (1..4)")
+    return (action, bool(side.exhausted), source, int(side.damage_taken))
+
+
+def encode_observation(observation, weight_class: str | None = None) -> np.ndarray:
+    """A bot's observation as the env's vector: `observation` is the
+    `duel.v1.Observation` an endpoint bot's `Decide` receives (or any object
+    with its fields: `you`, `opponent`, `round`, `exchange`, round wins,
+    `budget_left_tokens`, `tape` of entries with `you`/`opponent` halves, proto
+    enums counting from 1). The numbers are written by the same Rust code the
+    env uses (`duel_env::encode`), so a policy trained in the env reads in a
+    match exactly what it read in training. Returns float32 (OBSERVATION_LEN,)."""
+    tape = [
+        (int(entry.round), int(entry.exchange), _tape_side(entry.you, at), _tape_side(entry.opponent, at))
+        for at, entry in enumerate(observation.tape)
+    ]
+    ruleset = getattr(observation, "ruleset", "") or "1.0.0"
+    if weight_class is None:
+        # duel.v1.WeightClass: 1 light, 2 middle, 3 heavy; the class only
+        # bounds the budget figure, which the observation carries itself.
+        weight_class = {1: "light", 3: "heavy"}.get(int(getattr(observation, "class", 2) or 2), "middle")
+    you, them = observation.you, observation.opponent
+    raw = _encode_observation(
+        (int(you.hp), int(you.stamina), bool(you.staggered)),
+        (int(them.hp), int(them.stamina), bool(them.staggered)),
+        int(observation.round),
+        int(observation.exchange),
+        int(observation.your_round_wins),
+        int(observation.opponent_round_wins),
+        int(observation.budget_left_tokens),
+        tape,
+        ruleset,
+        weight_class,
+    )
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+def affordable(stamina: int, ruleset: str = "1.0.0") -> np.ndarray:
+    """The env's "affordable" mask for a fighter with `stamina`: int8 (6,),
+    1 where the rules let it pay for the action."""
+    return np.frombuffer(_affordable(int(stamina), ruleset), dtype=np.int8).copy()
 
 
 def gym_env(**kwargs) -> DuelGymEnv:

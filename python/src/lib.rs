@@ -15,10 +15,10 @@ use duel_builtin::BuiltinSpec;
 use duel_env::{
     ACTIONS, HEADER_FIELDS, OBSERVATION_LEN, Rewards, TAPE_FIELDS, TAPE_SLOTS, action_from_index,
 };
-use duel_rules::{Action, MatchState, Ruleset, Side, TapeEntry, WeightClass};
+use duel_rules::{Action, MatchState, Ruleset, Side, Source, TapeEntry, WeightClass};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -113,6 +113,36 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
         .iter()
         .flat_map(|value| value.to_le_bytes())
         .collect()
+}
+
+/// A finished match's replay as the JSON text the referee writes, signed
+/// with the key at `signing_key` when one is named (made there if missing,
+/// as the referee makes its own).
+fn replay_text(
+    replay: Result<duel_replays::Replay, duel_env::EnvError>,
+    signing_key: Option<&str>,
+) -> PyResult<String> {
+    let mut replay = replay.map_err(|error| match error {
+        duel_env::EnvError::NotOver => PyRuntimeError::new_err(error.to_string()),
+        _ => PyValueError::new_err(error.to_string()),
+    })?;
+    if let Some(path) = signing_key {
+        let (key, _created) = duel_replays::load_or_create_signing_key(std::path::Path::new(path))
+            .map_err(|error| PyOSError::new_err(error.to_string()))?;
+        duel_replays::sign(&mut replay, &key)
+            .map_err(|error| PyValueError::new_err(error.to_string()))?;
+    }
+    Ok(replay.to_json_pretty())
+}
+
+/// Refuses a replay of a match an engine error interrupted.
+fn check_whole(broken: bool) -> PyResult<()> {
+    if broken {
+        return Err(PyRuntimeError::new_err(
+            "this match was interrupted by an engine error: it has no replay",
+        ));
+    }
+    Ok(())
 }
 
 /// A round's or a match's result as Python sees it: (winner, how).
@@ -268,6 +298,21 @@ impl Duel {
         guarded(|| Ok(self.inner.tape().iter().map(tape_tuple).collect()))
     }
 
+    /// The finished match as a `duel-replay/1` JSON document that `referee
+    /// replay verify` accepts: both learners recorded as the scripts of what
+    /// they played, `seed` and `accepted_at` (RFC 3339) in its header.
+    #[pyo3(signature = (accepted_at, seed, signing_key = None))]
+    fn replay(&self, accepted_at: &str, seed: u64, signing_key: Option<&str>) -> PyResult<String> {
+        check_whole(self.broken)?;
+        guarded(|| {
+            replay_text(
+                self.inner
+                    .replay(duel_env::ReplayHeader { accepted_at, seed }),
+                signing_key,
+            )
+        })
+    }
+
     /// Exists only so the tests can prove a panic inside the engine reaches
     /// Python as `EngineError` and leaves this match refusing to step until reset.
     fn _panic_for_test(&mut self, message: &str) -> PyResult<()> {
@@ -324,6 +369,107 @@ fn play_rules_directly(
         }
         Ok(tape)
     })
+}
+
+/// One side of a tape entry as a bot's observation carries it: (action
+/// 0..=5, exhausted, source 0..=3 as bot, timeout, budget, fault, damage taken).
+type BotTapeSide = (i64, bool, i64, i32);
+
+fn tape_side(side: BotTapeSide, at: usize) -> PyResult<duel_rules::TapeSide> {
+    let (action, exhausted, source, damage_taken) = side;
+    let action = usize::try_from(action)
+        .ok()
+        .and_then(action_from_index)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "tape entry {at}: action {action} is out of range (expected 0..=5)"
+            ))
+        })?;
+    let source = usize::try_from(source)
+        .ok()
+        .and_then(|index| Source::ALL.get(index).copied())
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "tape entry {at}: source {source} is out of range (expected 0..=3: bot, timeout, budget, fault)"
+            ))
+        })?;
+    Ok(duel_rules::TapeSide {
+        action,
+        exhausted,
+        source,
+        damage_taken,
+    })
+}
+
+/// The observation vector of a bot's own observation (what `duel.v1.Bot`'s
+/// `Decide` or the WIT `observation` hands it), written by the same
+/// `duel_env::encode` the env uses: a policy trained in the env reads the
+/// same numbers in a match. `you`/`opponent` are (hp, stamina, staggered);
+/// `tape` lists earlier exchanges oldest first, each (round, exchange, your
+/// side, the opponent's side). Little-endian f32, OBSERVATION_LEN of them.
+#[pyfunction]
+#[pyo3(signature = (you, opponent, round, exchange, your_round_wins, opponent_round_wins, budget_left_tokens, tape, ruleset = "1.0.0", weight_class = "middle"))]
+#[allow(clippy::too_many_arguments)]
+fn encode_observation<'py>(
+    py: Python<'py>,
+    you: (i32, i32, bool),
+    opponent: (i32, i32, bool),
+    round: u8,
+    exchange: u8,
+    your_round_wins: u8,
+    opponent_round_wins: u8,
+    budget_left_tokens: u64,
+    tape: Vec<(u8, u8, BotTapeSide, BotTapeSide)>,
+    ruleset: &str,
+    weight_class: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = guarded(|| {
+        let fighter = |(hp, stamina, staggered): (i32, i32, bool)| duel_rules::FighterState {
+            hp,
+            stamina,
+            staggered,
+        };
+        // Seen from the bot's side: it is `a` of this tape.
+        let entries = tape
+            .into_iter()
+            .enumerate()
+            .map(|(at, (round, exchange, mine, theirs))| {
+                Ok(TapeEntry {
+                    round,
+                    exchange,
+                    sides: [tape_side(mine, at)?, tape_side(theirs, at)?],
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let observation = duel_rules::Observation {
+            ruleset: parse_ruleset(ruleset)?,
+            match_id: "",
+            class: parse_class(weight_class)?,
+            budget_left_tokens,
+            round,
+            exchange,
+            you: fighter(you),
+            opponent: fighter(opponent),
+            your_round_wins,
+            opponent_round_wins,
+            side: Side::A,
+            tape: &entries,
+        };
+        let mut out = [0.0_f32; OBSERVATION_LEN];
+        duel_env::encode(&observation, &mut out);
+        Ok(f32_bytes(&out))
+    })?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// Which of the six actions a fighter with `stamina` can pay for under
+/// `ruleset` (the env's "affordable" mask), as six 0/1 bytes.
+#[pyfunction]
+#[pyo3(signature = (stamina, ruleset = "1.0.0"))]
+fn affordable<'py>(py: Python<'py>, stamina: i32, ruleset: &str) -> PyResult<Bound<'py, PyBytes>> {
+    let ruleset = parse_ruleset(ruleset)?;
+    let mask = ACTIONS.map(|action| u8::from(ruleset.can_pay(action, stamina)));
+    Ok(PyBytes::new(py, &mask))
 }
 
 /// One match of a learner against a built-in fighter of the referee, the
@@ -453,21 +599,20 @@ impl Solo {
     fn tape(&self) -> PyResult<Vec<(u8, u8, PySide, PySide)>> {
         guarded(|| Ok(self.inner.duel().tape().iter().map(tape_tuple).collect()))
     }
-}
 
-/// Both fighters' observations of `duel` into `out` (2 * OBSERVATION_LEN).
-fn write_observations(duel: &duel_env::Duel, out: &mut [f32]) {
-    for (side, half) in Side::BOTH
-        .into_iter()
-        .zip(out.chunks_exact_mut(OBSERVATION_LEN))
-    {
-        let half: &mut [f32; OBSERVATION_LEN] = half.try_into().expect("chunks of OBSERVATION_LEN");
-        duel.observe(side, half);
+    /// The finished match as a `duel-replay/1` JSON document: the learner
+    /// recorded as the script of what it played, the built-in by its spec,
+    /// and the match seed of the last `reset`, so `referee local` with both
+    /// specs and `--seed` plays it again.
+    #[pyo3(signature = (accepted_at, signing_key = None))]
+    fn replay(&self, accepted_at: &str, signing_key: Option<&str>) -> PyResult<String> {
+        check_whole(self.broken)?;
+        guarded(|| replay_text(self.inner.replay(accepted_at), signing_key))
     }
 }
 
 /// Both fighters' affordable actions of `duel` into `out` (12 values, 0/1).
-fn write_masks(duel: &duel_env::Duel, out: &mut [i8]) {
+fn write_masks(duel: &duel_env::LeanDuel, out: &mut [i8]) {
     for (side, half) in Side::BOTH
         .into_iter()
         .zip(out.chunks_exact_mut(ACTIONS.len()))
@@ -509,7 +654,11 @@ fn check_out<T: pyo3::buffer::Element>(
 #[pyclass(module = "duel_env._native")]
 #[derive(Debug)]
 struct Batch {
-    duels: Vec<duel_env::Duel>,
+    /// The matches: their rules state only; their tapes live in
+    /// `observations` (see `duel_env::LeanDuel`).
+    duels: Vec<duel_env::LeanDuel>,
+    class: WeightClass,
+    rewards_per: Rewards,
     started: bool,
     /// A panic interrupted a step: the batch steps again only after a reset.
     broken: bool,
@@ -549,15 +698,14 @@ impl Batch {
     }
 
     fn reset_all(&mut self) {
+        let class = self.class;
         for ((duel, observations), masks) in self
             .duels
             .iter_mut()
             .zip(self.observations.chunks_exact_mut(2 * OBSERVATION_LEN))
             .zip(self.masks.chunks_exact_mut(2 * ACTIONS.len()))
         {
-            // The vector does not carry the match's name: none is kept.
-            duel.reset("");
-            write_observations(duel, observations);
+            duel.reset(class, observations);
             write_masks(duel, masks);
         }
         self.rewards.fill(0.0);
@@ -567,6 +715,7 @@ impl Batch {
 
     fn step_all(&mut self, actions: &[[Action; 2]]) {
         self.finals.clear();
+        let (class, per) = (self.class, self.rewards_per);
         let duels = self.duels.iter_mut();
         let observations = self.observations.chunks_exact_mut(2 * OBSERVATION_LEN);
         let masks = self.masks.chunks_exact_mut(2 * ACTIONS.len());
@@ -579,18 +728,15 @@ impl Batch {
             .zip(self.terminations.iter_mut())
         {
             let step = duel
-                .step(*actions)
+                .step(*actions, &per, class, observations)
                 .expect("a batch's matches are reset as soon as they end");
             rewards.copy_from_slice(&step.rewards);
             let over = step.exchange.match_result.is_some();
             *termination = u8::from(over);
             if over {
-                let start = self.finals.len();
-                self.finals.resize(start + 2 * OBSERVATION_LEN, 0.0);
-                write_observations(duel, &mut self.finals[start..]);
-                duel.reset("");
+                self.finals.extend_from_slice(observations);
+                duel.reset(class, observations);
             }
-            write_observations(duel, observations);
             write_masks(duel, masks);
         }
     }
@@ -634,12 +780,9 @@ impl Batch {
             let (ruleset, class) = (parse_ruleset(ruleset)?, parse_class(weight_class)?);
             let rewards = rewards(round_reward, match_reward)?;
             Ok(Batch {
-                // Each made by `Duel::new`, not cloned: a clone's tape has no
-                // room reserved and would grow by doubling to 64 entries; this
-                // one holds its 36 (a match's most) and never reallocates.
-                duels: (0..n)
-                    .map(|_| duel_env::Duel::new(ruleset, class, rewards))
-                    .collect(),
+                duels: vec![duel_env::LeanDuel::new(ruleset); n],
+                class,
+                rewards_per: rewards,
                 started: false,
                 broken: false,
                 observations: vec![0.0; n * 2 * OBSERVATION_LEN],
@@ -731,20 +874,14 @@ impl Batch {
     }
 
     /// Bytes the engine holds per match beyond the observation arrays (and
-    /// their staging copy): the match itself, its tape's room (TAPE_SLOTS
-    /// entries, reserved by `Duel::new`), and its share of the staged masks,
-    /// rewards and terminations.
+    /// their staging copy, which also holds the match's tape): the match's
+    /// rules state and its share of the staged masks, rewards and
+    /// terminations.
     fn bytes_per_match(&self) -> usize {
-        let per_duel: usize = self
-            .duels
-            .iter()
-            .map(|duel| {
-                std::mem::size_of::<duel_env::Duel>()
-                    + duel.tape().len().max(TAPE_SLOTS) * std::mem::size_of::<TapeEntry>()
-            })
-            .sum::<usize>()
-            / self.duels.len().max(1);
-        per_duel + 2 * ACTIONS.len() + 8 + 1
+        std::mem::size_of::<duel_env::LeanDuel>()
+            + 2 * ACTIONS.len() * std::mem::size_of::<i8>()
+            + 2 * std::mem::size_of::<f32>()
+            + std::mem::size_of::<u8>()
     }
 }
 
@@ -755,6 +892,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Batch>()?;
     module.add_function(wrap_pyfunction!(bounds, module)?)?;
     module.add_function(wrap_pyfunction!(play_rules_directly, module)?)?;
+    module.add_function(wrap_pyfunction!(encode_observation, module)?)?;
+    module.add_function(wrap_pyfunction!(affordable, module)?)?;
     module.add("EngineError", module.py().get_type::<EngineError>())?;
     module.add("OBSERVATION_LEN", OBSERVATION_LEN)?;
     module.add("TAPE_SLOTS", TAPE_SLOTS)?;

@@ -10,8 +10,10 @@ venv="$root/target/python-env/venv"
 stamp="$venv/.sources"
 cd "$root"
 # Everything the package is built from: the rules, the built-in fighters, the
-# env's engine, the binding, the Python code and the lock file.
-digest="$(find rules/Cargo.toml rules/src builtin/Cargo.toml builtin/src env/Cargo.toml env/src python/Cargo.toml \
+# replay format (and the file helpers it writes keys with), the env's engine,
+# the binding, the Python code and the lock file.
+digest="$(find rules/Cargo.toml rules/src builtin/Cargo.toml builtin/src replays/Cargo.toml replays/src \
+  files/Cargo.toml files/src env/Cargo.toml env/src python/Cargo.toml \
   python/pyproject.toml python/src python/duel_env Cargo.toml Cargo.lock \
   -type f -not -name '*.pyc' | LC_ALL=C sort | xargs sha256sum | sha256sum)"
 if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$digest" ]; then

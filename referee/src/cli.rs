@@ -88,6 +88,13 @@ pub struct NewArgs {
     /// `referee local NAME builtin:counter --model-url builtin:house --logs`.
     #[arg(long)]
     pub llm: bool,
+    /// Python: a bot that plays a policy trained in the training env
+    /// (`duel_env`, the referee's own rules from Python): `train.py` learns
+    /// one against builtin:random in about a minute and saves policy.npz,
+    /// `bot.py` plays it as an endpoint bot, reading its observation with the
+    /// env's own encoder.
+    #[arg(long, conflicts_with = "llm")]
+    pub from_env: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

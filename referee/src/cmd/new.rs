@@ -1,4 +1,4 @@
-//! `referee new NAME --lang rust|python [--llm]`: writes a bot project that
+//! `referee new NAME --lang rust|python [--llm | --from-env]`: writes a bot project that
 //! builds and plays as it is, with a README and a test that plays it against
 //! `builtin:counter`.
 
@@ -13,7 +13,8 @@ use crate::cli::{LangArg, NewArgs};
 /// referee that runs neither from a checkout nor in one.
 const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
 
-/// The largest `Cargo.toml` read to recognise the SDK.
+/// The largest manifest read to recognise a part of the checkout (the SDK's
+/// `Cargo.toml`, the env package's `pyproject.toml`).
 const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
 pub fn run(args: NewArgs) -> Result<Outcome> {
@@ -31,15 +32,25 @@ pub fn run(args: NewArgs) -> Result<Outcome> {
     if args.llm && args.lang != LangArg::Python {
         bail!("--llm writes a Python bot: add --lang python (nothing was written)");
     }
-    let mut sdk_note = None;
-    let files = match (args.lang, args.llm) {
-        (LangArg::Rust, _) => {
-            let (dependency, note) = sdk_dependency(&args)?;
-            sdk_note = note;
+    if args.from_env && args.lang != LangArg::Python {
+        bail!("--from-env writes a Python bot: add --lang python (nothing was written)");
+    }
+    let mut note = None;
+    let files = match (args.lang, args.llm, args.from_env) {
+        (LangArg::Rust, _, _) => {
+            let (dependency, sdk_note) = sdk_dependency(&args)?;
+            note = sdk_note;
             rust_files(&args.name, &dependency)
         }
-        (LangArg::Python, false) => python_files(&args.name),
-        (LangArg::Python, true) => python_llm_files(&args.name),
+        (LangArg::Python, _, true) => {
+            let (package, why) = default_part(ENV_PACKAGE)?;
+            let package = std::fs::canonicalize(&package)
+                .with_context(|| format!("cannot resolve {}", package.display()))?;
+            note = Some(format!("duel_env: {} ({why})", package.display()));
+            python_policy_files(&args.name, &package)
+        }
+        (LangArg::Python, true, false) => python_llm_files(&args.name),
+        (LangArg::Python, false, false) => python_files(&args.name),
     };
     write_all(&folder, &files)?;
     let shown = folder.display();
@@ -47,10 +58,21 @@ pub fn run(args: NewArgs) -> Result<Outcome> {
     for (path, _) in &files {
         println!("  {shown}/{path}");
     }
-    if let Some(note) = sdk_note {
+    if let Some(note) = note {
         println!("{note}");
     }
-    if args.llm {
+    if args.from_env {
+        println!(
+            "\ntrain it:  python3 -m venv {shown}/.venv && {shown}/.venv/bin/pip install -r {shown}/requirements.txt"
+        );
+        println!(
+            "           {shown}/.venv/bin/python {shown}/train.py      (about a minute; writes {shown}/policy.npz)"
+        );
+        println!("play it:   referee local {shown} builtin:random --logs");
+        println!(
+            "           (the first run sets up the bot's Python environment and builds duel_env, a minute or two)"
+        );
+    } else if args.llm {
         println!(
             "\nplay it:   referee local {shown} builtin:counter --model-url builtin:house --logs"
         );
@@ -131,50 +153,95 @@ fn sdk_dependency(args: &NewArgs) -> Result<(String, Option<String>)> {
     ))
 }
 
-/// The SDK a new Rust bot depends on when none is named: the checkout the
-/// running referee sits in (`target/release/referee` of a clone), else the
-/// checkout of the current folder, else the one the binary was built from
-/// (which may have moved since: then an error says how to name one).
+/// A folder of the duel project's checkout that a new bot depends on.
+#[derive(Clone, Copy, Debug)]
+struct CheckoutPart {
+    /// Its folder within the checkout.
+    folder: &'static str,
+    /// The manifest that names it, and the name line it holds (spaces removed).
+    manifest: &'static str,
+    name_line: &'static str,
+    /// Where it was when the referee was built.
+    built_from: &'static str,
+    /// What it is, and how to name another, for messages.
+    what: &'static str,
+    how_to_name: &'static str,
+}
+
+const SDK: CheckoutPart = CheckoutPart {
+    folder: "sdk",
+    manifest: "Cargo.toml",
+    name_line: "name=\"duel-bot-sdk\"",
+    built_from: BUILT_FROM_SDK,
+    what: "duel-bot-sdk",
+    how_to_name: "pass --sdk PATH (the sdk/ folder of a checkout) or --sdk-git URL (the project's git repository)",
+};
+
+/// The training env's Python package (`pip install ./python`), which a
+/// policy bot imports to encode its observation as the env does.
+const ENV_PACKAGE: CheckoutPart = CheckoutPart {
+    folder: "python",
+    manifest: "pyproject.toml",
+    name_line: "name=\"duel-env\"",
+    built_from: BUILT_FROM_ENV_PACKAGE,
+    what: "the duel_env package",
+    how_to_name: "run the referee of a checkout of the duel project (target/release/referee), or run `referee new` from inside one",
+};
+
+/// Where the env package was when the referee was built.
+const BUILT_FROM_ENV_PACKAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../python");
+
+/// The SDK a new Rust bot depends on when none is named: see [`default_part`].
 fn default_sdk() -> Result<(PathBuf, &'static str)> {
+    default_part(SDK)
+}
+
+/// `part` of the checkout the running referee sits in (`target/release/referee`
+/// of a clone), else of the current folder's checkout, else of the one the
+/// binary was built from (which may have moved since: then an error says how
+/// to name one).
+fn default_part(part: CheckoutPart) -> Result<(PathBuf, &'static str)> {
     let running = std::env::current_exe().ok();
-    if let Some(sdk) = running
+    if let Some(found) = running
         .as_deref()
         .and_then(Path::parent)
-        .and_then(checkout_sdk_above)
+        .and_then(|start| part_above(part, start))
     {
-        return Ok((sdk, "the checkout the running referee is in"));
+        return Ok((found, "the checkout the running referee is in"));
     }
     let here = std::env::current_dir().ok();
-    if let Some(sdk) = here.as_deref().and_then(checkout_sdk_above) {
-        return Ok((sdk, "the checkout of the current folder"));
+    if let Some(found) = here.as_deref().and_then(|start| part_above(part, start)) {
+        return Ok((found, "the checkout of the current folder"));
     }
-    let built_from = PathBuf::from(BUILT_FROM_SDK);
-    if is_sdk(&built_from) {
+    let built_from = PathBuf::from(part.built_from);
+    if holds(part, &built_from) {
         return Ok((
             built_from,
             "the checkout the referee was built from: neither the referee nor the current folder is in a checkout",
         ));
     }
     bail!(
-        "cannot find duel-bot-sdk: neither the running referee ({}) nor the current folder is in a checkout of the duel project, and the checkout it was built from ({}) is gone; pass --sdk PATH (the sdk/ folder of a checkout) or --sdk-git URL (the project's git repository) (nothing was written)",
+        "cannot find {}: neither the running referee ({}) nor the current folder is in a checkout of the duel project, and the checkout it was built from ({}) is gone; {} (nothing was written)",
+        part.what,
         running
             .as_deref()
             .map_or_else(|| "?".into(), Path::to_string_lossy),
-        built_from.display()
+        built_from.display(),
+        part.how_to_name,
     )
 }
 
-/// The `sdk/` folder of the checkout `start` is in, if any.
-fn checkout_sdk_above(start: &Path) -> Option<PathBuf> {
+/// `part`'s folder in the checkout `start` is in, if any.
+fn part_above(part: CheckoutPart, start: &Path) -> Option<PathBuf> {
     start
         .ancestors()
-        .map(|folder| folder.join("sdk"))
-        .find(|sdk| is_sdk(sdk))
+        .map(|folder| folder.join(part.folder))
+        .find(|folder| holds(part, folder))
 }
 
-/// Whether `folder` holds the duel-bot-sdk crate.
-fn is_sdk(folder: &Path) -> bool {
-    let manifest = folder.join("Cargo.toml");
+/// Whether `folder` holds `part` (its manifest names it).
+fn holds(part: CheckoutPart, folder: &Path) -> bool {
+    let manifest = folder.join(part.manifest);
     let Ok(meta) = std::fs::metadata(&manifest) else {
         return false;
     };
@@ -184,7 +251,7 @@ fn is_sdk(folder: &Path) -> bool {
     std::fs::read_to_string(&manifest).is_ok_and(|text| {
         text.lines().any(|line| {
             let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-            line == "name=\"duel-bot-sdk\""
+            line == part.name_line
         })
     })
 }
@@ -250,6 +317,47 @@ fn python_llm_files(name: &str) -> Vec<(&'static str, String)> {
         (".gitignore", PYTHON_LLM_GITIGNORE.to_owned()),
     ]
 }
+
+/// An endpoint bot in Python that plays a policy trained in the training env
+/// (`templates/python-policy/`): `train.py` learns it with `duel_env`, which
+/// `requirements.txt` installs from `package` (the checkout's `python/`).
+fn python_policy_files(name: &str, package: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("bot.py", PYTHON_POLICY_BOT.replace("{name}", name)),
+        ("policy.py", PYTHON_POLICY_POLICY.replace("{name}", name)),
+        ("train.py", PYTHON_POLICY_TRAIN.replace("{name}", name)),
+        (
+            "requirements.txt",
+            PYTHON_POLICY_REQUIREMENTS.replace("{duel_env}", &file_url(package)),
+        ),
+        ("test_bot.py", PYTHON_POLICY_TEST.to_owned()),
+        ("README.md", PYTHON_POLICY_README.replace("{name}", name)),
+        (".gitignore", PYTHON_POLICY_GITIGNORE.to_owned()),
+    ]
+}
+
+/// A `file://` URL of an absolute path, as pip's direct references take it:
+/// every byte but unreserved ones and `/` percent-encoded.
+fn file_url(path: &Path) -> String {
+    let mut url = String::from("file://");
+    for byte in path.to_string_lossy().bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            url.push(char::from(byte));
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    url
+}
+
+const PYTHON_POLICY_BOT: &str = include_str!("../../templates/python-policy/bot.py");
+const PYTHON_POLICY_POLICY: &str = include_str!("../../templates/python-policy/policy.py");
+const PYTHON_POLICY_TRAIN: &str = include_str!("../../templates/python-policy/train.py");
+const PYTHON_POLICY_REQUIREMENTS: &str =
+    include_str!("../../templates/python-policy/requirements.txt");
+const PYTHON_POLICY_TEST: &str = include_str!("../../templates/python-policy/test_bot.py");
+const PYTHON_POLICY_README: &str = include_str!("../../templates/python-policy/README.md");
+const PYTHON_POLICY_GITIGNORE: &str = include_str!("../../templates/python-policy/gitignore");
 
 const PYTHON_LLM_BOT: &str = include_str!("../../templates/python-llm/bot.py");
 const PYTHON_LLM_REQUIREMENTS: &str = include_str!("../../templates/python-llm/requirements.txt");

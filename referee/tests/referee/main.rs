@@ -10,6 +10,8 @@ mod grpc_support;
 #[path = "../../../sandbox/tests/common/handmade.rs"]
 mod handmade;
 #[path = "support/python_llm.rs"]
+// The ladder's tests use its policy bot, not this crate's.
+#[allow(dead_code)]
 mod python_llm;
 mod support;
 use support::services;

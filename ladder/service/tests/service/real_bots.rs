@@ -698,3 +698,73 @@ both_backends!(
     openai_bot_metered,
     an_openai_bot_is_metered_and_its_transcript_kept_apart
 );
+
+/// The bot `referee new --lang python --from-env` writes, trained for a few
+/// seconds with its own train.py in the training env's environment, plays a
+/// ranked match as an endpoint: every decision its own, the replay signed and
+/// verified by `published` (issue 51: a trained policy reaches the ladder without being
+/// rewritten).
+async fn a_policy_trained_in_the_env_plays_a_ranked_match(db: &TestDb) {
+    let Some(python) = python_llm::env_python() else {
+        common::services::skip(
+            "the training env's Python environment",
+            "scripts/setup/python-env.sh makes it",
+        );
+        return;
+    };
+    let folder = tempfile::tempdir().expect("folder");
+    let bot = python_llm::start_policy_bot(&python, folder.path(), "learner", 3);
+    let ladder = Ladder::new(db.store.clone(), common::host(), true);
+    let (alice, bob) = season(db, &ladder).await;
+    ladder
+        .register_bot(
+            &alice,
+            "learner",
+            "middle",
+            Registration::Endpoint(bot.url.clone()),
+        )
+        .await
+        .expect("the policy bot registers");
+    ladder
+        .register_bot(
+            &bob,
+            "random",
+            "middle",
+            Registration::Builtin("builtin:random".into()),
+        )
+        .await
+        .expect("the built-in registers");
+    ladder
+        .enqueue(&alice, "learner", 10)
+        .await
+        .expect("enqueue");
+    ladder.enqueue(&bob, "random", 10).await.expect("enqueue");
+    let replays = tempfile::tempdir().expect("replays");
+    let config = worker_config(&replays);
+    let worked = play(db, &ladder, &config, WeightClass::Middle).await;
+    let [Worked::Settled(settlement)] = worked.as_slice() else {
+        panic!(
+            "expected one settlement, got {worked:?}; the bot's log: {}",
+            std::fs::read_to_string(&bot.log).unwrap_or_default()
+        );
+    };
+    let replay = published(&config, &settlement.match_id).await;
+    let side = replay
+        .fighters
+        .iter()
+        .position(|fighter| &*fighter.name == "learner")
+        .expect("the policy bot fought");
+    assert_eq!(replay.fighters[side].kind, FighterKind::Endpoint);
+    let mut decisions = 0;
+    for (_, exchange) in replay.exchanges().skip(replay.opening.len()) {
+        let record = exchange.sides()[side];
+        assert_eq!(record.source, SourceName::Bot, "{record:?}");
+        decisions += 1;
+    }
+    assert!(decisions > 0, "the policy bot was never asked");
+    drop(bot);
+}
+both_backends!(
+    policy_bot_plays_ranked,
+    a_policy_trained_in_the_env_plays_a_ranked_match
+);

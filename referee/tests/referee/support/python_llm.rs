@@ -58,6 +58,49 @@ pub fn start(python: &Path, dir: &Path, name: &str) -> LlmBot {
     std::fs::create_dir_all(&folder).expect("bot folder");
     let source = std::fs::read_to_string(template().join("bot.py")).expect("template");
     std::fs::write(folder.join("bot.py"), source.replace("{name}", name)).expect("bot.py");
+    start_folder(python, dir, name)
+}
+
+/// The Python of the training env's environment (scripts/setup/python-env.sh:
+/// `duel_env`, NumPy, grpcio), which the policy bot of `referee new --lang
+/// python --from-env` runs in, when it is there.
+pub fn env_python() -> Option<PathBuf> {
+    let python = workspace_root().join("target/python-env/venv/bin/python");
+    python.is_file().then_some(python)
+}
+
+/// Writes the policy bot of `referee new --lang python --from-env`
+/// (`templates/python-policy/`) as bot `name` into `dir`, trains it for
+/// `seconds` against builtin:random with its own train.py, and starts it.
+pub fn start_policy_bot(python: &Path, dir: &Path, name: &str, seconds: u32) -> LlmBot {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).expect("bot folder");
+    let template = workspace_root().join("referee/templates/python-policy");
+    for file in ["bot.py", "policy.py", "train.py"] {
+        let source = std::fs::read_to_string(template.join(file)).expect("template");
+        std::fs::write(folder.join(file), source.replace("{name}", name)).expect("bot file");
+    }
+    let trained = Command::new(python)
+        .arg(folder.join("train.py"))
+        .args(["--seconds", &seconds.to_string(), "--evaluate", "10"])
+        .output()
+        .expect("train.py runs");
+    assert!(
+        trained.status.success(),
+        "train.py failed: {}",
+        String::from_utf8_lossy(&trained.stderr)
+    );
+    assert!(
+        folder.join("policy.npz").is_file(),
+        "train.py saved no policy"
+    );
+    start_folder(python, dir, name)
+}
+
+/// Generates the `duel.v1` stubs into `dir` and starts `dir/name/bot.py` on a
+/// free loopback port.
+fn start_folder(python: &Path, dir: &Path, name: &str) -> LlmBot {
+    let folder = dir.join(name);
     let stubs = dir.join("stubs");
     std::fs::create_dir_all(&stubs).expect("stubs folder");
     let protos = workspace_root().join("proto");

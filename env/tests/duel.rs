@@ -2,6 +2,9 @@
 //! rewards that sum as documented, observations inside their bounds and laid out
 //! as the field lists say.
 
+mod common;
+
+use common::Lcg;
 use duel_env::{
     ACTIONS, Duel, HEADER_FIELDS, HEADER_LEN, OBSERVATION_LEN, Rewards, TAPE_ENTRY_LEN,
     TAPE_FIELDS, TAPE_SLOTS, bounds, max_exchange_damage,
@@ -9,19 +12,6 @@ use duel_env::{
 use duel_rules::{Action, MatchOver, MatchState, Ruleset, Side, WeightClass, Winner};
 
 const R: Ruleset = Ruleset::V1_0_0;
-
-/// A small deterministic generator, so the tests need no dependency.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) % n as u64) as usize
-    }
-}
 
 fn field(name: &str) -> usize {
     HEADER_FIELDS

@@ -5,24 +5,15 @@
 //! it re-verifies as `referee replay verify` does (the rules, and the
 //! built-ins' choices played again from the seed).
 
+mod common;
+
+use common::Lcg;
 use duel_builtin::BuiltinSpec;
 use duel_env::{ACTIONS, Duel, EnvError, ReplayHeader, Rewards, Solo};
 use duel_match::builtin::BuiltinFighter;
 use duel_match::{MatchConfig, run_bare_match};
 use duel_replays::{FighterKind, JSON_INTEGER_MAX, Replay};
 use duel_rules::{Ruleset, Side, WeightClass};
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) % n as u64) as usize
-    }
-}
 
 const ACCEPTED_AT: &str = "2026-12-07T00:00:00Z";
 

@@ -3,6 +3,9 @@
 //! tournaments take) against the same built-in with the same seed give the
 //! same opponent decisions, exchanges and result.
 
+mod common;
+
+use common::Lcg;
 use std::sync::Arc;
 
 use duel_builtin::BuiltinSpec;
@@ -10,18 +13,6 @@ use duel_env::{ACTIONS, Duel, Rewards, Solo};
 use duel_match::builtin::BuiltinFighter;
 use duel_match::{MatchConfig, run_bare_match};
 use duel_rules::{Action, Side, WeightClass, Winner};
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) % n as u64) as usize
-    }
-}
 
 fn opponents() -> Vec<BuiltinSpec> {
     [

@@ -621,6 +621,42 @@ mod tests {
     }
 
     #[test]
+    fn a_checkout_path_becomes_a_file_url_pip_reads() {
+        assert_eq!(
+            file_url(Path::new("/home/ana/duel/python")),
+            "file:///home/ana/duel/python"
+        );
+        assert_eq!(
+            file_url(Path::new("/home/ana/my duel#1/python")),
+            "file:///home/ana/my%20duel%231/python"
+        );
+        assert_eq!(file_url(Path::new("/tmp/é")), "file:///tmp/%C3%A9");
+    }
+
+    #[test]
+    fn the_env_package_is_found_in_a_checkout_and_not_elsewhere() {
+        let checkout = tempfile::tempdir().expect("folder");
+        let python = checkout.path().join("python");
+        std::fs::create_dir_all(python.join("duel_env")).expect("package folder");
+        let deep = checkout.path().join("target/release");
+        std::fs::create_dir_all(&deep).expect("target");
+        assert_eq!(part_above(ENV_PACKAGE, &deep), None, "no pyproject yet");
+        std::fs::write(
+            python.join("pyproject.toml"),
+            "[project]\nname = \"duel-env\"\n",
+        )
+        .expect("pyproject");
+        assert_eq!(part_above(ENV_PACKAGE, &deep), Some(python.clone()));
+        // Another project's pyproject.toml is not the env package.
+        std::fs::write(
+            python.join("pyproject.toml"),
+            "[project]\nname = \"other\"\n",
+        )
+        .expect("pyproject");
+        assert_eq!(part_above(ENV_PACKAGE, &deep), None);
+    }
+
+    #[test]
     fn toml_strings_escape_quotes_backslashes_and_controls() {
         assert_eq!(toml_string(r#"a"b\c"#), r#""a\"b\\c""#);
         assert_eq!(toml_string("a\nb"), "\"a\\u000Ab\"");

@@ -199,7 +199,7 @@ class DuelParallelEnv(ParallelEnv):
 
     def replay(self, accepted_at: str | None = None, signing_key: str | os.PathLike | None = None) -> str:
         """The finished match as a replay (a `duel-replay/1` JSON document, the
-        text `referee local --out` writes): `referee replay verify`, `referee
+        text `referee local --replay` writes): `referee replay verify`, `referee
         replay show` and the viewer take it. Each agent is recorded as the
         built-in script of what it played (`builtin:script:JAB,HEAVY,…`), so
         `referee local` with the two specs plays the same match again. The

@@ -30,7 +30,8 @@ else
 fi
 # The training env's Python package (python/), built and installed by
 # scripts/setup/python-env.sh above: PettingZoo's own API and seed tests, its
-# agreement with the rules crate and its errors, about 2 s.
+# agreement with the rules crate and its errors, its replays and the policy bot
+# played through the referee binary built above, about 20 s.
 echo "== the training env: pytest python/tests"
 target/python-env/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 echo "== the default feature set: duel-replays without s3, the referee without jemalloc"

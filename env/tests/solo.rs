@@ -56,16 +56,7 @@ fn solo_plays_the_referees_built_ins_exchange_for_exchange() {
                 seed,
             );
             let replay = run_bare_match(config, [&fighters[0], &fighters[1]]);
-            let exchanges: Vec<_> = replay
-                .rounds
-                .iter()
-                .flat_map(|round| {
-                    round
-                        .exchanges
-                        .iter()
-                        .map(move |exchange| (round.number, exchange))
-                })
-                .collect();
+            let exchanges: Vec<_> = replay.exchanges().collect();
             let tape = solo.duel().tape();
             assert_eq!(exchanges.len(), tape.len(), "{opponent} seed {seed}");
             for ((round, exchange), entry) in exchanges.iter().zip(tape) {

@@ -681,6 +681,25 @@ struct Outs {
 }
 
 impl Batch {
+    /// The caller's four arrays, once each has the shape and layout this
+    /// batch writes (a one-line `ValueError` naming the first that has not).
+    fn checked_outs(
+        &self,
+        observations: PyBuffer<f32>,
+        masks: PyBuffer<i8>,
+        rewards: PyBuffer<f32>,
+        terminations: PyBuffer<u8>,
+    ) -> PyResult<Outs> {
+        let outs = Outs {
+            observations,
+            masks,
+            rewards,
+            terminations,
+        };
+        self.check(&outs)?;
+        Ok(outs)
+    }
+
     fn check(&self, outs: &Outs) -> PyResult<()> {
         let n = self.duels.len();
         check_out(&outs.observations, "observations", &[n, 2, OBSERVATION_LEN])?;
@@ -809,13 +828,7 @@ impl Batch {
         rewards: PyBuffer<f32>,
         terminations: PyBuffer<u8>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let outs = Outs {
-            observations,
-            masks,
-            rewards,
-            terminations,
-        };
-        self.check(&outs)?;
+        let outs = self.checked_outs(observations, masks, rewards, terminations)?;
         self.detached(py, Batch::reset_all)?;
         self.started = true;
         self.broken = false;
@@ -855,13 +868,7 @@ impl Batch {
                 actions.len()
             )));
         }
-        let outs = Outs {
-            observations,
-            masks,
-            rewards,
-            terminations,
-        };
-        self.check(&outs)?;
+        let outs = self.checked_outs(observations, masks, rewards, terminations)?;
         let mut parsed = Vec::with_capacity(n);
         for (index, pair) in actions.chunks_exact(2).enumerate() {
             parsed.push([

@@ -109,6 +109,7 @@ impl Duel {
             // No clock runs in the env: a learner is never cut off.
             wall_clock_ms: None,
             season: None,
+            fork: None,
             opening: Vec::new(),
             fighters,
             models: Vec::new(),

@@ -509,6 +509,8 @@ pub struct MatchOptions {
     /// Keep the match's transcript (what model calls sent and received) and
     /// sign its digests into the replay. On by default.
     pub keep_transcript: bool,
+    /// Play on from a recorded match ([`ForkStart::options`](crate::fork::ForkStart::options)).
+    pub fork: Option<std::sync::Arc<crate::fork::ForkStart>>,
 }
 
 impl MatchOptions {
@@ -522,6 +524,7 @@ impl MatchOptions {
             wall_clock: DECISION_WALL_CLOCK,
             opening: Opening::none(),
             keep_transcript: true,
+            fork: None,
         }
     }
 
@@ -572,6 +575,7 @@ impl MatchOptions {
         config.decision_wall_clock = self.wall_clock;
         config.opening = self.opening;
         config.keep_transcript = self.keep_transcript;
+        config.fork = self.fork;
         Ok(config)
     }
 }

@@ -18,6 +18,7 @@ pub mod convert;
 pub mod endpoint;
 pub mod env;
 pub mod error;
+pub mod fork;
 pub mod host;
 pub mod limits;
 pub mod opening;
@@ -32,6 +33,7 @@ pub use bot::{Bot, BotFailure, Decision, FailureCause};
 pub use bots::{BotContext, InferenceLink};
 pub use endpoint::EndpointPolicy;
 pub use error::{BotFileReason, HelloFailure, MatchError};
+pub use fork::ForkStart;
 pub use host::{
     BotMaker, Fighter, FighterSource, HostConfig, MatchHost, MatchObserver, MatchOptions,
     MatchSession, Played, ReplaySinks, WasmAllocation,

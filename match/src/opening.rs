@@ -27,6 +27,17 @@ impl Opening {
         &self.exchanges
     }
 
+    /// The opening a replay records (a fork plays its parent's).
+    pub fn of_replay(replay: &duel_replays::Replay) -> Opening {
+        Opening {
+            exchanges: replay
+                .opening
+                .iter()
+                .map(|[a, b]| [Action::from(*a), Action::from(*b)])
+                .collect(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.exchanges.is_empty()
     }

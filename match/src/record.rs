@@ -39,6 +39,10 @@ pub struct MatchConfig {
     /// Keep what each model call sent and received (`duel-transcript/1`) and
     /// sign each decision's digest into the replay (`transcript_sha256`).
     pub keep_transcript: bool,
+    /// The recorded match this one plays on from, when it is a fork: the
+    /// runner copies the parent's exchanges before the fork point
+    /// ([`MatchRecorder::commit_recorded`]) and the replay names its parent.
+    pub fork: Option<std::sync::Arc<crate::fork::ForkStart>>,
 }
 
 impl MatchConfig {
@@ -58,6 +62,7 @@ impl MatchConfig {
             decision_wall_clock: DECISION_WALL_CLOCK,
             opening: Opening::none(),
             keep_transcript: true,
+            fork: None,
         }
     }
 
@@ -165,6 +170,11 @@ impl MatchRecorder {
         !self.gassed_out[side.index()] && self.forced().is_none()
     }
 
+    /// Whether the next exchange is one of the opening's (forced, nobody asked).
+    pub fn in_opening(&self) -> bool {
+        self.forced().is_some()
+    }
+
     /// The opening's actions for the next exchange, while the opening lasts.
     fn forced(&self) -> Option<[Action; 2]> {
         self.config
@@ -203,6 +213,46 @@ impl MatchRecorder {
         let (action_a, record_a) = self.resolve(Side::A, answer_a, (round, exchange));
         let (action_b, record_b) = self.resolve(Side::B, answer_b, (round, exchange));
         self.record([action_a, action_b], [Some(record_a), Some(record_b)])
+    }
+
+    /// Copies an exchange of a fork's parent, as recorded (every field, byte
+    /// for byte): plays its actions through the rules, and counts what each
+    /// side spent and whether it gassed out, as the parent's match did. The
+    /// model prices of its calls come from the parent's header (`models`).
+    /// Must not be called once the match is over.
+    pub fn commit_recorded(
+        &mut self,
+        exchange: &ExchangeRecord,
+        models: &[ModelPrice],
+    ) -> ExchangeStep {
+        let chosen = [
+            Action::from(exchange.a.action),
+            Action::from(exchange.b.action),
+        ];
+        let step = self.play(chosen);
+        for side in [Side::A, Side::B] {
+            let record = exchange.sides()[side.index()];
+            self.last_calls[side.index()].clear();
+            let refused = record
+                .calls()
+                .iter()
+                .any(|call| call.outcome == duel_replays::CallOutcome::Refused);
+            self.spend(side, record.tokens, refused);
+            if Source::from(record.source) == Source::Budget {
+                self.gassed_out[side.index()] = true;
+            }
+            self.log_bytes[side.index()] = self.log_bytes[side.index()]
+                .saturating_add(record.log().iter().map(String::len).sum::<usize>());
+            for call in record.calls() {
+                if let Some(price) = models.iter().find(|price| price.name == call.model)
+                    && !self.models.iter().any(|known| known.name == price.name)
+                {
+                    self.models.push(price.clone());
+                }
+            }
+        }
+        self.push_exchange(&step, exchange.a.clone(), exchange.b.clone());
+        step
     }
 
     /// The model calls `side` made in the last exchange, with why each that
@@ -436,6 +486,7 @@ impl MatchRecorder {
                 u64::try_from(self.config.decision_wall_clock.as_millis()).unwrap_or(u64::MAX),
             ),
             season: None,
+            fork: self.config.fork.as_ref().map(|fork| fork.record().clone()),
             opening: self
                 .config
                 .opening

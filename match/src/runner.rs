@@ -37,7 +37,15 @@ pub async fn run_fighters(
     mut on_exchange: impl FnMut(&MatchRecorder, &ExchangeStep),
 ) -> (Replay, Option<Transcript>) {
     let [bot_a, bot_b] = bots;
+    let fork = config.fork.clone();
     let mut recorder = MatchRecorder::new(config, fighters);
+    if let Some(fork) = fork {
+        for (_, exchange) in fork.prefix() {
+            warm_up(&recorder, [&mut *bot_a, &mut *bot_b]);
+            let step = recorder.commit_recorded(exchange, &fork.parent().models);
+            on_exchange(&recorder, &step);
+        }
+    }
     while !recorder.is_over() {
         let (answer_a, answer_b) = tokio::join!(
             ask(&recorder, Side::A, &mut *bot_a),
@@ -47,6 +55,21 @@ pub async fn run_fighters(
         on_exchange(&recorder, &step);
     }
     recorder.finish_with_transcript()
+}
+
+/// Shows each bot that decides at once (the built-ins) an exchange of a
+/// fork's copied prefix, its answer dropped: a seeded built-in then stands
+/// where it stood in the parent when the fork point comes. Bots that must be
+/// awaited (WASM, endpoints) are not asked: their first observation, at the
+/// fork point, carries the whole tape, and asking them would spend their
+/// clock and budget on decisions that are not played.
+fn warm_up(recorder: &MatchRecorder, bots: [&mut dyn Bot; 2]) {
+    if recorder.in_opening() {
+        return;
+    }
+    for (side, bot) in Side::BOTH.into_iter().zip(bots) {
+        let _ = bot.decide_now(recorder.observation(side));
+    }
 }
 
 async fn ask(recorder: &MatchRecorder, side: Side, bot: &mut dyn Bot) -> Answer {

@@ -57,6 +57,24 @@ fn verify_builtin_choices(replay: &Replay) -> Result<(), Disagreement> {
         }
     };
     let class = WeightClass::from(replay.class);
+    // A fork's swapped sides were played, before the fork point, by the
+    // parent's bot: their built-in only looked on (the runner's warm-up),
+    // so its choices there are not its own.
+    let fork_position = match &replay.fork {
+        Some(fork) => match fork.at.position_in(replay) {
+            Ok(position) => position,
+            Err(error) => {
+                return Err(Disagreement {
+                    location: Location::Header,
+                    detail: format!("the fork point is not in this replay: {error}"),
+                });
+            }
+        },
+        None => 0,
+    };
+    let looked_on = |side: Side, position: usize| {
+        position < fork_position && replay.fork.as_ref().is_some_and(|fork| fork.swapped(side))
+    };
     let mut state = MatchState::new(ruleset);
     let mut tape: Vec<TapeEntry> = Vec::new();
     let mut tokens_used = [0u64; 2];
@@ -73,6 +91,13 @@ fn verify_builtin_choices(replay: &Replay) -> Result<(), Disagreement> {
                 continue;
             }
             let record = sides[side.index()];
+            if looked_on(side, position) {
+                let budget_left = replay.budget.saturating_sub(tokens_used[side.index()]);
+                let observation =
+                    Observation::new(&state, side, &replay.match_id, class, budget_left, &tape);
+                let _ = strategy.decide(&observation);
+                continue;
+            }
             let at = Location::Exchange {
                 round,
                 exchange: exchange.number,

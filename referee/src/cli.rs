@@ -232,11 +232,36 @@ pub enum FormatArg {
 #[derive(Debug, Args)]
 pub struct LocalArgs {
     /// Fighter A (see "Bot specs" in `referee --help`).
-    #[arg(value_name = "A")]
-    pub bot_a: String,
+    #[arg(
+        value_name = "A",
+        required_unless_present = "from",
+        conflicts_with = "from"
+    )]
+    pub bot_a: Option<String>,
     /// Fighter B.
-    #[arg(value_name = "B")]
-    pub bot_b: String,
+    #[arg(
+        value_name = "B",
+        required_unless_present = "from",
+        conflicts_with = "from"
+    )]
+    pub bot_b: Option<String>,
+    /// Fork a recorded match instead of starting one: REPLAY is a replay file
+    /// or URL, #rNeM the first exchange played anew (round N, exchange M;
+    /// default r1e1). The exchanges before it are copied from the replay,
+    /// byte for byte, with each side's budget as it stood; from there the
+    /// bots are asked, a side given with --swap by its new bot, the other by
+    /// the recorded one. Same seed, class and opening. The new replay is
+    /// signed (see --signing-key), names its parent by digest and is never
+    /// ranked; `referee replay verify FORK --parent REPLAY` checks the two.
+    #[arg(long, value_name = "REPLAY[#rNeM]", conflicts_with_all = ["seed", "class"])]
+    pub from: Option<String>,
+    /// With --from: the bot that plays SIDE (a or b) from the fork point,
+    /// any bot spec (`--swap a=bots/fixed.wasm`). Repeat for both sides.
+    #[arg(long, value_name = "SIDE=BOT", requires = "from")]
+    pub swap: Vec<String>,
+    /// With --from: the key that signs the fork's replay.
+    #[command(flatten)]
+    pub key: SigningKeyArgs,
     /// Seed for bots that ask for randomness; recorded in the replay. Random when
     /// not given (the tape's header shows it, so any match can be played again).
     /// At most 2^53 - 1, the largest a replay's signature binds.
@@ -415,6 +440,13 @@ pub enum ReplayCommand {
         /// left out. Exits 1 naming the first decision that differs.
         #[arg(long, value_name = "PATH")]
         transcript: Option<PathBuf>,
+        /// The replay is a fork (`referee local --from`): also check it
+        /// against its parent, this replay file or URL. It must be the
+        /// parent the fork names (by digest), with the same header, the same
+        /// fighter on each side not swapped, and every exchange before the
+        /// fork point identical. Exits 1 naming the first that differs.
+        #[arg(long, value_name = "PATH|URL")]
+        parent: Option<String>,
         /// Print the verdict as JSON.
         #[arg(long)]
         json: bool,

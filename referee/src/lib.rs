@@ -18,7 +18,7 @@ pub mod publish;
 pub use duel_arena as arena;
 pub use duel_gateway::{credentials, meter, models, openai, tls, tokens};
 pub use duel_match::{
-    address_policy, bot, bots, builtin, endpoint, env, host, opening, record, runner, spec,
+    address_policy, bot, bots, builtin, endpoint, env, fork, host, opening, record, runner, spec,
     terminal, verify, wasm,
 };
 
@@ -26,8 +26,8 @@ pub use duel_gateway::{Catalogue, ModelConfig, ModelGateway};
 pub use duel_gateway::{ChatMessage, FighterMeter, ModelCall, ModelError, ModelRequest, Spent};
 pub use duel_match::{
     Bot, BotContext, BotFailure, BotMaker, BotSpec, BuiltinSpec, Decision, EndpointPolicy,
-    FailureCause, Fighter, FighterSource, HostConfig, InferenceLink, MatchConfig, MatchError,
-    MatchHost, MatchObserver, MatchOptions, MatchRecorder, MatchSession, Played, ReplaySinks,
-    WasmAllocation, run_bare_match, run_match,
+    FailureCause, Fighter, FighterSource, ForkStart, HostConfig, InferenceLink, MatchConfig,
+    MatchError, MatchHost, MatchObserver, MatchOptions, MatchRecorder, MatchSession, Played,
+    ReplaySinks, WasmAllocation, run_bare_match, run_match,
 };
 pub use error::RefereeError;

@@ -633,12 +633,44 @@ pub fn dollars(amount: f64) -> String {
 }
 
 /// A whole replay as the tape; with `logs`, each exchange's log lines under it.
+/// The line under a fork's header: its parent and where it leaves it.
+pub fn fork_line(fork: &duel_replays::ForkRecord) -> String {
+    format!(
+        "fork of match {} at {}: the exchanges before it are the parent's\n",
+        safe(&fork.parent_match_id),
+        fork.at
+    )
+}
+
+/// The line at a fork's fork point, before the first exchange played anew.
+pub fn fork_point_line(fork: &duel_replays::ForkRecord, fighters: &[FighterInfo; 2]) -> String {
+    let swapped: Vec<String> = Side::BOTH
+        .into_iter()
+        .filter(|side| fork.swapped(*side))
+        .map(|side| format!("{} is {}", side.name(), safe(&fighters[side.index()].name)))
+        .collect();
+    let from_here = match swapped.is_empty() {
+        true => "the same bots are asked again".to_owned(),
+        false => swapped.join(", "),
+    };
+    format!("── fork point {}: from here {from_here} ──\n", fork.at)
+}
+
 pub fn replay(palette: Palette, replay: &Replay, logs: bool) -> String {
     let ruleset = replay.ruleset().unwrap_or(Ruleset::CURRENT);
     let mut out = header(palette, &ReplayHead::of(replay));
+    if let Some(fork) = &replay.fork {
+        out.push_str(&fork_line(fork));
+    }
     for round in &replay.rounds {
         out.push_str(&round_heading(palette, round.number));
         for exchange in &round.exchanges {
+            if let Some(fork) = &replay.fork
+                && (round.number, exchange.number) == (fork.at.round, fork.at.exchange)
+                && fork.at != duel_replays::ForkPoint::START
+            {
+                out.push_str(&fork_point_line(fork, &replay.fighters));
+            }
             out.push_str(&exchange_line(palette, ruleset, exchange));
             let views = exchange.sides().map(|side| {
                 side.calls()

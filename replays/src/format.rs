@@ -46,6 +46,11 @@ pub struct Replay {
     /// Replay listings filter on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub season: Option<String>,
+    /// The match this one was forked from, and where (`referee local
+    /// --from`); absent for every match that is not a fork. A fork is never
+    /// ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<crate::fork::ForkRecord>,
     /// Exchanges forced for both fighters at the start of the match (a
     /// tournament's or an SPRT run's opening): per exchange, the actions of `a`
     /// and `b`. The fighters were not asked for them. Absent when there was none.

@@ -7,6 +7,7 @@
 //! bytes: every failure is a [`ReplayError`] with a one-line message.
 
 mod error;
+mod fork;
 mod format;
 mod integers;
 mod limits;
@@ -19,6 +20,7 @@ mod verify;
 /// The key types of replay signatures.
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::ReplayError;
+pub use fork::{ForkPoint, ForkRecord, check_fork, replay_sha256};
 pub use format::ReplaySignature;
 pub use format::{
     ActionName, CallOutcome, CallRecord, ClassName, ExchangeRecord, FORMAT, FighterInfo,
@@ -36,5 +38,5 @@ pub use sign::{
     default_signing_key_path, generate_signing_key, load_or_create_signing_key, parse_public_key,
     public_key_text, sign,
 };
-pub use transcript::{Transcript, calls_sha256, verify_transcript};
+pub use transcript::{FighterName, Transcript, calls_sha256, verify_transcript};
 pub use verify::{Disagreement, Location, VerifiedMatch, verify};

@@ -8,11 +8,13 @@ use anyhow::{Context, Result, bail};
 use duel_plumbing::Shutdown;
 use duel_referee::publish::{LiveEvent, LivePublisher};
 use duel_referee::{
-    EndpointPolicy, MatchHost, MatchOptions, MatchRecorder, MatchSession, Played, ReplaySinks,
+    EndpointPolicy, ForkStart, MatchHost, MatchOptions, MatchRecorder, MatchSession, Played,
+    ReplaySinks,
 };
 use duel_replays::{CallOutcome, RoundResultRecord};
 use duel_rules::{ExchangeStep, Side};
 
+use super::fork::{self, ForkPlan};
 use super::source::{self, ResolvedBot, SlowNotice};
 use super::watch::{Watch, open_browser};
 use super::{Outcome, Stdout, host_config, init_logging, local_inference, palette};
@@ -24,14 +26,37 @@ const COMPILE_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_mill
 
 pub fn run(args: LocalArgs) -> Result<Outcome> {
     init_logging(false, "warn");
-    let bots = [source::resolve(&args.bot_a)?, source::resolve(&args.bot_b)?];
+    let (bots, fork, key) = match (&args.from, &args.bot_a, &args.bot_b) {
+        (Some(from), _, _) => {
+            let plan = ForkPlan::load(from, &args.swap)?;
+            // Made (or loaded) before the match, so a key problem costs no match.
+            let key = super::replay::signing_key(&args.key)?;
+            (plan.bots, Some(plan.start), Some(key))
+        }
+        (None, _, _) if !args.swap.is_empty() => {
+            bail!("--swap replaces a side of a recorded match: give the match with --from REPLAY")
+        }
+        (None, Some(a), Some(b)) => ([source::resolve(a)?, source::resolve(b)?], None, None),
+        // clap requires A and B without --from.
+        _ => bail!("give two bots (A B), or a replay to fork with --from"),
+    };
     // Endpoint bots run from their folder play while these are kept.
     let _processes: Vec<_> = bots.iter().filter_map(|bot| bot.process.clone()).collect();
     for path in [&args.replay, &args.transcript].into_iter().flatten() {
         check_writable_parent(path)?;
     }
     let runtime = runtime(args.watch)?;
-    let (session, inference, model_configured) = runtime.block_on(prepare(&args, bots))?;
+    let (session, inference, model_configured) = runtime.block_on(prepare(&args, bots, fork))?;
+    let fork_marker = match &session.config().fork {
+        Some(fork) => {
+            fork::check_recorded(fork, session.fighters())?;
+            Some((
+                fork.prefix_len(),
+                render::fork_point_line(fork.record(), session.fighters()),
+            ))
+        }
+        None => None,
+    };
     let palette = palette(&args.color);
     let mut stdout = Stdout::new();
     let watch = match args.watch {
@@ -46,6 +71,9 @@ pub fn run(args: LocalArgs) -> Result<Outcome> {
     };
     if !args.json {
         stdout.print(&render::header(palette, &head(&session)))?;
+        if let Some(fork) = &session.config().fork {
+            stdout.print(&render::fork_line(fork.record()))?;
+        }
     }
     let mut tape = Tape {
         palette,
@@ -55,10 +83,15 @@ pub fn run(args: LocalArgs) -> Result<Outcome> {
         publisher: publisher.as_ref(),
         error: None,
         warn_no_model: !model_configured,
+        fork_marker,
+        exchanges_seen: 0,
     };
     let mut played = runtime.block_on(session.play(&mut tape));
     if let Some(error) = tape.error {
         return Err(error);
+    }
+    if let Some(key) = &key {
+        duel_replays::sign(&mut played.replay, key).context("cannot sign the fork's replay")?;
     }
     if let Some(watch) = &watch {
         runtime.block_on(watch.sinks().keep_played(&mut played))?;
@@ -109,6 +142,7 @@ fn runtime(watch: bool) -> Result<tokio::runtime::Runtime> {
 async fn prepare(
     args: &LocalArgs,
     bots: [ResolvedBot; 2],
+    fork: Option<ForkStart>,
 ) -> Result<(MatchSession, Option<tokio::sync::oneshot::Sender<()>>, bool)> {
     // One match: its two WASM instances come from a pool (a few times cheaper
     // to set up than on demand).
@@ -121,9 +155,15 @@ async fn prepare(
     let host = tokio::task::spawn_blocking(move || MatchHost::new(config))
         .await
         .context("cannot start the match host")?;
-    let mut options = MatchOptions::new(args.class.into())
-        .wall_clock(std::time::Duration::from_secs_f64(args.wall_clock));
-    options.seed = args.seed;
+    let wall_clock = std::time::Duration::from_secs_f64(args.wall_clock);
+    let options = match fork {
+        Some(fork) => fork.options(wall_clock),
+        None => {
+            let mut options = MatchOptions::new(args.class.into()).wall_clock(wall_clock);
+            options.seed = args.seed;
+            options
+        }
+    };
     // Compiling a large component (a Python bot) the first time is said,
     // with the time it took, not silent; from the cache it takes
     // milliseconds and says nothing.
@@ -219,6 +259,10 @@ struct Tape<'a> {
     error: Option<anyhow::Error>,
     /// No model is configured: the first model call says so on stderr, once.
     warn_no_model: bool,
+    /// A fork: how many exchanges are the parent's, and the line printed
+    /// before the first that is not.
+    fork_marker: Option<(usize, String)>,
+    exchanges_seen: usize,
 }
 
 impl duel_referee::MatchObserver for Tape<'_> {
@@ -248,6 +292,13 @@ impl duel_referee::MatchObserver for Tape<'_> {
         };
         let palette = self.palette;
         let mut text = String::new();
+        self.exchanges_seen += 1;
+        if let Some((prefix_len, marker)) = &self.fork_marker
+            && self.exchanges_seen == prefix_len + 1
+            && *prefix_len > 0
+        {
+            text.push_str(marker);
+        }
         if step.exchange == 1 {
             text.push_str(&render::round_heading(palette, step.round));
         }

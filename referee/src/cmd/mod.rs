@@ -4,6 +4,7 @@
 //! submodules depend on this one only, never on each other.
 
 pub mod arena;
+mod fork;
 pub mod local;
 pub mod new;
 pub mod python_endpoint;
@@ -32,8 +33,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             path,
             public_key,
             transcript,
+            parent,
             json,
-        }) => replay::verify(&path, public_key.as_deref(), transcript.as_deref(), json),
+        }) => replay::verify(
+            &path,
+            public_key.as_deref(),
+            transcript.as_deref(),
+            parent.as_deref(),
+            json,
+        ),
         Command::Replay(ReplayCommand::Fetch(args)) => replay::fetch(args),
         Command::Replay(ReplayCommand::Serve(args)) => replay::serve(args),
         Command::Replay(ReplayCommand::Put { store, paths }) => replay::put(&store, &paths),

@@ -41,7 +41,7 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// The bytes of a replay file or URL.
-fn load(source: &str) -> Result<Vec<u8>> {
+pub(super) fn load(source: &str) -> Result<Vec<u8>> {
     if is_url(source) {
         let http = client::http_client()?;
         Ok(runtime()?.block_on(client::fetch_replay(&http, source))?)
@@ -92,6 +92,11 @@ enum Verdict {
         signature: SignatureStatus,
         disagreement: duel_replays::Disagreement,
     },
+    /// The replay verifies, but not as a fork of the parent given with it.
+    ForkFails {
+        signature: SignatureStatus,
+        disagreement: duel_replays::Disagreement,
+    },
 }
 
 fn check(bytes: &[u8], replay: &Replay, expected: Option<&VerifyingKey>) -> Result<Verdict> {
@@ -134,6 +139,18 @@ fn winner_text(replay: &Replay, verified: &duel_replays::VerifiedMatch) -> Strin
 
 /// Prints a verdict; returns the outcome.
 fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Result<Outcome> {
+    report_fork(source, replay, verdict, json, false)
+}
+
+/// [`report`], saying for a fork whether its prefix was checked against its
+/// parent (`--parent`).
+fn report_fork(
+    source: &str,
+    replay: &Replay,
+    verdict: &Verdict,
+    json: bool,
+    parent_checked: bool,
+) -> Result<Outcome> {
     let mut stdout = Stdout::new();
     match verdict {
         Verdict::Verified {
@@ -151,6 +168,12 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
                         "exchanges": verified.exchanges,
                         "winner": verified.result.winner.name(),
                         "substitutions": verified.substitutions,
+                        "fork": replay.fork.as_ref().map(|fork| serde_json::json!({
+                            "parent": fork.parent,
+                            "parent_match_id": fork.parent_match_id,
+                            "at": fork.at.to_string(),
+                            "parent_checked": parent_checked,
+                        })),
                     })
                 ))?;
             } else {
@@ -163,6 +186,21 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
                     verified.result.round_wins[0],
                     verified.result.round_wins[1],
                 ))?;
+                if let Some(fork) = &replay.fork {
+                    stdout.print(&match parent_checked {
+                        true => format!(
+                            "    a fork of match {} at {}: its prefix is the parent's, byte for byte\n",
+                            render::safe(&fork.parent_match_id),
+                            fork.at
+                        ),
+                        false => format!(
+                            "    a fork of match {} ({}) at {}: give --parent REPLAY to check its prefix\n",
+                            render::safe(&fork.parent_match_id),
+                            fork.parent,
+                            fork.at
+                        ),
+                    })?;
+                }
             }
             Ok(Outcome::Done)
         }
@@ -189,9 +227,14 @@ fn report(source: &str, replay: &Replay, verdict: &Verdict, json: bool) -> Resul
         | Verdict::TranscriptFails {
             signature,
             disagreement,
+        }
+        | Verdict::ForkFails {
+            signature,
+            disagreement,
         } => {
             let check = match verdict {
                 Verdict::RulesFail { .. } => "rules",
+                Verdict::ForkFails { .. } => "fork",
                 _ => "transcript",
             };
             if json {
@@ -221,12 +264,30 @@ pub fn verify(
     source: &str,
     public_key: Option<&str>,
     transcript: Option<&Path>,
+    parent: Option<&str>,
     json: bool,
 ) -> Result<Outcome> {
     let expected = public_key.map(public_key_arg).transpose()?;
     let bytes = load(source)?;
     let replay = Replay::from_slice(&bytes).with_context(|| format!("replay {source}"))?;
     let mut verdict = check(&bytes, &replay, expected.as_ref())?;
+    if let (Some(parent), Verdict::Verified { signature, .. }) = (parent, &verdict) {
+        if replay.fork.is_none() {
+            bail!("{source} is not a fork (it names no parent), so --parent does not apply");
+        }
+        let parent_bytes = load(parent)?;
+        if let Err(failure) = check_signature(&parent_bytes, None)? {
+            bail!("parent {parent}: its signature fails ({failure})");
+        }
+        let parent_replay =
+            Replay::from_slice(&parent_bytes).with_context(|| format!("parent {parent}"))?;
+        if let Err(disagreement) = duel_replays::check_fork(&replay, &parent_replay) {
+            verdict = Verdict::ForkFails {
+                signature: signature.clone(),
+                disagreement,
+            };
+        }
+    }
     if let (Some(path), Verdict::Verified { signature, .. }) = (transcript, &verdict) {
         let parsed = duel_replays::transcript::ParsedTranscript::read(path)
             .with_context(|| format!("transcript {}", path.display()))?;
@@ -237,7 +298,7 @@ pub fn verify(
             };
         }
     }
-    report(source, &replay, &verdict, json)
+    report_fork(source, &replay, &verdict, json, parent.is_some())
 }
 
 pub fn fetch(args: FetchArgs) -> Result<Outcome> {

@@ -23,6 +23,7 @@ mod cli;
 mod clock_fairness;
 mod endpoint_bots;
 mod entry_points;
+mod fork;
 mod gateway_hardening;
 mod golden;
 mod hardening_files;

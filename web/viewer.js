@@ -98,6 +98,35 @@
     nav.hidden = false;
   }
 
+  // A fork names its parent and the first exchange it played anew. The
+  // parent's viewer sits beside this one on a replay service
+  // (`…/replays/{parent}/view`), opened at the same exchange; elsewhere (a
+  // `?src=` file) the parent is named without a link.
+  function showFork(replay, url) {
+    const note = $("fork-note");
+    const fork = replay.fork;
+    if (!fork || typeof fork.at !== "string" || typeof fork.parent_match_id !== "string") {
+      note.hidden = true;
+      return;
+    }
+    const parent = $("fork-parent");
+    parent.textContent = clean(fork.parent_match_id);
+    const service = /^(.*)\/replays\/[^/]+$/.exec(url);
+    if (service) {
+      parent.href = service[1] + "/replays/" + encodeURIComponent(fork.parent_match_id) + "/view#" +
+        encodeURIComponent(fork.at);
+    } else {
+      parent.removeAttribute("href");
+    }
+    const point = $("fork-point");
+    point.textContent = fork.at;
+    point.href = "#" + encodeURIComponent(fork.at);
+    const swapped = Array.isArray(fork.swapped) ? fork.swapped.filter((side) => side === "a" || side === "b") : [];
+    $("fork-swapped").textContent = swapped.length === 0 ? "; the same bots play on from there"
+      : "; from there " + swapped.map((side) => side.toUpperCase() + " is " + clean(fighterName(replay, side))).join(", ");
+    note.hidden = false;
+  }
+
   function winnerText(replay, winner) {
     if (winner === "a" || winner === "b") return fighterName(replay, winner) + " wins";
     return "draw";
@@ -255,6 +284,14 @@
       rows.push(heading);
     }
     const id = "r" + frame.round + "e" + frame.exchange;
+    if (replay.fork && replay.fork.at === id && id !== "r1e1") {
+      const mark = el("tr", "fork-head");
+      const cell = el("th", "", "Fork point " + id + ": from here the fork plays on");
+      cell.colSpan = columns;
+      cell.scope = "colgroup";
+      mark.appendChild(cell);
+      rows.push(mark);
+    }
     const row = el("tr", "exchange");
     row.id = id;
     row.dataset.frame = String(index);
@@ -586,6 +623,7 @@
         replay.season ? "season " + replay.season : null, replay.accepted_at].filter(Boolean).join(" · ");
       $("raw-link").href = url;
       showLadderLinks(replay, siteMatch);
+      showFork(replay, url);
       if (isLive) setBadge("live", "live", "");
       $("name-a").textContent = fighterName(replay, "a");
       $("name-b").textContent = fighterName(replay, "b");

@@ -1012,3 +1012,82 @@ fn the_viewer_shows_what_the_model_said_and_binds_a_large_seed() {
     drop(chromium);
     assert!(watched.interrupt().success());
 }
+
+/// A fork made by the real `referee local --from`, served beside its parent:
+/// the viewer names the parent and links its viewer at the fork point, marks
+/// the fork point in the exchange table, and the link opens the parent there.
+#[test]
+fn the_viewer_of_a_fork_links_its_parent_and_marks_the_fork_point() {
+    let key = support::referee_key();
+    let parent = support::signed(
+        support::play(
+            "fork-parent",
+            "2026-05-01T20:00:00Z",
+            WeightClass::Middle,
+            21,
+            "builtin:counter",
+            "builtin:random",
+        ),
+        &key,
+    );
+    let folder = tempfile::tempdir().expect("temp dir");
+    let parent_path = folder.path().join("parent.json");
+    std::fs::write(&parent_path, parent.to_json_pretty()).expect("write");
+    let fork_path = folder.path().join("fork.json");
+    let from = format!("{}#r2e3", parent_path.display());
+    referee(
+        &[
+            "local",
+            "--from",
+            &from,
+            "--swap",
+            "a=builtin:block",
+            "--replay",
+            fork_path.to_str().expect("utf-8"),
+        ],
+        folder.path(),
+    );
+    let fork = duel_replays::Replay::read(&fork_path).expect("the fork");
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let store = ReplayStore::open(&store_dir.path().display().to_string()).expect("open");
+    for replay in [&parent, &fork] {
+        support::runtime().block_on(store.put(replay)).expect("put");
+    }
+    let server = support::Server::start(store, &key, RateConfig::default());
+
+    let Some(mut chromium) = Chromium::launch() else {
+        return;
+    };
+    chromium.open(&server.url(&format!("/replays/{}/view", fork.match_id)));
+    assert_shows_the_end(&mut chromium, &fork);
+    assert_eq!(
+        chromium.eval("document.getElementById('fork-note').hidden"),
+        json!(false)
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('fork-parent').getAttribute('href')"),
+        json!("/replays/fork-parent/view#r2e3")
+    );
+    let note = chromium.eval("document.getElementById('fork-note').textContent");
+    let note = note.as_str().expect("text");
+    assert!(
+        note.contains("Fork of match fork-parent at r2e3") && note.contains("A is builtin:block"),
+        "{note}"
+    );
+    assert_eq!(count(&mut chromium, "tr.fork-head"), 1);
+    assert_eq!(
+        chromium.eval("document.querySelector('tr.fork-head').nextElementSibling.id"),
+        json!("r2e3"),
+        "the mark sits just before the first exchange played anew"
+    );
+    // The parent opens at the fork point, and is no fork itself.
+    chromium.click("#fork-parent");
+    chromium.wait_for(
+        "document.body.dataset.frame",
+        &json!(frame_of(&parent, 2, 3).to_string()),
+    );
+    assert_eq!(
+        chromium.eval("document.getElementById('fork-note').hidden"),
+        json!(true)
+    );
+}

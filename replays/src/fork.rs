@@ -257,6 +257,20 @@ fn first_differing_side(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text parses or is refused with the notation named; never a
+        /// panic. Every point prints as it parses.
+        #[test]
+        fn any_text_parses_or_is_refused(text in ".{0,12}", round in 1u8.., exchange in 1u8..) {
+            if let Err(error) = ForkPoint::parse(&text) {
+                prop_assert!(error.to_string().contains("rNeM"));
+            }
+            let point = ForkPoint { round, exchange };
+            prop_assert_eq!(ForkPoint::parse(&point.to_string()).ok(), Some(point));
+        }
+    }
 
     #[test]
     fn fork_points_parse_and_print() {

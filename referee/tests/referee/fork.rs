@@ -242,7 +242,11 @@ fn a_fork_without_a_swap_replays_the_parent_exactly() {
                 .collect()
         };
         let (forked_untimed, parent_untimed) = (untimed(&forked), untimed(&parent));
-        assert_eq!(forked_untimed.len(), parent_untimed.len(), "fork at {point}");
+        assert_eq!(
+            forked_untimed.len(),
+            parent_untimed.len(),
+            "fork at {point}"
+        );
         for (fork_exchange, parent_exchange) in forked_untimed.iter().zip(&parent_untimed) {
             assert!(
                 fork_exchange == parent_exchange,
@@ -320,13 +324,23 @@ fn bad_forks_get_one_clear_line() {
         assert_eq!(said.trim_end().lines().count(), 1, "one line: {said}");
         assert!(!out.exists(), "{from}: nothing is written");
     }
-    // --from with bots, or --swap without --from: clap refuses.
-    let both = referee(&["local", "builtin:random", "builtin:block", "--from", &parent_arg]);
+    // --from with bots (clap refuses), or --swap without --from.
+    let both = referee(&[
+        "local",
+        "builtin:random",
+        "builtin:block",
+        "--from",
+        &parent_arg,
+    ]);
     assert_eq!(both.status.code(), Some(2));
     let swap_alone = referee(&["local", "builtin:random", "builtin:block", "--swap", "a=x"]);
     assert_eq!(swap_alone.status.code(), Some(2));
     // --parent for a replay that is no fork.
     let no_fork = referee(&["replay", "verify", &parent_arg, "--parent", &parent_arg]);
     assert_eq!(no_fork.status.code(), Some(2));
-    assert!(text(&no_fork.stderr).contains("is not a fork"), "{}", text(&no_fork.stderr));
+    assert!(
+        text(&no_fork.stderr).contains("is not a fork"),
+        "{}",
+        text(&no_fork.stderr)
+    );
 }

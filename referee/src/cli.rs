@@ -214,6 +214,19 @@ pub struct SprtArgs {
     /// (`JAB:BLOCK FEINT:DODGE`); `#` starts a comment.
     #[arg(long, value_name = "FILE")]
     pub book: Option<PathBuf>,
+    /// Instead of new matches, the positions BASE lost: each replay in DIR
+    /// that BASE (by digest) lost is forked at the start of every round BASE
+    /// lost (`referee local --from`), and each such position is played once
+    /// with NEW and once with BASE in BASE's seat, the opponent its recorded
+    /// bot. A position's two games are one pair of the SPRT (NEW's points,
+    /// plus what BASE's game left), so "does my fix win the positions I
+    /// lost?" gets a verdict, or says the positions were too few. Played in
+    /// the parents' class and seed, one game at a time.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["openings", "book", "class", "seed"])]
+    pub from_losses: Option<PathBuf>,
+    /// With --from-losses --out: the key that signs the fork replays written.
+    #[command(flatten)]
+    pub key: SigningKeyArgs,
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,

@@ -357,12 +357,12 @@ fn saved_class(name: &str) -> Result<duel_rules::WeightClass> {
 
 /// A number for people's tables: its minus sign is U+2212 '−' (the same as
 /// the tables' other minus signs), never ASCII '-'. `--json` keeps numbers.
-fn minus(text: String) -> String {
+pub(super) fn minus(text: String) -> String {
     text.replace('-', "−")
 }
 
 /// `value` with `decimals` places, its minus sign a '−'; −0.0 prints as 0.
-fn number(value: f64, decimals: usize) -> String {
+pub(super) fn number(value: f64, decimals: usize) -> String {
     // `+ 0.0` turns −0.0 into 0.0.
     minus(format!("{:.decimals$}", value + 0.0))
 }
@@ -383,7 +383,7 @@ fn signed(value: f64) -> String {
 /// instead of printing "−∞" or "+0.0 ± 0.0": "— (all won)", "— (all lost)",
 /// and `alike` ("all drawn", "every pair alike") for a record whose games
 /// (or pairs) all scored the same, whose interval has no width.
-fn elo_text(elo: Option<EloInterval>, score: f64, alike: &str) -> String {
+pub(super) fn elo_text(elo: Option<EloInterval>, score: f64, alike: &str) -> String {
     match elo {
         Some(EloInterval {
             elo: Some(elo),

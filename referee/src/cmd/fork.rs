@@ -103,7 +103,7 @@ fn parse_swaps(swaps: &[String]) -> Result<Vec<(Side, String)>> {
 
 /// The recorded bot of `side`, from the spec the replay recorded, shown in
 /// the fork as the replay showed it.
-fn recorded_bot(parent: &Replay, side: Side) -> Result<ResolvedBot> {
+pub(super) fn recorded_bot(parent: &Replay, side: Side) -> Result<ResolvedBot> {
     let fighter = &parent.fighters[side.index()];
     let spec = fighter.spec.as_deref().unwrap_or(&fighter.name);
     let mut bot = source::resolve(spec).with_context(|| {

@@ -6,6 +6,7 @@
 pub mod arena;
 mod fork;
 pub mod local;
+mod losses;
 pub mod new;
 pub mod python_endpoint;
 pub mod replay;
@@ -49,6 +50,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             replay::sign(&path, out.as_deref(), &key)
         }
         Command::Tournament(args) => arena::tournament(args),
+        Command::Sprt(args) if args.from_losses.is_some() => losses::sprt(args),
         Command::Sprt(args) => arena::sprt(args),
         Command::Serve(args) => serve::run(args),
         Command::New(args) => new::run(args),

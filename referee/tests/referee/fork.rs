@@ -344,3 +344,146 @@ fn bad_forks_get_one_clear_line() {
         text(&no_fork.stderr)
     );
 }
+
+/// `referee sprt NEW BASE --from-losses DIR`: every round BASE lost in the
+/// matches it lost becomes a position, played by NEW and by BASE against the
+/// recorded opponent; BASE, deterministic like its opponent, loses each
+/// again; the forks written verify against their parents.
+#[test]
+fn sprt_from_losses_plays_each_lost_position_with_new_and_base() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let losses = folder.path().join("losses");
+    std::fs::create_dir(&losses).expect("folder");
+    let base = "builtin:script:BLOCK,BLOCK,JAB";
+    // BASE on either side, against the counter puncher; and a match without
+    // BASE, and a file that is no replay, which are passed over.
+    let matches: [(&str, &str, &str); 4] = [
+        ("m1.json", base, "builtin:counter"),
+        ("m2.json", "builtin:counter", base),
+        ("m3.json", base, "builtin:random"),
+        ("m4.json", "builtin:random", "builtin:counter"),
+    ];
+    for (name, a, b) in matches {
+        let local = referee(&[
+            "local",
+            a,
+            b,
+            "--seed",
+            "5",
+            "--replay",
+            arg(&losses.join(name)),
+        ]);
+        assert!(local.status.success(), "{}", text(&local.stderr));
+    }
+    std::fs::write(losses.join("notes.json"), b"{ not a replay").expect("write");
+    // The positions the test expects: each round BASE lost, in a match it lost.
+    let mut expected = Vec::new();
+    for (name, a, _) in matches {
+        let replay = read_json(&losses.join(name));
+        let base_side = if a == base { "a" } else { "b" };
+        let fighters = replay["fighters"].as_array().expect("fighters");
+        if !fighters.iter().any(|fighter| fighter["spec"] == base) {
+            continue;
+        }
+        let opponent = if base_side == "a" { "b" } else { "a" };
+        if replay["result"]["winner"] != opponent {
+            continue;
+        }
+        for round in replay["rounds"].as_array().expect("rounds") {
+            if round["result"]["winner"] == opponent {
+                expected.push((name.to_owned(), format!("r{}e1", round["number"])));
+            }
+        }
+    }
+    assert!(!expected.is_empty(), "BASE must lose something to test");
+    let out = folder.path().join("forks");
+    let key = folder.path().join("referee.key");
+    let run = referee(&[
+        "sprt",
+        "builtin:counter",
+        base,
+        "--from-losses",
+        arg(&losses),
+        "--elo0",
+        "0",
+        "--elo1",
+        "2000",
+        "--out",
+        arg(&out),
+        "--signing-key",
+        arg(&key),
+        "--json",
+    ]);
+    let verdict: Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|_| panic!("{}{}", text(&run.stdout), text(&run.stderr)));
+    let code = match verdict["verdict"].as_str() {
+        Some("H1") => 0,
+        Some("H0") => 1,
+        _ => 3,
+    };
+    assert_eq!(run.status.code(), Some(code), "{verdict}");
+    assert!(
+        text(&run.stderr).contains("notes.json"),
+        "the file that is no replay is named: {}",
+        text(&run.stderr)
+    );
+    let positions = verdict["positions"].as_array().expect("positions");
+    let played: Vec<(String, String)> = positions
+        .iter()
+        .map(|position| {
+            let file = position["replay"].as_str().expect("replay");
+            let name = Path::new(file).file_name().expect("name");
+            (
+                name.to_string_lossy().into_owned(),
+                position["at"].as_str().expect("at").to_owned(),
+            )
+        })
+        .collect();
+    // An early verdict may stop before the last position.
+    assert_eq!(played[..], expected[..played.len()], "{verdict}");
+    if code == 3 {
+        assert_eq!(played, expected);
+    }
+    for position in positions {
+        assert_eq!(position["base"], "loses", "{position}");
+    }
+    // Each position's two forks were written, signed, and check against
+    // their parent.
+    let written: Vec<PathBuf> = std::fs::read_dir(&out)
+        .expect("out")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    assert_eq!(written.len(), 2 * positions.len());
+    for path in written {
+        let fork = read_json(&path);
+        assert!(fork["signature"].is_object());
+        let parent = positions
+            .iter()
+            .find(|position| position["match_id"] == fork["fork"]["parent_match_id"])
+            .expect("a parent among the positions");
+        let verify = referee(&[
+            "replay",
+            "verify",
+            arg(&path),
+            "--parent",
+            parent["replay"].as_str().expect("replay"),
+        ]);
+        assert!(verify.status.success(), "{}", text(&verify.stderr));
+    }
+
+    // A folder where BASE lost nothing: one line, exit 2.
+    let none = referee(&[
+        "sprt",
+        "builtin:counter",
+        "builtin:script:HEAVY",
+        "--from-losses",
+        arg(&losses),
+        "--elo0",
+        "0",
+        "--elo1",
+        "20",
+    ]);
+    assert_eq!(none.status.code(), Some(2));
+    let said = text(&none.stderr);
+    assert!(said.contains("no lost match of BASE"), "{said}");
+}

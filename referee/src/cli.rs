@@ -32,6 +32,9 @@ Getting started:
                                             the same match in the browser viewer
   referee sprt mybot mybot-v1 --elo0 0 --elo1 20 --openings 8
                                             is the new version stronger?
+  referee local --from match.json#r2e7 --swap a=mybot
+                                            replay a lost match to round 2, exchange 7,
+                                            then let the fixed bot play on
   referee tournament mybot examples/bots/counter builtin:random --out runs/t1
   referee replay verify match.json")]
 pub struct Cli {
@@ -41,7 +44,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run one match locally between two bot specs and print its tape.
+    /// Run one match locally between two bot specs and print its tape, or
+    /// fork a recorded one (--from).
+    #[command(
+        override_usage = "referee local [OPTIONS] <A> <B>\n       referee local [OPTIONS] --from <REPLAY[#rNeM]> [--swap <SIDE=BOT>]..."
+    )]
     Local(LocalArgs),
     /// Serve duel.v1.Referee and duel.v1.Inference over gRPC (with health checks
     /// and reflection) until SIGTERM or ctrl-c.

@@ -90,11 +90,13 @@ pub fn run(args: LocalArgs) -> Result<Outcome> {
     if let Some(error) = tape.error {
         return Err(error);
     }
-    if let Some(key) = &key {
-        duel_replays::sign(&mut played.replay, key).context("cannot sign the fork's replay")?;
-    }
     if let Some(watch) = &watch {
         runtime.block_on(watch.sinks().keep_played(&mut played))?;
+    }
+    // After the viewer's copy (signed with the session's key): the fork's
+    // file and JSON carry the user's key.
+    if let Some(key) = &key {
+        duel_replays::sign(&mut played.replay, key).context("cannot sign the fork's replay")?;
     }
     if let Some(publisher) = publisher {
         publisher.finish(&played.replay.result);

@@ -100,23 +100,7 @@ impl SprtRun {
             for summary in [one, two] {
                 let points = summary.points_doubled(NEW).unwrap_or(0);
                 pair_points += points;
-                self.wdl.add(match points {
-                    2 => Wdl {
-                        wins: 1,
-                        draws: 0,
-                        losses: 0,
-                    },
-                    1 => Wdl {
-                        wins: 0,
-                        draws: 1,
-                        losses: 0,
-                    },
-                    _ => Wdl {
-                        wins: 0,
-                        draws: 0,
-                        losses: 1,
-                    },
-                });
+                self.wdl.add(Wdl::of_points_doubled(points));
                 self.summaries.push(summary);
             }
             self.pentanomial.add_pair(pair_points);

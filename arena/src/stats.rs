@@ -50,6 +50,27 @@ impl EloEstimate {
 const Z_95: f64 = 1.959_963_984_540_054;
 
 impl Wdl {
+    /// One game's record from its points doubled: 2 a win, 1 a draw, else a loss.
+    pub fn of_points_doubled(points_doubled: usize) -> Wdl {
+        match points_doubled {
+            2 => Wdl {
+                wins: 1,
+                draws: 0,
+                losses: 0,
+            },
+            1 => Wdl {
+                wins: 0,
+                draws: 1,
+                losses: 0,
+            },
+            _ => Wdl {
+                wins: 0,
+                draws: 0,
+                losses: 1,
+            },
+        }
+    }
+
     pub fn games(&self) -> u64 {
         self.wins + self.draws + self.losses
     }

@@ -92,23 +92,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
         ))?;
         // NEW's points in its game, and what BASE's game left to NEW.
         pentanomial.add_pair(played.new_points + (2 - played.base_points));
-        wdl.add(match played.new_points {
-            2 => Wdl {
-                wins: 1,
-                draws: 0,
-                losses: 0,
-            },
-            1 => Wdl {
-                wins: 0,
-                draws: 1,
-                losses: 0,
-            },
-            _ => Wdl {
-                wins: 0,
-                draws: 0,
-                losses: 1,
-            },
-        });
+        wdl.add(Wdl::of_points_doubled(played.new_points));
         let line = format!(
             "{} {}: NEW {}, BASE {}",
             position

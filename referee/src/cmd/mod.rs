@@ -1,7 +1,9 @@
 //! The subcommands, one module each (`local`, `replay`, `arena`, `serve`), and
 //! what they share: the outcome and its exit code, standard output, colour,
 //! logging, and the match host built from flags and the environment. The
-//! submodules depend on this one only, never on each other.
+//! submodules depend on this one and on the few helpers docs/ARCHITECTURE.md
+//! lists (`source`, `watch`, `python_endpoint`, `fork`, `replay`'s loading
+//! and keys), never otherwise on each other.
 
 pub mod arena;
 mod fork;

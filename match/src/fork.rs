@@ -5,14 +5,14 @@
 //! asks the bots from the fork point on.
 
 use duel_replays::{
-    CallOutcome, ExchangeRecord, FighterName, ForkPoint, ForkRecord, Replay, SourceName,
-    replay_sha256,
+    ExchangeRecord, FighterName, ForkPoint, ForkRecord, Replay, SourceName, replay_sha256,
 };
 use duel_rules::{Ruleset, Side};
 
 use crate::error::MatchError;
 use crate::host::MatchOptions;
 use crate::opening::Opening;
+use crate::record::{MatchConfig, MatchRecorder};
 
 /// A fork about to be played: the parent (verified), where it leaves it, and
 /// which sides get a new bot.
@@ -46,7 +46,7 @@ impl ForkStart {
         let position = at.position_in(&parent)?;
         let spent = gassed_out_at(&parent, position);
         for side in swapped {
-            if spent[side.index()] {
+            if spent(*side) {
                 return Err(MatchError::Config(format!(
                     "fighter {} had gassed out (its budget spent) before {at}: a bot swapped in there would never be asked; fork at an earlier exchange",
                     side.name()
@@ -101,30 +101,30 @@ impl ForkStart {
     }
 }
 
-/// Whether each side was gassed out when the exchange at `position` was
-/// played: it spent its budget, the meter refused a call (which gasses a
-/// fighter out), or the parent shows it played on the budget there.
-fn gassed_out_at(parent: &Replay, position: usize) -> [bool; 2] {
-    let mut gassed_out = [false; 2];
-    let mut tokens_used = [0u64; 2];
-    for (index, (_, exchange)) in parent.exchanges().enumerate() {
-        for side in Side::BOTH {
-            let record = exchange.sides()[side.index()];
-            if index == position {
-                gassed_out[side.index()] |= record.source == SourceName::Budget;
-                continue;
-            }
-            tokens_used[side.index()] = tokens_used[side.index()].saturating_add(record.tokens);
-            gassed_out[side.index()] |= record.source == SourceName::Budget
-                || record
-                    .calls()
-                    .iter()
-                    .any(|call| call.outcome == CallOutcome::Refused)
-                || tokens_used[side.index()] >= parent.budget;
-        }
-        if index == position {
-            break;
-        }
+/// Whether a side was gassed out when the exchange at `position` was
+/// played: as the recorder counts it, replaying the prefix the fork copies
+/// (its budget spent, a call refused, a budget substitution), or as the
+/// parent shows it there (played on the budget).
+fn gassed_out_at(parent: &Replay, position: usize) -> impl Fn(Side) -> bool + use<> {
+    let mut config = MatchConfig::new(
+        parent.match_id.clone(),
+        parent.accepted_at.clone(),
+        parent.class.into(),
+        parent.seed,
+    );
+    config.opening = Opening::of_replay(parent);
+    let mut recorder = MatchRecorder::new(config, parent.fighters.clone());
+    for (_, exchange) in parent.exchanges().take(position) {
+        recorder.commit_recorded(exchange, &parent.models);
     }
-    gassed_out
+    let at = parent
+        .exchanges()
+        .nth(position)
+        .map(|(_, exchange)| exchange.clone());
+    move |side: Side| {
+        recorder.gassed_out(side)
+            || at
+                .as_ref()
+                .is_some_and(|exchange| exchange.sides()[side.index()].source == SourceName::Budget)
+    }
 }

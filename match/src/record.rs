@@ -170,6 +170,11 @@ impl MatchRecorder {
         !self.gassed_out[side.index()] && self.forced().is_none()
     }
 
+    /// Whether `side` has gassed out: it is played on the budget to the end.
+    pub fn gassed_out(&self, side: Side) -> bool {
+        self.gassed_out[side.index()]
+    }
+
     /// Whether the next exchange is one of the opening's (forced, nobody asked).
     pub fn in_opening(&self) -> bool {
         self.forced().is_some()

@@ -247,8 +247,9 @@ fn first_differing_side(
     }
     for side in duel_rules::Side::BOTH {
         let json = |record: &ExchangeRecord| serde_json::to_vec(record.sides()[side.index()]).ok();
-        if json(fork) != json(parent) || json(fork).is_none() {
-            return Some(Some(side));
+        match (json(fork), json(parent)) {
+            (Some(fork_json), Some(parent_json)) if fork_json == parent_json => {}
+            _ => return Some(Some(side)),
         }
     }
     None

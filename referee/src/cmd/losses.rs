@@ -17,12 +17,18 @@ use super::source::{self, ResolvedBot};
 use super::{Outcome, Stdout};
 use crate::cli::SprtArgs;
 
-/// One position to play: a lost match of BASE, BASE's side, and where.
+/// One position to play: a lost match of BASE, BASE's side, and the fork
+/// there with BASE's side swapped (checked once, played twice).
 struct Position {
     file: PathBuf,
-    parent: Replay,
     side: Side,
-    at: ForkPoint,
+    start: ForkStart,
+}
+
+impl Position {
+    fn at(&self) -> ForkPoint {
+        self.start.record().at
+    }
 }
 
 /// How one position went for NEW and for BASE (in points doubled: 2 a win,
@@ -99,7 +105,7 @@ pub fn sprt(args: SprtArgs) -> Result<Outcome> {
                 .file
                 .file_name()
                 .map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
-            position.at,
+            position.at(),
             result_word(played.new_points),
             result_word(played.base_points)
         );
@@ -211,16 +217,20 @@ fn lost_positions(dir: &Path, base_digest: &str) -> Result<(Vec<Position>, usize
             continue;
         }
         for round in &replay.rounds {
-            if round.result.winner == opponent {
-                positions.push(Position {
+            if round.result.winner != opponent {
+                continue;
+            }
+            let at = ForkPoint {
+                round: round.number,
+                exchange: 1,
+            };
+            match ForkStart::new(replay.clone(), at, &[side]) {
+                Ok(start) => positions.push(Position {
                     file: file.clone(),
-                    parent: replay.clone(),
                     side,
-                    at: ForkPoint {
-                        round: round.number,
-                        exchange: 1,
-                    },
-                });
+                    start,
+                }),
+                Err(error) => skip(format!("cannot fork it at {at}: {error}")),
             }
         }
     }
@@ -240,9 +250,8 @@ async fn play_position(
 ) -> Result<Played> {
     let mut points = [0usize; 2];
     for (slot, (bot, label)) in [(new, "new"), (base, "base")].into_iter().enumerate() {
-        let where_ = || format!("{} at {}", position.file.display(), position.at);
-        let start = ForkStart::new(position.parent.clone(), position.at, &[position.side])
-            .with_context(where_)?;
+        let where_ = || format!("{} at {}", position.file.display(), position.at());
+        let start = position.start.clone();
         let opponent = recorded_bot(start.parent(), position.side.other()).with_context(where_)?;
         let mut fighters = [bot.fighter(), bot.fighter()];
         fighters[position.side.other().index()] = opponent.fighter();
@@ -263,7 +272,7 @@ async fn play_position(
         };
         if let (Some(key), Some(out)) = (key, out) {
             duel_replays::sign(&mut played.replay, key)?;
-            let path = out.join(format!("{index:04}-{}-{label}.json", position.at));
+            let path = out.join(format!("{index:04}-{}-{label}.json", position.at()));
             duel_referee::ReplaySinks::new()
                 .write_to(path)
                 .keep(&mut played.replay)
@@ -305,9 +314,9 @@ fn report(
             .map(|(position, played)| {
                 serde_json::json!({
                     "replay": position.file.display().to_string(),
-                    "match_id": position.parent.match_id,
+                    "match_id": position.start.parent().match_id,
                     "side": position.side.name(),
-                    "at": position.at.to_string(),
+                    "at": position.at().to_string(),
                     "new": result_word(played.new_points),
                     "base": result_word(played.base_points),
                 })
